@@ -1,0 +1,26 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   run the main job on its embedded default
+#   make test   format check, lint, mypy --strict and the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test check clean
+
+$(BIN)/.installed: pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pyattacker needs Python >= 3.11; set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
+	@touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/pyattacker demo
+
+test: $(BIN)/.installed
+	PATH="$(abspath $(BIN)):$$PATH" scripts/check
+
+check: test
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
