@@ -1,0 +1,57 @@
+"""The one time seam.
+
+Library code never reads ``time.monotonic()`` or calls ``asyncio.sleep()`` directly; it asks
+a :class:`Clock`. The default, :class:`LoopClock`, reads the running event loop, so the same
+code runs in real time under asyncio/uvloop and in simulated time under the virtual loop of
+:mod:`pyattacker.testing`. ``wall_time()`` is the one deliberate exception: the real
+seconds a piece of work *cost* (named so, never used to decide anything).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Clock", "LoopClock", "wall_time"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Monotonic seconds and a sleep that honours them."""
+
+    def now(self) -> float:
+        """Monotonic seconds; only differences are meaningful."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Suspend the caller for ``seconds`` of this clock's time (``<= 0`` just yields)."""
+        ...
+
+
+class LoopClock:
+    """The default clock: the running event loop's own time and timers.
+
+    Virtual under the virtual loop, scaled under the scaled loop, real otherwise. Outside a
+    running loop ``now()`` reads ``time.monotonic()``, which is what asyncio's own loops
+    read, so a pool built or inspected before the loop starts sees consistent times.
+    """
+
+    __slots__ = ()
+
+    def now(self) -> float:
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:
+            return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+    def __repr__(self) -> str:
+        return "LoopClock()"
+
+
+def wall_time() -> float:
+    """Real monotonic seconds, for measuring what work cost. Never for deciding anything."""
+    return time.perf_counter()

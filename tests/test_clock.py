@@ -1,0 +1,542 @@
+"""The virtual-time and scaled loops of `pyattacker.testing`, timelines pinned to the float.
+
+Nothing here sleeps for real except the ScaledClock tests, which take tens of milliseconds
+and assert on real time only loosely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import math
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyattacker import testing
+from pyattacker.clock import Clock, LoopClock, wall_time
+from pyattacker.errors import (
+    ConfigError,
+    SimulationError,
+    SimulationStalled,
+    WallBudgetExceeded,
+)
+from pyattacker.testing import (
+    ScaledClock,
+    ScaledEventLoop,
+    VirtualClock,
+    VirtualEventLoop,
+    run_virtual,
+)
+
+Log = list[tuple[str, float]]
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def _sleep_then_log(log: Log, name: str, delay: float) -> None:
+    await asyncio.sleep(delay)
+    log.append((name, _now()))
+
+
+# ---------------------------------------------------------------------------- the exports
+
+
+def test_testing_exports_the_clocks_loops_and_runner_in_a_sorted_all() -> None:
+    public = {"ScaledClock", "ScaledEventLoop", "VirtualClock", "VirtualEventLoop", "run_virtual"}
+    assert public <= set(testing.__all__)
+    assert testing.__all__ == sorted(testing.__all__)
+    assert all(hasattr(testing, name) for name in testing.__all__)
+
+
+# ------------------------------------------------------------------ timelines, exactly
+
+
+def test_thirty_two_concurrent_one_second_sleeps_all_end_at_one_second() -> None:
+    async def main() -> tuple[list[float], float]:
+        ends: list[float] = []
+
+        async def sleeper() -> None:
+            await asyncio.sleep(1)
+            ends.append(_now())
+
+        await asyncio.gather(*(sleeper() for _ in range(32)))
+        return ends, _now()
+
+    ends, final = run_virtual(main())
+    assert ends == [1.0] * 32
+    assert final == 1.0
+
+
+def test_timers_fire_in_deadline_order_and_ties_in_scheduling_order() -> None:
+    log: Log = []
+
+    async def main() -> None:
+        await asyncio.gather(
+            _sleep_then_log(log, "c", 3.0),
+            _sleep_then_log(log, "a", 0.5),
+            _sleep_then_log(log, "b1", 1.25),
+            _sleep_then_log(log, "b2", 1.25),
+        )
+
+    run_virtual(main())
+    assert log == [("a", 0.5), ("b1", 1.25), ("b2", 1.25), ("c", 3.0)]
+
+
+def test_time_stands_still_while_another_task_is_working() -> None:
+    log: Log = []
+
+    async def worker() -> None:
+        for _ in range(1_000):  # "work": runnable the whole time, so no timer may fire
+            await asyncio.sleep(0)
+        log.append(("worked", _now()))
+        await _sleep_then_log(log, "worker slept", 1.0)
+
+    async def main() -> None:
+        await asyncio.gather(_sleep_then_log(log, "sleeper", 0.5), worker())
+
+    run_virtual(main())
+    assert log == [("worked", 0.0), ("sleeper", 0.5), ("worker slept", 1.0)]
+
+
+def test_pure_yields_never_move_time_and_never_hang() -> None:
+    async def main() -> float:
+        for _ in range(10_000):
+            await asyncio.sleep(0)
+        return _now()
+
+    assert run_virtual(main(), start=5.0) == 5.0
+
+
+def test_wait_for_times_out_at_exactly_its_deadline() -> None:
+    async def main() -> float:
+        never_set = asyncio.get_running_loop().create_future()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(never_set, timeout=5)
+        return _now()
+
+    assert run_virtual(main()) == 5.0
+
+
+def test_asyncio_timeout_expires_at_exactly_its_deadline() -> None:
+    async def main() -> float:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2.5):
+                await asyncio.sleep(60)
+        return _now()
+
+    assert run_virtual(main(), start=100.0) == 102.5
+
+
+def test_the_start_offset_is_the_first_reading_of_the_clock() -> None:
+    async def main() -> list[float]:
+        first = _now()
+        await asyncio.sleep(0.25)
+        return [first, _now()]
+
+    assert run_virtual(main(), start=1_000.0) == [1_000.0, 1_000.25]
+
+
+def test_a_timer_three_days_away_is_reached_exactly_in_24_hour_steps() -> None:
+    async def main() -> float:
+        await asyncio.sleep(3 * 86_400 + 0.5)
+        return _now()
+
+    assert run_virtual(main()) == 259_200.5
+
+
+def test_timers_stay_exact_where_a_nanosecond_is_below_float_resolution() -> None:
+    start = 1e12  # the spacing of floats here is ~1e-4 s, far above asyncio's 1e-9 margin
+
+    async def main() -> list[float]:
+        await asyncio.sleep(1.0)
+        first = _now()
+        await asyncio.sleep(0.5)
+        return [first, _now()]
+
+    assert run_virtual(main(), start=start) == [start + 1.0, start + 1.0 + 0.5]
+
+
+@given(
+    delays=st.lists(st.floats(min_value=0, max_value=1e7, allow_nan=False), max_size=25),
+    start=st.floats(min_value=-1e6, max_value=1e9, allow_nan=False),
+)
+def test_concurrent_sleeps_end_in_deadline_order_at_exactly_their_deadlines(
+    delays: list[float], start: float
+) -> None:
+    log: Log = []
+
+    async def main() -> float:
+        await asyncio.gather(*(_sleep_then_log(log, str(i), d) for i, d in enumerate(delays)))
+        return _now()
+
+    final = run_virtual(main(), start=start)
+    deadlines = [start + d for d in delays]  # what loop.call_later computes, to the bit
+    # Ties go in start order (sorted() is stable), except that sleep(0) is a plain yield,
+    # not a timer: it resumes before a timer whose deadline rounded down to `start`.
+    order = sorted(range(len(delays)), key=lambda i: (deadlines[i], delays[i] > 0))
+    assert log == [(str(i), deadlines[i]) for i in order]
+    assert final == max(deadlines, default=start)
+
+
+# ------------------------------------------------------------------- the Clock protocol
+
+
+def test_loop_clock_reads_and_sleeps_on_the_virtual_loop() -> None:
+    async def main() -> list[float]:
+        clock = LoopClock()
+        first = clock.now()
+        await clock.sleep(2.0)
+        return [first, clock.now()]
+
+    assert run_virtual(main(), start=42.0) == [42.0, 44.0]
+
+
+def test_virtual_clock_now_and_sleep_work_inside_run() -> None:
+    clock = VirtualClock(start=10.0)
+    assert isinstance(clock, Clock)
+
+    async def main() -> list[float]:
+        assert isinstance(clock.loop, VirtualEventLoop)
+        first = clock.now()
+        await clock.sleep(1.5)
+        second = clock.now()
+        await clock.sleep(-3.0)  # a negative sleep just yields
+        return [first, second, clock.now()]
+
+    assert clock.run(main()) == [10.0, 11.5, 11.5]
+
+
+def test_virtual_clock_is_idle_outside_run_and_reusable() -> None:
+    clock = VirtualClock(start=3.0, wall_budget_s=60.0)
+    assert repr(clock) == "<VirtualClock start=3.0 wall_budget_s=60.0 idle>"
+    with pytest.raises(RuntimeError, match="only running inside its run"):
+        clock.now()
+
+    async def main() -> str:
+        await asyncio.sleep(1)
+        return repr(clock)
+
+    assert clock.run(main()) == "<VirtualClock start=3.0 wall_budget_s=60.0 now=4.0>"
+    assert clock.run(main()) == "<VirtualClock start=3.0 wall_budget_s=60.0 now=4.0>"
+
+
+def test_the_loop_repr_shows_its_time() -> None:
+    async def main() -> str:
+        await asyncio.sleep(0.5)
+        return repr(asyncio.get_running_loop())
+
+    assert run_virtual(main(), start=2.0) == "<VirtualEventLoop now=2.5 running=True>"
+    loop = VirtualEventLoop()
+    loop.close()
+    assert repr(loop) == "<VirtualEventLoop closed running=False>"
+
+
+def test_run_reraises_the_coroutines_exception() -> None:
+    async def main() -> None:
+        await asyncio.sleep(1)
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        run_virtual(main())
+
+
+@pytest.mark.parametrize("outer", [VirtualClock(), ScaledClock()], ids=repr)
+def test_run_refuses_to_nest_inside_a_running_loop(outer: VirtualClock | ScaledClock) -> None:
+    async def inner() -> None:
+        pass
+
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="called from a running loop"):
+            outer.run(inner())  # and no "never awaited" warning for inner()
+        with pytest.raises(RuntimeError, match="called from a running loop"):
+            run_virtual(inner())
+
+    outer.run(main())
+
+
+# ------------------------------------------------------------------ stalls and budgets
+
+
+def test_waiting_for_a_future_nobody_sets_raises_stalled_with_counts() -> None:
+    async def main() -> None:
+        never_set = asyncio.get_running_loop().create_future()
+        helper = asyncio.create_task(asyncio.wait_for(never_set, None), name="helper")
+        await asyncio.sleep(1)
+        assert not helper.done()
+        await never_set
+
+    started = wall_time()
+    with pytest.raises(SimulationStalled) as info:
+        run_virtual(main(), start=7.0)
+    assert info.value.context["tasks"] == 2
+    assert info.value.context["timers"] == 0
+    assert info.value.context["now"] == 8.0
+    assert "helper wait_for" in info.value.context["waiting"]
+    assert wall_time() - started < 10  # loose: it must not hang until pytest's timeout
+
+
+def test_sleeping_forever_is_a_stall_not_an_endless_march_of_24_hour_steps() -> None:
+    async def main() -> None:
+        await asyncio.sleep(math.inf)
+
+    with pytest.raises(SimulationStalled) as info:
+        run_virtual(main())
+    assert info.value.context["tasks"] == 1
+    assert info.value.context["timers"] == 1
+    assert info.value.context["now"] == 0.0
+
+
+def test_an_endless_sleeper_runs_out_of_its_wall_budget_quickly() -> None:
+    async def forever() -> None:
+        while True:  # noqa: ASYNC110  # an endless sleeper is what this test is about
+            await asyncio.sleep(1)
+
+    started = wall_time()
+    with pytest.raises(WallBudgetExceeded) as info:
+        run_virtual(forever(), wall_budget_s=0.2)
+    assert info.value.context["wall_budget_s"] == 0.2
+    assert info.value.context["real_s"] >= 0.2
+    assert info.value.context["now"] > 100  # it simulated a lot of time meanwhile
+    assert wall_time() - started < 10  # loose
+
+
+# ------------------------------------------------------------- no real I/O, no threads
+
+
+async def _open_connection() -> None:
+    await asyncio.open_connection("127.0.0.1", 9)
+
+
+async def _add_reader() -> None:
+    left, right = socket.socketpair()
+    try:
+        asyncio.get_running_loop().add_reader(left, print)
+    finally:
+        left.close()
+        right.close()
+
+
+async def _sock_connect() -> None:
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", 9))
+
+
+async def _start_server() -> None:
+    await asyncio.start_server(print, "127.0.0.1", 0)
+
+
+async def _subprocess() -> None:
+    await asyncio.create_subprocess_exec("true", stdout=subprocess.DEVNULL)
+
+
+async def _resolve_name() -> None:
+    await asyncio.get_running_loop().getaddrinfo("localhost", 80)
+
+
+async def _run_in_executor() -> None:
+    await asyncio.get_running_loop().run_in_executor(None, print)
+
+
+async def _to_thread() -> None:
+    await asyncio.to_thread(print)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "message"),
+    [
+        (_open_connection, "opens no sockets"),
+        (_add_reader, "opens no sockets"),
+        (_sock_connect, "opens no sockets"),
+        (_start_server, "opens no sockets"),
+        (_subprocess, "opens no sockets"),
+        (_resolve_name, "opens no sockets"),
+        (_run_in_executor, "runs no threads"),
+        (_to_thread, "runs no threads"),
+    ],
+)
+def test_real_io_and_threads_are_refused_with_a_clear_error(
+    attempt: Callable[[], Coroutine[Any, Any, None]], message: str
+) -> None:
+    with pytest.raises(SimulationError, match=message):
+        run_virtual(attempt())
+
+
+# ------------------------------------------------------------------------------ cleanup
+
+
+def _assert_nothing_logged(caplog: pytest.LogCaptureFixture) -> None:
+    gc.collect()  # "Task was destroyed but it is pending!" is logged at collection
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_leftover_tasks_are_cancelled_and_nothing_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cancelled_at: list[float] = []
+
+    async def leftover() -> None:
+        try:
+            await asyncio.sleep(1_000)
+        except asyncio.CancelledError:
+            cancelled_at.append(_now())
+            raise
+
+    async def main() -> str:
+        task = asyncio.create_task(leftover())
+        await asyncio.sleep(2)
+        assert not task.done()
+        return "done"
+
+    assert run_virtual(main()) == "done"
+    assert cancelled_at == [2.0]
+    _assert_nothing_logged(caplog)
+
+
+def test_a_stalled_run_still_cancels_its_tasks_and_logs_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        never_set = asyncio.get_running_loop().create_future()
+        waiters = [asyncio.create_task(asyncio.wait_for(never_set, None)) for _ in range(3)]
+        await asyncio.gather(never_set, *waiters)
+
+    with pytest.raises(SimulationStalled):
+        run_virtual(main())
+    _assert_nothing_logged(caplog)
+
+
+def test_a_task_that_swallows_cancellation_fails_the_run_instead_of_hanging(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def stubborn() -> None:
+        while True:  # the bug under test: it swallows cancellation and waits again
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.get_running_loop().create_future()
+
+    async def main() -> None:
+        task = asyncio.create_task(stubborn())
+        await asyncio.sleep(0)
+        assert not task.done()
+
+    with pytest.raises(SimulationError, match="did not finish after cancellation"):
+        run_virtual(main())
+    _assert_nothing_logged(caplog)
+
+
+def test_open_async_generators_are_closed_at_the_end_of_run() -> None:
+    closed_at: list[float] = []
+
+    async def ticks() -> AsyncIterator[int]:
+        try:
+            for i in range(10):
+                await asyncio.sleep(1)
+                yield i
+        finally:
+            closed_at.append(_now())
+
+    async def main() -> int:
+        gen = ticks()
+        return await anext(gen)
+
+    assert run_virtual(main()) == 0
+    assert closed_at == [1.0]
+
+
+# ------------------------------------------------------------------ argument validation
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: ScaledClock(0), "speedup"),
+        (lambda: ScaledClock(-2.0), "speedup"),
+        (lambda: ScaledClock(math.nan), "speedup"),
+        (lambda: ScaledEventLoop(0), "speedup"),
+        (lambda: VirtualClock(wall_budget_s=-1.0), "wall_budget_s"),
+        (lambda: VirtualClock(wall_budget_s=0), "wall_budget_s"),
+        (lambda: VirtualEventLoop(wall_budget_s=-1.0), "wall_budget_s"),
+        (lambda: ScaledClock(wall_budget_s=-1.0), "wall_budget_s"),
+        (lambda: VirtualClock(start=math.inf), "start"),
+    ],
+)
+def test_bad_arguments_raise_a_config_error_naming_the_field(
+    make: Callable[[], Any], field: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        make()
+    assert info.value.field == field
+
+
+def test_run_virtual_with_bad_arguments_does_not_leak_the_coroutine() -> None:
+    async def main() -> None:
+        pass
+
+    with pytest.raises(ConfigError):  # and no "coroutine was never awaited" warning
+        run_virtual(main(), wall_budget_s=-5)
+
+
+# --------------------------------------------------------------------------- ScaledClock
+
+
+def test_scaled_clock_sleeps_a_virtual_second_in_a_fraction_of_a_real_one() -> None:
+    clock = ScaledClock(50.0)
+
+    async def main() -> float:
+        first = clock.now()
+        await clock.sleep(1.0)
+        return clock.now() - first
+
+    started = wall_time()
+    elapsed = clock.run(main())
+    real_s = wall_time() - started
+    # Loose bounds on purpose: never early, a little late is scheduling noise (1 ms real
+    # of selector rounding alone is 0.05 s of loop time at this speedup).
+    assert 1.0 <= elapsed < 1.5
+    assert real_s < 0.5
+
+
+def test_scaled_clock_allows_real_io() -> None:
+    async def main() -> bytes:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(await reader.readline())
+            writer.close()
+            await writer.wait_closed()
+
+        server = await asyncio.start_server(echo, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"ping\n")
+            line = await reader.readline()
+            writer.close()
+            await writer.wait_closed()
+        return line
+
+    assert ScaledClock(10.0, wall_budget_s=10.0).run(main()) == b"ping\n"
+
+
+def test_scaled_clock_enforces_its_wall_budget() -> None:
+    async def main() -> None:
+        await asyncio.sleep(1_000)
+
+    started = wall_time()
+    with pytest.raises(WallBudgetExceeded):
+        ScaledClock(1.0, wall_budget_s=0.05).run(main())
+    assert wall_time() - started < 5  # loose
+
+
+def test_scaled_clock_repr_and_speedup() -> None:
+    clock = ScaledClock(20.0, start=5.0)
+    assert clock.speedup == 20.0
+    assert repr(clock) == "<ScaledClock speedup=20.0 start=5.0 wall_budget_s=None idle>"
