@@ -1,0 +1,375 @@
+"""Every error pyattacker raises, and the one function that classifies any error.
+
+The tree (our mistakes on the left, the endpoint's on the right)::
+
+    PyAttackerError                      exit 1 unless stated
+    ├── ConfigError                      exit 2: bad input; names the field and the fix
+    │   └── PoolNotFound                 a pool name nobody registered (also a ResourceError)
+    ├── ResourceError                    something about pools, resources and leases
+    │   ├── ResourceUnavailable          no lease could be handed out (pool, selector, reasons)
+    │   │   └── AcquireTimeout           ... within the caller's timeout (timeout_s)
+    │   ├── PoolNotFound
+    │   └── LeaseLeakError               a lease outlived its task (strict mode only)
+    ├── RetryableError                   raise it to say "try again" (error class retryable)
+    ├── FatalError                       raise it to say "never retry this" (error class fatal)
+    ├── IllegalTransition                a health event the state machine forbids
+    └── SimulationError                  the virtual-time loop could not go on
+        ├── SimulationStalled            nothing runnable and no timer pending
+        └── WallBudgetExceeded           real seconds ran out before the simulation finished
+
+Every class carries the context that helps the reader (``pool``, ``resource``,
+``selector``, ``attempt`` where they apply) and renders it in ``str()``.
+
+Classification (:func:`error_class_of`) lives at the end of this module: one pure function
+for every foreign error, so retry policies, reports and the store agree on what an error
+*was*. :func:`retry_after_of` (what the server asked us to wait) is re-exported from the
+private ``pyattacker._classify``, which also reads HTTP statuses for the classifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from pyattacker._classify import (
+    attribute,
+    http_status_of,
+    network_class_of,
+    retry_after_of,
+    status_class_of,
+)
+
+__all__ = [
+    "AcquireTimeout",
+    "ConfigError",
+    "ErrorClass",
+    "FatalError",
+    "IllegalTransition",
+    "LeaseLeakError",
+    "PoolNotFound",
+    "PyAttackerError",
+    "ResourceError",
+    "ResourceUnavailable",
+    "RetryableError",
+    "SimulationError",
+    "SimulationStalled",
+    "WallBudgetExceeded",
+    "error_class_of",
+    "retry_after_of",
+]
+
+
+class ErrorClass(enum.StrEnum):
+    """What kind of failure an error was. The first five are retried by default."""
+
+    RETRYABLE = "retryable"
+    RATE_LIMIT = "rate_limit"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    UPSTREAM = "upstream"
+    INVALID = "invalid"
+    FATAL = "fatal"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+    @property
+    def retried_by_default(self) -> bool:
+        return self in _RETRIED_BY_DEFAULT
+
+
+_RETRIED_BY_DEFAULT = frozenset(
+    {
+        ErrorClass.RETRYABLE,
+        ErrorClass.RATE_LIMIT,
+        ErrorClass.TIMEOUT,
+        ErrorClass.CONNECTION,
+        ErrorClass.UPSTREAM,
+    }
+)
+
+
+class PyAttackerError(Exception):
+    """Base of every error pyattacker raises on purpose.
+
+    ``exit_code`` is what the CLI exits with when this error ends a command.
+    """
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context: dict[str, Any] = {k: v for k, v in context.items() if v is not None}
+
+    def __str__(self) -> str:
+        if not self.context:
+            return self.message
+        details = ", ".join(f"{k}={v!r}" for k, v in self.context.items())
+        return f"{self.message} ({details})"
+
+
+class ConfigError(PyAttackerError):
+    """Bad input from the user: a value, a name, a shape. Nothing was changed.
+
+    ``field`` names what was wrong (a dotted path where it helps) and ``hint`` the fix.
+    """
+
+    exit_code: ClassVar[int] = 2
+
+    def __init__(
+        self, message: str, *, field: str | None = None, hint: str | None = None, **context: Any
+    ) -> None:
+        super().__init__(message, **context)
+        self.field = field
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.field}: {self.message}" if self.field else self.message
+        if self.hint:
+            text = f"{text} — {self.hint}"
+        return text
+
+
+class ResourceError(PyAttackerError):
+    """Something about pools, resources or leases."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pool: str | None = None,
+        resource: str | None = None,
+        selector: str | None = None,
+        attempt: int | None = None,
+        **context: Any,
+    ) -> None:
+        super().__init__(
+            message, pool=pool, resource=resource, selector=selector, attempt=attempt, **context
+        )
+        self.pool = pool
+        self.resource = resource
+        self.selector = selector
+        self.attempt = attempt
+
+
+class ResourceUnavailable(ResourceError):
+    """No lease could be handed out. ``reasons`` says why, per pool or resource."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasons: Mapping[str, str] | None = None,
+        **context: Any,
+    ) -> None:
+        super().__init__(message, **context)
+        self.reasons: dict[str, str] = dict(reasons or {})
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.reasons:
+            text += "; " + "; ".join(f"{k}: {v}" for k, v in self.reasons.items())
+        return text
+
+
+class AcquireTimeout(ResourceUnavailable):
+    """No lease within the caller's ``timeout_s`` (measured on the pool's clock)."""
+
+    def __init__(self, message: str, *, timeout_s: float | None = None, **context: Any) -> None:
+        super().__init__(message, timeout_s=timeout_s, **context)
+        self.timeout_s = timeout_s
+
+
+class PoolNotFound(ResourceError, ConfigError):
+    """A pool name that is not registered: a configuration mistake, so exit code 2."""
+
+    exit_code: ClassVar[int] = 2
+
+    def __init__(self, name: str, *, known: Sequence[str] = ()) -> None:
+        known_text = ", ".join(sorted(known)) or "none"
+        ResourceError.__init__(self, f"no pool named {name!r}", pool=name)
+        self.field = "pool"
+        self.hint = f"known pools: {known_text}"
+        self.known = tuple(known)
+
+    def __str__(self) -> str:
+        return ConfigError.__str__(self)
+
+
+class LeaseLeakError(ResourceError):
+    """A lease was still held when its task ended (raised only in strict mode)."""
+
+
+class RetryableError(PyAttackerError):
+    """Raise from a task to ask for a retry; classified ``retryable``."""
+
+    error_class: ClassVar[str] = ErrorClass.RETRYABLE
+
+
+class FatalError(PyAttackerError):
+    """Raise from a task to forbid retries; classified ``fatal`` and never retried."""
+
+    error_class: ClassVar[str] = ErrorClass.FATAL
+
+
+class IllegalTransition(PyAttackerError):
+    """A health event that the state machine does not allow from the current state."""
+
+
+class SimulationError(PyAttackerError):
+    """The virtual-time event loop could not go on; ``context`` carries the counts."""
+
+
+class SimulationStalled(SimulationError):
+    """Nothing is runnable and no timer is pending: the simulation can never progress."""
+
+
+class WallBudgetExceeded(SimulationError):
+    """The real-time budget ran out before the simulated work finished."""
+
+
+# --------------------------------------------------------------------------- classification
+
+# Cancellation comes before everything, even an explicit `error_class` attribute: nothing
+# may turn a cancelled task or a Ctrl-C into something a retry policy would retry.
+_CANCELLATION: tuple[type[BaseException], ...] = (
+    asyncio.CancelledError,
+    KeyboardInterrupt,
+    SystemExit,
+    GeneratorExit,
+)
+
+# Our own errors that say what they are by their type.
+_OWN_TYPES: tuple[tuple[type[BaseException], ErrorClass], ...] = (
+    (AcquireTimeout, ErrorClass.TIMEOUT),  # waited too long, like any other timeout
+    (ConfigError, ErrorClass.INVALID),  # bad input: the same input fails the same way
+    (IllegalTransition, ErrorClass.INVALID),  # a bug in the caller
+    (LeaseLeakError, ErrorClass.INVALID),  # a bug in the caller
+    (SimulationError, ErrorClass.FATAL),  # the loop itself cannot go on
+)
+
+# Mistakes in the code or the request: trying again cannot help.
+_PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
+    TypeError,
+    ValueError,
+    LookupError,
+    AttributeError,
+    NameError,
+    NotImplementedError,
+    AssertionError,
+    ArithmeticError,
+    ImportError,
+)
+
+_MAX_CAUSES = 8  # how far down `__cause__` the classifier looks
+
+
+def error_class_of(exc: object) -> ErrorClass:
+    """What kind of failure ``exc`` was. Pure, total and never raises.
+
+    Ordered rules, the first that matches wins:
+
+    1. cancellation — ``asyncio.CancelledError``, ``KeyboardInterrupt``, ``SystemExit``,
+       ``GeneratorExit`` → ``cancelled`` (first, so no attribute can make it retryable);
+    2. :class:`FatalError` → ``fatal`` (its type is a promise: never retried);
+    3. an ``error_class`` attribute (on the instance or its class) holding a valid class
+       name → that class; any other value is ignored;
+    4. :class:`RetryableError` → ``retryable`` (reached only if rule 3 was overridden
+       with garbage);
+    5. our own types: :class:`AcquireTimeout` → ``timeout``; :class:`ConfigError`,
+       :class:`IllegalTransition`, :class:`LeaseLeakError` → ``invalid``;
+       :class:`SimulationError` → ``fatal``;
+    6. ``TimeoutError`` (``asyncio.TimeoutError`` and ``socket.timeout`` are the same
+       class) → ``timeout``; ``ConnectionError`` and its subclasses → ``connection``; a
+       plain ``OSError`` with a network errno (``ETIMEDOUT`` → ``timeout``;
+       ``ECONNREFUSED``, ``ECONNRESET``, ``ECONNABORTED``, ``EPIPE``, ``ENET*``,
+       ``EHOST*`` → ``connection``); ``socket.gaierror`` ``EAI_AGAIN`` → ``connection``;
+    7. an HTTP status (see ``_classify.http_status_of``): 408, 504 → ``timeout``;
+       425, 429 → ``rate_limit``; other 5xx → ``upstream``; 400, 401, 402, 403, 404,
+       405, 406, 410, 411, 413, 414, 415, 422, 431, 451 → ``fatal``; others fall through;
+    8. programming errors (``TypeError``, ``ValueError``, ``LookupError``,
+       ``AttributeError``, ``NameError``, ``NotImplementedError``, ``AssertionError``,
+       ``ArithmeticError``, ``ImportError``) → ``invalid``;
+    9. the explicit cause (``raise ... from err``), classified by these same rules, so a
+       vendor error wrapping a ``ConnectionError`` is a connection error (at most 8
+       levels; cycles are cut);
+    10. otherwise ``unknown``.
+
+    A rule that raises while inspecting ``exc`` (a property that raises, a mock) counts as
+    "no match". Not handled: exception groups (``unknown`` unless a rule matches the group
+    itself) and ``__context__`` (an implicit context is an accident, not a statement).
+    """
+    seen: set[int] = set()
+    current: object = exc
+    while current is not None and id(current) not in seen and len(seen) < _MAX_CAUSES:
+        seen.add(id(current))
+        found = _first_rule_match(current)
+        if found is not None:
+            return found
+        cause = attribute(current, "__cause__")
+        current = cause if isinstance(cause, BaseException) else None
+    return ErrorClass.UNKNOWN
+
+
+def _first_rule_match(exc: object) -> ErrorClass | None:
+    for rule in _RULES:
+        try:
+            found = rule(exc)
+        except Exception:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _cancelled(exc: object) -> ErrorClass | None:
+    return ErrorClass.CANCELLED if isinstance(exc, _CANCELLATION) else None
+
+
+def _fatal_error(exc: object) -> ErrorClass | None:
+    return ErrorClass.FATAL if isinstance(exc, FatalError) else None
+
+
+def _declared(exc: object) -> ErrorClass | None:
+    value = attribute(exc, "error_class")
+    if isinstance(value, str) and value in ErrorClass.__members__.values():
+        return ErrorClass(value)
+    return None
+
+
+def _retryable_error(exc: object) -> ErrorClass | None:
+    return ErrorClass.RETRYABLE if isinstance(exc, RetryableError) else None
+
+
+def _own_type(exc: object) -> ErrorClass | None:
+    return next((cls for kind, cls in _OWN_TYPES if isinstance(exc, kind)), None)
+
+
+def _network(exc: object) -> ErrorClass | None:
+    return _named(network_class_of(exc))
+
+
+def _http_status(exc: object) -> ErrorClass | None:
+    return _named(status_class_of(http_status_of(exc)))
+
+
+def _programming_error(exc: object) -> ErrorClass | None:
+    return ErrorClass.INVALID if isinstance(exc, _PROGRAMMING_ERRORS) else None
+
+
+def _named(name: str | None) -> ErrorClass | None:
+    return None if name is None else ErrorClass(name)
+
+
+_RULES: tuple[Callable[[object], ErrorClass | None], ...] = (
+    _cancelled,
+    _fatal_error,
+    _declared,
+    _retryable_error,
+    _own_type,
+    _network,
+    _http_status,
+    _programming_error,
+)
