@@ -1,0 +1,330 @@
+"""Acquire algorithms: how a caller obtains a lease.
+
+An algorithm is a small object with one coroutine, ``acquire(request) -> Lease``. It may
+only use what the ``AcquireRequest`` hands it (the pool, the other pools by name, the
+selector, the timeout, the caller's rng and clock, an affinity memory); it never sees the
+world behind the resources. The shape every algorithm follows is "try the no-wait version,
+else park": ``request.try_acquire()`` and ``request.pool.wait_slot()``.
+
+Precedence, highest first: the algorithm passed to one ``acquire`` call, the task's, the
+pool's default, ``Wait()``. ``resolve_algorithm`` turns a name, a dict with parameters (with
+nested fallbacks) or an instance into an algorithm and rejects anything else with a
+``ConfigError`` that lists the known names.
+
+This module holds the contract (``AcquireRequest``, ``AcquireAlgorithm``), the registry and
+the two basic algorithms; the others live in ``_strategies`` (``backoff``, ``least_busy``,
+``failover``, ``sticky``, ``quota_aware``) and ``_adaptive``, imported at the end of this
+module so that every built-in name is registered as soon as this module is.
+
+Field names in errors: an algorithm built in Python names its own parameter
+(``backoff.base``); one resolved from a spec names the path inside the spec
+(``algorithm.base``, ``algorithm.then.name``), which is what the user wrote.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import functools
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+
+from pyattacker.clock import Clock
+from pyattacker.errors import AcquireTimeout, ConfigError, ResourceUnavailable
+from pyattacker.pool._lease import Lease, LeaseOwner
+from pyattacker.pool._selector import Selector
+
+if TYPE_CHECKING:
+    from pyattacker.pool._pool import Pool, Score
+    from pyattacker.pool._resource import Resource
+
+__all__ = [
+    "ALGORITHMS",
+    "AcquireAlgorithm",
+    "AcquireRequest",
+    "AlgorithmSpec",
+    "Immediate",
+    "Rank",
+    "Wait",
+    "check_number",
+    "register_algorithm",
+    "resolve_algorithm",
+    "resolve_nested",
+]
+
+#: Ranks a candidate of a given pool (higher preferred, None last); see ``AcquireRequest.rank``.
+Rank = Callable[["Pool", "Resource"], "float | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireRequest:
+    """Everything an algorithm may use to obtain one lease, and nothing more.
+
+    ``rank`` is a preference that ``try_acquire`` applies when it is not given a ``score``
+    (``quota_aware`` sets it and hands the request to its ``then``): wrapping algorithms
+    compose by passing ``dataclasses.replace(request, ...)`` down.
+    """
+
+    pool: Pool
+    selector: Selector
+    timeout: float | None
+    rng: random.Random
+    clock: Clock
+    pools: Mapping[str, Pool]
+    affinity: MutableMapping[str, str]
+    owner: LeaseOwner | None
+    algorithm: str
+    started: float
+    rank: Rank | None = None
+
+    def try_acquire(
+        self,
+        pool: Pool | None = None,
+        *,
+        selector: Selector | None = None,
+        score: Score | None = None,
+        exclude: Iterable[str] = (),
+    ) -> Lease | None:
+        """``pool.try_acquire`` on behalf of this request's owner (default: its own pool)."""
+        pool = self.pool if pool is None else pool  # not `or`: an empty Pool is falsy
+        if score is None and self.rank is not None:
+            score = functools.partial(self.rank, pool)
+        return pool.try_acquire(
+            self.selector if selector is None else selector,
+            score=score,
+            exclude=exclude,
+            owner=self.owner,
+            algorithm=self.algorithm,
+        )
+
+    def remaining(self, timeout: float | None = None) -> float | None:
+        """Seconds left before the tighter of the request's and ``timeout`` (None: no limit)."""
+        limits = [t for t in (self.timeout, timeout) if t is not None]
+        if not limits:
+            return None
+        return min(limits) - (self.clock.now() - self.started)
+
+    def unavailable(
+        self, message: str, *, timeout: float | None = None, pools: Sequence[Pool] = ()
+    ) -> ResourceUnavailable:
+        """The error to raise, with every resource's reason for saying no.
+
+        With ``pools`` (several), the reasons cover each of them, keyed ``"pool/resource"``.
+        """
+        if pools:
+            reasons = {
+                f"{pool.name}/{rid}": why
+                for pool in pools
+                for rid, why in pool.reasons(self.selector).items()
+            }
+        else:
+            reasons = self.pool.reasons(self.selector)
+        context: dict[str, Any] = {
+            "pool": self.pool.name,
+            "selector": self.selector.describe(),
+            "reasons": reasons,
+        }
+        if timeout is not None:
+            return AcquireTimeout(message, timeout_s=timeout, **context)
+        return ResourceUnavailable(message, **context)
+
+
+class AcquireAlgorithm(abc.ABC):
+    """Base of every acquire algorithm. Subclasses are (usually frozen) dataclasses."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    async def acquire(self, request: AcquireRequest) -> Lease:
+        """A lease from ``request``, or ``ResourceUnavailable``/``AcquireTimeout``."""
+
+    def describe(self) -> dict[str, Any]:
+        """The name and parameters, JSON-friendly (what ``resolve_algorithm`` accepts)."""
+        params: dict[str, Any] = {"name": self.name}
+        for name in _parameters(type(self)):
+            value = getattr(self, name)
+            params[name] = value.describe() if isinstance(value, AcquireAlgorithm) else value
+        return params
+
+
+def _parameters(cls: type) -> list[str]:
+    """The public init parameters of an algorithm class (none unless it is a dataclass)."""
+    if not dataclasses.is_dataclass(cls):
+        return []
+    return [f.name for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
+
+
+AlgorithmSpec: TypeAlias = "str | Mapping[str, Any] | AcquireAlgorithm"
+
+#: name -> class; ``register_algorithm`` adds to it.
+ALGORITHMS: dict[str, type[AcquireAlgorithm]] = {}
+
+
+def register_algorithm(cls: type[AcquireAlgorithm]) -> type[AcquireAlgorithm]:
+    """Make ``cls`` resolvable by its ``name`` (usable as a class decorator)."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ConfigError("an algorithm class needs a non-empty `name`", field="name")
+    ALGORITHMS[name] = cls
+    return cls
+
+
+def check_timeout(value: float | None, field: str) -> None:
+    if value is not None and (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or math.isnan(value)
+        or value < 0
+    ):
+        raise ConfigError(f"must be seconds >= 0 or None, got {value!r}", field=field)
+
+
+def check_number(
+    value: object,
+    field: str,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    below: float | None = None,
+    hint: str | None = None,
+) -> None:
+    """``ConfigError`` naming ``field`` unless ``value`` is a finite number in range."""
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (above is None or value > above)
+        and (at_least is None or value >= at_least)
+        and (below is None or value < below)
+    )
+    if not ok:
+        bounds = [
+            f"{op} {bound:g}"
+            for op, bound in ((">", above), (">=", at_least), ("<", below))
+            if bound is not None
+        ]
+        wanted = " and ".join(bounds) or "that is finite"
+        raise ConfigError(f"must be a number {wanted}, got {value!r}", field=field, hint=hint)
+
+
+@register_algorithm
+@dataclass(frozen=True, slots=True)
+class Immediate(AcquireAlgorithm):
+    """One try, no waiting: a lease now or ``ResourceUnavailable`` with every reason."""
+
+    name: ClassVar[str] = "immediate"
+
+    async def acquire(self, request: AcquireRequest) -> Lease:
+        lease = request.try_acquire()
+        if lease is None:
+            raise request.unavailable(f"no resource free now in pool {request.pool.name!r}")
+        return lease
+
+
+@register_algorithm
+@dataclass(frozen=True, slots=True)
+class Wait(AcquireAlgorithm):
+    """Try; else park until a release, health change or cooldown end may let us in; repeat.
+
+    ``timeout`` (seconds on the pool's clock; the call's own timeout may be tighter) ends
+    the wait with ``AcquireTimeout``. The default algorithm.
+    """
+
+    name: ClassVar[str] = "wait"
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        check_timeout(self.timeout, "wait.timeout")
+
+    async def acquire(self, request: AcquireRequest) -> Lease:
+        while True:
+            lease = request.try_acquire()
+            if lease is not None:
+                return lease
+            remaining = request.remaining(self.timeout)
+            if remaining is not None and remaining <= 0:
+                limit = min(t for t in (request.timeout, self.timeout) if t is not None)
+                raise request.unavailable(
+                    f"no lease within {limit:g}s in pool {request.pool.name!r}", timeout=limit
+                )
+            await request.pool.wait_slot(request.selector, remaining)
+
+
+def resolve_algorithm(spec: AlgorithmSpec | None) -> AcquireAlgorithm:
+    """An algorithm from a name, a ``{"name": ..., **params}`` dict, or an instance.
+
+    ``None`` gives ``Wait()``. Nested algorithm parameters (``then``) may be specs
+    themselves. Raises ``ConfigError`` naming the field (``algorithm``, ``algorithm.name``,
+    ``algorithm.<param>``, ``algorithm.then.name``…) for anything unknown or out of range.
+    """
+    return _resolve(spec, "algorithm")
+
+
+def resolve_nested(spec: AlgorithmSpec | None, field: str) -> AcquireAlgorithm:
+    """``resolve_algorithm`` for a parameter that is itself an algorithm; errors name ``field``.
+
+    For use in ``__post_init__``: ``resolve_nested(self.then, "failover.then")``.
+    """
+    return _resolve(spec, field)
+
+
+def _resolve(spec: AlgorithmSpec | None, field: str) -> AcquireAlgorithm:
+    if spec is None:
+        return Wait()
+    if isinstance(spec, AcquireAlgorithm):
+        return spec
+    if isinstance(spec, str):
+        return _build(spec, {}, field, name_field=field)
+    if isinstance(spec, Mapping):
+        params = dict(spec)
+        name = params.pop("name", None)
+        if not isinstance(name, str):
+            raise ConfigError(
+                "an algorithm given as a dict needs a 'name'",
+                field=f"{field}.name",
+                hint=f"one of: {', '.join(sorted(ALGORITHMS))}",
+            )
+        return _build(name, params, field, name_field=f"{field}.name")
+    raise ConfigError(
+        f"must be a name, a dict or an AcquireAlgorithm, got {type(spec).__name__}",
+        field=field,
+        hint=f"one of: {', '.join(sorted(ALGORITHMS))}",
+    )
+
+
+def _build(name: str, params: dict[str, Any], field: str, *, name_field: str) -> AcquireAlgorithm:
+    cls = ALGORITHMS.get(name)
+    if cls is None:
+        raise ConfigError(
+            f"unknown algorithm {name!r}",
+            field=name_field,
+            hint=f"known algorithms: {', '.join(sorted(ALGORITHMS))}",
+        )
+    accepted = set(_parameters(cls))
+    for key in params:
+        if key not in accepted:
+            raise ConfigError(
+                f"{name} has no parameter {key!r}",
+                field=f"{field}.{key}",
+                hint=f"its parameters: {', '.join(sorted(accepted)) or 'none'}",
+            )
+    try:
+        return cls(**params)
+    except ConfigError as exc:
+        own = f"{name}."
+        if exc.field is None or not exc.field.startswith(own):
+            raise
+        # The instance named its own parameter ("backoff.base"); name the spec's path.
+        raise ConfigError(
+            exc.message, field=f"{field}.{exc.field[len(own) :]}", hint=exc.hint
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc), field=field) from None
+
+
+# Register the remaining built-in algorithms. Last, because both modules import this one.
+from pyattacker.pool import _adaptive as _adaptive  # noqa: E402
+from pyattacker.pool import _strategies as _strategies  # noqa: E402

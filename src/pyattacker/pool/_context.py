@@ -1,0 +1,182 @@
+"""``TaskContext``: what one attempt of a task sees, and the leases it holds.
+
+A context knows the pools by name, the attempt's ``rng`` (the only randomness an algorithm
+may use, so reruns reproduce backoff delays), its ``clock`` and free-form ``meta``. It hands
+out leases through the acquire algorithms and remembers every lease it handed out until that
+lease comes back, so that ``reclaim_now()`` can force-return whatever a task forgot and
+record the leak (or, with ``strict_leases``, raise ``LeaseLeakError``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pyattacker.clock import Clock, LoopClock
+from pyattacker.errors import ConfigError, LeaseLeakError, PoolNotFound
+from pyattacker.pool._algorithms import (
+    AcquireAlgorithm,
+    AcquireRequest,
+    AlgorithmSpec,
+    check_timeout,
+    resolve_algorithm,
+)
+from pyattacker.pool._lease import AcquireCall, Lease
+from pyattacker.pool._pool import Pool
+from pyattacker.pool._resource import Resource
+from pyattacker.pool._selector import Selector
+
+__all__ = ["TaskContext"]
+
+
+class TaskContext:
+    def __init__(
+        self,
+        pools: Mapping[str, Pool] | Iterable[Pool] = (),
+        *,
+        rng: random.Random | None = None,
+        clock: Clock | None = None,
+        meta: Mapping[str, Any] | None = None,
+        pool: str | None = None,
+        algorithm: AlgorithmSpec | None = None,
+        strict_leases: bool = False,
+    ) -> None:
+        if isinstance(pools, Mapping):
+            self.pools: dict[str, Pool] = dict(pools)
+        else:
+            self.pools = {}
+            for p in pools:
+                if p.name in self.pools:
+                    raise ConfigError(f"two pools named {p.name!r}", field="pools")
+                self.pools[p.name] = p
+        if pool is not None and pool not in self.pools:
+            raise PoolNotFound(pool, known=list(self.pools))
+        self.rng = rng if rng is not None else random.Random()
+        first = next(iter(self.pools.values()), None)
+        self.clock: Clock = clock or (first.clock if first is not None else LoopClock())
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.default_pool = pool
+        self.algorithm = None if algorithm is None else resolve_algorithm(algorithm)
+        self.strict_leases = strict_leases
+        #: resource id remembered per pool name by affinity-minded algorithms (``sticky``).
+        self.affinity: dict[str, str] = {}
+        self._held: dict[Lease, None] = {}
+
+    def pool(self, name: str | None = None) -> Pool:
+        """The named pool, else the default pool, else the only pool; ``PoolNotFound`` if none."""
+        name = name if name is not None else self.default_pool
+        if name is None:
+            if len(self.pools) == 1:
+                return next(iter(self.pools.values()))
+            raise ConfigError(
+                f"which pool? this context has {len(self.pools)}",
+                field="pool",
+                hint=f"pass one of: {', '.join(self.pools) or 'none (add a pool first)'}",
+            )
+        found = self.pools.get(name)
+        if found is None:
+            raise PoolNotFound(name, known=list(self.pools))
+        return found
+
+    def acquire(
+        self,
+        pool: str | None = None,
+        *,
+        algorithm: AlgorithmSpec | None = None,
+        timeout: float | None = None,
+        where: Callable[[Resource], bool] | None = None,
+        **selector: Any,
+    ) -> AcquireCall:
+        """A lease from ``pool``: ``async with ctx.acquire(...) as lease`` or ``await``.
+
+        Bad input (unknown pool or algorithm, negative timeout, a selector path no resource
+        has) raises ``ConfigError`` here, before anything is waited for.
+        """
+        target = self.pool(pool)
+        chosen = self._algorithm_for(target, algorithm)
+        check_timeout(timeout, "timeout")
+        wanted = Selector.build(where, **selector)
+        target.check_selector(wanted)
+        return AcquireCall(lambda: self._acquire(target, chosen, wanted, timeout))
+
+    async def acquire_lease(
+        self,
+        pool: str | None = None,
+        *,
+        algorithm: AlgorithmSpec | None = None,
+        timeout: float | None = None,
+        where: Callable[[Resource], bool] | None = None,
+        **selector: Any,
+    ) -> Lease:
+        """The escape hatch: a lease you release yourself (``lease.release_now()``)."""
+        return await self.acquire(
+            pool, algorithm=algorithm, timeout=timeout, where=where, **selector
+        )
+
+    def _algorithm_for(self, pool: Pool, spec: AlgorithmSpec | None) -> AcquireAlgorithm:
+        if spec is not None:
+            return resolve_algorithm(spec)
+        return self.algorithm or pool.algorithm or resolve_algorithm(None)
+
+    async def _acquire(
+        self,
+        pool: Pool,
+        algorithm: AcquireAlgorithm,
+        selector: Selector,
+        timeout: float | None,
+    ) -> Lease:
+        started = self.clock.now()
+        request = AcquireRequest(
+            pool=pool,
+            selector=selector,
+            timeout=timeout,
+            rng=self.rng,
+            clock=self.clock,
+            pools=self.pools,
+            affinity=self.affinity,
+            owner=self,
+            algorithm=algorithm.name,
+            started=started,
+        )
+        lease = await algorithm.acquire(request)
+        lease.pool.record_wait(self.clock.now() - started)
+        return lease
+
+    # -- lease ownership ----------------------------------------------------------------
+
+    @property
+    def held(self) -> tuple[Lease, ...]:
+        """Leases handed out through this context and not yet returned."""
+        return tuple(self._held)
+
+    def _adopt(self, lease: Lease) -> None:
+        self._held[lease] = None
+
+    def _forget(self, lease: Lease) -> None:
+        self._held.pop(lease, None)
+
+    def reclaim_now(self) -> tuple[Lease, ...]:
+        """Force-return every lease still held, record each as leaked, and return them.
+
+        Synchronous, so it runs in ``finally`` and after cancellation. With
+        ``strict_leases`` a leak then raises ``LeaseLeakError`` (after reclaiming).
+        """
+        leaked = tuple(self._held)
+        for lease in leaked:
+            lease.pool._record_leak(lease)
+            lease.release_now()
+        if leaked and self.strict_leases:
+            first = leaked[0]
+            raise LeaseLeakError(
+                f"{len(leaked)} lease(s) outlived the task",
+                pool=first.pool.name,
+                resource=first.resource.id,
+            )
+        return leaked
+
+    def __repr__(self) -> str:
+        return (
+            f"<TaskContext pools={list(self.pools)} held={len(self._held)} "
+            f"default_pool={self.default_pool!r}>"
+        )

@@ -1,0 +1,525 @@
+"""``Pool``: a named set of resources, the only state shared between work items.
+
+The pool owns each resource's live state (health, leases in flight, usable limit, "not
+before" time, usage totals, the lazily built client) and one synchronous allocator:
+
+- ``select``/``try_acquire`` pick, among the resources the selector accepts and that are
+  usable *now* (READY, or DEGRADED with its cooldown over; not throttled; below its limit),
+  the one with the best ``score`` (if given, higher first; None ranks last), then the least
+  loaded (``active / limit``), ties broken round-robin. No await: a decision cannot be
+  interrupted halfway by cancellation.
+- ``wait_slot`` parks a caller until something may let *its* selector proceed; the wait
+  queue (``_waiting.py``) explains the three kinds of wake-up and the cooldown notifier.
+
+Timeouts (``wait_slot(timeout=...)``) use the running loop's timers, which is what the
+default ``LoopClock`` reads; under the virtual loop they fire at the simulated instant.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyattacker.clock import Clock, LoopClock
+from pyattacker.errors import ConfigError, ErrorClass, ResourceError
+from pyattacker.pool._events import EventBus, PoolEvent, Subscriber
+from pyattacker.pool._health import Health, HealthEvent, transition
+from pyattacker.pool._lease import AcquireCall, Lease, LeaseOwner
+from pyattacker.pool._resource import Resource
+from pyattacker.pool._selector import ANY, Selector
+from pyattacker.pool._slot import Slot, reason
+from pyattacker.pool._stats import PoolStatistics, ResourceSnapshot, percentile
+from pyattacker.pool._waiting import WaitQueue
+
+if TYPE_CHECKING:
+    from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec
+
+__all__ = ["Pool", "Score"]
+
+log = logging.getLogger("pyattacker.pool")
+
+#: Ranks a candidate: higher is preferred, None ranks after every number.
+Score = Callable[[Resource], float | None]
+
+_WAIT_WINDOW = 10_000  # wait percentiles cover the most recent acquisitions (bounded memory)
+
+
+class Pool:
+    def __init__(
+        self,
+        name: str,
+        resources: Iterable[Resource] = (),
+        *,
+        algorithm: AlgorithmSpec | None = None,
+        clock: Clock | None = None,
+        deadlock_warn_s: float | None = 5.0,
+        on_event: Subscriber | None = None,
+    ) -> None:
+        from pyattacker.pool._algorithms import resolve_algorithm
+
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"must be a non-empty string, got {name!r}", field="pool.name")
+        if deadlock_warn_s is not None and not deadlock_warn_s > 0:
+            raise ConfigError(
+                f"must be > 0 seconds or None, got {deadlock_warn_s!r}", field="deadlock_warn_s"
+            )
+        self.name = name
+        self.clock: Clock = clock if clock is not None else LoopClock()
+        self.algorithm: AcquireAlgorithm | None = (
+            None if algorithm is None else resolve_algorithm(algorithm)
+        )
+        self.deadlock_warn_s = deadlock_warn_s
+        self._slots: list[Slot] = []
+        self._by_id: dict[str, Slot] = {}
+        for i, resource in enumerate(resources):
+            if not isinstance(resource, Resource):
+                raise ConfigError(
+                    f"must be a Resource, got {type(resource).__name__}",
+                    field=f"{name}.resources[{i}]",
+                    hint="build one with Resource.create(kind, id=..., capacity=...)",
+                )
+            if resource.id in self._by_id:
+                raise ConfigError(
+                    f"duplicate resource id {resource.id!r}", field=f"{name}.resources[{i}].id"
+                )
+            self._add_slot(resource)
+        self._queue = WaitQueue(
+            name,
+            self.clock,
+            lambda: self._slots,
+            warn_after_s=deadlock_warn_s,
+            is_stuck=self._is_stuck,
+            on_stuck=self._warn_stuck,
+        )
+        self._rr = 0
+        self._granted = 0
+        self._failures = 0
+        self._throttles = 0
+        self._leaked = 0
+        self._waits: deque[float] = deque(maxlen=_WAIT_WINDOW)
+        self._wait_max = 0.0
+        self._bus = EventBus()
+        if on_event is not None:
+            self._bus.subscribe(on_event)
+
+    # -- membership ---------------------------------------------------------------------
+
+    def _add_slot(self, resource: Resource) -> None:
+        slot = Slot(resource, len(self._slots))
+        self._slots.append(slot)
+        self._by_id[resource.id] = slot
+
+    @property
+    def resources(self) -> tuple[Resource, ...]:
+        return tuple(s.resource for s in self._slots)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, resource_id: object) -> bool:
+        return resource_id in self._by_id
+
+    def _slot_of(self, resource_id: str) -> Slot:
+        slot = self._by_id.get(resource_id)
+        if slot is None:
+            known = ", ".join(self._by_id) or "none"
+            raise ResourceError(
+                f"no resource {resource_id!r} in pool (known: {known})",
+                pool=self.name,
+                resource=resource_id,
+            )
+        return slot
+
+    def publish(self, resource: Resource) -> None:
+        """Add a resource (or bring back a revoked id with a fresh state); wakes every waiter."""
+        if not isinstance(resource, Resource):
+            raise ConfigError(
+                f"must be a Resource, got {type(resource).__name__}", field="resource"
+            )
+        existing = self._by_id.get(resource.id)
+        if existing is not None and existing.health.state is not Health.REVOKED:
+            raise ConfigError(
+                f"resource {resource.id!r} is already in pool {self.name!r}",
+                field="resource.id",
+                hint="revoke it first, or give the new one another id",
+            )
+        if existing is not None:
+            if existing.active:
+                raise ResourceError(
+                    "a revoked resource with leases still out cannot be republished yet",
+                    pool=self.name,
+                    resource=resource.id,
+                )
+            self._slots.remove(existing)
+            for i, slot in enumerate(self._slots):
+                slot.index = i
+        self._add_slot(resource)
+        self._emit("pool.published", resource.id, spec=resource.spec())
+        self._queue.wake_all()
+
+    def revoke(self, resource_id: str, reason: str = "") -> None:
+        """Retire a resource for good; leases already out stay valid until released."""
+        slot = self._slot_of(resource_id)
+        if slot.health.state is Health.REVOKED:
+            return
+        self._apply(slot, HealthEvent.REVOKE, self.clock.now(), reason or "revoked")
+        self._emit("pool.revoked", resource_id, reason=reason)
+
+    # -- events -------------------------------------------------------------------------
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn(event)`` for every future event; returns the unsubscribe function."""
+        return self._bus.subscribe(fn)
+
+    def _emit(self, kind: str, resource: str | None = None, **data: Any) -> None:
+        if self._bus.active:
+            self._bus.publish(PoolEvent(kind, self.name, self.clock.now(), resource, data))
+
+    # -- the allocator ------------------------------------------------------------------
+
+    def _pick(
+        self, selector: Selector, score: Score | None, exclude: Iterable[str], now: float
+    ) -> Slot | None:
+        slots = self._slots
+        n = len(slots)
+        if n == 0:
+            return None
+        best: Slot | None = None
+        best_key: tuple[float, float] = (math.inf, math.inf)
+        any_selector = selector is ANY
+        start = self._rr % n
+        for i in range(n):
+            slot = slots[(start + i) % n]
+            if not slot.usable(now):
+                continue
+            resource = slot.resource
+            if exclude and resource.id in exclude:
+                continue
+            if not any_selector and not selector.matches(resource):
+                continue
+            rank = 0.0
+            if score is not None:
+                value = score(resource)
+                rank = math.inf if value is None else -value
+            key = (rank, slot.active / slot.limit)
+            if key < best_key:
+                best, best_key = slot, key
+        return best
+
+    def select(
+        self,
+        selector: Selector = ANY,
+        *,
+        score: Score | None = None,
+        exclude: Iterable[str] = (),
+    ) -> Resource | None:
+        """The resource ``try_acquire`` would take now, without taking it."""
+        slot = self._pick(selector, score, frozenset(exclude), self.clock.now())
+        return None if slot is None else slot.resource
+
+    def try_acquire(
+        self,
+        selector: Selector = ANY,
+        *,
+        score: Score | None = None,
+        exclude: Iterable[str] = (),
+        owner: LeaseOwner | None = None,
+        algorithm: str | None = None,
+    ) -> Lease | None:
+        """A lease on the best usable resource now, or None. Never waits."""
+        now = self.clock.now()
+        skip = frozenset(exclude)
+        while True:
+            slot = self._pick(selector, score, skip, now)
+            if slot is None:
+                return None
+            client = self._client_of(slot, now)
+            if client is None:
+                skip = skip | {slot.resource.id}
+                continue
+            slot.active += 1
+            slot.leases += 1
+            self._granted += 1
+            self._rr = slot.index + 1
+            lease = Lease(
+                self, slot, client=client, acquired_at=now, owner=owner, algorithm=algorithm
+            )
+            if owner is not None:
+                owner._adopt(lease)
+            self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
+            return lease
+
+    def _client_of(self, slot: Slot, now: float) -> object | None:
+        """The slot's client, built on first use. None: the factory failed (a health failure)."""
+        if slot.client is not None:
+            return slot.client
+        factory = slot.resource.factory
+        if factory is None:
+            slot.client = slot.resource
+            return slot.client
+        try:
+            client = factory(slot.resource)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            if client is not None:
+                slot.client = client
+                return client
+            error = "factory returned None"
+        log.warning("pool %s: client factory for %s failed: %s", self.name, slot.resource.id, error)
+        self._emit("resource.factory", slot.resource.id, error=error)
+        self._failures += 1
+        self._apply(slot, HealthEvent.FAILURE, now, "factory failed")
+        return None
+
+    # -- waiting ------------------------------------------------------------------------
+
+    async def wait_slot(self, selector: Selector = ANY, timeout: float | None = None) -> bool:
+        """Park until something may let ``selector`` proceed. False if ``timeout`` ran out.
+
+        Waiters are served first come, first served. When a release frees a unit that a
+        parked waiter's selector accepts, that unit is *held* for the first such waiter until
+        it runs again, so a caller arriving meanwhile cannot barge in; the hold ends when
+        this coroutine returns, so call ``try_acquire`` straight away, with no await between.
+        Any other wake-up (health, membership, a cooldown ending) is a hint for everyone.
+        """
+        return await self._queue.wait(selector, timeout)
+
+    def _is_stuck(self) -> bool:
+        return self.active == 0
+
+    def _warn_stuck(self, waited: float) -> None:
+        stats = self.statistics()
+        log.warning(
+            "pool %s: a caller has waited %.1fs with no lease in flight and nothing "
+            "scheduled to come back (%s); is every resource dead or revoked?",
+            self.name,
+            waited,
+            stats.summary(),
+        )
+        self._emit("pool.stuck", None, waited_s=waited, waiting=stats.waiting)
+
+    # -- what leases tell the pool ------------------------------------------------------
+
+    def _release(self, lease: Lease) -> None:
+        slot = lease._slot
+        slot.active -= 1
+        self._emit("lease.released", slot.resource.id, held_s=self.clock.now() - lease.acquired_at)
+        self._queue.hand_over(slot)
+
+    def _report(
+        self,
+        slot: Slot,
+        *,
+        ok: bool,
+        latency_ms: float | None,
+        usage: Mapping[str, float] | None,
+        error: BaseException | None,
+        retry_after: float | None,
+    ) -> None:
+        from pyattacker.errors import error_class_of, retry_after_of
+
+        now = self.clock.now()
+        if usage:
+            self._add_usage(slot, usage)
+        error_class: str | None = None
+        if not ok and error is not None:
+            error_class = error_class_of(error)
+            if retry_after is None:
+                retry_after = retry_after_of(error)
+        if not ok and retry_after is not None:
+            error_class = ErrorClass.RATE_LIMIT
+        self._emit(
+            "lease.reported",
+            slot.resource.id,
+            ok=ok,
+            latency_ms=latency_ms,
+            usage=dict(usage) if usage else None,
+            error_class=error_class,
+            retry_after=retry_after,
+        )
+        if slot.health.state is Health.REVOKED:
+            return
+        if ok:
+            self._apply(slot, HealthEvent.SUCCESS, now, "success")
+        elif error_class == ErrorClass.RATE_LIMIT:
+            self._throttles += 1
+            if retry_after is not None:
+                self._throttle(slot, now + max(0.0, retry_after), now)
+        else:
+            self._failures += 1
+            self._apply(slot, HealthEvent.FAILURE, now, error_class or "reported failure")
+
+    def _add_usage(self, slot: Slot, usage: Mapping[str, float]) -> None:
+        for unit, amount in usage.items():
+            if not isinstance(amount, int | float) or isinstance(amount, bool):
+                raise ConfigError(f"must be a number, got {amount!r}", field=f"usage.{unit}")
+            slot.usage[unit] = slot.usage.get(unit, 0.0) + amount
+
+    def _throttle(self, slot: Slot, until: float, now: float) -> None:
+        group = slot.resource.quota_group
+        targets = (
+            [slot] if group is None else [s for s in self._slots if s.resource.quota_group == group]
+        )
+        for target in targets:
+            if until > target.not_before:
+                target.not_before = until
+                self._emit(
+                    "resource.throttled",
+                    target.resource.id,
+                    until=until,
+                    group=group,
+                    source=slot.resource.id,
+                )
+        self._queue.arm_notifier()
+
+    def _degrade(self, slot: Slot, reason: str) -> None:
+        if slot.health.state is not Health.REVOKED:
+            self._apply(slot, HealthEvent.DEGRADE, self.clock.now(), reason)
+
+    def _apply(self, slot: Slot, event: HealthEvent, now: float, reason: str) -> None:
+        before = slot.health
+        after = transition(before, event, now=now, policy=slot.resource.health)
+        slot.health = after
+        if after.state is before.state and after.blocked_until == before.blocked_until:
+            return
+        self._emit(
+            "resource.health",
+            slot.resource.id,
+            **{"from": before.state.value, "to": after.state.value},
+            failures=after.failures,
+            until=after.blocked_until,
+            reason=reason,
+        )
+        if after.state is not before.state:
+            if after.state is Health.DEAD:
+                log.warning("pool %s: %s is DEAD (%s)", self.name, slot.resource.id, reason)
+            self._queue.wake_all()
+        self._queue.arm_notifier()
+
+    def set_limit(self, resource_id: str, limit: int, *, reason: str = "") -> int:
+        """Set how many leases a resource may have out (1..capacity); returns the new limit."""
+        slot = self._slot_of(resource_id)
+        new = max(1, min(slot.resource.capacity, int(limit)))
+        old, slot.limit = slot.limit, new
+        if new != old:
+            self._emit("resource.limit", resource_id, reason=reason, **{"from": old, "to": new})
+            if new > old:
+                self._queue.hand_over(slot)
+        return new
+
+    # -- acquiring ----------------------------------------------------------------------
+
+    def acquire(
+        self,
+        where: Callable[[Resource], bool] | None = None,
+        *,
+        algorithm: AlgorithmSpec | None = None,
+        timeout: float | None = None,
+        **selector: Any,
+    ) -> AcquireCall:
+        """A lease through the acquire algorithm (per call, else the pool's, else ``Wait()``).
+
+        Await it for a lease you release yourself, or ``async with`` it.
+        """
+        from pyattacker.pool._context import TaskContext
+
+        return TaskContext([self]).acquire(
+            self.name, algorithm=algorithm, timeout=timeout, where=where, **selector
+        )
+
+    def record_wait(self, seconds: float) -> None:
+        """Note how long an acquisition waited (feeds ``statistics()``)."""
+        self._waits.append(seconds)
+        self._wait_max = max(self._wait_max, seconds)
+
+    def _record_leak(self, lease: Lease) -> None:
+        self._leaked += 1
+        log.warning("pool %s: lease on %s leaked; reclaimed", self.name, lease.resource.id)
+        self._emit("lease.leaked", lease.resource.id, held_s=self.clock.now() - lease.acquired_at)
+
+    def check_selector(self, selector: Selector) -> None:
+        """Raise ``ConfigError`` for a field path that no resource of this pool has."""
+        if selector is ANY or not selector.fields or not self._slots:
+            return
+        missing = selector.unknown_paths(s.resource for s in self._slots)
+        if missing:
+            raise ConfigError(
+                f"no resource in pool {self.name!r} has {missing[0]!r}",
+                field=f"selector.{missing[0]}",
+                hint="field paths are looked up in each resource's options, then meta",
+            )
+
+    # -- looking at it ------------------------------------------------------------------
+
+    def reasons(self, selector: Selector = ANY) -> dict[str, str]:
+        """Why each resource cannot serve ``selector`` right now ("free" when it can)."""
+        now = self.clock.now()
+        return {s.resource.id: reason(s, selector, now) for s in self._slots}
+
+    @property
+    def active(self) -> int:
+        return sum(s.active for s in self._slots)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    def statistics(self) -> PoolStatistics:
+        now = self.clock.now()
+        states = [s.health.state_at(now) for s in self._slots]
+        live = [s for s in self._slots if s.health.state not in (Health.DEAD, Health.REVOKED)]
+        waits = sorted(self._waits)
+        return PoolStatistics(
+            name=self.name,
+            resources=len(self._slots),
+            ready=states.count(Health.READY),
+            degraded=states.count(Health.DEGRADED),
+            dead=states.count(Health.DEAD),
+            revoked=states.count(Health.REVOKED),
+            active=self.active,
+            capacity=sum(s.resource.capacity for s in live),
+            waiting=len(self._queue),
+            leases=self._granted,
+            failures=self._failures,
+            throttles=self._throttles,
+            leaked=self._leaked,
+            wait_p50_s=percentile(waits, 0.50),
+            wait_p95_s=percentile(waits, 0.95),
+            wait_max_s=self._wait_max,
+        )
+
+    def snapshot(self) -> tuple[ResourceSnapshot, ...]:
+        now = self.clock.now()
+        return tuple(
+            ResourceSnapshot(
+                id=s.resource.id,
+                kind=s.resource.kind,
+                state=s.health.state_at(now).value,
+                failures=s.health.failures,
+                active=s.active,
+                capacity=s.resource.capacity,
+                limit=s.limit,
+                blocked_until=s.health.blocked_until,
+                not_before=None if s.not_before == -math.inf else s.not_before,
+                leases=s.leases,
+                usage=dict(s.usage),
+                quota_group=s.resource.quota_group,
+            )
+            for s in self._slots
+        )
+
+    def usage_of(self, resource_id: str) -> Mapping[str, float]:
+        return dict(self._slot_of(resource_id).usage)
+
+    def active_of(self, resource_id: str) -> int:
+        return self._slot_of(resource_id).active
+
+    def limit_of(self, resource_id: str) -> int:
+        return self._slot_of(resource_id).limit
+
+    def __repr__(self) -> str:
+        return f"<Pool {self.statistics().summary()}>"

@@ -1,0 +1,126 @@
+"""``Resource``: one leasable endpoint or key, as an immutable specification.
+
+A resource says what it is (``kind``, ``id``, ``options``, ``tags``), how much it can take at
+once (``capacity``), how its health reacts to failures (``HealthPolicy``), which upstream
+limit it shares with others (``quota_group``) and how to build the client a lease hands out
+(``factory``). Its live state (health, leases in flight, usage) belongs to the ``Pool`` that
+holds it, so one ``Resource`` can be described, compared and logged without surprises.
+Secrets in ``options`` are masked in ``spec()`` and ``repr``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pyattacker._secrets import mask
+from pyattacker.errors import ConfigError
+from pyattacker.pool._health import HealthPolicy
+
+__all__ = ["Factory", "Resource"]
+
+#: Builds the client a lease hands out; called once per resource, lazily, with the resource.
+Factory = Callable[["Resource"], object]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Resource:
+    kind: str
+    id: str
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    tags: frozenset[str] = frozenset()
+    capacity: int = 1
+    factory: Factory | None = None
+    health: HealthPolicy = HealthPolicy()  # noqa: RUF009 (frozen: one shared default is safe)
+    quota_group: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def create(
+        cls,
+        kind: str,
+        *,
+        id: str,
+        options: Mapping[str, Any] | None = None,
+        tags: Iterable[str] = (),
+        capacity: int = 1,
+        factory: Factory | None = None,
+        degrade_after: int = 3,
+        dead_after: int = 8,
+        cooldown_s: float = 30.0,
+        quota_group: str | None = None,
+        **meta: Any,
+    ) -> Resource:
+        """Validate and build a resource; ``ConfigError`` names the field that is wrong."""
+        for name, value in (("kind", kind), ("id", id)):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"must be a non-empty string, got {value!r}", field=name)
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
+            raise ConfigError(
+                f"must be a whole number >= 1, got {capacity!r}",
+                field=f"resources.{id}.capacity",
+                hint="capacity is how many leases the resource may hand out at once",
+            )
+        if options is not None and not isinstance(options, Mapping):
+            raise ConfigError(f"must be a mapping, got {type(options).__name__}", field="options")
+        if isinstance(tags, str):
+            tags = (tags,)
+        if factory is not None and (not callable(factory) or inspect.iscoroutinefunction(factory)):
+            raise ConfigError(
+                "must be a plain callable(resource) -> client",
+                field=f"resources.{id}.factory",
+                hint="build async clients synchronously; connect lazily on first use",
+            )
+        if quota_group is not None and (not isinstance(quota_group, str) or not quota_group):
+            raise ConfigError("must be a non-empty string", field=f"resources.{id}.quota_group")
+        try:
+            health = HealthPolicy(degrade_after, dead_after, cooldown_s)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field=f"resources.{id}.{exc.field}") from None
+        return cls(
+            kind=kind,
+            id=id,
+            options=MappingProxyType(dict(options or {})),
+            tags=frozenset(tags),
+            capacity=capacity,
+            factory=factory,
+            health=health,
+            quota_group=quota_group,
+            meta=MappingProxyType(dict(meta)),
+        )
+
+    def spec(self) -> dict[str, Any]:
+        """A JSON-friendly description with secrets masked: safe to log, emit or store."""
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "options": mask(self.options),
+            "tags": sorted(self.tags),
+            "capacity": self.capacity,
+            "degrade_after": self.health.degrade_after,
+            "dead_after": self.health.dead_after,
+            "cooldown_s": self.health.cooldown_s,
+            "quota_group": self.quota_group,
+            "meta": mask(self.meta),
+        }
+
+    def quota(self, unit: str = "tokens") -> float | None:
+        """The declared quota in ``unit`` (``options["quota"][unit]``), or None if undeclared."""
+        declared = self.options.get("quota")
+        value = declared.get(unit) if isinstance(declared, Mapping) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    def __repr__(self) -> str:
+        parts = [f"{self.kind!r}", f"id={self.id!r}", f"capacity={self.capacity}"]
+        if self.tags:
+            parts.append(f"tags={sorted(self.tags)!r}")
+        if self.options:
+            parts.append(f"options={mask(self.options)!r}")
+        if self.quota_group:
+            parts.append(f"quota_group={self.quota_group!r}")
+        return f"Resource({', '.join(parts)})"

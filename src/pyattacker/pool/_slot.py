@@ -1,0 +1,75 @@
+"""A resource's live state inside one pool, and how that state reads at an instant."""
+
+from __future__ import annotations
+
+import math
+
+from pyattacker.pool._health import Health, HealthState
+from pyattacker.pool._resource import Resource
+from pyattacker.pool._selector import Selector
+
+__all__ = ["Slot", "reason"]
+
+
+class Slot:
+    """A resource's live state inside one pool."""
+
+    __slots__ = (
+        "active",
+        "client",
+        "health",
+        "index",
+        "leases",
+        "limit",
+        "not_before",
+        "reserved",
+        "resource",
+        "usage",
+    )
+
+    def __init__(self, resource: Resource, index: int) -> None:
+        self.resource = resource
+        self.index = index
+        self.health = HealthState()
+        self.active = 0
+        self.reserved = 0  # freed units held for a woken waiter until it runs (no barging)
+        self.limit = resource.capacity
+        self.not_before = -math.inf
+        self.client: object | None = None
+        self.leases = 0
+        self.usage: dict[str, float] = {}
+
+    def usable(self, now: float) -> bool:
+        h = self.health
+        if h.state is not Health.READY and h.state_at(now) is not Health.READY:
+            return False
+        return self.active + self.reserved < self.limit and self.not_before <= now
+
+    def comes_back_at(self, now: float) -> float | None:
+        """The future instant this slot stops being blocked by time, if it is."""
+        h = self.health
+        if h.state in (Health.DEAD, Health.REVOKED):
+            return None
+        times = [self.not_before]
+        if h.state is Health.DEGRADED and h.blocked_until is not None:
+            times.append(h.blocked_until)
+        future = [t for t in times if t > now]
+        return max(future) if future else None
+
+
+def reason(slot: Slot, selector: Selector, now: float) -> str:
+    h = slot.health
+    state = h.state_at(now)
+    if not selector.matches(slot.resource):
+        return "does not match"
+    if state is Health.DEGRADED:
+        return f"degraded until t={h.blocked_until:.3f}"
+    if state is not Health.READY:
+        return state.value
+    if slot.not_before > now:
+        return f"throttled until t={slot.not_before:.3f}"
+    if slot.active >= slot.limit:
+        return f"full ({slot.active}/{slot.limit})"
+    if slot.active + slot.reserved >= slot.limit:
+        return f"held for a waiter ({slot.active}/{slot.limit} in use)"
+    return "free"
