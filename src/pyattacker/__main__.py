@@ -1,0 +1,3 @@
+from pyattacker.cli import main
+
+main()

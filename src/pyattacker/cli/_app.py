@@ -1,0 +1,26 @@
+"""The ``pyattacker`` command group; each subcommand lives in its own module."""
+
+from __future__ import annotations
+
+import click
+
+from pyattacker._version import __version__
+from pyattacker.cli._demo import demo
+
+__all__ = ["cli"]
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "-V", "--version", prog_name="pyattacker")
+def cli() -> None:
+    """Drive large workloads against rate-limited API providers through pools of
+    endpoints and keys.
+
+    \b
+    Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted.
+    """
+
+
+cli.add_command(demo)

@@ -1,0 +1,28 @@
+"""Every Python snippet in the README and docs/ runs, top to bottom, page by page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def snippets(page: Path) -> list[str]:
+    return FENCE.findall(page.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_python_snippet_on_the_page_runs(page: Path) -> None:
+    blocks = snippets(page)
+    for number, code in enumerate(blocks, 1):
+        namespace: dict[str, object] = {"__name__": f"doc_snippet_{number}"}
+        exec(compile(code, f"{page.name}[snippet {number}]", "exec"), namespace)
+
+
+def test_the_docs_have_snippets_to_run() -> None:
+    assert sum(len(snippets(page)) for page in PAGES) >= 6
