@@ -11,13 +11,13 @@ import gc
 import random
 import time
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import now, res, run
 from pyattacker.errors import AcquireTimeout, ConfigError, PoolNotFound, ResourceUnavailable
 from pyattacker.pool import (
     ALGORITHMS,
@@ -39,24 +39,7 @@ from pyattacker.pool import (
     Wait,
     resolve_algorithm,
 )
-from pyattacker.testing import check_algorithm, run_virtual
-
-T = TypeVar("T")
-
-
-def run(main: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await main()
-
-    return run_virtual(wrapper(), wall_budget_s=10.0)
-
-
-def now() -> float:
-    return asyncio.get_running_loop().time()
-
-
-def res(rid: str, capacity: int = 1, **kwargs: Any) -> Resource:
-    return Resource.create("llm", id=rid, capacity=capacity, **kwargs)
+from pyattacker.testing import check_algorithm
 
 
 def fill(pool: Pool) -> list[Lease]:

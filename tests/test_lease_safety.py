@@ -8,27 +8,12 @@ at t=10, not t=30).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
+from helpers import now, run
 from pyattacker.errors import LeaseLeakError
 from pyattacker.pool import Pool, PoolEvent, Resource, Selector, TaskContext
-from pyattacker.testing import run_virtual
-
-T = TypeVar("T")
-
-
-def run(main: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await main()
-
-    return run_virtual(wrapper(), wall_budget_s=10.0)
-
-
-def now() -> float:
-    return asyncio.get_running_loop().time()
 
 
 def one_pool(capacity: int = 1, **kwargs: object) -> tuple[Pool, TaskContext]:

@@ -4,39 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from helpers import now, res, run, settle
 from pyattacker.errors import ConfigError, ResourceError
 from pyattacker.pool import Pool, PoolEvent, Resource, Selector, TaskContext
-from pyattacker.testing import run_virtual
-
-T = TypeVar("T")
-
-
-def run(main: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await main()
-
-    return run_virtual(wrapper(), wall_budget_s=10.0)
-
-
-def res(rid: str, capacity: int = 1, **kwargs: Any) -> Resource:
-    kind = kwargs.pop("kind", "llm")
-    return Resource.create(kind, id=rid, capacity=capacity, **kwargs)
-
-
-def now() -> float:
-    return asyncio.get_running_loop().time()
-
-
-async def settle() -> None:
-    """Let every runnable task run; no time passes on the virtual loop."""
-    for _ in range(10):
-        await asyncio.sleep(0)
-
 
 # -- choosing -------------------------------------------------------------------------
 
