@@ -585,7 +585,10 @@ def test_adaptive_state_is_shared_between_acquire_calls_on_one_pool() -> None:
         async with pool.acquire(algorithm="adaptive") as lease:  # a fresh context too
             lease.report(ok=True)
         assert pool.limit_of("a") == 3
-        assert resolve_algorithm("adaptive") is not resolve_algorithm("adaptive")
+        async with ctx.acquire(algorithm=Adaptive()) as lease:  # a fresh, equal instance
+            for _ in range(3):
+                lease.report(ok=True)
+        assert pool.limit_of("a") == 4  # the state lives with the pool, not the instance
 
     run(main)
 

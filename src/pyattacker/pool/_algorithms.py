@@ -271,13 +271,23 @@ def resolve_nested(spec: AlgorithmSpec | None, field: str) -> AcquireAlgorithm:
     return _resolve(spec, field)
 
 
+#: Algorithms resolved from a bare name, reused: they are immutable, and resolving one per
+#: acquire would cost more than the acquire itself.
+_BY_NAME: dict[tuple[str, type[AcquireAlgorithm]], AcquireAlgorithm] = {}
+
+
 def _resolve(spec: AlgorithmSpec | None, field: str) -> AcquireAlgorithm:
     if spec is None:
-        return Wait()
+        spec = "wait"
     if isinstance(spec, AcquireAlgorithm):
         return spec
     if isinstance(spec, str):
-        return _build(spec, {}, field, name_field=field)
+        cls = ALGORITHMS.get(spec)
+        cached = _BY_NAME.get((spec, cls)) if cls is not None else None
+        if cached is None:
+            cached = _build(spec, {}, field, name_field=field)
+            _BY_NAME[(spec, type(cached))] = cached
+        return cached
     if isinstance(spec, Mapping):
         params = dict(spec)
         name = params.pop("name", None)

@@ -140,7 +140,7 @@ class TaskContext:
             started=started,
         )
         lease = await algorithm.acquire(request)
-        lease.pool.record_wait(self.clock.now() - started)
+        lease.pool.record_wait(lease.acquired_at - started)
         return lease
 
     # -- lease ownership ----------------------------------------------------------------

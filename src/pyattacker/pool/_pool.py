@@ -24,7 +24,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyattacker.clock import Clock, LoopClock
-from pyattacker.errors import ConfigError, ErrorClass, ResourceError
+from pyattacker.errors import (
+    ConfigError,
+    ErrorClass,
+    ResourceError,
+    error_class_of,
+    retry_after_of,
+)
 from pyattacker.pool._events import EventBus, PoolEvent, Subscriber
 from pyattacker.pool._health import Health, HealthEvent, transition
 from pyattacker.pool._lease import AcquireCall, Lease, LeaseOwner
@@ -307,7 +313,9 @@ class Pool:
     def _release(self, lease: Lease) -> None:
         slot = lease._slot
         slot.active -= 1
-        self._emit("lease.released", slot.resource.id, held_s=self.clock.now() - lease.acquired_at)
+        if self._bus.active:
+            held_s = self.clock.now() - lease.acquired_at
+            self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)
 
     def _report(
@@ -320,8 +328,6 @@ class Pool:
         error: BaseException | None,
         retry_after: float | None,
     ) -> None:
-        from pyattacker.errors import error_class_of, retry_after_of
-
         now = self.clock.now()
         if usage:
             self._add_usage(slot, usage)
@@ -344,7 +350,8 @@ class Pool:
         if slot.health.state is Health.REVOKED:
             return
         if ok:
-            self._apply(slot, HealthEvent.SUCCESS, now, "success")
+            if slot.health.failures or slot.health.state is not Health.READY:
+                self._apply(slot, HealthEvent.SUCCESS, now, "success")
         elif error_class == ErrorClass.RATE_LIMIT:
             self._throttles += 1
             if retry_after is not None:

@@ -54,6 +54,8 @@ class Selector:
     @classmethod
     def build(cls, where: Callable[[Resource], bool] | None = None, **selector: Any) -> Selector:
         """From ``acquire(...)``'s keyword arguments; unknown shapes raise ``ConfigError``."""
+        if not selector and where is None:
+            return ANY
         rid = selector.pop("id", None)
         kind = selector.pop("kind", None)
         tags = selector.pop("tags", ())

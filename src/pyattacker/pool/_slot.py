@@ -48,13 +48,12 @@ class Slot:
     def comes_back_at(self, now: float) -> float | None:
         """The future instant this slot stops being blocked by time, if it is."""
         h = self.health
-        if h.state in (Health.DEAD, Health.REVOKED):
+        if h.state is Health.DEAD or h.state is Health.REVOKED:
             return None
-        times = [self.not_before]
-        if h.state is Health.DEGRADED and h.blocked_until is not None:
-            times.append(h.blocked_until)
-        future = [t for t in times if t > now]
-        return max(future) if future else None
+        until = self.not_before
+        if h.state is Health.DEGRADED and h.blocked_until is not None and h.blocked_until > until:
+            until = h.blocked_until
+        return until if until > now else None
 
 
 def reason(slot: Slot, selector: Selector, now: float) -> str:

@@ -7,13 +7,8 @@
   that manage loops themselves.
 """
 
-from pyattacker.testing._loops import (
-    ScaledClock,
-    ScaledEventLoop,
-    VirtualClock,
-    VirtualEventLoop,
-    run_virtual,
-)
+from pyattacker.testing._clocks import ScaledClock, VirtualClock, run_virtual
+from pyattacker.testing._loops import ScaledEventLoop, VirtualEventLoop
 
 __all__ = [
     "ScaledClock",

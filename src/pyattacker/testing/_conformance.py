@@ -58,7 +58,7 @@ from pyattacker.pool import (
     resolve_algorithm,
 )
 from pyattacker.testing import _loops
-from pyattacker.testing._loops import run_virtual
+from pyattacker.testing._clocks import run_virtual
 
 __all__ = ["check_algorithm"]
 
