@@ -439,7 +439,7 @@ def test_secrets_in_options_are_masked_in_spec_repr_events_and_logs(
     resource = res(
         "a",
         options={"api_key": secret, "headers": {"Authorization": f"Bearer {secret}"}, "m": 1},
-        factory=lambda r: (_ for _ in ()).throw(RuntimeError("bad")),
+        factory=lambda r: (_ for _ in ()).throw(RuntimeError(f"key {secret} was rejected")),
     )
     with caplog.at_level(logging.DEBUG, logger="pyattacker"):
         pool.publish(resource)
@@ -447,6 +447,7 @@ def test_secrets_in_options_are_masked_in_spec_repr_events_and_logs(
     texts = [repr(resource), str(resource.spec()), repr(pool), caplog.text]
     texts += [str(e.to_dict()) for e in events]
     assert all(secret not in text for text in texts)
+    assert "key *** was rejected" in caplog.text  # the message survives, the key does not
     assert resource.spec()["options"] == {
         "api_key": "***",
         "headers": {"Authorization": "***"},

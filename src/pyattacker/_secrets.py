@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MASK", "is_secret_key", "mask"]
+__all__ = ["MASK", "is_secret_key", "mask", "scrub", "secret_values"]
 
 MASK = "***"
 _SECRET_KEY = re.compile(r"key|token|secret|passw|authoriz|credential|cookie", re.IGNORECASE)
@@ -32,3 +32,36 @@ def mask(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(mask(v) for v in value)
     return value
+
+
+def secret_values(value: Any) -> set[str]:
+    """Every string stored under a secret-looking key of ``value``, at any depth."""
+    found: set[str] = set()
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if is_secret_key(k):
+                found.update(_strings(v))
+            else:
+                found.update(secret_values(v))
+    elif isinstance(value, list | tuple):
+        for v in value:
+            found.update(secret_values(v))
+    return found
+
+
+def _strings(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {value} if value else set()
+    if isinstance(value, Mapping):
+        return {s for v in value.values() for s in _strings(v)}
+    if isinstance(value, list | tuple):
+        return {s for v in value for s in _strings(v)}
+    return set()
+
+
+def scrub(text: str, secrets: set[str]) -> str:
+    """``text`` with every known secret replaced by ``***`` (for error messages we relay:
+    a client library may quote the key it was given)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pyattacker._secrets import scrub, secret_values
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import (
     ConfigError,
@@ -269,7 +270,8 @@ class Pool:
         try:
             client = factory(slot.resource)
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            secrets = secret_values(slot.resource.options) | secret_values(slot.resource.meta)
+            error = scrub(f"{type(exc).__name__}: {exc}", secrets)
         else:
             if client is not None:
                 slot.client = client
