@@ -3,7 +3,7 @@
 :class:`VirtualEventLoop` is a selector event loop whose ``time()`` is a float counter and
 whose selector never blocks. While anything is runnable, time stands still; when nothing
 is, the counter jumps to the earliest timer, which is then due *exactly* (``now = when``,
-no float drift), at most 24 h per step. Timers due at the same instant run in the order
+no float drift), however far away. Timers due at the same instant run in the order
 they were scheduled (asyncio leaves that undefined). Every asyncio timer is simulated this
 way (sleeps, ``wait_for``/``timeout()`` deadlines, ``call_at``) with nothing to register.
 
@@ -30,6 +30,7 @@ times ``speedup``, real I/O allowed, no stall detection.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextvars
 import heapq
@@ -38,7 +39,7 @@ import math
 import selectors
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn, TypeVar, TypeVarTuple, Unpack, cast
+from typing import Any, NoReturn, TypeVar, TypeVarTuple, Unpack
 
 from pyattacker.errors import ConfigError, SimulationError, SimulationStalled, WallBudgetExceeded
 
@@ -48,8 +49,8 @@ _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
 _Events = list[tuple[selectors.SelectorKey, int]]
 
-_MAX_STEP_S = 24 * 3600.0  # asyncio's MAXIMUM_SELECT_TIMEOUT: never jump further at once
-_HOUSEKEEPING_EVERY = 256  # selects between wall-budget/signal checks: cheap, still prompt
+_HOUSEKEEPING_EVERY = 256  # iterations between wall-budget/signal checks: cheap, still prompt
+_MIN_CANCELLED = 50  # asyncio's _MIN_SCHEDULED_TIMER_HANDLES / 2
 _nextafter, _INF = math.nextafter, math.inf
 
 
@@ -145,44 +146,10 @@ class _SelectorWrapper(selectors.BaseSelector):
 
 
 class _VirtualSelector(_SelectorWrapper):
-    """Never blocks: moves its loop's counter to the earliest timer instead of waiting."""
-
-    def __init__(self, loop: VirtualEventLoop) -> None:
-        super().__init__()
-        self._loop = loop
-        self._countdown = _HOUSEKEEPING_EVERY
+    """Holds the self-pipe and nothing else; polled (never waited on) for signals."""
 
     def select(self, timeout: float | None = None) -> _Events:
-        # Called once per loop iteration: no syscall and no allocation but the empty list.
-        self._countdown -= 1
-        if not self._countdown and (events := self._housekeeping()):
-            return events
-        if timeout == 0:  # something is runnable or a timer is already due: time stands still
-            return []
-        loop = self._loop
-        if timeout is None:
-            if events := self._real.select(0):  # a signal is the one thing that can still come
-                return events
-            raise loop._stalled()
-        # asyncio computed `timeout` from the head of the heap; jump to it exactly.
-        when = loop._scheduled[0]._when
-        if timeout >= _MAX_STEP_S:
-            if when == _INF:  # e.g. sleep(math.inf): 24 h steps would go on forever
-                raise loop._stalled()
-            when = loop._now + _MAX_STEP_S
-        loop._now = when
-        # asyncio runs the timers with `when < time() + _clock_resolution`; the gap to the
-        # next float makes that exactly `when <= now`, whatever the magnitude of `now`.
-        loop._clock_resolution = _nextafter(when, _INF) - when
-        return []
-
-    def _housekeeping(self) -> _Events:
-        self._countdown = _HOUSEKEEPING_EVERY
-        loop = self._loop
-        if time.monotonic() > loop._budget.deadline:
-            raise loop._budget.exceeded(loop._now)
-        # Only a signal handler writes to the self-pipe here (_write_to_self is a no-op).
-        return self._real.select(0) if loop._signal_handlers else []
+        return self._real.select(0)
 
 
 class _ScaledSelector(_SelectorWrapper):
@@ -202,21 +169,6 @@ class _ScaledSelector(_SelectorWrapper):
                 raise loop._budget.exceeded(loop.time())
             timeout = remaining if timeout is None else min(timeout, remaining)
         return self._real.select(timeout)
-
-
-class _FifoTimer(asyncio.TimerHandle):
-    """A timer that breaks deadline ties by scheduling order, so runs are reproducible."""
-
-    __slots__ = ("_seq",)
-    _seq: int
-    _when: float
-    _scheduled: bool
-
-    def __lt__(self, other: asyncio.TimerHandle) -> bool:
-        peer = cast(_FifoTimer, other)  # only _FifoTimers share a VirtualEventLoop's heap
-        if self._when == peer._when:
-            return self._seq < peer._seq
-        return self._when < peer._when
 
 
 class _SimulationLoop(asyncio.SelectorEventLoop):
@@ -241,17 +193,28 @@ class _SimulationLoop(asyncio.SelectorEventLoop):
 class VirtualEventLoop(_SimulationLoop):
     """A selector event loop on a virtual clock starting at ``start`` (see the module doc).
 
-    Raises :class:`ConfigError` for a non-finite ``start`` or a non-positive budget.
+    It replaces asyncio's ``_run_once`` (one loop iteration) and keeps its own timer heap
+    of ``(when, sequence, handle)`` tuples: ties are broken by scheduling order in C, not
+    by a Python ``__lt__``, and no selector is consulted when nothing can arrive. The
+    iteration keeps asyncio's order of events exactly: timers due now join the ready queue
+    behind the callbacks already there, and each iteration runs what was ready when it
+    began. Debug-mode slow-callback logging is not done (there is no real time to be slow
+    in). Raises :class:`ConfigError` for a non-finite ``start`` or a non-positive budget.
     """
 
-    _scheduled: list[_FifoTimer]  # asyncio's timer heap (CPython base_events, 3.11-3.13)
+    _ready: collections.deque[asyncio.Handle]  # asyncio's ready queue (CPython 3.11-3.13)
+    _selector: _VirtualSelector
+    _stopping: bool
+    _timer_cancelled_count: int
 
     def __init__(self, *, start: float = 0.0, wall_budget_s: float | None = None) -> None:
         self._closed = True  # BaseEventLoop.__del__ reads it even if validation raises
         _validate(start=start, wall_budget_s=wall_budget_s)
         self._now = float(start)
+        self._timers: list[tuple[float, int, asyncio.TimerHandle]] = []
         self._timer_seq = itertools.count()
-        selector = _VirtualSelector(self)
+        self._countdown = _HOUSEKEEPING_EVERY
+        selector = _VirtualSelector()
         super().__init__(selector, start, wall_budget_s)
         selector.sealed = True  # the self-pipe is in; nothing else may be
         self._clock_resolution = _nextafter(self._now, _INF) - self._now
@@ -268,11 +231,68 @@ class VirtualEventLoop(_SimulationLoop):
     ) -> asyncio.TimerHandle:
         if self._closed:
             raise RuntimeError("Event loop is closed")
-        timer = _FifoTimer(when, callback, args, self, context)
-        timer._seq = next(self._timer_seq)
-        heapq.heappush(self._scheduled, timer)
-        timer._scheduled = True
+        timer = asyncio.TimerHandle(when, callback, args, self, context)
+        heapq.heappush(self._timers, (when, next(self._timer_seq), timer))
+        timer._scheduled = True  # type: ignore[attr-defined]
         return timer
+
+    def _run_once(self) -> None:
+        """One iteration: if nothing is runnable, jump to the next timer; run what is due."""
+        ready, timers = self._ready, self._timers
+        if self._timer_cancelled_count > _MIN_CANCELLED and (
+            self._timer_cancelled_count * 2 > len(timers)
+        ):
+            self._drop_cancelled_timers()
+        if not ready and not self._stopping:
+            self._advance()
+        self._countdown -= 1
+        if not self._countdown:
+            self._housekeeping()
+        now = self._now
+        while timers and timers[0][0] <= now:
+            timer = heapq.heappop(timers)[2]
+            timer._scheduled = False  # type: ignore[attr-defined]
+            if timer._cancelled:
+                self._timer_cancelled_count -= 1
+            else:
+                ready.append(timer)
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if not handle._cancelled:
+                handle._run()
+
+    def _advance(self) -> None:
+        """Move the clock to the earliest live timer, or fail: nothing could ever happen."""
+        timers = self._timers
+        while timers and timers[0][2]._cancelled:
+            heapq.heappop(timers)[2]._scheduled = False  # type: ignore[attr-defined]
+            self._timer_cancelled_count -= 1
+        if not timers or timers[0][0] == _INF:  # e.g. sleep(math.inf): it never ends
+            if events := self._selector.select(0):  # a signal is all that can still come
+                self._process_events(events)  # type: ignore[attr-defined]
+                return
+            raise self._stalled()
+        self._now = max(self._now, timers[0][0])
+
+    def _drop_cancelled_timers(self) -> None:
+        """asyncio's rule: rebuild the heap once more than half of it is cancelled."""
+        live = []
+        for entry in self._timers:
+            if entry[2]._cancelled:
+                entry[2]._scheduled = False  # type: ignore[attr-defined]
+            else:
+                live.append(entry)
+        heapq.heapify(live)
+        self._timers = live
+        self._timer_cancelled_count = 0
+
+    def _housekeeping(self) -> None:
+        self._countdown = _HOUSEKEEPING_EVERY
+        if time.monotonic() > self._budget.deadline:
+            raise self._budget.exceeded(self._now)
+        # Only a signal handler writes to the self-pipe here (_write_to_self is a no-op).
+        if self._signal_handlers and (events := self._selector.select(0)):
+            self._process_events(events)  # type: ignore[attr-defined]
 
     def _write_to_self(self) -> None:
         """Nothing to wake: this loop never blocks, so call_soon_threadsafe needs no write."""
@@ -285,7 +305,7 @@ class VirtualEventLoop(_SimulationLoop):
         return SimulationStalled(
             "nothing is runnable and no timer will ever fire, so virtual time cannot move on",
             tasks=len(waiting),
-            timers=sum(not timer.cancelled() for timer in self._scheduled),  # all at infinity
+            timers=sum(not entry[2].cancelled() for entry in self._timers),  # all at infinity
             now=self._now,
             waiting=names[:5],
         )
