@@ -59,13 +59,17 @@ __all__ = [
 Rank = Callable[["Pool", "Resource"], "float | None"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AcquireRequest:
     """Everything an algorithm may use to obtain one lease, and nothing more.
 
     ``rank`` is a preference that ``try_acquire`` applies when it is not given a ``score``
     (``quota_aware`` sets it and hands the request to its ``then``): wrapping algorithms
     compose by passing ``dataclasses.replace(request, ...)`` down.
+
+    Treat it as read-only: change it only through ``dataclasses.replace``. It is not a
+    frozen dataclass because it is built on every acquire, and a frozen one cost 4 us of
+    the ~18 us a lease took (``benchmarks/pool_ops.py``).
     """
 
     pool: Pool
