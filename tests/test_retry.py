@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 
 from pyattacker import retry
 from pyattacker.errors import ConfigError, ErrorClass, FatalError, RetryableError
-from pyattacker.retry import RetryDecision, Retrying, RetryReason, resolve_retry
+from pyattacker.retry import (
+    RetryDecision,
+    Retrying,
+    RetryReason,
+    backoff_ceiling,
+    jittered,
+    resolve_retry,
+)
 
 
 class Throttled(Exception):
@@ -34,12 +41,28 @@ def _decide(policy: Retrying, exc: BaseException, attempts_used: int = 1, **kw: 
 
 def test_retry_exports_exactly_the_public_names() -> None:
     assert set(retry.__all__) == {
+        "JITTERS",
         "Jitter",
         "RetryDecision",
         "RetryReason",
         "Retrying",
+        "backoff_ceiling",
+        "jittered",
         "resolve_retry",
     }
+
+
+def test_jitter_draws_once_and_only_when_there_is_something_to_jitter() -> None:
+    rng = random.Random(3)
+    u = random.Random(3).random()
+    assert jittered(4.0, "full", rng) == 4.0 * u
+    assert jittered(4.0, "none", rng) == 4.0  # no draw
+    assert jittered(0.0, "full", rng) == 0.0  # no draw
+    v = random.Random(3)
+    v.random()
+    assert jittered(4.0, "equal", rng) == 2.0 + 2.0 * v.random()
+    assert backoff_ceiling(4, base=0.5, factor=2.0, cap=3.0) == 3.0
+    assert backoff_ceiling(10_000, base=0.5, factor=2.0, cap=3.0) == 3.0  # overflow is capped
 
 
 # ---------------------------------------------------------------------- no hidden work

@@ -29,10 +29,19 @@ from pyattacker.errors import (
     retry_after_of,
 )
 
-__all__ = ["Jitter", "RetryDecision", "RetryReason", "Retrying", "resolve_retry"]
+__all__ = [
+    "JITTERS",
+    "Jitter",
+    "RetryDecision",
+    "RetryReason",
+    "Retrying",
+    "backoff_ceiling",
+    "jittered",
+    "resolve_retry",
+]
 
 Jitter = Literal["full", "equal", "none"]
-_JITTERS: tuple[str, ...] = get_args(Jitter)
+JITTERS: tuple[Jitter, ...] = get_args(Jitter)
 
 # Never retried, whatever `on` says: a cancelled task, Ctrl-C, interpreter exit, a closed
 # generator, and an error that promised "never retry this".
@@ -204,17 +213,8 @@ class Retrying:
         return self.retry_unknown and error_class is ErrorClass.UNKNOWN
 
     def _delay(self, k: int, rng: random.Random) -> float:
-        if self.base == 0:
-            return 0.0
-        try:
-            ceiling = min(self.cap, self.base * self.factor ** (k - 1))
-        except OverflowError:
-            ceiling = self.cap
-        if self.jitter == "full":
-            return rng.uniform(0.0, ceiling)
-        if self.jitter == "equal":
-            return ceiling / 2 + rng.uniform(0.0, ceiling / 2)
-        return ceiling
+        ceiling = backoff_ceiling(k, base=self.base, factor=self.factor, cap=self.cap)
+        return jittered(ceiling, self.jitter, rng)
 
     def __repr__(self) -> str:
         changed = [
@@ -223,6 +223,28 @@ class Retrying:
             if getattr(self, f.name) != f.default
         ]
         return f"Retrying({', '.join(changed)})"
+
+
+def backoff_ceiling(k: int, *, base: float, factor: float, cap: float) -> float:
+    """The un-jittered wait before try ``k + 1``: ``min(cap, base * factor ** (k - 1))``."""
+    try:
+        return min(cap, base * factor ** (k - 1))
+    except OverflowError:
+        return cap
+
+
+def jittered(ceiling: float, jitter: Jitter, rng: random.Random) -> float:
+    """``full``: ``ceiling * u``; ``equal``: ``ceiling / 2 + ceiling / 2 * u``; ``none``:
+    ``ceiling``; ``u = rng.random()`` drawn once, and only when there is something to jitter.
+
+    Shared by ``Retrying`` and the ``backoff`` acquire algorithm.
+    """
+    if jitter == "none" or ceiling == 0:
+        return ceiling
+    u = rng.random()
+    if jitter == "full":
+        return ceiling * u
+    return ceiling / 2 + ceiling / 2 * u
 
 
 def resolve_retry(spec: Retrying | Mapping[str, Any] | str | None) -> Retrying:
@@ -295,8 +317,8 @@ def _validate(policy: Retrying) -> None:
         object.__setattr__(policy, name, _number(name, getattr(policy, name), minimum))
     if policy.cap < policy.base:
         raise _bad("cap", policy.cap, f"a number >= base ({policy.base}); raise cap or lower base")
-    if policy.jitter not in _JITTERS:
-        raise _bad("jitter", policy.jitter, f"one of {', '.join(map(repr, _JITTERS))}")
+    if policy.jitter not in JITTERS:
+        raise _bad("jitter", policy.jitter, f"one of {', '.join(map(repr, JITTERS))}")
     if policy.max_total_s is not None:
         object.__setattr__(policy, "max_total_s", _number("max_total_s", policy.max_total_s, 0.0))
 

@@ -18,7 +18,7 @@ import functools
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 from pyattacker.errors import AcquireTimeout, ConfigError, PoolNotFound, ResourceUnavailable
 from pyattacker.pool._algorithms import (
@@ -31,16 +31,13 @@ from pyattacker.pool._algorithms import (
     resolve_nested,
 )
 from pyattacker.pool._lease import Lease
+from pyattacker.retry import JITTERS, Jitter, backoff_ceiling, jittered
 
 if TYPE_CHECKING:
     from pyattacker.pool._pool import Pool
     from pyattacker.pool._resource import Resource
 
-__all__ = ["JITTERS", "Backoff", "Failover", "Jitter", "LeastBusy", "QuotaAware", "Sticky"]
-
-#: The jitter modes of ``backoff``.
-Jitter = Literal["full", "equal", "none"]
-JITTERS: tuple[Jitter, ...] = ("full", "equal", "none")
+__all__ = ["Backoff", "Failover", "LeastBusy", "QuotaAware", "Sticky"]
 
 
 # -- shared helpers ---------------------------------------------------------------------
@@ -134,21 +131,11 @@ class Backoff(AcquireAlgorithm):
 
     def ceiling(self, attempt: int) -> float:
         """The longest sleep after ``attempt + 1`` failed tries: ``min(cap, base*factor**n)``."""
-        try:
-            raw = self.base * self.factor**attempt
-        except OverflowError:
-            return self.cap
-        return min(self.cap, raw)
+        return backoff_ceiling(attempt + 1, base=self.base, factor=self.factor, cap=self.cap)
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """The sleep after ``attempt + 1`` failed tries (pure but for one draw from ``rng``)."""
-        ceiling = self.ceiling(attempt)
-        if self.jitter == "none":
-            return ceiling
-        u = rng.random()
-        if self.jitter == "full":
-            return ceiling * u
-        return ceiling / 2 + ceiling / 2 * u
+        return jittered(self.ceiling(attempt), self.jitter, rng)
 
     async def acquire(self, request: AcquireRequest) -> Lease:
         attempt = 0
