@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
+from pyattacker._checks import check_number
 from pyattacker.errors import (
     ConfigError,
     ErrorClass,
@@ -323,17 +323,16 @@ def _validate(policy: Retrying) -> None:
         object.__setattr__(policy, "max_total_s", _number("max_total_s", policy.max_total_s, 0.0))
 
 
+_NUMBER_HINTS = {
+    "base": "seconds before the first retry, e.g. 0.5",
+    "factor": "growth per retry, e.g. 2.0",
+    "cap": "the longest wait between attempts, in seconds",
+    "max_total_s": "seconds for all attempts together, or None for no budget",
+}
+
+
 def _number(name: str, value: object, minimum: float) -> float:
-    expected = f"a finite number >= {minimum:g}"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _bad(name, value, expected)
-    try:
-        number = float(value)
-    except OverflowError:  # an int too large for a float
-        raise _bad(name, value, expected) from None
-    if not math.isfinite(number) or number < minimum:
-        raise _bad(name, value, expected)
-    return number
+    return check_number(value, f"retry.{name}", at_least=minimum, hint=_NUMBER_HINTS.get(name))
 
 
 def _normalised_on(on: object) -> tuple[type[BaseException] | str, ...]:

@@ -15,12 +15,12 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
 from pyattacker.pool._algorithms import (
     AcquireAlgorithm,
     AcquireRequest,
     AlgorithmSpec,
-    check_number,
     register_algorithm,
     resolve_nested,
 )

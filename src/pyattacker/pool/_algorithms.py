@@ -26,12 +26,12 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-import math
 import random
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
+from pyattacker._checks import check_seconds
 from pyattacker.clock import Clock
 from pyattacker.errors import AcquireTimeout, ConfigError, ResourceUnavailable
 from pyattacker.pool._lease import Lease, LeaseOwner
@@ -49,7 +49,6 @@ __all__ = [
     "Immediate",
     "Rank",
     "Wait",
-    "check_number",
     "register_algorithm",
     "resolve_algorithm",
     "resolve_nested",
@@ -177,41 +176,8 @@ def register_algorithm(cls: type[AcquireAlgorithm]) -> type[AcquireAlgorithm]:
 
 
 def check_timeout(value: float | None, field: str) -> None:
-    if value is not None and (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or math.isnan(value)
-        or value < 0
-    ):
-        raise ConfigError(f"must be seconds >= 0 or None, got {value!r}", field=field)
-
-
-def check_number(
-    value: object,
-    field: str,
-    *,
-    above: float | None = None,
-    at_least: float | None = None,
-    below: float | None = None,
-    hint: str | None = None,
-) -> None:
-    """``ConfigError`` naming ``field`` unless ``value`` is a finite number in range."""
-    ok = (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (above is None or value > above)
-        and (at_least is None or value >= at_least)
-        and (below is None or value < below)
-    )
-    if not ok:
-        bounds = [
-            f"{op} {bound:g}"
-            for op, bound in ((">", above), (">=", at_least), ("<", below))
-            if bound is not None
-        ]
-        wanted = " and ".join(bounds) or "that is finite"
-        raise ConfigError(f"must be a number {wanted}, got {value!r}", field=field, hint=hint)
+    """``ConfigError`` naming ``field`` unless ``value`` is None or seconds >= 0."""
+    check_seconds(value, field)
 
 
 @register_algorithm

@@ -25,10 +25,10 @@ Everything here is pure: ``transition`` returns a new ``HealthState`` or raises
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from pyattacker._checks import check_number, check_whole
 from pyattacker.errors import ConfigError, IllegalTransition
 
 __all__ = ["Health", "HealthEvent", "HealthPolicy", "HealthState", "transition"]
@@ -57,24 +57,14 @@ class HealthPolicy:
     cooldown_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("degrade_after", "dead_after"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(
-                    f"must be a whole number >= 1, got {value!r}", field=name, hint="e.g. 3"
-                )
+        check_whole(self.degrade_after, "degrade_after", hint="e.g. 3")
+        check_whole(self.dead_after, "dead_after", hint="e.g. 8")
         if self.dead_after < self.degrade_after:
             raise ConfigError(
                 f"must be >= degrade_after ({self.degrade_after}), got {self.dead_after}",
                 field="dead_after",
             )
-        cooldown = self.cooldown_s
-        if not isinstance(cooldown, int | float) or not math.isfinite(cooldown) or cooldown < 0:
-            raise ConfigError(
-                f"must be a finite number of seconds >= 0, got {cooldown!r}",
-                field="cooldown_s",
-                hint="e.g. 30.0",
-            )
+        check_number(self.cooldown_s, "cooldown_s", at_least=0, hint="seconds, e.g. 30.0")
 
 
 @dataclass(frozen=True, slots=True)

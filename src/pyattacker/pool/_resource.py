@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pyattacker._checks import check_whole
 from pyattacker._secrets import mask
 from pyattacker.errors import ConfigError
 from pyattacker.pool._health import HealthPolicy
@@ -58,12 +59,11 @@ class Resource:
         for name, value in (("kind", kind), ("id", id)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"must be a non-empty string, got {value!r}", field=name)
-        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-            raise ConfigError(
-                f"must be a whole number >= 1, got {capacity!r}",
-                field=f"resources.{id}.capacity",
-                hint="capacity is how many leases the resource may hand out at once",
-            )
+        check_whole(
+            capacity,
+            f"resources.{id}.capacity",
+            hint="capacity is how many leases the resource may hand out at once",
+        )
         if options is not None and not isinstance(options, Mapping):
             raise ConfigError(f"must be a mapping, got {type(options).__name__}", field="options")
         if isinstance(tags, str):

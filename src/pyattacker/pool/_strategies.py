@@ -20,12 +20,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from pyattacker._checks import check_number
 from pyattacker.errors import AcquireTimeout, ConfigError, PoolNotFound, ResourceUnavailable
 from pyattacker.pool._algorithms import (
     AcquireAlgorithm,
     AcquireRequest,
     AlgorithmSpec,
-    check_number,
     check_timeout,
     register_algorithm,
     resolve_nested,

@@ -41,7 +41,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar, TypeVarTuple, Unpack
 
-from pyattacker.errors import ConfigError, SimulationError, SimulationStalled, WallBudgetExceeded
+from pyattacker._checks import check_number
+from pyattacker.errors import SimulationError, SimulationStalled, WallBudgetExceeded
 
 __all__ = ["ScaledEventLoop", "VirtualEventLoop"]
 
@@ -80,20 +81,17 @@ def _refused_io(name: str) -> Callable[..., Any]:
 
 def _validate(*, start: float, wall_budget_s: float | None, speedup: float = 1.0) -> None:
     """Raise :class:`ConfigError` naming the bad argument (NaN and infinities are bad)."""
-    if not math.isfinite(start):
-        raise ConfigError(f"must be a finite number, got {start!r}", field="start")
-    if wall_budget_s is not None and not 0 < wall_budget_s < _INF:
-        raise ConfigError(
-            f"must be positive seconds, got {wall_budget_s!r}",
-            field="wall_budget_s",
-            hint="pass None for no real-time limit",
+    check_number(start, "start")
+    if wall_budget_s is not None:
+        check_number(
+            wall_budget_s, "wall_budget_s", above=0, hint="pass None for no real-time limit"
         )
-    if not 0 < speedup < _INF:
-        raise ConfigError(
-            f"must be a positive factor, got {speedup!r}",
-            field="speedup",
-            hint="speedup=10.0 runs ten seconds of loop time per real second",
-        )
+    check_number(
+        speedup,
+        "speedup",
+        above=0,
+        hint="speedup=10.0 runs ten seconds of loop time per real second",
+    )
 
 
 class _WallBudget:
