@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -18,10 +20,14 @@ def snippets(page: Path) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_python_snippet_on_the_page_runs(page: Path) -> None:
-    blocks = snippets(page)
-    for number, code in enumerate(blocks, 1):
-        namespace: dict[str, object] = {"__name__": f"doc_snippet_{number}"}
-        exec(compile(code, f"{page.name}[snippet {number}]", "exec"), namespace)
+    for number, code in enumerate(snippets(page), 1):
+        # A real, registered module: dataclasses and pickling look their module up by name.
+        module = types.ModuleType(f"doc_snippet_{page.stem}_{number}")
+        sys.modules[module.__name__] = module
+        try:
+            exec(compile(code, f"{page.name}[snippet {number}]", "exec"), module.__dict__)
+        finally:
+            del sys.modules[module.__name__]
 
 
 def test_the_docs_have_snippets_to_run() -> None:
