@@ -70,10 +70,6 @@ class Selector:
             return ANY
         return cls(rid, kind, frozenset(tags), fields, where)
 
-    @property
-    def is_any(self) -> bool:
-        return self is ANY
-
     def matches(self, resource: Resource) -> bool:
         if self is ANY:
             return True

@@ -52,7 +52,7 @@ _Events = list[tuple[selectors.SelectorKey, int]]
 
 _HOUSEKEEPING_EVERY = 256  # iterations between wall-budget/signal checks: cheap, still prompt
 _MIN_CANCELLED = 50  # asyncio's _MIN_SCHEDULED_TIMER_HANDLES / 2
-_nextafter, _INF = math.nextafter, math.inf
+_INF = math.inf
 
 
 def _no_real_io(what: str) -> SimulationError:
@@ -215,7 +215,6 @@ class VirtualEventLoop(_SimulationLoop):
         selector = _VirtualSelector()
         super().__init__(selector, start, wall_budget_s)
         selector.sealed = True  # the self-pipe is in; nothing else may be
-        self._clock_resolution = _nextafter(self._now, _INF) - self._now
 
     def time(self) -> float:
         return self._now
