@@ -201,6 +201,22 @@ def test_loop_clock_reads_and_sleeps_on_the_virtual_loop() -> None:
     assert run_virtual(main(), start=42.0) == [42.0, 44.0]
 
 
+def test_loop_clock_resolves_below_a_millisecond_under_uvloop() -> None:
+    # uvloop's own loop.time() is a millisecond counter cached per iteration; timestamps
+    # of a measurement must not inherit that grid.
+    uvloop = pytest.importorskip("uvloop")
+
+    async def two_readings_around_a_busy_wait() -> tuple[float, float]:
+        clock = LoopClock()
+        first = clock.now()
+        while (second := clock.now()) == first:
+            pass
+        return first, second
+
+    first, second = uvloop.run(two_readings_around_a_busy_wait())
+    assert 0 < second - first < 0.0005
+
+
 def test_virtual_clock_now_and_sleep_work_inside_run() -> None:
     clock = VirtualClock(start=10.0)
     assert isinstance(clock, Clock)

@@ -30,20 +30,23 @@ class Clock(Protocol):
 
 
 class LoopClock:
-    """The default clock: the running event loop's own time and timers.
+    """The default clock: the running event loop's timers, and its time when it is simulated.
 
-    Virtual under the virtual loop, scaled under the scaled loop, real otherwise. Outside a
-    running loop ``now()`` reads ``time.monotonic()``, which is what asyncio's own loops
-    read, so a pool built or inspected before the loop starts sees consistent times.
+    Under a loop of :mod:`pyattacker.testing` (one with ``simulated_time = True``) ``now()``
+    is that loop's ``time()``: virtual or scaled. On any other loop it is
+    ``time.monotonic()`` (nanosecond resolution on Linux), never ``loop.time()``: uvloop's
+    ``time()`` is libuv's millisecond counter, cached once per loop iteration, which would
+    put every timestamp of a measurement on a 1 ms grid. asyncio's own loops read
+    ``time.monotonic()`` too, so timers and timestamps agree on every loop we run.
     """
 
     __slots__ = ()
 
     def now(self) -> float:
-        try:
-            return asyncio.get_running_loop().time()
-        except RuntimeError:
-            return time.monotonic()
+        loop = asyncio._get_running_loop()
+        if loop is not None and getattr(loop, "simulated_time", False):
+            return loop.time()
+        return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))

@@ -176,6 +176,9 @@ class _SimulationLoop(asyncio.SelectorEventLoop):
     _clock_resolution: float
     _signal_handlers: dict[int, asyncio.Handle]
 
+    # Read by `pyattacker.clock.LoopClock`: this loop's `time()` *is* the simulation's time.
+    simulated_time = True
+
     def __init__(
         self, selector: _SelectorWrapper, start: float, wall_budget_s: float | None
     ) -> None:
