@@ -1,0 +1,34 @@
+"""Timing records, mergeable histograms, windows and summaries (DESIGN.md §5).
+
+* :class:`Attempt` / :class:`RequestRecord` — the facts of one try and of one logical
+  request, with latency on two named clocks (``scheduled`` and ``sent``).
+* :class:`Histogram` — log-linear, bounded, exactly mergeable; percentiles within 0.05 %
+  for values >= 1 µs. :func:`exact_percentile` is the one percentile definition.
+* :class:`RequestStats` — counts and histograms of many requests; :class:`WindowSeries`
+  — the same per fixed time window.
+
+Everything here merges exactly (also across processes, via ``to_dict``/``from_dict``), so
+workers aggregate locally and a coordinator adds them up. Nothing here reads a clock: the
+caller passes timestamps.
+"""
+
+from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
+from pyattacker.measure._stats import RequestStats
+from pyattacker.measure._summary import PERCENTILES, Summary, exact_percentile, nearest_rank
+from pyattacker.measure._windows import Window, WindowSeries
+
+__all__ = [
+    "ANSWERED",
+    "PERCENTILES",
+    "Attempt",
+    "Histogram",
+    "Outcome",
+    "RequestRecord",
+    "RequestStats",
+    "Summary",
+    "Window",
+    "WindowSeries",
+    "exact_percentile",
+    "nearest_rank",
+]

@@ -1,0 +1,189 @@
+"""The mergeable aggregate of request records: per endpoint, in total, or per window."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
+
+__all__ = ["RequestStats"]
+
+_TOTALS = (
+    "requests",
+    "attempts",
+    "throttled_requests",
+    "throttled_attempts",
+    "early_sends",
+    "bytes_sent",
+    "bytes_received",
+)
+_HISTOGRAMS = (
+    "latency",
+    "latency_ok",
+    "service_time",
+    "dispatch_delay",
+    "ttfb",
+    "attempt_service_time",
+)
+# Counters and how to read their keys back from JSON (where every key is a string).
+_COUNTERS: dict[str, Callable[[str], Any]] = {
+    "by_outcome": str,
+    "by_status": int,
+    "by_error_class": str,
+    "attempts_per_request": int,
+}
+
+
+class RequestStats:
+    """Counts and histograms of :class:`RequestRecord` s; merging equals adding them all.
+
+    Which requests each histogram holds (reports must say which):
+
+    * ``latency`` — scheduled clock (``end`` minus first ``scheduled``), every answered
+      request: OK, FAILED *and* THROTTLED, because a refusal or an error is an answer the
+      user waited for. ``latency_ok`` is the same for OK requests only.
+    * ``service_time`` — sent clock (last ``end`` minus first ``sent``), answered requests.
+    * ``ttfb`` — sent clock (last attempt's ``first_byte`` minus first ``sent``), answered.
+    * ``dispatch_delay`` — ``sent - scheduled`` of every request that was sent, any outcome.
+    * ``attempt_service_time`` — ``end - sent`` of every answered *attempt*, so the
+      attempts of a retried request are visible one by one.
+
+    DROPPED and CANCELLED requests have no latency; they are counted in ``by_outcome``.
+    A span that comes out negative is recorded as 0 (the record keeps the raw value); a
+    request sent before its scheduled time (a timer fired early) is counted in
+    ``early_sends``. Request-level ``by_status`` and ``by_error_class`` are the last attempt's.
+    """
+
+    __slots__ = (*_TOTALS, *_COUNTERS, *_HISTOGRAMS)
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.attempts = 0
+        self.throttled_requests = 0
+        self.throttled_attempts = 0
+        self.early_sends = 0
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.by_outcome: Counter[str] = Counter()
+        self.by_status: Counter[int] = Counter()
+        self.by_error_class: Counter[str] = Counter()
+        self.attempts_per_request: Counter[int] = Counter()
+        self.latency = Histogram()
+        self.latency_ok = Histogram()
+        self.service_time = Histogram()
+        self.dispatch_delay = Histogram()
+        self.ttfb = Histogram()
+        self.attempt_service_time = Histogram()
+
+    def add(self, record: RequestRecord) -> None:
+        """Count ``record`` and record its spans (see the class docstring for which).
+
+        Reads the timestamps once instead of through ``RequestRecord``'s properties (this
+        runs once per request on the load path); the tests check both agree.
+        """
+        attempts = record.attempts
+        last = attempts[-1]
+        outcome = last.outcome
+        self.requests += 1
+        self.attempts += len(attempts)
+        self.attempts_per_request[len(attempts)] += 1
+        self.by_outcome[str(outcome)] += 1
+        if last.status is not None:
+            self.by_status[last.status] += 1
+        if last.error_class is not None:
+            self.by_error_class[str(last.error_class)] += 1
+        self._add_attempts(attempts)
+        scheduled, sent = attempts[0].scheduled, record.sent
+        if sent is not None:
+            if sent < scheduled:
+                self.early_sends += 1
+            self.dispatch_delay.record(sent - scheduled if sent > scheduled else 0.0)
+        end = last.end
+        if end is not None and outcome in ANSWERED:
+            self._add_answered(outcome, scheduled, sent, last.first_byte, end)
+
+    def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
+        throttled = 0
+        for attempt in attempts:
+            self.bytes_sent += attempt.bytes_sent
+            self.bytes_received += attempt.bytes_received
+            if attempt.outcome is Outcome.THROTTLED:
+                throttled += 1
+            sent, end = attempt.sent, attempt.end
+            if sent is not None and end is not None and attempt.outcome in ANSWERED:
+                self.attempt_service_time.record(end - sent if end > sent else 0.0)
+        if throttled:
+            self.throttled_attempts += throttled
+            self.throttled_requests += 1
+
+    def _add_answered(
+        self, outcome: Outcome, scheduled: float, sent: float | None, first_byte: float | None,
+        end: float,
+    ) -> None:  # fmt: skip
+        latency = end - scheduled if end > scheduled else 0.0
+        self.latency.record(latency)
+        if outcome is Outcome.OK:
+            self.latency_ok.record(latency)
+        if sent is not None:
+            self.service_time.record(end - sent if end > sent else 0.0)
+            if first_byte is not None:
+                self.ttfb.record(first_byte - sent if first_byte > sent else 0.0)
+
+    def merge(self, other: RequestStats) -> None:
+        """Add ``other``'s counts and samples: the result equals adding both sets of records."""
+        for name in _TOTALS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in _COUNTERS:
+            getattr(self, name).update(getattr(other, name))
+        for name in _HISTOGRAMS:
+            getattr(self, name).merge(getattr(other, name))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (counter keys as strings) that :meth:`from_dict` restores exactly."""
+        data: dict[str, Any] = {name: getattr(self, name) for name in _TOTALS}
+        for name in _COUNTERS:
+            counter = getattr(self, name)
+            data[name] = {str(key): counter[key] for key in sorted(counter)}
+        for name in _HISTOGRAMS:
+            data[name] = getattr(self, name).to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RequestStats:
+        """The stats :meth:`to_dict` described (also after a JSON round trip).
+
+        Raises ``ValueError`` on a missing field, a negative or non-integer count, or a
+        bad histogram.
+        """
+        stats = cls()
+        try:
+            for name in _TOTALS:
+                setattr(stats, name, _count(data[name]))
+            for name, key_type in _COUNTERS.items():
+                items = data[name].items()
+                setattr(stats, name, Counter({key_type(k): _count(v) for k, v in items}))
+            for name in _HISTOGRAMS:
+                setattr(stats, name, Histogram.from_dict(data[name]))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"not request stats: {exc!r}") from exc
+        return stats
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequestStats):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        outcomes = ", ".join(f"{k}={v}" for k, v in sorted(self.by_outcome.items()))
+        return f"RequestStats(requests={self.requests}, {outcomes or 'empty'}, {self.latency!r})"
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected a count >= 0, got {value!r}")
+    return value

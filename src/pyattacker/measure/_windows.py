@@ -1,0 +1,241 @@
+"""Fixed aggregation windows: the time series of a run (achieved vs planned rate, latency).
+
+Window ``i`` covers ``[origin + i * width, origin + (i + 1) * width)`` on the run's clock;
+the index of a time ``t`` is ``floor((t - origin) / width)`` in float arithmetic. Windows
+are fixed (never sliding or adaptive) so that series from several workers or processes
+line up and merge exactly, window by window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyattacker._checks import check_number
+from pyattacker.errors import ConfigError
+from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._records import ANSWERED, RequestRecord
+from pyattacker.measure._summary import Summary
+
+__all__ = ["Window", "WindowSeries"]
+
+# Per-window counters; every one adds on merge except max_in_flight, which takes the max.
+# The outcome names double as counter names (`Outcome.OK.value == "ok"`, ...).
+_COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropped", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The facts of one window; ``start`` is relative to the series' origin (seconds).
+
+    ``scheduled``: planned arrivals (by scheduled time). ``sent``: first-attempt sends.
+    Records count in the window of their ``end`` (their ``scheduled`` time if they have
+    none): ``completed = ok + failed + throttled`` (answered requests), while ``dropped``
+    and ``cancelled`` are counted beside it. ``latency`` (scheduled clock) and
+    ``service_time`` (sent clock) summarise the answered requests, as
+    :class:`~pyattacker.measure.RequestStats` does. ``max_in_flight``: the largest
+    in-flight count noted in the window.
+    """
+
+    index: int
+    start: float
+    width: float
+    scheduled: int
+    sent: int
+    completed: int
+    ok: int
+    failed: int
+    throttled: int
+    dropped: int
+    max_in_flight: int
+    latency: Summary
+    service_time: Summary
+    cancelled: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat counts plus ``latency`` and ``service_time`` as :meth:`Summary.to_dict`."""
+        data: dict[str, Any] = {"index": self.index, "start": self.start, "width": self.width}
+        data.update({name: getattr(self, name) for name in _COUNTS})
+        data["max_in_flight"] = self.max_in_flight
+        data["latency"] = self.latency.to_dict()
+        data["service_time"] = self.service_time.to_dict()
+        return data
+
+
+class _Tally:
+    """One window's running counts and histograms."""
+
+    __slots__ = (*_COUNTS, "latency", "max_in_flight", "service_time")
+
+    def __init__(self) -> None:
+        self.scheduled = self.sent = self.completed = 0
+        self.ok = self.failed = self.throttled = self.dropped = self.cancelled = 0
+        self.max_in_flight = 0
+        self.latency = Histogram()
+        self.service_time = Histogram()
+
+    def merge(self, other: _Tally) -> None:
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
+        self.latency.merge(other.latency)
+        self.service_time.merge(other.service_time)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {name: getattr(self, name) for name in _COUNTS}
+        data["max_in_flight"] = self.max_in_flight
+        data["latency"] = self.latency.to_dict()
+        data["service_time"] = self.service_time.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> _Tally:
+        tally = cls()
+        for name in (*_COUNTS, "max_in_flight"):
+            value = data[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"window {name} must be a count >= 0, got {value!r}")
+            setattr(tally, name, value)
+        tally.latency = Histogram.from_dict(data["latency"])
+        tally.service_time = Histogram.from_dict(data["service_time"])
+        return tally
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Tally):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+
+class WindowSeries:
+    """Fixed aggregation windows: window i covers [origin + i*width, origin + (i+1)*width).
+
+    Every ``add``/``note_*`` raises ``ValueError`` for a time before ``origin`` or not
+    finite. Memory grows with the number of windows touched (two sparse histograms
+    each), not with the number of records. Merging needs the same width and origin.
+    """
+
+    __slots__ = ("_tallies", "origin", "width")
+
+    def __init__(self, width: float, origin: float) -> None:
+        """``width > 0`` seconds, else ``ConfigError(field="window")``."""
+        self.width = check_number(width, "window", above=0, hint="seconds per window, e.g. 1")
+        if isinstance(origin, bool) or not isinstance(origin, int | float):
+            raise ValueError(f"origin must be clock seconds, got {origin!r}")
+        if not math.isfinite(origin):
+            raise ValueError(f"origin must be finite, got {origin!r}")
+        self.origin = float(origin)
+        self._tallies: dict[int, _Tally] = {}
+
+    def index_of(self, t: float) -> int:
+        """The index of the window holding time ``t``."""
+        if not math.isfinite(t):
+            raise ValueError(f"a window time must be finite, got {t!r}")
+        if t < self.origin:
+            raise ValueError(f"time {t!r} is before the series origin {self.origin!r}")
+        return math.floor((t - self.origin) / self.width)
+
+    def _tally(self, t: float) -> _Tally:
+        index = self.index_of(t)
+        tally = self._tallies.get(index)
+        if tally is None:
+            tally = self._tallies[index] = _Tally()
+        return tally
+
+    def add(self, record: RequestRecord) -> None:
+        """Count ``record`` in the window of its ``end`` (its ``scheduled`` if it has none)."""
+        end = record.end
+        tally = self._tally(record.scheduled if end is None else end)
+        outcome = record.outcome
+        setattr(tally, outcome.value, getattr(tally, outcome.value) + 1)
+        if outcome in ANSWERED:
+            tally.completed += 1
+        latency, service = record.latency, record.service_time
+        if latency is not None:
+            tally.latency.record(max(0.0, latency))  # negative: an early timer, see stats
+        if service is not None:
+            tally.service_time.record(max(0.0, service))
+
+    def note_scheduled(self, t: float) -> None:
+        """Count one planned arrival at ``t`` (for achieved-vs-planned rate)."""
+        self._tally(t).scheduled += 1
+
+    def note_sent(self, t: float) -> None:
+        """Count one first-attempt send at ``t``."""
+        self._tally(t).sent += 1
+
+    def note_in_flight(self, t: float, in_flight: int) -> None:
+        """Keep the largest ``in_flight`` seen in the window of ``t``."""
+        tally = self._tally(t)
+        tally.max_in_flight = max(tally.max_in_flight, in_flight)
+
+    def windows(self) -> list[Window]:
+        """Every window from 0 to the last one touched, empty ones included."""
+        last = max(self._tallies, default=-1)
+        return [self._window(i, self._tallies.get(i) or _Tally()) for i in range(last + 1)]
+
+    def _window(self, index: int, tally: _Tally) -> Window:
+        counts = {name: getattr(tally, name) for name in _COUNTS}
+        return Window(
+            index=index,
+            start=index * self.width,
+            width=self.width,
+            max_in_flight=tally.max_in_flight,
+            latency=tally.latency.summary(),
+            service_time=tally.service_time.summary(),
+            **counts,
+        )
+
+    def merge(self, other: WindowSeries) -> None:
+        """Add ``other``'s windows; ``ValueError`` unless width and origin are the same."""
+        if (self.width, self.origin) != (other.width, other.origin):
+            raise ValueError(
+                f"cannot merge windows of width {other.width} from {other.origin} into "
+                f"windows of width {self.width} from {self.origin}"
+            )
+        for index, tally in other._tallies.items():
+            mine = self._tallies.get(index)
+            if mine is None:
+                mine = self._tallies[index] = _Tally()
+            mine.merge(tally)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (touched windows only) that :meth:`from_dict` restores exactly."""
+        windows = [{"index": i, **self._tallies[i].to_dict()} for i in sorted(self._tallies)]
+        return {"width": self.width, "origin": self.origin, "windows": windows}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WindowSeries:
+        """The series :meth:`to_dict` described; ``ValueError`` on bad data."""
+        try:
+            series = cls(data["width"], data["origin"])
+            for window in data["windows"]:
+                index = window["index"]
+                if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                    raise ValueError(f"window index must be >= 0, got {index!r}")
+                if index in series._tallies:
+                    raise ValueError(f"window {index} appears twice")
+                series._tallies[index] = _Tally.from_dict(window)
+        except (KeyError, TypeError, AttributeError, ValueError, ConfigError) as exc:
+            raise ValueError(f"not a window series: {exc!r}") from exc
+        return series
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WindowSeries):
+            return NotImplemented
+        return (self.width, self.origin, self._tallies) == (
+            other.width,
+            other.origin,
+            other._tallies,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (
+            f"WindowSeries(width={self.width}, origin={self.origin}, "
+            f"windows={max(self._tallies, default=-1) + 1})"
+        )

@@ -1,0 +1,393 @@
+"""Aggregates of request records: ``RequestStats`` and fixed ``WindowSeries``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyattacker.errors import ConfigError, ErrorClass
+from pyattacker.measure import (
+    ANSWERED,
+    Attempt,
+    Histogram,
+    Outcome,
+    RequestRecord,
+    RequestStats,
+    Summary,
+    WindowSeries,
+)
+
+ORIGIN = 1000.0
+
+
+def attempt(
+    request: int,
+    n: int,
+    at: float,
+    outcome: Outcome,
+    *,
+    sent: float | None = 0.001,
+    end: float | None = 0.010,
+    status: int | None = None,
+    error_class: str | None = None,
+) -> Attempt:
+    """An attempt scheduled at ``at`` with ``sent``, first byte and ``end`` as offsets."""
+    return Attempt(
+        request,
+        n,
+        scheduled=at,
+        sent=None if sent is None else at + sent,
+        first_byte=None if end is None else at + end / 2,
+        end=None if end is None else at + end,
+        outcome=outcome,
+        status=status,
+        error_class=error_class,
+        bytes_sent=10,
+        bytes_received=20,
+    )
+
+
+def record(*attempts: Attempt) -> RequestRecord:
+    return RequestRecord.from_attempts(attempts)
+
+
+def mixed_records() -> list[RequestRecord]:
+    """ok; throttled then ok; failed 500; dropped; cancelled after sending."""
+    at = ORIGIN
+    return [
+        record(attempt(0, 1, at, Outcome.OK, status=200)),
+        record(
+            attempt(1, 1, at + 0.5, Outcome.THROTTLED, status=429, error_class="rate_limit"),
+            attempt(1, 2, at + 2.0, Outcome.OK, status=200),
+        ),
+        record(attempt(2, 1, at + 1.0, Outcome.FAILED, status=500, error_class="upstream")),
+        record(attempt(3, 1, at + 1.5, Outcome.DROPPED, sent=None, end=None)),
+        record(attempt(4, 1, at + 2.5, Outcome.CANCELLED, end=None)),
+    ]
+
+
+def stats_of(records: list[RequestRecord]) -> RequestStats:
+    stats = RequestStats()
+    for rec in records:
+        stats.add(rec)
+    return stats
+
+
+# --- RequestStats ---------------------------------------------------------------------
+
+
+def test_request_stats_count_outcomes_statuses_attempts_and_throttling() -> None:
+    stats = stats_of(mixed_records())
+    assert (stats.requests, stats.attempts) == (5, 6)
+    assert stats.by_outcome == Counter(ok=2, failed=1, dropped=1, cancelled=1)
+    assert stats.by_status == Counter({200: 2, 500: 1})
+    assert stats.by_error_class == Counter(upstream=1)
+    assert stats.attempts_per_request == Counter({1: 4, 2: 1})
+    assert (stats.throttled_requests, stats.throttled_attempts) == (1, 1)
+    assert (stats.bytes_sent, stats.bytes_received) == (60, 120)
+
+
+def test_a_request_refused_twice_is_one_throttled_request_of_two_throttled_attempts() -> None:
+    refused = [
+        attempt(0, n, ORIGIN + n, Outcome.THROTTLED, status=429, error_class="rate_limit")
+        for n in (1, 2)
+    ]
+    stats = stats_of([record(*refused, attempt(0, 3, ORIGIN + 3, Outcome.OK, status=200))])
+    assert (stats.throttled_requests, stats.throttled_attempts) == (1, 2)
+    assert stats.by_outcome == Counter(ok=1)
+
+
+def test_latency_holds_ok_failed_and_throttled_requests_and_latency_ok_only_the_ok() -> None:
+    records = mixed_records()
+    stats = stats_of(records)
+    retried = records[1]
+    assert stats.latency.count == 3
+    assert stats.latency_ok.count == 2
+    assert stats.latency.max == retried.latency  # the retried one spans both attempts
+    assert stats.service_time.count == stats.ttfb.count == 3
+    assert stats.service_time.max == retried.service_time
+    assert stats.ttfb.max == retried.ttfb_sent
+
+
+def test_dispatch_delay_holds_every_sent_request_and_attempt_service_every_answered_try() -> None:
+    stats = stats_of(mixed_records())
+    assert stats.dispatch_delay.count == 4  # all but the dropped one
+    assert stats.attempt_service_time.count == 4  # ok, refused try, its retry, failed
+    assert stats.attempt_service_time.max == pytest.approx(0.009)
+
+
+def test_a_request_sent_before_its_scheduled_time_counts_as_early_with_zero_delay() -> None:
+    early = record(attempt(0, 1, ORIGIN, Outcome.OK, sent=-0.0002, end=-0.0001, status=200))
+    stats = stats_of([early])
+    assert stats.early_sends == 1
+    assert (stats.dispatch_delay.max, stats.latency.max) == (0.0, 0.0)
+    assert early.dispatch_delay == pytest.approx(-0.0002)  # the record keeps the fact
+
+
+def test_empty_stats_round_trip_and_say_so() -> None:
+    stats = RequestStats()
+    assert RequestStats.from_dict(json.loads(json.dumps(stats.to_dict()))) == stats
+    assert stats.latency.summary() == Summary.empty()
+    assert repr(stats) == "RequestStats(requests=0, empty, Histogram(count=0))"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("requests", -1),
+        ("attempts", 1.5),
+        ("by_status", {"ok": 1}),
+        ("by_outcome", {"ok": -2}),
+        ("by_outcome", [1, 2]),
+        ("latency", {"version": 9}),
+    ],
+)
+def test_request_stats_from_dict_refuses_bad_data(key: str, value: object) -> None:
+    data = stats_of(mixed_records()).to_dict()
+    data[key] = value
+    with pytest.raises(ValueError, match="not request stats"):
+        RequestStats.from_dict(data)
+
+
+@st.composite
+def request_records(draw: st.DrawFn, request: int) -> RequestRecord:
+    """Any plausible request: 1-3 attempts, any outcomes, missing timestamps, early sends."""
+    at = ORIGIN + draw(st.floats(0.0, 20.0))
+    attempts = []
+    for n in range(1, draw(st.integers(1, 3)) + 1):
+        outcome = draw(st.sampled_from(Outcome))
+        sent = None if outcome is Outcome.DROPPED else draw(st.none() | st.floats(-0.001, 2.0))
+        end = draw(st.none() | st.floats(0.0, 3.0))
+        if sent is not None and end is not None:
+            end = max(end, sent)
+        status = draw(st.sampled_from([None, 200, 404, 429, 500]))
+        error_class = draw(st.sampled_from([None, *ErrorClass]))
+        attempts.append(
+            attempt(
+                request, n, at, outcome, sent=sent, end=end, status=status, error_class=error_class
+            )
+        )
+        at += (end or 0.0) + draw(st.floats(0.0, 1.0))
+    return record(*attempts)
+
+
+@st.composite
+def tagged_records(draw: st.DrawFn) -> list[tuple[RequestRecord, int]]:
+    n = draw(st.integers(0, 12))
+    return [(draw(request_records(i)), draw(st.integers(0, 2))) for i in range(n)]
+
+
+@given(tagged_records())
+def test_merging_request_stats_of_any_split_equals_adding_every_record(
+    tagged: list[tuple[RequestRecord, int]],
+) -> None:
+    merged = RequestStats()
+    for part in range(3):
+        merged.merge(stats_of([rec for rec, p in tagged if p == part]))
+    whole = stats_of([rec for rec, _ in tagged])
+    assert merged == whole
+    assert merged.latency.summary() == whole.latency.summary()
+
+
+def histogram_of(spans: Iterable[float | None]) -> Histogram:
+    hist = Histogram()
+    for span in spans:
+        if span is not None:
+            hist.record(max(0.0, span))
+    return hist
+
+
+@given(tagged_records())
+def test_request_stats_hold_exactly_the_spans_the_records_derive(
+    tagged: list[tuple[RequestRecord, int]],
+) -> None:
+    records = [rec for rec, _ in tagged]
+    stats = stats_of(records)
+    assert stats.latency == histogram_of(r.latency for r in records)
+    assert stats.latency_ok == histogram_of(r.latency for r in records if r.outcome == "ok")
+    assert stats.service_time == histogram_of(r.service_time for r in records)
+    assert stats.ttfb == histogram_of(r.ttfb_sent for r in records if r.answered)
+    assert stats.dispatch_delay == histogram_of(r.dispatch_delay for r in records)
+    assert stats.attempt_service_time == histogram_of(
+        a.service_time for r in records for a in r.attempts if a.outcome in ANSWERED
+    )
+    assert stats.early_sends == sum((r.dispatch_delay or 0.0) < 0 for r in records)
+    assert stats.throttled_requests == sum(r.throttled for r in records)
+    assert stats.by_status == Counter(r.status for r in records if r.status is not None)
+
+
+@given(tagged_records())
+def test_request_stats_round_trip_exactly_through_json(
+    tagged: list[tuple[RequestRecord, int]],
+) -> None:
+    stats = stats_of([rec for rec, _ in tagged])
+    again = RequestStats.from_dict(json.loads(json.dumps(stats.to_dict())))
+    assert again == stats
+    assert again.by_status == stats.by_status
+
+
+# --- WindowSeries ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [0, -1.0, math.nan, math.inf, "1s", True])
+def test_a_window_width_that_is_not_a_positive_number_is_a_config_error(width: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        WindowSeries(width, ORIGIN)  # type: ignore[arg-type]
+    assert caught.value.field == "window"
+
+
+def test_records_count_in_the_window_of_their_end_or_else_their_scheduled_time() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    for rec in mixed_records():
+        series.add(rec)
+    windows = series.windows()
+    assert [w.index for w in windows] == [0, 1, 2]
+    assert [w.start for w in windows] == [0.0, 1.0, 2.0]
+    assert [(w.ok, w.failed, w.throttled, w.completed) for w in windows] == [
+        (1, 0, 0, 1),
+        (0, 1, 0, 1),
+        (1, 0, 0, 1),
+    ]
+    assert [(w.dropped, w.cancelled) for w in windows] == [(0, 0), (1, 0), (0, 1)]
+    assert windows[2].latency.max == mixed_records()[1].latency
+    assert windows[2].service_time.count == 1
+
+
+def test_windows_are_dense_from_zero_with_empty_windows_included() -> None:
+    series = WindowSeries(0.5, ORIGIN)
+    series.note_scheduled(ORIGIN + 1.6)
+    windows = series.windows()
+    assert [w.index for w in windows] == [0, 1, 2, 3]
+    assert [w.scheduled for w in windows] == [0, 0, 0, 1]
+    assert windows[0].latency == Summary.empty()
+    assert windows[0].to_dict()["latency"]["p99.9"] is None
+    assert WindowSeries(1.0, ORIGIN).windows() == []
+
+
+def test_notes_count_arrivals_and_sends_and_keep_the_largest_in_flight() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    for t in (ORIGIN, ORIGIN + 0.4, ORIGIN + 1.2):
+        series.note_scheduled(t)
+    series.note_sent(ORIGIN + 0.9)
+    for t, n in ((ORIGIN + 0.1, 3), (ORIGIN + 0.2, 7), (ORIGIN + 0.3, 5)):
+        series.note_in_flight(t, n)
+    first, second = series.windows()
+    assert (first.scheduled, first.sent, first.max_in_flight) == (2, 1, 7)
+    assert (second.scheduled, second.sent, second.max_in_flight) == (1, 0, 0)
+
+
+@pytest.mark.parametrize(("t", "match"), [(ORIGIN - 0.001, "before"), (math.nan, "finite")])
+def test_a_time_before_the_origin_or_not_finite_is_refused(t: float, match: str) -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    with pytest.raises(ValueError, match=match):
+        series.note_sent(t)
+    assert series.windows() == []
+
+
+def test_merging_series_of_other_width_or_origin_is_refused() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    for other in (WindowSeries(2.0, ORIGIN), WindowSeries(1.0, ORIGIN + 1)):
+        with pytest.raises(ValueError, match="cannot merge"):
+            series.merge(other)
+
+
+def test_a_window_row_is_json_with_summaries_by_clock() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    series.add(mixed_records()[0])
+    row = series.windows()[0].to_dict()
+    assert json.loads(json.dumps(row)) == row
+    assert row["completed"] == row["ok"] == 1
+    assert row["latency"]["count"] == row["service_time"]["count"] == 1
+
+
+@st.composite
+def window_events(draw: st.DrawFn) -> list[tuple[str, object, int]]:
+    """Records and notes, each tagged with the part (worker) that saw it."""
+    events: list[tuple[str, object, int]] = []
+    for i, (rec, part) in enumerate(draw(tagged_records())):
+        events.append(("record", rec, part))
+        t = ORIGIN + draw(st.floats(0.0, 20.0))
+        kind = draw(st.sampled_from(["scheduled", "sent", "in_flight"]))
+        events.append((kind, (t, i % 7), draw(st.integers(0, 2))))
+    return events
+
+
+def series_of(events: list[tuple[str, object, int]], part: int | None = None) -> WindowSeries:
+    series = WindowSeries(0.75, ORIGIN)
+    for kind, what, p in events:
+        if part is not None and p != part:
+            continue
+        if isinstance(what, RequestRecord):
+            series.add(what)
+        else:
+            t, n = what  # type: ignore[misc]
+            if kind == "scheduled":
+                series.note_scheduled(t)
+            elif kind == "sent":
+                series.note_sent(t)
+            else:
+                series.note_in_flight(t, n)
+    return series
+
+
+@given(window_events())
+def test_merging_window_series_of_any_split_equals_adding_everything(
+    events: list[tuple[str, object, int]],
+) -> None:
+    merged = WindowSeries(0.75, ORIGIN)
+    for part in range(3):
+        merged.merge(series_of(events, part))
+    whole = series_of(events)
+    assert merged == whole
+    assert merged.windows() == whole.windows()
+
+
+@given(window_events())
+def test_window_series_round_trip_exactly_through_json(
+    events: list[tuple[str, object, int]],
+) -> None:
+    series = series_of(events)
+    again = WindowSeries.from_dict(json.loads(json.dumps(series.to_dict())))
+    assert again == series
+    assert again.windows() == series.windows()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"width": 0},
+        {"windows": [{"index": -1}]},
+        {"windows": "none"},
+    ],
+)
+def test_window_series_from_dict_refuses_bad_data(change: dict[str, object]) -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    series.add(mixed_records()[0])
+    with pytest.raises(ValueError, match="not a window series"):
+        WindowSeries.from_dict({**series.to_dict(), **change})
+
+
+def test_a_window_listed_twice_is_refused() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    series.note_sent(ORIGIN)
+    data = series.to_dict()
+    data["windows"] = data["windows"] * 2
+    with pytest.raises(ValueError, match="twice"):
+        WindowSeries.from_dict(data)
+
+
+def test_a_window_summarises_its_records_like_request_stats_do() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    records = mixed_records()[:2]
+    for rec in records:
+        series.add(rec)
+    stats = stats_of(records)
+    assert series.windows()[2].latency == stats_of(records[1:]).latency.summary()
+    assert series.windows()[0].service_time == stats_of(records[:1]).service_time.summary()
+    assert stats.latency.count == sum(w.latency.count for w in series.windows())
