@@ -13,9 +13,14 @@ The tree (our mistakes on the left, the endpoint's on the right)::
     ├── RetryableError                   raise it to say "try again" (error class retryable)
     ├── FatalError                       raise it to say "never retry this" (error class fatal)
     ├── IllegalTransition                a health event the state machine forbids
-    └── SimulationError                  the virtual-time loop could not go on
-        ├── SimulationStalled            nothing runnable and no timer pending
-        └── WallBudgetExceeded           real seconds ran out before the simulation finished
+    ├── SimulationError                  the virtual-time loop could not go on
+    │   ├── SimulationStalled            nothing runnable and no timer pending
+    │   └── WallBudgetExceeded           real seconds ran out before the simulation finished
+    └── HttpError                        one HTTP request failed (url, timing)
+        ├── ConnectError                 connection: refused, reset, DNS, closed before a reply
+        ├── RequestTimeout               timeout, in ``phase`` connect | read | total
+        ├── RemoteProtocolError          upstream: malformed response, closed mid-body
+        └── HttpStatusError              a status >= 400 (status, headers, retry_after)
 
 Every class carries the context that helps the reader (``pool``, ``resource``,
 ``selector``, ``attempt`` where they apply) and renders it in ``str()``.
@@ -44,12 +49,17 @@ from pyattacker._classify import (
 __all__ = [
     "AcquireTimeout",
     "ConfigError",
+    "ConnectError",
     "ErrorClass",
     "FatalError",
+    "HttpError",
+    "HttpStatusError",
     "IllegalTransition",
     "LeaseLeakError",
     "PoolNotFound",
     "PyAttackerError",
+    "RemoteProtocolError",
+    "RequestTimeout",
     "ResourceError",
     "ResourceUnavailable",
     "RetryableError",
@@ -228,6 +238,75 @@ class SimulationStalled(SimulationError):
 
 class WallBudgetExceeded(SimulationError):
     """The real-time budget ran out before the simulated work finished."""
+
+
+class HttpError(PyAttackerError):
+    """One HTTP request failed. Raised by :mod:`pyattacker.http`, which never retries.
+
+    ``url`` is the request's URL and ``timing`` its :class:`pyattacker.http.Timing` as far
+    as the request got (typed loosely here: this module sits below the HTTP client). The
+    foreign error that caused it, if any, is ``__cause__``.
+    """
+
+    def __init__(
+        self, message: str, *, url: object = None, timing: Any = None, **context: Any
+    ) -> None:
+        super().__init__(message, url=None if url is None else str(url), **context)
+        self.url = url
+        self.timing = timing
+
+
+class ConnectError(HttpError):
+    """No response could start: refused, reset, DNS failure, TLS handshake failure, or the
+    server closed the connection before sending a byte of its response."""
+
+    error_class: ClassVar[str] = ErrorClass.CONNECTION
+
+
+class RequestTimeout(HttpError):
+    """A timeout of the request ran out; ``phase`` says which.
+
+    ``"connect"``: waiting for a pooled connection or opening one; ``"read"``: no byte for
+    ``Timeouts.read`` seconds while a response was due; ``"total"``: the whole request.
+    """
+
+    error_class: ClassVar[str] = ErrorClass.TIMEOUT
+
+    def __init__(
+        self, message: str, *, phase: str, timeout_s: float | None = None, **context: Any
+    ) -> None:
+        super().__init__(message, phase=phase, timeout_s=timeout_s, **context)
+        self.phase = phase
+        self.timeout_s = timeout_s
+
+
+class RemoteProtocolError(HttpError):
+    """The server broke HTTP/1.1: a malformed response, or the connection closed mid-body."""
+
+    error_class: ClassVar[str] = ErrorClass.UPSTREAM
+
+
+class HttpStatusError(HttpError):
+    """A response with status >= 400, raised by ``Response.raise_for_status()``.
+
+    Classified by its ``status`` (rule 7 of :func:`error_class_of`: 429 is ``rate_limit``,
+    5xx ``upstream``, ...). ``retry_after`` is what the server asked us to wait, in seconds
+    (``Retry-After-Ms`` before ``Retry-After``), or ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        headers: Any = None,
+        retry_after: float | None = None,
+        **context: Any,
+    ) -> None:
+        super().__init__(message, status=status, retry_after=retry_after, **context)
+        self.status = status
+        self.headers = headers
+        self.retry_after = retry_after
 
 
 # --------------------------------------------------------------------------- classification

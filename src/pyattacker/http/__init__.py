@@ -1,0 +1,14 @@
+"""A lean, timed HTTP/1.1 client for load generation: asyncio protocols on httptools.
+
+Keep-alive connections are pooled per origin (bounded, FIFO waiters), TLS is the ``ssl``
+module's, and every request carries a :class:`Timing` read from the client's ``Clock``.
+It never retries: a failure is an :class:`~pyattacker.errors.HttpError` for the retry
+policy to judge and record. See :class:`HttpClient`.
+"""
+
+from pyattacker.http._client import HttpClient
+from pyattacker.http._response import Response
+from pyattacker.http._types import Headers, Timeouts, Timing
+from pyattacker.http._url import URL
+
+__all__ = ["URL", "Headers", "HttpClient", "Response", "Timeouts", "Timing"]

@@ -1,0 +1,337 @@
+"""``HttpClient``: requests over pooled keep-alive connections, timed, never retried.
+
+The hot path of :meth:`HttpClient.request` is synchronous up to one ``await``: encode the
+head, take an idle connection, write, and wait for the response future the connection's
+protocol resolves. Only the slow paths (opening a connection, waiting for a free one) use
+``asyncio.timeout`` and further awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl as _ssl
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any
+
+from pyattacker._checks import check_whole
+from pyattacker.clock import Clock, LoopClock
+from pyattacker.errors import ConfigError, RequestTimeout
+from pyattacker.http._connection import Connection
+from pyattacker.http._errors import Stage, mapped
+from pyattacker.http._pool import OriginPool
+from pyattacker.http._request import HeadersInput, RequestEncoder
+from pyattacker.http._response import Response
+from pyattacker.http._types import Timeouts, Timing
+from pyattacker.http._url import URL
+
+__all__ = ["HttpClient"]
+
+_Payload = tuple[bytes, bytes | None, bool]
+
+
+class HttpClient:
+    """An HTTP/1.1 client for load generation: pooled, timed, and never retrying.
+
+    - ``clock``: where every timestamp in :class:`Timing` comes from (default
+      :class:`~pyattacker.clock.LoopClock`: nanosecond monotonic time on real loops).
+    - ``timeouts``: the default :class:`Timeouts` of each request (a request may pass its
+      own).
+    - ``max_connections``: per origin ``(scheme, host, port)``; callers beyond it wait in
+      FIFO order, within their connect (and total) timeout.
+    - ``ssl``: the context for ``https`` URLs (default: ``ssl.create_default_context()``,
+      which verifies certificates); SNI is the URL's host.
+    - ``headers``: sent on every request, after ``User-Agent: pyattacker/<version>``
+      (which a header of the same name replaces).
+
+    A request fails with an :class:`~pyattacker.errors.HttpError`
+    (``ConnectError``, ``RequestTimeout``, ``RemoteProtocolError``) and is never sent
+    twice. In particular, a pooled keep-alive connection that the server closes just as a
+    request is written to it fails that request with a ``ConnectError`` ("before any
+    response byte ... a pooled keep-alive connection") instead of resending it: the
+    client cannot prove the server never read it, and resending is the retry policy's
+    decision, to be recorded. To make that race rare, a connection the server closed while
+    idle is dropped as soon as the loop sees the close, and one idle for over a second is
+    probed (a zero-timeout poll) before reuse. A status code is not a failure (see
+    ``Response.raise_for_status``). Invalid input raises ``ConfigError`` before anything
+    is sent. Use one client per event loop; close it with :meth:`aclose` or ``async with``.
+    """
+
+    __slots__ = (
+        "_clock", "_closed", "_encoder", "_last_pool", "_last_url", "_limit", "_loop", "_now",
+        "_pools", "_ssl", "_timeouts",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        timeouts: Timeouts = Timeouts(),  # noqa: B008  # frozen, so one shared default is safe
+        max_connections: int = 100,
+        ssl: _ssl.SSLContext | None = None,
+        headers: HeadersInput | None = None,
+    ) -> None:
+        if not isinstance(timeouts, Timeouts):
+            raise ConfigError(
+                f"must be a Timeouts, got {timeouts!r}",
+                field="timeouts",
+                hint="Timeouts(connect=.., read=.., total=..)",
+            )
+        if ssl is not None and not isinstance(ssl, _ssl.SSLContext):
+            raise ConfigError(f"must be an ssl.SSLContext, got {ssl!r}", field="ssl")
+        self._clock = clock if clock is not None else LoopClock()
+        self._now = self._clock.now
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_now` was bound for
+        self._timeouts = timeouts
+        self._limit = check_whole(max_connections, "max_connections")
+        self._ssl = ssl
+        self._encoder = RequestEncoder(headers)
+        self._pools: dict[tuple[str, str, int], OriginPool] = {}
+        self._last_url: URL | None = None  # the last URL's pool, found without hashing
+        self._last_pool: OriginPool | None = None
+        self._closed = False
+
+    async def request(
+        self,
+        method: str,
+        url: URL | str,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> Response:
+        """Send one request and read the whole response (never raises for a status)."""
+        loop = asyncio.get_running_loop()
+        response, payload, limits, pool, conn = self._prepare(
+            loop, method, url, headers, body, timeouts
+        )
+        if conn is None:
+            conn = await self._connect(pool, response, limits, loop)
+        waiter: asyncio.Future[Response] = loop.create_future()
+        conn.send(response, payload, limits, waiter, method=method, streaming=False)
+        try:
+            return await waiter
+        except BaseException:
+            conn.abandon(response)  # no-op unless this exchange is still running
+            raise
+
+    def stream(
+        self,
+        method: str,
+        url: URL | str,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> AbstractAsyncContextManager[Response]:
+        """``async with client.stream(...) as response``: the response once its head has
+        arrived; take the body with ``response.iter_chunks()`` or ``await response.read()``.
+
+        On exit the connection returns to the pool if the whole body had arrived, and is
+        closed otherwise. The total timeout, if any, runs until the body's end.
+        """
+        return _Stream(self, method, url, headers, body, timeouts)
+
+    def statistics(self) -> dict[str, dict[str, int]]:
+        """Per origin (``"http://host:port"``): ``open``, ``idle``, ``in_use``,
+        ``waiting``, ``created``, ``reused``."""
+        return {pool.key: pool.statistics() for pool in self._pools.values()}
+
+    async def aclose(self) -> None:
+        """Close every connection; requests still running fail, later ones raise
+        ``RuntimeError``. Idempotent."""
+        self._closed = True
+        for pool in self._pools.values():
+            pool.close()
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        totals = {"open": 0, "idle": 0, "in_use": 0, "waiting": 0}
+        for stats in self.statistics().values():
+            for key in totals:
+                totals[key] += stats[key]
+        counts = " ".join(f"{k}={v}" for k, v in totals.items())
+        state = " closed" if self._closed else ""
+        return (
+            f"<HttpClient{state} origins={len(self._pools)} {counts} max_connections={self._limit}>"
+        )
+
+    # ----------------------------------------------------------------------- internals
+
+    def _prepare(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        method: str,
+        url: URL | str,
+        headers: HeadersInput | None,
+        body: bytes | None,
+        timeouts: Timeouts | None,
+    ) -> tuple[Response, _Payload, Timeouts, OriginPool, Connection | None]:
+        """Everything before the first await: check, encode, try an idle connection."""
+        if loop is not self._loop:
+            self._bind(loop)
+        timing = Timing(self._now())
+        if self._closed:
+            raise RuntimeError("this HttpClient is closed")
+        if url.__class__ is not URL:
+            url = _as_url(url)
+        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
+            raise ConfigError(
+                f"must be bytes or None, got {type(body).__name__}",
+                field="body",
+                hint="encode text first",
+            )
+        limits = self._timeouts if timeouts is None else timeouts
+        payload = self._encoder.encode(method, url, headers, body)
+        pool = self._last_pool  # a load test sends to the same URL object again and again
+        if url is not self._last_url or pool is None:
+            pool = self._pool_for(url)
+        conn = pool.checkout(timing.started)
+        if conn is not None:
+            timing.reused = True
+        return Response(url, timing), payload, limits, pool, conn
+
+    def _pool_for(self, url: URL) -> OriginPool:
+        pool = self._pools.get(url.origin)
+        if pool is None:
+            key = f"{url.scheme}://{url.authority}"
+            pool = self._pools[url.origin] = OriginPool(key, self._limit)
+        self._last_url, self._last_pool = url, pool
+        return pool
+
+    async def _connect(
+        self,
+        pool: OriginPool,
+        response: Response,
+        limits: Timeouts,
+        loop: asyncio.AbstractEventLoop,
+    ) -> Connection:
+        """A connection from a full pool's queue or a new one, within the connect budget."""
+        timing = response.timing
+        budget, phase = limits.connect, "connect"
+        if limits.total is not None:
+            left = limits.total - (self._now() - timing.started)
+            if budget is None or left < budget:
+                budget, phase = left, "total"
+        try:
+            async with asyncio.timeout(budget) as scope:
+                return await self._get_connection(pool, response, loop)
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise
+            message = f"no connection within {budget:g} s ({phase} timeout)"
+            raise RequestTimeout(
+                message, phase=phase, timeout_s=budget, url=response.url, timing=timing
+            ) from exc
+
+    async def _get_connection(
+        self, pool: OriginPool, response: Response, loop: asyncio.AbstractEventLoop
+    ) -> Connection:
+        while True:
+            if pool.reserve():
+                return await self._open(pool, response, loop)
+            future = pool.wait(loop)
+            try:
+                conn = await future
+            except BaseException:
+                pool.forget(future)
+                raise
+            if conn is None:  # a slot was reserved for us
+                return await self._open(pool, response, loop)
+            if not conn.closed:  # else it died on the way: its slot is free again
+                response.timing.reused = True
+                return conn
+
+    async def _open(
+        self, pool: OriginPool, response: Response, loop: asyncio.AbstractEventLoop
+    ) -> Connection:
+        """Open a connection in a reserved slot (freed again if that fails)."""
+        url, timing = response.url, response.timing
+        conn = Connection(pool, self._now, loop)
+        context = self._ssl_context() if url.scheme == "https" else None
+        try:
+            with mapped(url=url, timing=timing, stage=Stage.CONNECT):
+                await loop.create_connection(
+                    lambda: conn,
+                    url.host,
+                    url.port,
+                    ssl=context,
+                    server_hostname=url.host if context else None,
+                )
+        except BaseException:
+            conn.forsake()
+            raise
+        timing.connected = self._now()
+        pool.opened(conn)
+        return conn
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read time for ``loop``: the default clock resolves once per loop what its
+        ``now()`` looks up on every call (same values, less work per timestamp).
+
+        Connections belong to the loop that opened them: on another loop (a second
+        ``asyncio.run``), the pools start afresh and the old ones are left to their loop.
+        """
+        if self._loop is not None:
+            self._pools, self._last_url, self._last_pool = {}, None, None
+        self._loop = loop
+        clock = self._clock
+        self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
+
+    def _ssl_context(self) -> _ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = _ssl.create_default_context()
+        return self._ssl
+
+
+def _as_url(url: object) -> URL:
+    if isinstance(url, URL):  # a subclass
+        return url
+    return URL.parse(url)  # type: ignore[arg-type]  # parse() refuses a non-str itself
+
+
+class _Stream(AbstractAsyncContextManager[Response]):
+    """The context manager :meth:`HttpClient.stream` returns."""
+
+    __slots__ = ("_args", "_client", "_conn", "_response")
+
+    def __init__(self, client: HttpClient, *args: Any) -> None:
+        self._client = client
+        self._args = args
+        self._conn: Connection | None = None
+        self._response: Response | None = None
+
+    async def __aenter__(self) -> Response:
+        client = self._client
+        method, url, headers, body, timeouts = self._args
+        loop = asyncio.get_running_loop()
+        response, payload, limits, pool, conn = client._prepare(
+            loop, method, url, headers, body, timeouts
+        )
+        if conn is None:
+            conn = await client._connect(pool, response, limits, loop)
+        waiter: asyncio.Future[Response] = loop.create_future()
+        conn.send(response, payload, limits, waiter, method=method, streaming=True)
+        try:
+            await waiter
+        except BaseException:
+            conn.abandon(response)
+            raise
+        self._conn, self._response = conn, response
+        return response
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        conn, response = self._conn, self._response
+        if conn is not None and response is not None:
+            conn.end_stream(response)
+            response._close_stream()

@@ -1,0 +1,420 @@
+"""One HTTP/1.1 connection: an ``asyncio.Protocol`` feeding ``httptools``' response parser.
+
+Why by hand (DESIGN.md §8): this is the load path. A protocol on httptools has no stream
+reader, no per-request task and no per-chunk await; measured here it is several times
+faster than aiohttp's client (``benchmarks/http_client.py``).
+
+One exchange at a time (no pipelining). Its life: :meth:`Connection.send` writes the
+request in one call; parser callbacks fill the :class:`Response`; the exchange ends in
+exactly one of *complete* (the connection goes back to its pool, or is closed when either
+side asked for that) or *failed* (the connection is closed, the error delivered to whoever
+waits). Timeouts are loop timers: one read watchdog per connection (re-armed only when it
+fires, not per byte) and one total timer per request that has a total limit.
+
+Never retried here: a request whose connection fails is failed, even when it is certain
+that no byte of it reached the server. Deciding to send again is the retry policy's job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import cast
+
+from httptools import HttpParserCallbackError, HttpResponseParser
+
+from pyattacker.errors import RequestTimeout
+from pyattacker.http._errors import FOREIGN, Stage, translate
+from pyattacker.http._pool import OriginPool
+from pyattacker.http._response import (
+    BodyStream,
+    Response,
+    delimited_by_close,
+    reusable_without_body,
+)
+from pyattacker.http._types import Headers, Timeouts
+
+__all__ = ["Connection"]
+
+# Bytes a write may leave queued and still count as sent when it was written. One request
+# is in flight per connection, so the kernel's send buffer is empty when a request is
+# written and takes a request this small at once; a transport that reports it as buffered
+# for a moment (uvloop may defer a write to the end of the loop iteration) would otherwise
+# move `sent` to a later resume_writing(). Larger bodies are stamped when they drained.
+_FLUSHED_AT_ONCE = 64 * 1024
+
+# Exchange states.
+_IDLE, _AWAITING, _BODY, _DONE = 0, 1, 2, 3  # _DONE: a streamed body complete, not released
+_HEAD = "HEAD"
+
+
+class Connection(asyncio.Protocol):
+    """A keep-alive connection of one :class:`OriginPool`; see the module docstring."""
+
+    __slots__ = (
+        "_armed_for", "_at", "_body", "_dropped", "_got_bytes", "_head", "_informational",
+        "_keep_alive", "_last_activity", "_loop", "_now", "_parser", "_parser_stale",
+        "_paused", "_pool", "_raw", "_read_timeout", "_read_timer", "_response", "_reused",
+        "_sent_pending", "_state", "_stream", "_streaming", "_total_limit", "_total_timer",
+        "_transport", "_unsent", "_until_close", "_waiter", "closed", "fd", "idle_since",
+    )  # fmt: skip
+
+    def __init__(
+        self, pool: OriginPool, now: Callable[[], float], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self._pool, self._now, self._loop = pool, now, loop
+        self._transport: asyncio.Transport | None = None
+        self._parser = HttpResponseParser(self)
+        self._parser_stale = self.closed = self._dropped = False
+        self.fd, self.idle_since = -1, 0.0
+        self._state = _IDLE
+        self._response: Response | None = None
+        self._waiter: asyncio.Future[Response] | None = None
+        self._stream: BodyStream | None = None
+        self._raw: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._streaming = self._head = self._reused = False
+        self._got_bytes = self._informational = self._until_close = False
+        self._keep_alive = True
+        self._sent_pending = self._paused = False
+        self._unsent = 0  # write-buffer size when the watchdog last looked, while sending
+        self._at = self._last_activity = 0.0
+        self._read_timeout: float | None = None
+        self._armed_for = 0.0
+        self._read_timer: asyncio.TimerHandle | None = None
+        self._total_timer: asyncio.TimerHandle | None = None
+        self._total_limit: float | None = None
+
+    # ----------------------------------------------------------------- the client's side
+
+    def send(
+        self,
+        response: Response,
+        payload: tuple[bytes, bytes | None, bool],
+        timeouts: Timeouts,
+        waiter: asyncio.Future[Response],
+        *,
+        method: str,
+        streaming: bool,
+    ) -> None:
+        """Start one exchange: write the request, arm the timers.
+
+        ``waiter`` gets the response when it is complete (or, ``streaming``, when its head
+        is), or the request's :class:`HttpError`.
+        """
+        head, body, keep_alive = payload
+        if self._parser_stale:  # the previous response was to HEAD: see on_headers_complete
+            self._parser = HttpResponseParser(self)
+            self._parser_stale = False
+        self._response, self._waiter, self._streaming = response, waiter, streaming
+        self._head, self._reused = method == _HEAD, response.timing.reused
+        self._keep_alive, self._state = keep_alive, _AWAITING
+        self._raw, self._body = [], []
+        self._got_bytes = self._until_close = False
+        transport = self._transport
+        if transport is None or self.closed:  # the server closed it before we could send
+            self._fail_mapped(None)
+            return
+        # Read the clock *before* writing: the write wakes the server, and on a busy machine
+        # the kernel may run the server and preempt us inside the syscall; a stamp taken
+        # after it was seen landing up to 0.6 ms late (service times shorter than the
+        # server's own hold times). A stamp before it can only err against us.
+        now = self._last_activity = self._now()
+        if body is None:
+            transport.write(head)
+        else:
+            transport.writelines((head, body))
+        unsent = transport.get_write_buffer_size()
+        if unsent > _FLUSHED_AT_ONCE:
+            self._sent_pending = True  # resume_writing() records `sent` when it is flushed
+            self._unsent = unsent
+        else:
+            response.timing.sent = now
+        self._arm_timers(timeouts, now - response.timing.started)
+
+    def end_stream(self, response: Response) -> None:
+        """The caller left a streamed response's context: reuse the connection if its body
+        was complete, else close it. A no-op if the exchange already ended otherwise."""
+        if self._response is not response:
+            return
+        if self._state == _DONE:
+            self._release()
+        else:
+            self.abandon(response)
+
+    def abandon(self, response: Response) -> None:
+        """The caller gave up on ``response`` (cancelled, timed out): close the connection
+        unless that exchange has already ended; a half-read connection is never reused."""
+        if self._response is not response:
+            return
+        waiter, stream = self._waiter, self._stream
+        self._end_exchange()
+        self.discard()
+        if waiter is not None and not waiter.done():
+            waiter.cancel()
+        if stream is not None:
+            stream.fail(RuntimeError("the response's stream was closed before its end"))
+
+    def forsake(self) -> None:
+        """Opening this connection failed: close whatever was opened; the caller frees
+        the reserved slot (the pool never counted this connection as opened)."""
+        self._dropped = True
+        self.closed = True
+        if self._transport is not None:
+            self._transport.abort()
+        self._pool.unreserve()
+
+    def discard(self) -> None:
+        """Close the connection and free its pool slot (once)."""
+        if not self.closed:
+            self.closed = True
+            if self._transport is not None:
+                self._transport.abort()
+        if not self._dropped:
+            self._dropped = True
+            self._pool.drop(self)
+
+    def pause_for_consumer(self) -> None:
+        """A streamed body's buffer is full: stop reading (and the read watchdog)."""
+        self._paused = True
+        if self._transport is not None and not self.closed:
+            self._transport.pause_reading()
+
+    def resume_for_consumer(self) -> None:
+        self._paused = False
+        if self._transport is not None and not self.closed:
+            self._last_activity = self._now()  # the server's silence starts counting now
+            self._transport.resume_reading()
+            if self._read_timeout is not None:
+                self._arm_read(self._read_timeout)
+
+    # ---------------------------------------------------------------- asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self._transport = transport = cast(asyncio.Transport, transport)
+        # Told about any unflushed byte (high water 0), so `sent` is when the kernel took
+        # the last byte of the request, not when it was queued.
+        transport.set_write_buffer_limits(high=0)
+        sock = transport.get_extra_info("socket")
+        self.fd = sock.fileno() if sock is not None else -1
+
+    def data_received(self, data: bytes) -> None:
+        now = self._at = self._last_activity = self._now()
+        if self._state == _IDLE or self._state == _DONE:
+            # Bytes nobody asked for: the connection's framing cannot be trusted any more.
+            self._keep_alive = False
+            if self._state == _IDLE:
+                self.discard()
+            return
+        if not self._got_bytes:
+            self._got_bytes = True
+            self._response.timing.first_byte = now  # type: ignore[union-attr]
+        try:
+            self._parser.feed_data(data)
+        except HttpParserCallbackError as exc:
+            # One of our callbacks raised: a bug of ours, surfaced as itself.
+            self._fail(exc.__context__ or exc, None)
+        except FOREIGN as exc:
+            self._fail_mapped(exc)
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too; connection_lost() decides what the close meant
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+        if self._state == _BODY and self._until_close and exc is None:
+            self._at = self._now()
+            self._complete()  # a body delimited by the close: this is its end
+        elif self._state == _AWAITING or self._state == _BODY:
+            self._fail_mapped(exc)
+        self.discard()  # frees the slot; a streamed response keeps its buffered body
+
+    def pause_writing(self) -> None:
+        pass  # one request in flight: nothing more to hold back; see resume_writing()
+
+    def resume_writing(self) -> None:
+        if self._sent_pending:
+            self._sent_pending = False
+            now = self._last_activity = self._now()
+            if self._response is not None:
+                self._response.timing.sent = now
+
+    # ----------------------------------------------------------------- parser callbacks
+
+    def on_status(self, reason: bytes) -> None:
+        self._response._reason = reason  # type: ignore[union-attr]
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._raw.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        parser, response = self._parser, self._response
+        assert response is not None
+        status = parser.get_status_code()
+        if status < 200:  # 1xx: informational, the real response follows
+            self._informational, self._raw = True, []
+            return
+        response.status = status
+        response.headers = Headers(self._raw)
+        response.http_version = parser.get_http_version()
+        self._state = _BODY
+        if self._head:
+            # llhttp cannot be told that a response to HEAD has no body: it would wait for
+            # Content-Length bytes. The message ends here; the parser is replaced before the
+            # next request, and any byte after this head marks the connection unusable.
+            self._keep_alive = self._keep_alive and reusable_without_body(response)
+            self._parser_stale = True
+        else:
+            self._keep_alive = self._keep_alive and parser.should_keep_alive()
+            if not self._keep_alive:
+                self._until_close = delimited_by_close(response.headers)
+        if self._streaming:
+            self._stream = BodyStream(self)
+            response._attach(self._stream)
+            waiter = self._waiter
+            if waiter is not None and not waiter.done():  # else cancelled: abandon() follows
+                waiter.set_result(response)
+        if self._head:
+            self._complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._state != _BODY:  # a body after a HEAD response's head: broken framing
+            self._keep_alive = False
+            if self._state == _IDLE:  # already back in the pool: take it out
+                self.discard()
+            return
+        if self._streaming:
+            self._stream.push(body, self._at)  # type: ignore[union-attr]
+            self._response.timing.chunk_times.append(self._at)  # type: ignore[union-attr]
+        else:
+            self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+        elif self._state == _BODY:
+            self._complete()
+
+    # ----------------------------------------------------------------------- internals
+
+    def _complete(self) -> None:
+        response = self._response
+        assert response is not None
+        response.timing.end = self._at
+        if self._total_timer is not None:
+            self._total_timer.cancel()
+            self._total_timer = None
+        if self._streaming:
+            self._state = _DONE
+            self._stream.finish()  # type: ignore[union-attr]
+            return
+        body = self._body
+        response.body = body[0] if len(body) == 1 else b"".join(body)
+        waiter = self._waiter
+        self._release()
+        if waiter is not None and not waiter.done():
+            waiter.set_result(response)
+
+    def _release(self) -> None:
+        # A response that came before the request was fully written (an early 413, say)
+        # leaves request bytes in the buffer: the connection's framing is lost.
+        keep = self._keep_alive and not self.closed and not self._sent_pending
+        self._end_exchange()
+        if keep:
+            self.idle_since = self._at
+            self._pool.checkin(self)
+        else:
+            self.discard()
+
+    def _end_exchange(self) -> None:
+        self._state = _IDLE
+        self._response = self._waiter = self._stream = None
+        self._sent_pending = self._paused = False
+        if self._total_timer is not None:
+            self._total_timer.cancel()
+            self._total_timer = None
+
+    def _fail_mapped(self, exc: BaseException | None) -> None:
+        stage = Stage.RESPONSE if self._got_bytes else Stage.AWAITING
+        response = self._response
+        assert response is not None
+        error = translate(
+            exc, url=response.url, timing=response.timing, stage=stage, reused=self._reused
+        )
+        self._fail(error, exc)
+
+    def _fail(self, error: BaseException, cause: BaseException | None) -> None:
+        """End the exchange with ``error`` (raised ``from cause``) and close."""
+        if error is not cause:
+            error.__cause__ = cause
+        waiter, stream = self._waiter, self._stream
+        self._end_exchange()
+        self.discard()
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+        elif stream is not None:
+            stream.fail(error)
+
+    def _arm_timers(self, timeouts: Timeouts, elapsed: float) -> None:
+        read = self._read_timeout = timeouts.read
+        if read is not None:
+            self._arm_read(read)
+        self._total_limit = timeouts.total
+        if timeouts.total is not None:
+            self._total_timer = self._loop.call_later(
+                timeouts.total - elapsed, self._expire, "total"
+            )
+
+    def _arm_read(self, read: float) -> None:
+        """Make sure the watchdog looks within ``read`` seconds (one timer, kept armed)."""
+        if self._read_timer is None or read < self._armed_for:
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+            self._armed_for = read
+            self._read_timer = self._loop.call_later(read, self._check_read)
+
+    def _check_read(self) -> None:
+        self._read_timer = None
+        read = self._read_timeout
+        if read is None or self._paused or not (self._state == _AWAITING or self._state == _BODY):
+            return  # idle, or waiting for the consumer: the watchdog sleeps until re-armed
+        now = self._now()
+        if self._sent_pending and self._transport is not None:
+            # Still writing the request: the server taking bytes of it is progress too.
+            size = self._transport.get_write_buffer_size()
+            if size != self._unsent:
+                self._unsent, self._last_activity = size, now
+        remaining = read - (now - self._last_activity)
+        if remaining > 0:
+            self._armed_for = read
+            self._read_timer = self._loop.call_later(remaining, self._check_read)
+        else:
+            self._expire("read")
+
+    def _expire(self, phase: str) -> None:
+        """A timer ran out: fail the exchange with a :class:`RequestTimeout` for ``phase``."""
+        if phase == "total":
+            self._total_timer = None
+        response = self._response
+        if response is None:
+            return
+        limit = self._read_timeout if phase == "read" else self._total_limit
+        if phase == "total":
+            what = f"the request took more than {limit:g} s"
+        elif self._sent_pending:
+            what = f"the server took no request byte for {limit:g} s"
+        else:
+            what = f"no response byte for {limit:g} s"
+        url, timing = response.url, response.timing
+        error = RequestTimeout(
+            f"{what} ({phase} timeout)", phase=phase, timeout_s=limit, url=url, timing=timing
+        )
+        self._fail(error, None)
+
+    def __repr__(self) -> str:
+        state = ("idle", "awaiting", "body", "done")[self._state]
+        return f"<Connection {self._pool.key} {state}{' closed' if self.closed else ''}>"

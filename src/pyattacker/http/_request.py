@@ -1,0 +1,168 @@
+"""Encoding a request head: checked header bytes, the defaults encoded once per client.
+
+The head is built by one ``bytes.join`` per request. Everything that does not change per
+request (the default headers, the URL's target and ``Host``) is encoded ahead of time, so a
+request without extra headers costs a dictionary lookup and one join.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from pyattacker._version import __version__
+from pyattacker.errors import ConfigError
+from pyattacker.http._url import URL
+
+__all__ = ["HeadersInput", "RequestEncoder"]
+
+HeadersInput = Mapping[str, str] | Sequence[tuple[str, str]]
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", re.ASCII)
+_BAD_VALUE = re.compile(r"[\r\n\x00]")
+# Headers the client owns: it frames the body itself (Content-Length from `body`) and does
+# not send chunked request bodies. A caller's own value could desynchronise the connection.
+_OWNED = frozenset({"content-length", "transfer-encoding"})
+# Methods whose requests carry a body by convention: without one, say so (RFC 9110 §8.6).
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_LARGE_BODY = 64 * 1024  # above this, the body is written beside the head, not copied into it
+
+
+class RequestEncoder:
+    """Turns ``(method, url, headers, body)`` into the bytes to write, or a ``ConfigError``.
+
+    ``defaults`` are sent on every request (a caller's header of the same name replaces
+    the default for that request). Header names must be HTTP tokens and values must be
+    Latin-1 without CR, LF or NUL; ``Content-Length`` and ``Transfer-Encoding`` are the
+    client's own and refused. The encoder keeps no per-request state.
+    """
+
+    __slots__ = ("_default_blob", "_default_names", "_defaults", "_methods")
+
+    def __init__(self, defaults: HeadersInput | None = None) -> None:
+        merged = {"user-agent": _line("User-Agent", f"pyattacker/{__version__}", "headers")}
+        for name, value in _pairs(defaults, "headers"):
+            line = _line(name, value, "headers")
+            if name.lower() in _OWNED or name.lower() == "host":
+                raise ConfigError(
+                    f"header {name!r} cannot be a default",
+                    field=f"headers.{name}",
+                    hint="the client sets it per request from the URL and the body",
+                )
+            merged[name.lower()] = line
+        self._default_names = list(merged)
+        self._defaults = list(merged.values())
+        self._default_blob = b"".join(self._defaults)
+        self._methods: dict[str, bytes] = {}
+
+    def encode(
+        self, method: str, url: URL, headers: HeadersInput | None, body: bytes | None
+    ) -> tuple[bytes, bytes | None, bool]:
+        """``(head, separate_body, keep_alive)`` for one request.
+
+        ``head`` includes the body when it is small (one write, one packet);
+        ``separate_body`` is the body when it is too large to copy, else ``None``.
+        ``keep_alive`` is false when the caller asked for ``Connection: close``.
+        """
+        verb = self._methods.get(method) or self._method(method)
+        host = url._host_header
+        defaults = self._default_blob
+        extra = b""
+        keep_alive = True
+        if headers:
+            extra, host, defaults, keep_alive = self._extra(headers, host)
+        if body is None:
+            length = b"Content-Length: 0\r\n" if method in _BODY_METHODS else b""
+        else:
+            length = b"Content-Length: %d\r\n" % len(body)
+        parts = [verb, b" ", url._target_bytes, b" HTTP/1.1\r\nHost: ", host, b"\r\n"]
+        parts += (defaults, extra, length, b"\r\n")
+        if body is not None and len(body) <= _LARGE_BODY:
+            parts.append(body)
+            body = None
+        return b"".join(parts), body, keep_alive
+
+    def _method(self, method: str) -> bytes:
+        if not isinstance(method, str) or not _TOKEN.fullmatch(method):
+            raise ConfigError(
+                f"not an HTTP method: {method!r}", field="method", hint="e.g. GET or POST"
+            )
+        encoded = method.encode("ascii")
+        if len(self._methods) < 64:  # a caller inventing methods cannot grow this forever
+            self._methods[method] = encoded
+        return encoded
+
+    def _extra(self, headers: HeadersInput, host: bytes) -> tuple[bytes, bytes, bytes, bool]:
+        """The caller's header lines, the Host to send, the defaults left, keep-alive."""
+        lines: list[bytes] = []
+        replaced: set[str] = set()
+        keep_alive = True
+        for name, value in _pairs(headers, "headers"):
+            line = _line(name, value, "headers")
+            lower = name.lower()
+            if lower in _OWNED:
+                raise ConfigError(
+                    f"header {name!r} is set by the client",
+                    field=f"headers.{name}",
+                    hint="pass the body; its length is sent for you",
+                )
+            if lower == "host":
+                host = line[len(name) + 2 : -2]
+                continue
+            if lower == "connection" and "close" in value.lower().replace(" ", "").split(","):
+                keep_alive = False
+            replaced.add(lower)
+            lines.append(line)
+        defaults = self._default_blob
+        if replaced.intersection(self._default_names):
+            kept = zip(self._default_names, self._defaults, strict=True)
+            defaults = b"".join(line for lower, line in kept if lower not in replaced)
+        return b"".join(lines), host, defaults, keep_alive
+
+
+def _pairs(headers: HeadersInput | None, field: str) -> list[tuple[str, str]]:
+    if headers is None:
+        return []
+    if isinstance(headers, Mapping):
+        return list(headers.items())
+    pairs = list(headers)
+    for pair in pairs:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2):
+            raise ConfigError(
+                f"not a (name, value) pair: {pair!r}",
+                field=field,
+                hint="a mapping or a list of (name, value) pairs",
+            )
+    return [(pair[0], pair[1]) for pair in pairs]
+
+
+def _line(name: str, value: object, field: str) -> bytes:
+    """``b"Name: value\\r\\n"``, or a ``ConfigError`` naming the header."""
+    encoded = _value(name, value, field)  # checks the name too, before it is encoded
+    return b"%s: %s\r\n" % (name.encode("ascii"), encoded)
+
+
+def _value(name: object, value: object, field: str) -> bytes:
+    """The encoded value of one header, checked; ``ConfigError`` naming the header."""
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        raise ConfigError(
+            f"not a valid header name: {name!r}",
+            field=field,
+            hint="letters, digits and !#$%&'*+-.^_`|~ only",
+        )
+    if not isinstance(value, str):
+        raise ConfigError(f"header value must be a string, got {value!r}", field=f"{field}.{name}")
+    if _BAD_VALUE.search(value):
+        raise ConfigError(
+            f"header {name!r} contains CR, LF or NUL",
+            field=f"{field}.{name}",
+            hint="header values are one line",
+        )
+    try:
+        return value.strip(" \t").encode("latin-1")
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            f"header {name!r} has characters outside Latin-1",
+            field=f"{field}.{name}",
+            hint="percent-encode or base64 them",
+        ) from exc

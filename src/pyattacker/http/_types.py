@@ -1,0 +1,125 @@
+"""The small value types of the HTTP client: ``Timeouts``, ``Timing`` and ``Headers``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pyattacker._checks import check_number
+
+__all__ = ["Headers", "Timeouts", "Timing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Limits of one request, in seconds of the client's ``Clock``; ``None`` is no limit.
+
+    - ``connect``: waiting for a pooled connection (the pool is full) plus opening a new
+      one (TCP and TLS handshakes).
+    - ``read``: the longest gap without a byte while a response is due: from the request
+      being sent to the first byte, and between any two bytes after it. Time a streaming
+      consumer spends not reading (the client stopped reading for it) does not count.
+    - ``total``: the whole request, from ``request()`` being called to the last body byte.
+
+    Raises :class:`~pyattacker.errors.ConfigError` (field ``timeouts.<name>``) for a value
+    that is not a positive finite number or ``None``.
+    """
+
+    connect: float | None = 10.0
+    read: float | None = 30.0
+    total: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read", "total"):
+            value = getattr(self, name)
+            if value is not None:
+                hint = "seconds, or None for no limit"
+                checked = check_number(value, f"timeouts.{name}", above=0.0, hint=hint)
+                object.__setattr__(self, name, checked)
+
+
+@dataclass(slots=True)
+class Timing:
+    """When each step of one request happened, in the client's clock seconds.
+
+    A step the request did not reach is ``None``. ``connected`` is set only when this
+    request opened a new connection (``reused`` says it took a pooled keep-alive one);
+    ``sent`` is when the whole request had left for the socket (the kernel took every
+    byte); ``first_byte`` when the first response byte arrived; ``end`` when the last body
+    byte did. ``chunk_times`` holds the arrival time of each body chunk of a *streamed*
+    response (chunks that arrived in one socket read share that read's time); it stays
+    empty for ``request()``, which reads the body in one go.
+    """
+
+    started: float
+    connected: float | None = None
+    sent: float | None = None
+    first_byte: float | None = None
+    end: float | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    reused: bool = False
+
+
+class Headers:
+    """Response headers: names compared case-insensitively, order and repeats kept.
+
+    Built from the raw ``(name, value)`` byte pairs the parser saw; they are decoded
+    (Latin-1, as HTTP/1.1 defines) only when someone looks, which a load test mostly does
+    not. Read-only.
+    """
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: list[tuple[bytes, bytes]] | None = None) -> None:
+        self._raw = raw if raw is not None else []
+        self._decoded: list[tuple[str, str, str]] | None = None
+
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[str, str]]) -> Headers:
+        """Headers from text pairs (for tests and fakes)."""
+        return cls([(n.encode("latin-1"), v.encode("latin-1")) for n, v in pairs])
+
+    def _entries(self) -> list[tuple[str, str, str]]:
+        """``(lower-case name, name, value)`` per header, decoded on first use."""
+        if self._decoded is None:
+            self._decoded = [
+                (name.decode("latin-1").lower(), name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in self._raw
+            ]
+        return self._decoded
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of ``name``, or ``default``."""
+        key = name.lower()
+        for lower, _, value in self._entries():
+            if lower == key:
+                return value
+        return default
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of ``name``, in the order they came."""
+        key = name.lower()
+        return [value for lower, _, value in self._entries() if lower == key]
+
+    def items(self) -> list[tuple[str, str]]:
+        """``(name, value)`` pairs as sent (names in the server's case)."""
+        return [(name, value) for _, name, value in self._entries()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for _, name, _ in self._entries())
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Headers):
+            return NotImplemented
+        return self.items() == other.items()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking container: unhashable
+
+    def __repr__(self) -> str:
+        return f"Headers({self.items()!r})"
