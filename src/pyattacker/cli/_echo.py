@@ -1,0 +1,120 @@
+"""``pyattacker echo-server``: the calibrated echo server as a command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pyattacker._units import format_duration
+from pyattacker.errors import ConfigError
+from pyattacker.servers import Delay, EchoServer, serve_until_signalled
+from pyattacker.servers._core import check_fail, check_status
+
+__all__ = ["echo_server"]
+
+
+@click.command("echo-server")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=0, show_default=True, help="Port to listen on; 0 picks a free one.")
+@click.option(
+    "--delay",
+    default="0",
+    show_default=True,
+    metavar="SPEC",
+    help="How long to hold each request: 0 | fixed:20ms | uniform:min=10ms,max=30ms | "
+    "lognormal:median=20ms,sigma=0.5 | bimodal:fast=5ms,slow=100ms,p_slow=0.1[,sigma=0.1].",
+)
+@click.option("--seed", default=0, show_default=True, help="Same seed, same delays and failures.")
+@click.option(
+    "--body-size",
+    default=2,
+    show_default=True,
+    metavar="BYTES",
+    help="Response body size when the request has no body (a body is echoed back).",
+)
+@click.option(
+    "--fail",
+    "fails",
+    multiple=True,
+    metavar="STATUS:FRACTION",
+    help="Answer this fraction of requests with STATUS (429 carries Retry-After: 1). "
+    "Repeat it, or separate with commas: --fail 429:0.1,500:0.01.",
+)
+def echo_server(
+    host: str, port: int, delay: str, seed: int, body_size: int, fails: tuple[str, ...]
+) -> None:
+    """Serve HTTP on loopback, holding each request for a delay drawn from SPEC.
+
+    The first line on stdout is the server's URL (http://127.0.0.1:PORT), so scripts can
+    find it; one line on stderr describes the delay. Runs until SIGINT or SIGTERM, then
+    exits 0. The server records exactly how long it held each request, from the moment
+    the request was parsed until its response was flushed to the socket:
+
+    \b
+      GET  /stats[?samples=1]   count, min, mean, p50..p99.9, max in seconds (JSON)
+      POST /reset               forget them (GET works too)
+      POST /stall?seconds=S     write no response for S seconds
+
+    Any other method or path is echoed (the request body, or --body-size bytes). Request
+    headers override one request: x-echo-delay: 5ms, x-echo-status: 429,
+    x-echo-retry-after: 2.
+
+    \b
+    Examples:
+      pyattacker echo-server --delay 0
+      pyattacker echo-server --port 8080 --delay lognormal:median=20ms,sigma=0.5
+      pyattacker echo-server --delay fixed:5ms --fail 429:0.1 --fail 500:0.01
+      pyattacker echo-server --port 8080 --delay 20ms &  curl -s 127.0.0.1:8080/stats
+    """
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"must be a port 0..65535, got {port}", field="--port")
+    if seed < 0:
+        raise ConfigError(f"must be >= 0, got {seed}", field="--seed")
+    if body_size < 0:
+        raise ConfigError(f"must be >= 0, got {body_size}", field="--body-size")
+    server = EchoServer(
+        host=host,
+        port=port,
+        delay=Delay.parse(delay, field="--delay"),
+        seed=seed,
+        body_size=body_size,
+        fail=parse_fails(fails),
+    )
+    serve_until_signalled(server, announce=_announce)
+
+
+def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:
+    """``("429:0.1", "500:0.01,503:0.02")`` as ``{429: 0.1, 500: 0.01, 503: 0.02}``."""
+    table: dict[int, float] = {}
+    for part in (p.strip() for text in fails for p in text.split(",")):
+        status, colon, fraction = part.partition(":")
+        if not colon:
+            raise ConfigError(
+                f"expected STATUS:FRACTION, got {part!r}", field="--fail", hint="e.g. 429:0.1"
+            )
+        code = check_status(status.strip(), "--fail", lowest=400)
+        try:
+            table[code] = float(fraction)
+        except ValueError:
+            raise ConfigError(
+                f"bad fraction {fraction!r}", field="--fail", hint="e.g. 429:0.1"
+            ) from None
+    return check_fail(table, "--fail")
+
+
+def _announce(server: EchoServer) -> None:
+    # The URL first and flushed: a script reading our stdout waits for exactly this line.
+    sys.stdout.write(server.url + "\n")
+    sys.stdout.flush()
+    delay = server.delay
+    described = delay.describe()
+    if not delay.is_zero:
+        quantiles = (f"p{q * 100:g} {format_duration(delay.quantile(q))}" for q in (0.5, 0.99))
+        described += f" ({', '.join(quantiles)})"
+    fails = ", ".join(f"{s}: {f:g}" for s, f in server.fail.items()) or "none"
+    click.echo(
+        f"echo-server: delay {described}, fail {fails}, "
+        f"seed {server.seed}; GET /stats, POST /reset, POST /stall?seconds=S",
+        err=True,
+    )

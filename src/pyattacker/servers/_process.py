@@ -1,0 +1,187 @@
+"""The echo server as its own process, driven over its HTTP control paths.
+
+Benchmarks need the server out of the load generator's process (one core each, no shared
+GIL or loop), and scripts need to find it: ``pyattacker echo-server`` prints its URL as
+the first line on stdout. :class:`EchoServerProcess` spawns that command, waits for the
+line, and talks to ``/stats``, ``/reset`` and ``/stall`` with ``urllib`` (never through a
+proxy: the server is on loopback). Synchronous on purpose: it is called from benchmark
+scripts and tests, outside any event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+from collections.abc import Sequence
+from types import TracebackType
+from typing import IO, Any, Self
+
+from pyattacker.errors import ConfigError, PyAttackerError
+
+__all__ = ["EchoServerProcess"]
+
+# A server with no proxy handler: environment proxies must never see loopback traffic.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class EchoServerProcess:
+    """``python -m pyattacker echo-server ...`` in a child process.
+
+    ``fail`` is the CLI's text (``"429:0.1,500:0.01"``); ``command_prefix`` goes before the
+    Python executable (``["taskset", "-c", "0"]`` pins the server to a core). Not
+    thread-safe. ``stop()`` is idempotent and also runs on ``__exit__``.
+    """
+
+    def __init__(
+        self,
+        *,
+        delay: str = "0",
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        body_size: int = 2,
+        fail: str | None = None,
+        extra_args: Sequence[str] = (),
+        command_prefix: Sequence[str] = (),
+    ) -> None:
+        fails = [part for part in (fail or "").split(",") if part.strip()]
+        self.command: list[str] = [
+            *command_prefix,
+            sys.executable,
+            "-m",
+            "pyattacker",
+            "echo-server",
+            *("--host", host, "--port", "0", "--delay", delay),
+            *("--seed", str(seed), "--body-size", str(body_size)),
+            *(arg for part in fails for arg in ("--fail", part.strip())),
+            *extra_args,
+        ]
+        self.delay = delay
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._said = ""  # the child's stderr, kept when stop() closes the file
+        self._url: str | None = None
+        self.returncode: int | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL the child printed; ``RuntimeError`` before :meth:`start`."""
+        if self._url is None:
+            raise RuntimeError("the echo server process has not been started")
+        return self._url
+
+    @property
+    def pid(self) -> int:
+        """The child's process id; ``RuntimeError`` before :meth:`start`."""
+        if self._process is None:
+            raise RuntimeError("the echo server process has not been started")
+        return self._process.pid
+
+    def start(self, timeout: float = 10.0) -> str:
+        """Spawn the server and return the URL it prints first.
+
+        Raises ``ConfigError`` when the child refused its arguments (exit code 2) and
+        ``PyAttackerError`` when it died or printed no URL within ``timeout`` seconds;
+        both carry the child's stderr. The child is stopped in either case.
+        """
+        if self._process is not None:
+            raise RuntimeError("the echo server process is already started")
+        # Lives as long as the child (closed by stop()); a file, so a chatty child never blocks.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        self._process = subprocess.Popen(
+            self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr
+        )
+        assert self._process.stdout is not None
+        line = _first_line(self._process.stdout, timeout)
+        if line is None or not line.startswith("http://"):
+            self.stop(grace=1.0)
+            said = repr(line) if line else "nothing"
+            raise self._failure(f"printed {said} within {timeout:g} s instead of its URL")
+        self._url = line.strip()
+        return self._url
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM, wait up to ``grace`` seconds, then SIGKILL. Safe to call again."""
+        process = self._process
+        if process is None or self.returncode is not None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.returncode = process.returncode
+        if process.stdout is not None:
+            process.stdout.close()
+        self._said = self.stderr()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def stderr(self) -> str:
+        """Everything the child wrote on stderr so far (all of it, after :meth:`stop`)."""
+        if self._stderr is None:
+            return self._said
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    def stats(self, *, samples: bool = False) -> dict[str, Any]:
+        """``GET /stats`` (``?samples=1`` with ``samples=True``) as a dict."""
+        return self._call("GET", "/stats?samples=1" if samples else "/stats")
+
+    def reset(self) -> None:
+        """``POST /reset``: the server forgets every hold time."""
+        self._call("POST", "/reset")
+
+    def stall(self, seconds: float) -> None:
+        """``POST /stall?seconds=S``: no echo response is written for ``seconds``."""
+        self._call("POST", f"/stall?seconds={seconds!r}")
+
+    def _call(self, method: str, path: str) -> dict[str, Any]:
+        request = urllib.request.Request(self.url + path, method=method, data=b"")
+        if method == "GET":
+            request.data = None
+        with _OPENER.open(request, timeout=60) as response:
+            body: dict[str, Any] = json.loads(response.read())
+        return body
+
+    def _failure(self, what: str) -> PyAttackerError:
+        code = self.returncode
+        text = f"echo server ({' '.join(self.command)}) exited with code {code}: {what}"
+        stderr = self.stderr().strip()
+        if stderr:
+            text += "\n" + stderr
+        return ConfigError(text) if code == 2 else PyAttackerError(text)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<EchoServerProcess {self._url or 'not started'} delay={self.delay!r}>"
+
+
+def _first_line(stream: IO[bytes], timeout: float) -> str | None:
+    """The first line of ``stream`` (``""`` at EOF), or ``None`` after ``timeout`` seconds."""
+    lines: queue.Queue[bytes] = queue.Queue(maxsize=1)
+    # readline() cannot time out; a daemon thread ends at EOF, when we stop the child.
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=timeout).decode(errors="replace")
+    except queue.Empty:
+        return None

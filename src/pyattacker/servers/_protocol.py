@@ -1,0 +1,297 @@
+"""The echo server's hot path: one ``asyncio.Protocol`` per connection on httptools.
+
+Written by hand rather than on a web framework because the server is the *ruler* of our
+accuracy benchmark: it must know exactly when it started and stopped holding each request,
+and must answer 100k+ requests a second on one core so it is never the bottleneck. A
+framework adds routing, middleware and its own scheduling between the parse and the write,
+and would blur both.
+
+Contract of a connection (:class:`EchoProtocol`):
+
+- A request is *held* from the moment it is fully parsed (``on_message_complete``, read
+  through the ``Core``'s clock) until its response has been written to the socket, flush
+  included: if the transport had to buffer, until its write buffer drained (the write
+  buffer's high-water mark is 0, so ``pause_writing``/``resume_writing`` bracket exactly
+  the time anything is buffered). That hold time is what the ``Core`` records.
+- Responses leave in request order (HTTP/1.1 pipelining): a request whose delay is over
+  still waits for every earlier one on its connection, and its hold time includes that.
+- A zero-delay plain request (keep-alive, no body, not HEAD, no ``x-echo-*`` header, not a
+  control path) on an idle connection is answered inside
+  ``on_message_complete`` with precomputed bytes and no timer; everything else (delays,
+  failures, overrides, bodies, control paths, stalls, closing) takes :meth:`_handle`.
+- Timers fire early on uvloop (libuv's millisecond clock is truncated), so a due request
+  re-checks its deadline on our clock and re-arms for the remainder: a hold is never
+  shorter than its drawn delay.
+- A request whose connection closes before its response was flushed is *dropped*: counted
+  as such, never recorded as a hold time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING, cast
+
+import httptools
+
+from pyattacker.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyattacker.servers._core import Core
+
+__all__ = ["EchoProtocol"]
+
+# The first six bytes of every control path; anything else skips the control lookup.
+_CONTROL_HEADS = frozenset({b"/stats", b"/reset", b"/stall"})
+_OVERRIDE_PREFIX = b"x-echo-"
+
+
+class _Held:
+    """One request between its parse and its write. ``status`` None marks a control reply."""
+
+    __slots__ = ("delay", "keep_alive", "ready", "response", "start", "status", "timer")
+
+    def __init__(
+        self, start: float, delay: float, response: bytes, status: int | None, keep_alive: bool
+    ) -> None:
+        self.start = start
+        self.delay = delay
+        self.response = response
+        self.status = status
+        self.keep_alive = keep_alive
+        self.ready = delay <= 0
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class EchoProtocol(asyncio.Protocol):
+    """One HTTP/1.1 connection of the echo server (see the module docstring)."""
+
+    __slots__ = (
+        "_body",
+        "_closed",
+        "_core",
+        "_draining",
+        "_overrides",
+        "_parser",
+        "_paused",
+        "_queue",
+        "_reading",
+        "_special",
+        "_stall_timer",
+        "_transport",
+        "_url",
+    )
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._transport: asyncio.Transport | None = None
+        self._url = b""
+        self._body: list[bytes] = []
+        self._overrides: dict[bytes, bytes] | None = None
+        self._special = False  # a body or an override header: not the fast path
+        self._queue: deque[_Held] = deque()
+        self._draining: list[tuple[float, int]] = []
+        self._paused = False
+        self._reading = True  # False after a parse error or once closing: ignore input
+        self._closed = False  # closing or closed: nothing more will be written
+        self._stall_timer: asyncio.TimerHandle | None = None
+        # httptools looks the callbacks up once, here: they must exist before this line.
+        self._parser = httptools.HttpRequestParser(self)
+
+    # -- transport events -------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        transport = cast(asyncio.Transport, transport)
+        self._transport = transport
+        # Pause at the first buffered byte and resume when none is left: the drain is
+        # then exactly observable, which is what "flush included" needs.
+        transport.set_write_buffer_limits(high=0)
+        self._core.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        while self._reading:
+            try:
+                self._parser.feed_data(data)
+                return
+            except httptools.HttpParserUpgrade as upgrade:
+                # Upgrades are not supported; the request was answered as a plain one.
+                data = data[upgrade.args[0] :]
+            except httptools.HttpParserError as exc:
+                self._reject(exc)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._draining:
+            core = self._core
+            end = core.now()
+            for start, status in self._draining:
+                core.record(end - start, status)
+            self._draining.clear()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._reading, self._closed = False, True
+        self._transport = None
+        dropped = len(self._draining)
+        for held in self._queue:
+            if held.timer is not None:
+                held.timer.cancel()
+            dropped += held.status is not None
+        self._core.dropped += dropped
+        self._queue.clear()
+        self._draining.clear()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+        self._core.connections.discard(self)
+
+    def holding(self) -> int:
+        """Echo requests parsed on this connection and not yet answered (flush included)."""
+        return len(self._draining) + sum(held.status is not None for held in self._queue)
+
+    def abort(self) -> None:
+        """Close the connection now, dropping whatever it still holds."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- parser callbacks ---------------------------------------------------------------
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url  # llhttp may deliver the URL in pieces
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) > 7 and name[:7].lower() == _OVERRIDE_PREFIX:
+            if self._overrides is None:
+                self._overrides = {}
+            self._overrides[name[7:].lower()] = value
+            self._special = True
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+        self._special = True
+
+    def on_message_complete(self) -> None:
+        core = self._core
+        start = core.now()
+        url = self._url
+        self._url = b""
+        if (
+            start < core.slow_until
+            or self._special
+            or self._queue
+            or url[:6] in _CONTROL_HEADS
+            or not self._parser.should_keep_alive()
+            or self._parser.get_method() == b"HEAD"
+        ):
+            self._handle(start, url)
+            return
+        assert self._transport is not None
+        self._transport.write(core.ok_response)
+        if self._paused:
+            self._draining.append((start, 200))
+        else:
+            core.samples_append(core.now() - start)
+
+    # -- the general path ---------------------------------------------------------------
+
+    def _handle(self, start: float, url: bytes) -> None:
+        parser, core = self._parser, self._core
+        keep_alive = parser.should_keep_alive()
+        body = b"".join(self._body)
+        self._body.clear()
+        overrides = self._overrides or {}
+        self._overrides, self._special = None, False
+        path, _, query = url.partition(b"?")
+        method = parser.get_method()
+        control = core.control(method, path, query)
+        if control is not None:
+            status, payload = control
+            response = core.response(status, payload, keep_alive, b"application/json")
+            held = _Held(start, 0.0, response, None, keep_alive)
+        else:
+            held = self._echo(start, body, overrides, keep_alive)
+        if method == b"HEAD":  # the head of what GET would say, without the body
+            held.response = held.response[: held.response.index(b"\r\n\r\n") + 4]
+        self._queue.append(held)
+        if held.ready:
+            self._flush()
+        else:
+            held.timer = core.loop.call_later(held.delay, self._due, held)
+
+    def _echo(
+        self, start: float, body: bytes, overrides: dict[bytes, bytes], keep_alive: bool
+    ) -> _Held:
+        core = self._core
+        try:
+            delay, status, retry_after = core.draw(overrides)
+        except ConfigError as exc:  # a bad x-echo-* header: say so, hold nothing
+            response = core.response(400, f"{exc}\n".encode(), keep_alive)
+            return _Held(start, 0.0, response, None, keep_alive)
+        response = core.echo_response(status, body, keep_alive, retry_after)
+        return _Held(start, delay, response, status, keep_alive)
+
+    def _due(self, held: _Held) -> None:
+        if self._closed:
+            return
+        core = self._core
+        remaining = held.start + held.delay - core.now()
+        if remaining > 0:
+            held.timer = core.loop.call_later(remaining, self._due, held)
+            return
+        held.timer, held.ready = None, True
+        self._flush()
+
+    def _flush(self) -> None:
+        """Write every ready response at the head of the queue, in order, unless stalled."""
+        queue, core = self._queue, self._core
+        while queue and not self._closed:
+            head = queue[0]
+            if not head.ready:
+                return
+            if head.status is not None and core.stall_until > core.now():
+                self._wait_for_stall_end()
+                return
+            queue.popleft()
+            assert self._transport is not None
+            self._transport.write(head.response)
+            if head.status is not None:
+                if self._paused:
+                    self._draining.append((head.start, head.status))
+                else:
+                    core.record(core.now() - head.start, head.status)
+            if not head.keep_alive:
+                self._close_after_write()
+
+    def _wait_for_stall_end(self) -> None:
+        if self._stall_timer is None:
+            wait = self._core.stall_until - self._core.now()
+            self._stall_timer = self._core.loop.call_later(wait, self._stall_over)
+
+    def _stall_over(self) -> None:
+        self._stall_timer = None
+        self._flush()
+
+    def _close_after_write(self) -> None:
+        """The client asked to close: flush what was written, then close; drop the rest."""
+        self._reading, self._closed = False, True
+        for held in self._queue:
+            if held.timer is not None:
+                held.timer.cancel()
+            self._core.dropped += held.status is not None
+        self._queue.clear()
+        assert self._transport is not None
+        self._transport.close()
+
+    def _reject(self, exc: Exception) -> None:
+        """A request that does not parse: answer 400 after the earlier ones, then close."""
+        core = self._core
+        message = f"bad request: {exc}\n".encode()
+        response = core.response(400, message, False)
+        self._reading = False
+        self._queue.append(_Held(core.now(), 0.0, response, None, keep_alive=False))
+        self._flush()
+
+    def __repr__(self) -> str:
+        return f"<EchoProtocol queued={len(self._queue)} paused={self._paused}>"
