@@ -61,7 +61,19 @@ def test_all_of_pyattacker_is_exactly_the_public_names() -> None:
 def test_every_public_name_resolves_and_non_public_names_are_private_modules() -> None:
     for name in pyattacker.__all__:
         assert hasattr(pyattacker, name), name
-    public_modules = {"clock", "errors", "pool", "retry", "testing", "cli"}
+    public_modules = {
+        "clock",
+        "errors",
+        "pool",
+        "retry",
+        "testing",
+        "cli",
+        "http",
+        "servers",
+        "measure",
+        "attack",
+        "report",
+    }
     for name in vars(pyattacker):
         if not name.startswith("_") and name not in PUBLIC:
             assert name in public_modules, f"unexpected public attribute {name!r}"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from pyattacker._version import __version__
+from pyattacker.cli._attack import attack_command
 from pyattacker.cli._demo import demo
+from pyattacker.cli._echo import echo_server
 
 __all__ = ["cli"]
 
@@ -23,4 +25,6 @@ def cli() -> None:
     """
 
 
+cli.add_command(attack_command)
 cli.add_command(demo)
+cli.add_command(echo_server)

@@ -1,0 +1,28 @@
+"""The attack job: load models, the engine that drives them, and what it measured.
+
+See ``docs/attack.md``.
+"""
+
+from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
+from pyattacker.attack._plan import METHODS, AttackPlan
+from pyattacker.attack._result import AttackResult
+from pyattacker.attack._run import attack, run_attack
+from pyattacker.attack._send import HttpSender, Sender
+
+__all__ = [
+    "ARRIVALS",
+    "METHODS",
+    "AttackPlan",
+    "AttackResult",
+    "ClosedModel",
+    "Engine",
+    "HttpSender",
+    "LoadModel",
+    "OpenModel",
+    "Progress",
+    "Sender",
+    "Stage",
+    "attack",
+    "run_attack",
+]

@@ -1,0 +1,125 @@
+"""``AttackPlan``: everything an attack needs to know, validated once, before any traffic.
+
+Every mistake is a :class:`~pyattacker.errors.ConfigError` naming the field, raised here, so
+nothing is sent and nothing is written when the plan is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pyattacker._checks import check_number, check_whole
+from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
+from pyattacker.errors import ConfigError
+from pyattacker.http import URL, Timeouts
+from pyattacker.pool import AlgorithmSpec, resolve_algorithm
+from pyattacker.retry import Retrying, resolve_retry
+
+__all__ = ["METHODS", "AttackPlan"]
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+@dataclass(frozen=True)
+class AttackPlan:
+    """What to send, where, how often, and for how long.
+
+    - ``targets``: one or more URLs; each is a resource of one pool (``capacity`` =
+      ``connections``), and the acquire ``algorithm`` picks one per attempt.
+    - ``load``: an :class:`OpenModel` (planned arrivals) or a :class:`ClosedModel`.
+    - ``duration`` and/or ``requests``: when to stop scheduling (at least one is needed,
+      except for staged open models, which end with their last stage).
+    - ``retry``: what to do after a failed attempt; default one attempt, no retries.
+    - ``feedback``: tell the pool how each attempt went, so health and Retry-After steer
+      the algorithm (and may slow the offered load). Off by default: the load follows the
+      plan whatever the server answers.
+    - ``late_after``: a request whose first attempt was sent more than this many seconds
+      after it was scheduled counts as late.
+    """
+
+    targets: tuple[URL, ...]
+    load: LoadModel
+    duration: float | None = None
+    requests: int | None = None
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    retry: Retrying = field(default_factory=Retrying)
+    algorithm: AlgorithmSpec = "wait"
+    connections: int = 256
+    feedback: bool = False
+    window: float = 1.0
+    seed: int = 0
+    late_after: float = 0.010
+
+    def __post_init__(self) -> None:
+        if not self.targets:
+            raise ConfigError(
+                "no target URL given", field="targets", hint="e.g. http://127.0.0.1:8080/"
+            )
+        for i, target in enumerate(self.targets):
+            if not isinstance(target, URL):
+                raise ConfigError(
+                    f"must be a parsed URL, got {type(target).__name__}", field=f"targets[{i}]"
+                )
+        if len({str(t) for t in self.targets}) != len(self.targets):
+            raise ConfigError(
+                "the same URL is given twice", field="targets", hint="list each URL once"
+            )
+        if not isinstance(self.load, OpenModel | ClosedModel):
+            raise ConfigError("must be an OpenModel or a ClosedModel", field="load")
+        if self.duration is not None:
+            check_number(self.duration, "duration", above=0.0, hint="e.g. 30s")
+        if self.requests is not None:
+            check_whole(self.requests, "requests", at_least=1)
+        open_ended = isinstance(self.load, ClosedModel) or self.load.duration is None
+        if open_ended and self.duration is None and self.requests is None:
+            raise ConfigError(
+                "the attack would never end",
+                field="duration",
+                hint="give a duration (e.g. 30s) or a number of requests",
+            )
+        method = self.method.upper() if isinstance(self.method, str) else self.method
+        if method not in METHODS:
+            raise ConfigError(
+                f"unknown method {self.method!r}",
+                field="method",
+                hint=f"use one of {', '.join(METHODS)}",
+            )
+        object.__setattr__(self, "method", method)
+        check_whole(self.connections, "connections", at_least=1)
+        check_number(self.window, "window", above=0.0, hint="e.g. 1s")
+        check_number(self.late_after, "late_after", at_least=0.0)
+        object.__setattr__(self, "retry", resolve_retry(self.retry))
+        resolve_algorithm(self.algorithm)
+
+    @classmethod
+    def build(
+        cls,
+        targets: Sequence[str | URL],
+        load: LoadModel,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] = (),
+        retry: Retrying | Mapping[str, object] | str | None = None,
+        **options: object,
+    ) -> AttackPlan:
+        """A plan from URL strings, a header mapping and a retry spec (see ``resolve_retry``)."""
+        parsed = tuple(
+            t if isinstance(t, URL) else URL.parse(t, field=f"targets[{i}]")
+            for i, t in enumerate(targets)
+        )
+        pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
+        return cls(parsed, load, headers=pairs, retry=resolve_retry(retry), **options)  # type: ignore[arg-type]
+
+    @property
+    def planned_requests(self) -> float | None:
+        """How many requests the plan schedules (expected, for Poisson), if it can say."""
+        if isinstance(self.load, OpenModel):
+            end = self.duration if self.duration is not None else self.load.duration
+            planned = self.load.planned(end) if end is not None else None
+            if self.requests is not None:
+                return float(self.requests) if planned is None else min(planned, self.requests)
+            return planned
+        return None if self.requests is None else float(self.requests)

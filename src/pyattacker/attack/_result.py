@@ -1,0 +1,187 @@
+"""``AttackResult``: the facts an attack measured, ready for any renderer.
+
+It holds aggregates (mergeable histograms and counters), never opinions: the renderers in
+:mod:`pyattacker.report` decide how to show them. ``to_dict()`` is the JSON report's body.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyattacker._version import __version__
+from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._plan import AttackPlan
+from pyattacker.measure import Outcome, RequestStats, Window
+from pyattacker.retry import Retrying
+
+__all__ = ["AttackResult"]
+
+
+@dataclass
+class AttackResult:
+    """What one attack did. Times are seconds; rates are per second.
+
+    ``schedule_s`` is how long the schedule ran (first arrival to the last one, or to the
+    stop); ``elapsed`` also covers the drain of the requests still in flight after it.
+    ``stop_reason`` is None when the plan ran to its end.
+    """
+
+    plan: AttackPlan
+    started_at: float  # epoch seconds, for the report header only
+    schedule_s: float
+    elapsed: float
+    scheduled: int
+    sent: int
+    late: int
+    total: RequestStats
+    by_target: dict[str, RequestStats] = field(default_factory=dict)
+    windows: list[Window] = field(default_factory=list)
+    decisions: dict[str, int] = field(default_factory=dict)
+    stop_reason: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop_reason is not None
+
+    @property
+    def dropped(self) -> int:
+        return self.total.by_outcome[Outcome.DROPPED.value]
+
+    @property
+    def failed_requests(self) -> int:
+        """Requests that did not end OK (failed, throttled, dropped or cancelled)."""
+        return self.total.requests - self.total.by_outcome[Outcome.OK.value]
+
+    @property
+    def planned(self) -> float | None:
+        """Arrivals the plan expected over the time the schedule actually ran."""
+        load = self.plan.load
+        if not isinstance(load, OpenModel):
+            return None
+        planned = load.planned(self.schedule_s)
+        if self.plan.requests is not None:
+            planned = min(planned, float(self.plan.requests))
+        return planned
+
+    @property
+    def planned_rate(self) -> float | None:
+        planned = self.planned
+        return None if planned is None or self.schedule_s <= 0 else planned / self.schedule_s
+
+    @property
+    def achieved_rate(self) -> float:
+        """First attempts sent per second of schedule."""
+        return self.sent / self.schedule_s if self.schedule_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        started = datetime.datetime.fromtimestamp(self.started_at, tz=datetime.UTC)
+        report: dict[str, Any] = _json_safe(
+            {
+                "pyattacker": __version__,
+                "started_at": started.isoformat(timespec="seconds"),
+                "plan": plan_dict(self.plan),
+                "summary": {
+                    "schedule_s": self.schedule_s,
+                    "elapsed_s": self.elapsed,
+                    "planned": self.planned,
+                    "scheduled": self.scheduled,
+                    "sent": self.sent,
+                    "completed": self.total.requests,
+                    "dropped": self.dropped,
+                    "late": self.late,
+                    "late_after_s": self.plan.late_after,
+                    "planned_rate": self.planned_rate,
+                    "achieved_rate": self.achieved_rate,
+                    "stop_reason": self.stop_reason,
+                },
+                "total": stats_dict(self.total),
+                "targets": {target: stats_dict(s) for target, s in self.by_target.items()},
+                "retry_decisions": dict(sorted(self.decisions.items())),
+                "windows": [w.to_dict() for w in self.windows],
+            }
+        )
+        return report
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinity (an empty summary's figures) turned into None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def stats_dict(stats: RequestStats) -> dict[str, Any]:
+    """The report's view of one aggregate: counts, and summaries on both clocks."""
+    return {
+        "requests": stats.requests,
+        "attempts": stats.attempts,
+        "outcomes": dict(sorted(stats.by_outcome.items())),
+        "status": {str(k): v for k, v in sorted(stats.by_status.items())},
+        "error_classes": dict(sorted(stats.by_error_class.items())),
+        "attempts_per_request": {str(k): v for k, v in sorted(stats.attempts_per_request.items())},
+        "throttled_requests": stats.throttled_requests,
+        "throttled_attempts": stats.throttled_attempts,
+        "latency_s": {
+            "scheduled": stats.latency.summary().to_dict(),
+            "sent": stats.service_time.summary().to_dict(),
+        },
+        "latency_ok_s": stats.latency_ok.summary().to_dict(),
+        "dispatch_delay_s": stats.dispatch_delay.summary().to_dict(),
+        "ttfb_s": stats.ttfb.summary().to_dict(),
+        "attempt_service_time_s": stats.attempt_service_time.summary().to_dict(),
+        "bytes_sent": stats.bytes_sent,
+        "bytes_received": stats.bytes_received,
+    }
+
+
+def retry_label(policy: Retrying) -> str:
+    """A short, honest description of a retry policy for report headers."""
+    if policy.max_attempts == 1:
+        return "none (one attempt per request)"
+    return (
+        f"up to {policy.max_attempts} attempts, backoff {policy.base:g}s x{policy.factor:g} "
+        f"capped at {policy.cap:g}s, jitter {policy.jitter}, Retry-After honoured"
+    )
+
+
+def plan_dict(plan: AttackPlan) -> dict[str, Any]:
+    load = plan.load
+    model: dict[str, Any]
+    if isinstance(load, OpenModel):
+        model = {
+            "model": "open",
+            "rate": load.rate,
+            "stages": [[s.duration, s.rate] for s in load.stages],
+            "arrival": load.arrival,
+            "max_in_flight": load.max_in_flight,
+        }
+    else:
+        assert isinstance(load, ClosedModel)
+        model = {"model": "closed", "clients": load.clients, "think_time": load.think_time}
+    return {
+        "targets": [str(t) for t in plan.targets],
+        "load": model,
+        "duration_s": plan.duration,
+        "requests": plan.requests,
+        "method": plan.method,
+        "headers": [name for name, _ in plan.headers],  # names only: values may be secrets
+        "body_bytes": len(plan.body) if plan.body else 0,
+        "timeouts_s": {
+            "connect": plan.timeouts.connect,
+            "read": plan.timeouts.read,
+            "total": plan.timeouts.total,
+        },
+        "retry": retry_label(plan.retry),
+        "algorithm": plan.algorithm if isinstance(plan.algorithm, str) else repr(plan.algorithm),
+        "connections": plan.connections,
+        "feedback": plan.feedback,
+        "window_s": plan.window,
+        "seed": plan.seed,
+    }

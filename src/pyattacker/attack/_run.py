@@ -1,0 +1,118 @@
+"""Entry points: ``await attack(plan)`` inside a loop, ``run_attack(plan)`` from sync code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._result import AttackResult
+from pyattacker.attack._send import HttpSender, Sender
+from pyattacker.clock import Clock
+from pyattacker.errors import ConfigError
+from pyattacker.http import HttpClient
+from pyattacker.measure import RequestRecord
+
+__all__ = ["attack", "run_attack"]
+
+T = TypeVar("T")
+
+
+async def attack(
+    plan: AttackPlan,
+    *,
+    sender: Sender | None = None,
+    clock: Clock | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 0.5,
+    stop_on_signals: bool = False,
+) -> AttackResult:
+    """Run ``plan`` on the running loop and return what it measured.
+
+    Without a ``sender`` the requests go over HTTP through one :class:`HttpClient` (at most
+    ``plan.connections`` connections per target, never retrying by itself). ``on_record``
+    sees every finished request; ``on_progress`` a :class:`Progress` every
+    ``progress_every`` seconds. With ``stop_on_signals``, SIGINT/SIGTERM stop the attack
+    gracefully: the result then says ``stop_reason="interrupted"``.
+    """
+    client: HttpClient | None = None
+    if sender is None:
+        client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections, clock=clock)
+        sender = HttpSender(client, method=plan.method, headers=plan.headers, body=plan.body)
+    engine = Engine(plan, sender, clock=clock, on_record=on_record)
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    if stop_on_signals:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, engine.stop, "interrupted")
+                handled.append(signum)
+    ticker = None
+    if on_progress is not None:
+        ticker = loop.create_task(_tick(engine, on_progress, progress_every))
+    try:
+        return await engine.run()
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        for signum in handled:
+            loop.remove_signal_handler(signum)
+        if client is not None:
+            await client.aclose()
+
+
+async def _tick(engine: Engine, on_progress: Callable[[Progress], None], every: float) -> None:
+    while True:
+        await engine.clock.sleep(every)
+        on_progress(engine.progress())
+
+
+def run_attack(
+    plan: AttackPlan,
+    *,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 0.5,
+    stop_on_signals: bool = True,
+) -> AttackResult:
+    """Run ``plan`` on a fresh uvloop event loop (asyncio's where uvloop is missing).
+
+    Raises :class:`ConfigError` when called inside a running loop (a notebook, say):
+    ``await attack(plan)`` there instead.
+    """
+    return run_on_fast_loop(
+        attack(
+            plan,
+            on_record=on_record,
+            on_progress=on_progress,
+            progress_every=progress_every,
+            stop_on_signals=stop_on_signals,
+        )
+    )
+
+
+def run_on_fast_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` to completion on uvloop when it is installed, else on asyncio's loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        main.close()
+        raise ConfigError(
+            "run_attack() cannot run inside a running event loop",
+            field="loop",
+            hint="use `await pyattacker.attack.attack(plan)` there",
+        )
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+        return asyncio.run(main)
+    return uvloop.run(main)

@@ -1,0 +1,287 @@
+"""``pyattacker attack``: honest load against one or more HTTP targets.
+
+The command parses and validates everything first (a bad flag exits 2 before any request
+is sent or any file written), runs :func:`pyattacker.attack.run_attack`, and renders the
+result. Exit codes: 0 every request succeeded, 1 some did not (the report says which), 2
+bad input, 130 interrupted (the report of what ran is still printed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from pyattacker._units import parse_duration, parse_rate
+from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Stage, run_attack
+from pyattacker.attack._samples import SampleWriter
+from pyattacker.cli._progress import LiveProgress
+from pyattacker.errors import ConfigError
+from pyattacker.http import Timeouts
+from pyattacker.report import attack_json, attack_markdown, attack_text
+from pyattacker.retry import Retrying, resolve_retry
+
+__all__ = ["attack_command"]
+
+_EPILOG = """\b
+Examples:
+  pyattacker attack http://127.0.0.1:8080/ --rate 500/s --duration 30s
+  pyattacker attack URL --rate 200/s --arrival poisson --requests 10000 --json out.json
+  pyattacker attack URL --stages 10s:100/s,30s:1000/s,10s:0/s
+  pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
+  pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
+
+\b
+Latency is reported on two clocks: "scheduled" counts from when the load model meant the
+request to start (what a user would see; a generator that falls behind cannot hide it),
+"sent" from when it actually left (service time). Retries are off unless --retry says so,
+and every attempt is counted.
+"""
+
+
+@click.command("attack", epilog=_EPILOG)
+@click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
+@click.option("--rate", help="Open model: arrivals per second, e.g. 500/s, 30/m.")
+@click.option(
+    "--arrival",
+    type=click.Choice(["constant", "poisson"]),
+    default="constant",
+    show_default=True,
+    help="Open model: evenly spaced or Poisson arrivals.",
+)
+@click.option(
+    "--stages",
+    help="Open model ramps DURATION:RATE,... each linear from the previous rate "
+    "(from --rate, default 0), e.g. 10s:100/s,30s:500/s.",
+)
+@click.option("--clients", type=int, help="Closed model: this many clients in a loop.")
+@click.option(
+    "--think", default="0", show_default=True, help="Closed model: pause between requests."
+)
+@click.option("--duration", help="Stop scheduling after this long, e.g. 30s, 2m.")
+@click.option("--requests", "requests_", type=int, help="Stop after this many requests.")
+@click.option("-X", "--method", default="GET", show_default=True, help="HTTP method.")
+@click.option("-H", "--header", "headers", multiple=True, help="'Name: value' (repeatable).")
+@click.option("--body", help="Request body text, or @FILE to read it from a file.")
+@click.option("--timeout", default="30s", show_default=True, help="Whole-request timeout.")
+@click.option("--connect-timeout", default="10s", show_default=True, help="Connect timeout.")
+@click.option(
+    "--retry",
+    default="none",
+    show_default=True,
+    help="none, exponential, or a JSON object of Retrying settings "
+    '(e.g. \'{"max_attempts": 3, "base": 0.1}\').',
+)
+@click.option("--algorithm", default="wait", show_default=True, help="Acquire algorithm.")
+@click.option(
+    "--connections", default=256, show_default=True, help="Connections per target (its capacity)."
+)
+@click.option(
+    "--max-in-flight",
+    default=10_000,
+    show_default=True,
+    help="Open model: arrivals beyond this many requests in progress are dropped and counted.",
+)
+@click.option(
+    "--feedback/--no-feedback",
+    default=False,
+    show_default=True,
+    help="Let errors and Retry-After steer the algorithm (may slow the offered load).",
+)
+@click.option("--window", default="1s", show_default=True, help="Time-series window.")
+@click.option("--seed", default=0, show_default=True, help="Seed for Poisson arrivals and jitter.")
+@click.option("--json", "json_path", help="Write the JSON report to PATH ('-' for stdout).")
+@click.option("--markdown", "markdown_path", help="Write a Markdown report to PATH.")
+@click.option("--samples", "samples_path", help="Write one row per request (.csv or .jsonl).")
+@click.option("-q", "--quiet", is_flag=True, help="No live progress.")
+def attack_command(
+    urls: Sequence[str],
+    rate: str | None,
+    arrival: str,
+    stages: str | None,
+    clients: int | None,
+    think: str,
+    duration: str | None,
+    requests_: int | None,
+    method: str,
+    headers: Sequence[str],
+    body: str | None,
+    timeout: str,
+    connect_timeout: str,
+    retry: str,
+    algorithm: str,
+    connections: int,
+    max_in_flight: int,
+    feedback: bool,
+    window: str,
+    seed: int,
+    json_path: str | None,
+    markdown_path: str | None,
+    samples_path: str | None,
+    quiet: bool,
+) -> int:
+    """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
+    and report latency on both clocks, dispatch delay, status codes, errors, retries and a
+    time series. Several URLs form one pool; --algorithm picks a target per attempt.
+    """
+    load = _load_model(rate, arrival, stages, clients, think, max_in_flight)
+    plan = AttackPlan.build(
+        urls,
+        load,
+        duration=None if duration is None else parse_duration(duration, field="--duration"),
+        requests=requests_,
+        method=method,
+        headers=[_header(h) for h in headers],
+        body=_body(body),
+        timeouts=Timeouts(
+            connect=parse_duration(connect_timeout, field="--connect-timeout"),
+            read=None,
+            total=parse_duration(timeout, field="--timeout"),
+        ),
+        retry=_retry(retry),
+        algorithm=algorithm,
+        connections=connections,
+        feedback=feedback,
+        window=parse_duration(window, field="--window"),
+        seed=seed,
+    )
+    outputs = [p for p in (json_path, markdown_path, samples_path) if p not in (None, "-")]
+    for path in outputs:
+        _check_writable(path)
+    to_stdout = json_path == "-"
+    samples = SampleWriter.open(samples_path) if samples_path else None
+    live = None if quiet else LiveProgress.for_stderr(plan)
+    click.echo(f"attacking {', '.join(urls)} — Ctrl-C stops and reports what ran", err=True)
+    try:
+        result = run_attack(
+            plan,
+            on_record=None if samples is None else samples.write,
+            on_progress=None if live is None else live.update,
+        )
+    finally:
+        if live is not None:
+            live.close()
+        if samples is not None:
+            samples.close()
+    text = attack_text(result)
+    click.echo(text, err=to_stdout)
+    if json_path:
+        _write(json_path, attack_json(result))
+    if markdown_path:
+        _write(markdown_path, attack_markdown(result))
+    if result.interrupted:
+        click.echo("interrupted: the report covers what ran before Ctrl-C", err=True)
+        return 130
+    return 0 if result.failed_requests == 0 else 1
+
+
+def _load_model(
+    rate: str | None,
+    arrival: str,
+    stages: str | None,
+    clients: int | None,
+    think: str,
+    max_in_flight: int,
+) -> OpenModel | ClosedModel:
+    if clients is not None:
+        if rate is not None or stages is not None:
+            raise ConfigError(
+                "--clients (closed model) cannot be combined with --rate/--stages (open model)",
+                field="--clients",
+                hint="pick one model",
+            )
+        if clients < 1:
+            raise ConfigError(f"must be >= 1, got {clients}", field="--clients")
+        return ClosedModel(clients, parse_duration(think, field="--think"))
+    if rate is None and stages is None:
+        raise ConfigError(
+            "no load model given",
+            field="--rate",
+            hint="give --rate 100/s (open model), --stages, or --clients N (closed model)",
+        )
+    start = 0.0 if rate is None else parse_rate(rate, field="--rate")
+    return OpenModel(
+        rate=start,
+        stages=_stages(stages) if stages else (),
+        arrival=arrival,  # type: ignore[arg-type]
+        max_in_flight=max_in_flight,
+    )
+
+
+def _stages(text: str) -> tuple[Stage, ...]:
+    out = []
+    for i, part in enumerate(p.strip() for p in text.split(",")):
+        duration, sep, rate = part.partition(":")
+        if not sep:
+            raise ConfigError(
+                f"stage {part!r} is not DURATION:RATE",
+                field=f"--stages[{i}]",
+                hint="e.g. 30s:500/s",
+            )
+        field = f"--stages[{i}]"
+        out.append(Stage(parse_duration(duration, field=field), _rate_or_zero(rate, field)))
+    return tuple(out)
+
+
+def _rate_or_zero(text: str, field: str) -> float:
+    if text.strip().split("/")[0].strip() in ("0", "0.0"):
+        return 0.0
+    return parse_rate(text, field=field)
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    name = name.strip()
+    if not sep or not name or any(c in name for c in " \t\r\n"):
+        raise ConfigError(
+            f"cannot read header {text!r}", field="--header", hint="write it as 'Name: value'"
+        )
+    value = value.strip()
+    if "\r" in value or "\n" in value:
+        raise ConfigError("a header value cannot contain a line break", field="--header")
+    return name, value
+
+
+def _body(text: str | None) -> bytes | None:
+    if text is None:
+        return None
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read {str(path)!r}: {exc.strerror}",
+                field="--body",
+                hint="@FILE must exist",
+            ) from None
+    return text.encode()
+
+
+def _retry(text: str) -> Retrying:
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            spec = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"not valid JSON: {exc.msg}", field="--retry") from None
+        return resolve_retry(spec)
+    return resolve_retry(stripped)
+
+
+def _check_writable(path: str) -> None:
+    parent = Path(path).expanduser().resolve().parent
+    if not parent.is_dir():
+        raise ConfigError(
+            f"folder {str(parent)!r} does not exist", field="output", hint="create it first"
+        )
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text + "\n")
+        return
+    Path(path).write_text(text + "\n", encoding="utf-8")

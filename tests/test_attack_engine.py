@@ -1,0 +1,189 @@
+"""The attack engine on virtual time: exact timelines, no sockets.
+
+A fake sender stands in for the network: it "sends" at the instant it is called and
+"answers" after a latency the test chooses, on the virtual clock. So every figure below
+is known in advance, to the nanosecond.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel
+from pyattacker.clock import LoopClock
+from pyattacker.http import URL
+from pyattacker.measure import Attempt, Outcome, RequestRecord
+from pyattacker.testing import run_virtual
+
+A = "http://127.0.0.1:9/a"
+B = "http://127.0.0.1:9/b"
+
+
+class Refused(Exception):
+    """What the fake server raises for a status >= 400 (classified by its ``status``)."""
+
+    def __init__(self, status: int, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass
+class FakeServer:
+    """Answers after ``latency(n, t)`` seconds with ``status(n, attempt)``; one call = one
+    attempt, counted like a real server would."""
+
+    latency: Callable[[int, float], float] = lambda n, t: 0.05
+    status: Callable[[int, int], int] = lambda n, attempt: 200
+    retry_after: float | None = None
+    calls: list[tuple[int, int, str, float]] = field(default_factory=list)
+
+    async def send(self, target: URL, attempt: Attempt) -> None:
+        clock = LoopClock()
+        now = clock.now()
+        attempt.sent = now
+        self.calls.append((attempt.request, attempt.attempt, str(target), now))
+        await clock.sleep(self.latency(attempt.request, now))
+        attempt.first_byte = attempt.end = clock.now()
+        code = self.status(attempt.request, attempt.attempt)
+        attempt.status = code
+        if code >= 400:
+            raise Refused(code, self.retry_after if code == 429 else None)
+
+
+def attack(
+    plan: AttackPlan, server: FakeServer, stop_at: float | None = None
+) -> tuple[AttackResult, list[RequestRecord]]:
+    records: list[RequestRecord] = []
+
+    async def main() -> AttackResult:
+        engine = Engine(plan, server, on_record=records.append)
+        if stop_at is not None:
+            asyncio.get_running_loop().call_later(stop_at, engine.stop, "test stop")
+        return await engine.run()
+
+    result = run_virtual(main(), start=0.0)
+    records.sort(key=lambda r: r.request)
+    return result, records
+
+
+def test_an_open_model_sends_each_request_at_its_scheduled_instant() -> None:
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=1.0)
+    result, records = attack(plan, FakeServer())
+    assert [r.scheduled for r in records] == pytest.approx([k / 10 for k in range(10)])
+    assert [r.sent for r in records] == [r.scheduled for r in records]
+    assert all(r.latency == pytest.approx(0.05) for r in records)
+    assert result.sent == result.scheduled == 10
+    assert result.total.by_outcome == {"ok": 10}
+    assert result.late == 0
+    assert result.dropped == 0
+    assert result.total.dispatch_delay.max == 0.0
+
+
+def test_a_stalled_server_shows_on_the_scheduled_clock_and_not_on_the_sent_clock() -> None:
+    # One connection, 100 requests/s, 5 ms answers, except request 50 (t=0.5 s) takes 1 s.
+    # Requests 51..149 queue behind it for the one connection: their *scheduled* latency
+    # includes the wait, their *sent* latency is the plain 5 ms.
+    server = FakeServer(latency=lambda n, t: 1.0 if n == 50 else 0.005)
+    plan = AttackPlan.build([A], OpenModel(rate=100), duration=2.0, connections=1)
+    result, records = attack(plan, server)
+    stalled = records[50]
+    assert stalled.service_time == pytest.approx(1.0)
+    queued = [r for r in records if r.dispatch_delay and r.dispatch_delay > 1e-9]
+    # The first request after the stall was scheduled at 0.51 and sent at 1.5: 0.99 late.
+    assert queued[0].request == 51
+    assert queued[0].dispatch_delay == pytest.approx(0.99)
+    assert queued[0].latency == pytest.approx(0.99 + 0.005)
+    assert all(r.service_time == pytest.approx(0.005) for r in records if r.request != 50)
+    # The backlog drains at one request per 5 ms against arrivals every 10 ms.
+    assert result.total.latency.percentile(99) > 0.9
+    assert result.total.service_time.percentile(99) == pytest.approx(0.005, rel=1e-3)
+    assert result.late == sum(1 for r in records if r.dispatch_delay > plan.late_after)
+
+
+def test_arrivals_above_max_in_flight_are_dropped_and_counted_never_skipped() -> None:
+    # 10/s for 1 s, every answer takes 10 s, at most 3 in flight: 3 sent, 7 dropped.
+    server = FakeServer(latency=lambda n, t: 10.0)
+    plan = AttackPlan.build([A], OpenModel(rate=10, max_in_flight=3), duration=1.0)
+    result, records = attack(plan, server)
+    assert result.scheduled == 10
+    assert result.sent == 3
+    assert result.dropped == 7
+    assert [r.outcome for r in records].count(Outcome.DROPPED) == 7
+    assert all(r.latency is None for r in records if r.outcome is Outcome.DROPPED)
+    assert result.total.latency.count == 3
+
+
+def test_retry_none_makes_exactly_one_attempt_per_request_and_counts_throttles() -> None:
+    server = FakeServer(status=lambda n, a: 429 if n % 2 else 200, retry_after=1.0)
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=1.0, retry="none")
+    result, records = attack(plan, server)
+    assert len(server.calls) == 10 == result.total.attempts
+    assert result.total.by_outcome == {"ok": 5, "throttled": 5}
+    assert result.total.throttled_requests == 5
+    assert all(r.latency == pytest.approx(0.05) for r in records)
+    assert records[1].attempts[0].retry_after == 1.0
+    assert result.decisions == {"attempts_exhausted": 5}
+
+
+def test_a_retried_request_spans_all_attempts_from_the_first_scheduled_instant() -> None:
+    # Request 0 is refused once with Retry-After 0.5, then served.
+    server = FakeServer(status=lambda n, a: 429 if a == 1 else 200, retry_after=0.5)
+    plan = AttackPlan.build(
+        [A], OpenModel(rate=1), requests=1, retry={"max_attempts": 3, "jitter": "none"}
+    )
+    result, records = attack(plan, server)
+    (record,) = records
+    first, second = record.attempts
+    assert (first.outcome, second.outcome) == (Outcome.THROTTLED, Outcome.OK)
+    assert second.scheduled == pytest.approx(0.05 + 0.5)  # refusal at 0.05, then the wait
+    assert record.latency == pytest.approx(0.05 + 0.5 + 0.05)
+    assert record.service_time == pytest.approx(0.6)  # first send to last byte
+    assert record.throttled
+    assert record.n_attempts == 2
+    assert result.total.by_outcome == {"ok": 1}
+    assert result.total.attempts == 2 == len(server.calls)
+    assert result.decisions == {"retryable": 1}
+
+
+def test_a_closed_model_schedules_each_request_when_its_client_is_free() -> None:
+    plan = AttackPlan.build([A], ClosedModel(clients=2, think_time=0.05), duration=1.0)
+    result, records = attack(plan, FakeServer(latency=lambda n, t: 0.15))
+    # Each client: request, 0.15 s answer, 0.05 s think: starts at 0, 0.2, ..., 0.8.
+    assert result.scheduled == 10
+    assert sorted({round(r.scheduled, 9) for r in records}) == pytest.approx(
+        [0.0, 0.2, 0.4, 0.6, 0.8]
+    )
+    assert {r.dispatch_delay for r in records} == {0.0}
+
+
+def test_requests_stops_the_schedule_after_that_many_arrivals() -> None:
+    plan = AttackPlan.build([A], OpenModel(rate=1000), requests=7)
+    result, records = attack(plan, FakeServer())
+    assert result.scheduled == result.sent == len(records) == 7
+
+
+def test_stop_cancels_what_is_in_flight_and_records_it_as_cancelled() -> None:
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=10.0)
+    result, records = attack(plan, FakeServer(latency=lambda n, t: 0.25), stop_at=1.0)
+    assert result.stop_reason == "test stop"
+    assert result.scheduled == 10  # arrivals 0.0 .. 0.9
+    outcomes = [r.outcome for r in records]
+    # Requests scheduled at 0.8 and 0.9 were still waiting for their answers at 1.0.
+    assert outcomes.count(Outcome.CANCELLED) == 2
+    assert outcomes.count(Outcome.OK) == 8
+    assert result.schedule_s == pytest.approx(1.0)
+
+
+def test_several_targets_are_spread_by_the_acquire_algorithm() -> None:
+    server = FakeServer(latency=lambda n, t: 0.35)
+    plan = AttackPlan.build([A, B], OpenModel(rate=10), duration=1.0, connections=3)
+    result, _ = attack(plan, server)
+    used = [target for _, _, target, _ in server.calls]
+    assert {used.count(A), used.count(B)} == {5}
+    assert set(result.by_target) == {A, B}
+    assert sum(s.requests for s in result.by_target.values()) == 10

@@ -1,0 +1,105 @@
+"""Load models: arrival times are the inverse of the planned cumulative rate."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyattacker.attack import ClosedModel, OpenModel, Stage
+from pyattacker.errors import ConfigError
+
+
+def test_a_constant_rate_spaces_arrivals_exactly_one_period_apart_from_zero() -> None:
+    assert list(OpenModel(rate=4).arrivals(duration=1.0)) == [0.0, 0.25, 0.5, 0.75]
+
+
+@given(
+    rate=st.floats(min_value=0.5, max_value=5_000),
+    duration=st.floats(min_value=0.01, max_value=5.0),
+)
+def test_a_constant_rate_plans_ceil_of_rate_times_duration_arrivals(
+    rate: float, duration: float
+) -> None:
+    arrivals = list(OpenModel(rate=rate).arrivals(duration=duration))
+    expected = [k / rate for k in range(math.ceil(rate * duration)) if k / rate < duration]
+    assert arrivals == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_a_ramp_from_zero_places_arrival_k_where_the_cumulative_rate_reaches_k() -> None:
+    # rate(t) = 2t over 2 s, so Λ(t) = t² and arrival k is at √k.
+    arrivals = list(OpenModel(stages=(Stage(2.0, 4.0),)).arrivals())
+    assert arrivals == pytest.approx([0.0, 1.0, math.sqrt(2), math.sqrt(3)])
+
+
+stage_lists = st.lists(
+    st.tuples(st.floats(0.05, 5.0), st.floats(0.0, 400.0)), min_size=1, max_size=4
+).filter(lambda pairs: sum(d * r for d, r in pairs) > 1)
+
+
+@given(pairs=stage_lists, start=st.floats(0.0, 400.0))
+def test_stages_are_non_decreasing_inside_the_plan_and_count_the_planned_intensity(
+    pairs: list[tuple[float, float]], start: float
+) -> None:
+    model = OpenModel(rate=start, stages=tuple(Stage(d, r) for d, r in pairs))
+    arrivals = list(model.arrivals())
+    assert arrivals == sorted(arrivals)
+    assert model.duration is not None
+    assert all(0 <= t < model.duration for t in arrivals)
+    # Evenly spaced: arrival k at Λ⁻¹(k), so the count is ⌈Λ(end)⌉ up to float rounding.
+    assert abs(len(arrivals) - model.planned()) <= 1.0 + 1e-6 * model.planned()
+
+
+@given(pairs=stage_lists, t=st.floats(0.0, 25.0))
+def test_rate_at_is_linear_between_stage_targets(
+    pairs: list[tuple[float, float]], t: float
+) -> None:
+    model = OpenModel(rate=0.0, stages=tuple(Stage(d, r) for d, r in pairs))
+    rates = [model.rate_at(t)] + [r for _, r in pairs]
+    assert min(0.0, *rates[1:]) <= rates[0] <= max(0.0, *rates[1:])
+
+
+def test_poisson_arrivals_are_reproducible_from_the_seed_and_average_the_rate() -> None:
+    model = OpenModel(rate=200, arrival="poisson")
+    first = list(model.arrivals(seed=3, duration=50))
+    assert first == list(model.arrivals(seed=3, duration=50))
+    assert first != list(model.arrivals(seed=4, duration=50))
+    # 10,000 expected; a Poisson count's standard deviation is 100: 5 sigma either way.
+    assert abs(len(first) - 10_000) < 500
+    gaps = [b - a for a, b in itertools.pairwise(first)]
+    assert sum(gaps) / len(gaps) == pytest.approx(1 / 200, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"rate": 0}, "rate"),
+        ({"rate": -1}, "rate"),
+        ({"rate": math.nan}, "rate"),
+        ({"rate": 10, "arrival": "bursty"}, "arrival"),
+        ({"rate": 10, "max_in_flight": 0}, "max_in_flight"),
+        ({"stages": (Stage(1.0, 0.0),)}, "stages"),
+    ],
+)
+def test_bad_open_models_name_the_field(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        OpenModel(**kwargs)  # type: ignore[arg-type]
+    assert caught.value.field == field
+
+
+def test_a_stage_needs_a_positive_duration_and_a_rate_of_at_least_zero() -> None:
+    with pytest.raises(ConfigError, match=r"stages\.duration"):
+        Stage(0.0, 10.0)
+    with pytest.raises(ConfigError, match=r"stages\.rate"):
+        Stage(1.0, -5.0)
+
+
+def test_a_closed_model_needs_at_least_one_client_and_no_negative_think_time() -> None:
+    assert ClosedModel(clients=3).think_time == 0.0
+    with pytest.raises(ConfigError, match="clients"):
+        ClosedModel(clients=0)
+    with pytest.raises(ConfigError, match="think_time"):
+        ClosedModel(clients=1, think_time=-1.0)

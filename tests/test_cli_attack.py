@@ -1,0 +1,176 @@
+"""``pyattacker attack``: bad input refused before any traffic, reports written, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pyattacker.cli import run_cli
+from pyattacker.servers import EchoServerProcess
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[EchoServerProcess]:
+    with EchoServerProcess(delay="fixed:1ms") as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["htp://127.0.0.1:1/", "--rate", "10/s", "--duration", "1s"], "targets[0]"),
+        (["http://", "--rate", "10/s", "--duration", "1s"], "targets[0]"),
+        (["{url}", "--rate", "0/s", "--duration", "1s"], "--rate"),
+        (["{url}", "--rate", "-5", "--duration", "1s"], "--rate"),
+        (["{url}", "--rate", "fast", "--duration", "1s"], "--rate"),
+        (["{url}", "--rate", "10/s", "--duration", "0s"], "duration"),
+        (["{url}", "--rate", "10/s"], "duration"),
+        (["{url}", "--duration", "1s"], "--rate"),
+        (["{url}", "--rate", "10/s", "--clients", "2", "--duration", "1s"], "--clients"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "-H", "NoColonHere"], "--header"),
+        (["{url}", "--stages", "10s", "--duration", "1s"], "--stages[0]"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--algorithm", "psychic"], "algorithm"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--retry", "forever"], "retry"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--samples", "out.txt"], "--samples"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--body", "@/no/such/file"], "--body"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "-X", "BREW"], "method"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_field_and_sends_nothing(
+    args: list[str],
+    field: str,
+    echo: EchoServerProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    echo.reset()
+    argv = ["attack", *(a.replace("{url}", echo.url) for a in args)]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: {field}" in err, err
+    assert "Traceback" not in err
+    assert echo.stats()["count"] == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_report_in_every_format_agrees_with_the_server_count(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    out, md, rows = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "rows.csv"
+    argv = ["attack", echo.url, "--rate", "200/s", "--requests", "100", "-q"]
+    argv += ["--json", str(out), "--markdown", str(md), "--samples", str(rows)]
+    assert run_cli(argv) == 0
+    report = json.loads(out.read_text())
+    served = echo.stats()["count"]
+    assert report["summary"]["sent"] == report["total"]["requests"] == served == 100
+    assert report["total"]["outcomes"] == {"ok": 100}
+    assert report["total"]["latency_s"]["scheduled"]["count"] == 100
+    with rows.open() as f:
+        samples = list(csv.DictReader(f))
+    assert len(samples) == 100
+    assert {row["outcome"] for row in samples} == {"ok"}
+    assert "## Latency (ms)" in md.read_text()
+    text = capsys.readouterr().out
+    for row in ("scheduled", "sent", "dispatch delay"):
+        assert row in text
+
+
+def test_json_to_stdout_is_only_json(
+    echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        run_cli(["attack", echo.url, "--clients", "2", "--requests", "20", "--json", "-", "-q"])
+        == 0
+    )
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["plan"]["load"] == {"model": "closed", "clients": 2, "think_time": 0.0}
+    assert "Latency (ms)" in captured.err
+
+
+def test_header_values_stay_out_of_the_report(
+    echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "Bearer sk-do-not-print-me"
+    argv = [
+        "attack",
+        echo.url,
+        "--rate",
+        "50/s",
+        "--requests",
+        "5",
+        "-H",
+        f"Authorization: {secret}",
+    ]
+    assert run_cli([*argv, "--json", "-", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "sk-do-not-print-me" not in captured.out + captured.err
+    assert json.loads(captured.out)["plan"]["headers"] == ["Authorization"]
+
+
+def test_ctrl_c_stops_the_attack_prints_what_ran_and_exits_130(echo: EchoServerProcess) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pyattacker",
+            "attack",
+            echo.url,
+            "--rate",
+            "100/s",
+            "--duration",
+            "60s",
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # real time: the attack must be under way
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Stopped early: interrupted" in out
+    assert "Traceback" not in err
+
+
+def test_help_documents_every_option_and_both_clocks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["attack", "--help"]) == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--rate",
+        "--arrival",
+        "--stages",
+        "--clients",
+        "--think",
+        "--duration",
+        "--requests",
+        "--method",
+        "--header",
+        "--body",
+        "--timeout",
+        "--retry",
+        "--algorithm",
+        "--connections",
+        "--max-in-flight",
+        "--feedback",
+        "--window",
+        "--json",
+        "--markdown",
+        "--samples",
+        "--quiet",
+    ):
+        assert option in text, option
+    assert "scheduled" in text
+    assert "sent" in text
