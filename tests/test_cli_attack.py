@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import signal
 import subprocess
@@ -12,8 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from pyattacker.attack import Progress
 from pyattacker.cli import run_cli
+from pyattacker.cli._progress import LiveProgress
 from pyattacker.servers import EchoServerProcess
 
 
@@ -174,3 +178,30 @@ def test_help_documents_every_option_and_both_clocks(capsys: pytest.CaptureFixtu
         assert option in text, option
     assert "scheduled" in text
     assert "sent" in text
+
+
+def test_live_progress_draws_achieved_against_planned_rate_and_both_clocks() -> None:
+    screen = io.StringIO()
+    live = LiveProgress(Console(file=screen, force_terminal=True, width=160))
+    live.update(
+        Progress(
+            elapsed=2.0,
+            planned=1000.0,
+            scheduled=1000,
+            sent=980,
+            completed=970,
+            in_flight=10,
+            dropped=0,
+            failed=3,
+            throttled=2,
+            latency_p50=0.021,
+            latency_p99=0.080,
+            service_p50=0.020,
+            service_p99=0.075,
+        )
+    )
+    live.close()
+    drawn = screen.getvalue()
+    assert "490/s of 500" in drawn
+    assert "21.0/80.0" in drawn
+    assert "20.0/75.0" in drawn

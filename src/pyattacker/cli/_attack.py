@@ -21,6 +21,7 @@ from pyattacker.attack._samples import SampleWriter
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError
 from pyattacker.http import Timeouts
+from pyattacker.pool import ALGORITHMS
 from pyattacker.report import attack_json, attack_markdown, attack_text
 from pyattacker.retry import Retrying, resolve_retry
 
@@ -44,7 +45,7 @@ and every attempt is counted.
 
 @click.command("attack", epilog=_EPILOG)
 @click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
-@click.option("--rate", help="Open model: arrivals per second, e.g. 500/s, 30/m.")
+@click.option("--rate", metavar="RATE", help="Open model: arrivals per second, e.g. 500/s, 30/m.")
 @click.option(
     "--arrival",
     type=click.Choice(["constant", "poisson"]),
@@ -54,28 +55,56 @@ and every attempt is counted.
 )
 @click.option(
     "--stages",
+    metavar="STAGES",
     help="Open model ramps DURATION:RATE,... each linear from the previous rate "
     "(from --rate, default 0), e.g. 10s:100/s,30s:500/s.",
 )
-@click.option("--clients", type=int, help="Closed model: this many clients in a loop.")
+@click.option("--clients", type=int, metavar="N", help="Closed model: this many clients in a loop.")
 @click.option(
-    "--think", default="0", show_default=True, help="Closed model: pause between requests."
+    "--think",
+    default="0",
+    metavar="DURATION",
+    show_default=True,
+    help="Closed model: pause between requests.",
 )
-@click.option("--duration", help="Stop scheduling after this long, e.g. 30s, 2m.")
-@click.option("--requests", "requests_", type=int, help="Stop after this many requests.")
+@click.option(
+    "--duration", metavar="DURATION", help="Stop scheduling after this long, e.g. 30s, 2m."
+)
+@click.option(
+    "--requests", "requests_", type=int, metavar="N", help="Stop after this many requests."
+)
 @click.option("-X", "--method", default="GET", show_default=True, help="HTTP method.")
-@click.option("-H", "--header", "headers", multiple=True, help="'Name: value' (repeatable).")
-@click.option("--body", help="Request body text, or @FILE to read it from a file.")
-@click.option("--timeout", default="30s", show_default=True, help="Whole-request timeout.")
-@click.option("--connect-timeout", default="10s", show_default=True, help="Connect timeout.")
+@click.option(
+    "-H", "--header", "headers", multiple=True, metavar="HEADER", help="'Name: value' (repeatable)."
+)
+@click.option(
+    "--body", metavar="TEXT|@FILE", help="Request body text, or @FILE to read it from a file."
+)
+@click.option(
+    "--timeout", default="30s", metavar="DURATION", show_default=True, help="Whole-request timeout."
+)
+@click.option(
+    "--connect-timeout",
+    default="10s",
+    metavar="DURATION",
+    show_default=True,
+    help="Connect timeout.",
+)
 @click.option(
     "--retry",
     default="none",
+    metavar="POLICY",
     show_default=True,
     help="none, exponential, or a JSON object of Retrying settings "
     '(e.g. \'{"max_attempts": 3, "base": 0.1}\').',
 )
-@click.option("--algorithm", default="wait", show_default=True, help="Acquire algorithm.")
+@click.option(
+    "--algorithm",
+    default="wait",
+    show_default=True,
+    metavar="NAME",
+    help=f"Acquire algorithm: {', '.join(sorted(ALGORITHMS))}.",
+)
 @click.option(
     "--connections", default=256, show_default=True, help="Connections per target (its capacity)."
 )
@@ -91,11 +120,19 @@ and every attempt is counted.
     show_default=True,
     help="Let errors and Retry-After steer the algorithm (may slow the offered load).",
 )
-@click.option("--window", default="1s", show_default=True, help="Time-series window.")
+@click.option(
+    "--window", default="1s", metavar="DURATION", show_default=True, help="Time-series window."
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for Poisson arrivals and jitter.")
-@click.option("--json", "json_path", help="Write the JSON report to PATH ('-' for stdout).")
-@click.option("--markdown", "markdown_path", help="Write a Markdown report to PATH.")
-@click.option("--samples", "samples_path", help="Write one row per request (.csv or .jsonl).")
+@click.option(
+    "--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-' for stdout)."
+)
+@click.option(
+    "--markdown", "markdown_path", metavar="PATH", help="Write a Markdown report to PATH."
+)
+@click.option(
+    "--samples", "samples_path", metavar="PATH", help="Write one row per request (.csv or .jsonl)."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(
     urls: Sequence[str],
