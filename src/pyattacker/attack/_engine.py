@@ -45,7 +45,16 @@ from pyattacker.measure import (
     RequestStats,
     WindowSeries,
 )
-from pyattacker.pool import ANY, AcquireRequest, Pool, Resource, resolve_algorithm
+from pyattacker.pool import (
+    ANY,
+    AcquireRequest,
+    Immediate,
+    Lease,
+    Pool,
+    Resource,
+    Wait,
+    resolve_algorithm,
+)
 
 __all__ = ["Engine", "Progress"]
 
@@ -90,6 +99,10 @@ class Engine:
         self.clock: Clock = clock if clock is not None else LoopClock()
         self.on_record = on_record
         self.algorithm = resolve_algorithm(plan.algorithm)
+        self._name = self.algorithm.name
+        # `wait` and `immediate` begin with a plain try_acquire on the pool: take that step
+        # here, synchronously, and enter the algorithm only when it found nothing free.
+        self._try_first = type(self.algorithm) in (Wait, Immediate)
         self.pool = Pool(
             "targets",
             [
@@ -256,23 +269,12 @@ class Engine:
 
     async def _attempt(self, attempt: Attempt) -> BaseException | None:
         """One attempt: lease, send, classify, release. Returns the error, or None if ok."""
-        clock = self.clock
-        request = AcquireRequest(
-            pool=self.pool,
-            selector=ANY,
-            timeout=None,
-            rng=self._rng,
-            clock=clock,
-            pools={"targets": self.pool},
-            affinity=self._affinity,
-            owner=None,
-            algorithm=self.algorithm.name,
-            started=clock.now(),
-        )
-        try:
-            lease = await self.algorithm.acquire(request)
-        except Exception as exc:  # no lease: the algorithm gave up (immediate, timeouts)
-            return self._failed(attempt, exc)
+        lease = self.pool.try_acquire(algorithm=self._name) if self._try_first else None
+        if lease is None:
+            lease_or_error = await self._acquire(attempt)
+            if isinstance(lease_or_error, BaseException):
+                return lease_or_error
+            lease = lease_or_error
         attempt.acquired = lease.acquired_at
         resource_id = lease.resource.id
         attempt.resource = resource_id
@@ -293,6 +295,26 @@ class Engine:
         lease.release_now()
         return None
 
+    async def _acquire(self, attempt: Attempt) -> Lease | BaseException:
+        """A lease through the algorithm, or the error that ended the attempt without one."""
+        clock = self.clock
+        request = AcquireRequest(
+            pool=self.pool,
+            selector=ANY,
+            timeout=None,
+            rng=self._rng,
+            clock=clock,
+            pools={"targets": self.pool},
+            affinity=self._affinity,
+            owner=None,
+            algorithm=self.algorithm.name,
+            started=clock.now(),
+        )
+        try:
+            return await self.algorithm.acquire(request)
+        except Exception as exc:  # no lease: the algorithm gave up (immediate, timeouts)
+            return self._failed(attempt, exc)
+
     def _failed(self, attempt: Attempt, exc: BaseException) -> BaseException:
         error_class = error_class_of(exc)
         attempt.error_class = error_class.value
@@ -311,8 +333,7 @@ class Engine:
     def _note_scheduled(self, scheduled: float) -> None:
         self._scheduled += 1
         assert self._windows is not None
-        self._windows.note_scheduled(scheduled)
-        self._windows.note_in_flight(scheduled, self._in_flight)
+        self._windows.note_arrival(scheduled, self._in_flight)
 
     def _drop(self, n: int, scheduled: float) -> None:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled, outcome=Outcome.DROPPED)

@@ -85,6 +85,9 @@ class RequestStats:
         runs once per request on the load path); the tests check both agree.
         """
         attempts = record.attempts
+        if len(attempts) == 1:
+            self._add_single(attempts[0])
+            return
         last = attempts[-1]
         outcome = last.outcome
         self.requests += 1
@@ -104,6 +107,35 @@ class RequestStats:
         end = last.end
         if end is not None and outcome in ANSWERED:
             self._add_answered(outcome, scheduled, sent, last.first_byte, end)
+
+    def _add_single(self, attempt: Attempt) -> None:
+        """``add`` for a one-attempt request (nearly every request of an attack): the same
+        facts as the general path, without its loops and tuples; the tests check both."""
+        outcome = attempt.outcome
+        self.requests += 1
+        self.attempts += 1
+        self.attempts_per_request[1] += 1
+        self.by_outcome[outcome.value] += 1
+        status = attempt.status
+        if status is not None:
+            self.by_status[status] += 1
+        if attempt.error_class is not None:
+            self.by_error_class[str(attempt.error_class)] += 1
+        self.bytes_sent += attempt.bytes_sent
+        self.bytes_received += attempt.bytes_received
+        if outcome is Outcome.THROTTLED:
+            self.throttled_attempts += 1
+            self.throttled_requests += 1
+        scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
+        if sent is not None:
+            if sent < scheduled:
+                self.early_sends += 1
+            self.dispatch_delay.record(sent - scheduled if sent > scheduled else 0.0)
+        if end is None or outcome not in ANSWERED:
+            return
+        if sent is not None:
+            self.attempt_service_time.record(end - sent if end > sent else 0.0)
+        self._add_answered(outcome, scheduled, sent, attempt.first_byte, end)
 
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
         throttled = 0

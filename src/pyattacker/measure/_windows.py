@@ -132,11 +132,11 @@ class WindowSeries:
 
     def index_of(self, t: float) -> int:
         """The index of the window holding time ``t``."""
-        if not math.isfinite(t):
+        if not self.origin <= t < math.inf:  # also false for NaN
+            if t < self.origin:
+                raise ValueError(f"time {t!r} is before the series origin {self.origin!r}")
             raise ValueError(f"a window time must be finite, got {t!r}")
-        if t < self.origin:
-            raise ValueError(f"time {t!r} is before the series origin {self.origin!r}")
-        return math.floor((t - self.origin) / self.width)
+        return int((t - self.origin) / self.width)  # int() floors a non-negative float
 
     def _tally(self, t: float) -> _Tally:
         index = self.index_of(t)
@@ -158,6 +158,14 @@ class WindowSeries:
             tally.latency.record(max(0.0, latency))  # negative: an early timer, see stats
         if service is not None:
             tally.service_time.record(max(0.0, service))
+
+    def note_arrival(self, t: float, in_flight: int) -> None:
+        """``note_scheduled(t)`` and ``note_in_flight(t, in_flight)`` in one window lookup
+        (the engine calls this once per arrival)."""
+        tally = self._tally(t)
+        tally.scheduled += 1
+        if in_flight > tally.max_in_flight:
+            tally.max_in_flight = in_flight
 
     def note_scheduled(self, t: float) -> None:
         """Count one planned arrival at ``t`` (for achieved-vs-planned rate)."""

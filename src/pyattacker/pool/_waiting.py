@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 
 from pyattacker.clock import Clock
@@ -30,12 +31,16 @@ __all__ = ["WaitQueue"]
 
 
 class _Waiter:
-    __slots__ = ("future", "reservation", "selector")
+    __slots__ = ("future", "queued", "reservation", "selector")
 
     def __init__(self, selector: Selector, future: asyncio.Future[None]) -> None:
         self.selector = selector
         self.future = future
         self.reservation: Slot | None = None
+        # Still in the queue? A waiter served by hand_over/wake_all has left it already, so
+        # its exit costs O(1) instead of a scan of thousands of waiters (an attack at high
+        # rate parks that many: the scan made every release O(n) and the run quadratic).
+        self.queued = True
 
 
 class WaitQueue:
@@ -55,7 +60,7 @@ class WaitQueue:
         self._warn_after_s = warn_after_s
         self._is_stuck = is_stuck
         self._on_stuck = on_stuck
-        self._waiters: list[_Waiter] = []
+        self._waiters: deque[_Waiter] = deque()
         self._notifier: asyncio.Task[None] | None = None
         self._notifier_deadline = math.inf
 
@@ -79,8 +84,10 @@ class WaitQueue:
         finally:
             if not future.done():
                 future.cancel()
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(waiter)
+            if waiter.queued:  # timed out or cancelled: still queued (rare, so O(n) is fine)
+                waiter.queued = False
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
             slot = waiter.reservation
             if slot is not None:
                 slot.reserved -= 1
@@ -115,14 +122,16 @@ class WaitQueue:
             if waiter.future.done() or not waiter.selector.matches(slot.resource):
                 i += 1
                 continue
-            del waiters[i]
+            del waiters[i]  # O(1) for the head of a deque, the usual case
+            waiter.queued = False
             waiter.reservation = slot
             slot.reserved += 1
             waiter.future.set_result(None)
 
     def wake_all(self) -> None:
-        waiters, self._waiters = self._waiters, []
+        waiters, self._waiters = self._waiters, deque()
         for waiter in waiters:
+            waiter.queued = False
             if not waiter.future.done():
                 waiter.future.set_result(None)
         self._disarm_notifier()
