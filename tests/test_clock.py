@@ -217,6 +217,34 @@ def test_loop_clock_resolves_below_a_millisecond_under_uvloop() -> None:
     assert 0 < second - first < 0.0005
 
 
+def test_sleep_until_never_returns_before_its_deadline_on_uvloop() -> None:
+    # uvloop's timers fire up to ~1 ms early; sleep_until must not pass that on.
+    uvloop = pytest.importorskip("uvloop")
+
+    async def early_returns() -> list[float]:
+        clock = LoopClock()
+        early = []
+        for gap in (0.0003, 0.0011, 0.0025, 0.004) * 5:
+            deadline = clock.now() + gap
+            await clock.sleep_until(deadline)
+            if (now := clock.now()) < deadline:
+                early.append(deadline - now)
+        return early
+
+    assert uvloop.run(early_returns()) == []
+
+
+def test_sleep_until_is_exact_on_the_virtual_loop() -> None:
+    async def main() -> list[float]:
+        clock = LoopClock()
+        await clock.sleep_until(3.25)
+        first = clock.now()
+        await clock.sleep_until(1.0)  # in the past: returns at once
+        return [first, clock.now()]
+
+    assert run_virtual(main(), start=0.0) == [3.25, 3.25]
+
+
 def test_virtual_clock_now_and_sleep_work_inside_run() -> None:
     clock = VirtualClock(start=10.0)
     assert isinstance(clock, Clock)

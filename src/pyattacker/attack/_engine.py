@@ -15,10 +15,9 @@ Contract (DESIGN.md §5):
 - ``stop()`` (Ctrl-C) stops scheduling, cancels what is in flight and records it as
   ``cancelled``; ``run()`` then returns the result of what happened so far.
 
-On a real loop the scheduler sleeps on the loop's timer until shortly before an arrival and
-then yields until the arrival's instant: uvloop's timers fire up to a millisecond early or
-late, which would otherwise become dispatch delay (or, worse, requests sent *before* their
-scheduled time). On a simulated loop it sleeps exactly.
+Waits use :meth:`LoopClock.sleep_until` on real loops: uvloop's timers fire up to a
+millisecond early or late, which would otherwise become dispatch delay (or, worse,
+requests sent *before* their scheduled time). On a simulated loop they are exact.
 """
 
 from __future__ import annotations
@@ -58,9 +57,6 @@ from pyattacker.pool import (
 
 __all__ = ["Engine", "Progress"]
 
-# How long before an arrival the scheduler stops trusting the loop's timer and yields
-# instead (uvloop timers were measured firing up to ~1.04 ms early here).
-_SPIN_S = 0.002
 _REFUSALS = (ErrorClass.RATE_LIMIT,)
 
 
@@ -129,7 +125,8 @@ class Engine:
         self._windows: WindowSeries | None = None
         self._stopping: str | None = None
         self._schedule_task: asyncio.Task[None] | None = None
-        self._precise = False
+        self._loop_clock: LoopClock | None = None
+        self._now: Callable[[], float] = self.clock.now
         self._started_at = 0.0
         self._schedule_end: float | None = None
         self._last_offset = 0.0
@@ -139,9 +136,9 @@ class Engine:
     async def run(self) -> AttackResult:
         """Run the plan to its end (or until :meth:`stop`) and return what was measured."""
         loop = asyncio.get_running_loop()
-        self._precise = isinstance(self.clock, LoopClock) and not getattr(
-            loop, "simulated_time", False
-        )
+        clock = self.clock
+        self._loop_clock = clock if isinstance(clock, LoopClock) else None
+        self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
         self._started_at = epoch_time()
         self._start = self.clock.now()
         self._windows = WindowSeries(self.plan.window, self._start)
@@ -168,17 +165,12 @@ class Engine:
             task.cancel()
 
     async def _wait_until(self, deadline: float) -> None:
-        clock = self.clock
-        remaining = deadline - clock.now()
-        if remaining <= 0:
+        if self._now() >= deadline:
             return
-        if not self._precise:
-            await clock.sleep(remaining)
-            return
-        if remaining > _SPIN_S:
-            await clock.sleep(remaining - _SPIN_S)
-        while clock.now() < deadline:
-            await clock.sleep(0)
+        if self._loop_clock is not None:
+            await self._loop_clock.sleep_until(deadline)
+        else:
+            await self.clock.sleep(deadline - self.clock.now())
 
     async def _open(self) -> None:
         load = self.plan.load
@@ -213,7 +205,7 @@ class Engine:
     ) -> None:
         clock = self.clock
         while self._stopping is None:
-            scheduled = clock.now()
+            scheduled = self._now()
             if deadline is not None and scheduled >= deadline:
                 return
             n = next(ordinals)
@@ -325,7 +317,7 @@ class Engine:
             attempt.status = status
         attempt.error = _one_line(exc)
         if attempt.end is None:
-            attempt.end = self.clock.now()
+            attempt.end = self._now()
         return exc
 
     # -- bookkeeping --------------------------------------------------------------------
