@@ -8,14 +8,15 @@ is known in advance, to the nanosecond.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 
-from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel
+from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel, Target
 from pyattacker.clock import LoopClock
-from pyattacker.http import URL
+from pyattacker.errors import ConfigError
 from pyattacker.measure import Attempt, Outcome, RequestRecord
 from pyattacker.testing import run_virtual
 
@@ -42,11 +43,11 @@ class FakeServer:
     retry_after: float | None = None
     calls: list[tuple[int, int, str, float]] = field(default_factory=list)
 
-    async def send(self, target: URL, attempt: Attempt) -> None:
+    async def send(self, target: Target, attempt: Attempt) -> None:
         clock = LoopClock()
         now = clock.now()
         attempt.sent = now
-        self.calls.append((attempt.request, attempt.attempt, str(target), now))
+        self.calls.append((attempt.request, attempt.attempt, target.id, now))
         await clock.sleep(self.latency(attempt.request, now))
         attempt.first_byte = attempt.end = clock.now()
         code = self.status(attempt.request, attempt.attempt)
@@ -187,3 +188,46 @@ def test_several_targets_are_spread_by_the_acquire_algorithm() -> None:
     assert {used.count(A), used.count(B)} == {5}
     assert set(result.by_target) == {A, B}
     assert sum(s.requests for s in result.by_target.values()) == 10
+
+
+def test_each_url_and_key_is_a_target_and_the_key_travels_only_in_its_header() -> None:
+    seen: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+
+    class Recording(FakeServer):
+        async def send(self, target: Target, attempt: Attempt) -> None:
+            seen.append((target.id, target.headers))
+            await super().send(target, attempt)
+
+    plan = AttackPlan.build(
+        [A],
+        OpenModel(rate=10),
+        duration=1.0,
+        connections=1,
+        headers={"Authorization": "Bearer {key}", "Accept": "*/*"},
+        keys=("sk-one", "sk-two"),
+    )
+    result, _ = attack(plan, Recording(latency=lambda n, t: 0.15))
+    assert set(result.by_target) == {f"{A} (key 1)", f"{A} (key 2)"}
+    assert {dict(h)["Authorization"] for _, h in seen} == {"Bearer sk-one", "Bearer sk-two"}
+    assert {(i, dict(h)["Authorization"][-3:]) for i, h in seen} == {
+        (f"{A} (key 1)", "one"),
+        (f"{A} (key 2)", "two"),
+    }
+    assert "sk-" not in json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("headers", "keys", "field"),
+    [
+        ({"Authorization": "Bearer x"}, ("sk-1",), "keys"),
+        ({"Authorization": "Bearer {key}"}, (), "keys"),
+        ({"Authorization": "Bearer {key}"}, ("sk-1", "sk-1"), "keys"),
+        ({"Authorization": "Bearer {key}"}, ("sk-1", " "), "keys[1]"),
+    ],
+)
+def test_keys_without_a_header_to_carry_them_or_the_reverse_are_refused(
+    headers: dict[str, str], keys: tuple[str, ...], field: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        AttackPlan.build([A], OpenModel(rate=1), duration=1.0, headers=headers, keys=keys)
+    assert caught.value.field == field

@@ -46,6 +46,8 @@ def echo() -> Iterator[EchoServerProcess]:
         (["{url}", "--rate", "10/s", "--duration", "1s", "--samples", "out.txt"], "--samples"),
         (["{url}", "--rate", "10/s", "--duration", "1s", "--body", "@/no/such/file"], "--body"),
         (["{url}", "--rate", "10/s", "--duration", "1s", "-X", "BREW"], "method"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--key", "sk-1"], "keys"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--keys-file", "nope.txt"], "--keys-file"),
     ],
 )
 def test_bad_input_exits_2_naming_the_field_and_sends_nothing(
@@ -205,3 +207,19 @@ def test_live_progress_draws_achieved_against_planned_rate_and_both_clocks() -> 
     assert "490/s of 500" in drawn
     assert "21.0/80.0" in drawn
     assert "20.0/75.0" in drawn
+
+
+def test_a_keys_file_makes_one_target_per_key_and_no_key_reaches_the_report(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = tmp_path / "keys.txt"
+    keys.write_text("sk-first-secret\n\nsk-second-secret\n")
+    argv = ["attack", echo.url, "--rate", "100/s", "--requests", "20", "--keys-file", str(keys)]
+    argv += ["-H", "Authorization: Bearer {key}", "--json", "-", "-q"]
+    assert run_cli(argv) == 0
+    captured = capsys.readouterr()
+    assert "secret" not in captured.out + captured.err
+    report = json.loads(captured.out)
+    assert sorted(report["targets"]) == [f"{echo.url}/ (key 1)", f"{echo.url}/ (key 2)"]
+    assert report["plan"]["keys"] == 2
+    assert sum(t["requests"] for t in report["targets"].values()) == 20

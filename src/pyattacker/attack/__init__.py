@@ -5,13 +5,14 @@ See ``docs/attack.md``.
 
 from pyattacker.attack._engine import Engine, Progress
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
-from pyattacker.attack._plan import METHODS, AttackPlan
+from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack
 from pyattacker.attack._send import HttpSender, Sender
 
 __all__ = [
     "ARRIVALS",
+    "KEY_PLACEHOLDER",
     "METHODS",
     "AttackPlan",
     "AttackResult",
@@ -23,6 +24,7 @@ __all__ = [
     "Progress",
     "Sender",
     "Stage",
+    "Target",
     "attack",
     "run_attack",
 ]

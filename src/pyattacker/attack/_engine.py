@@ -30,12 +30,11 @@ from dataclasses import dataclass
 from itertools import count, islice
 
 from pyattacker.attack._load import ClosedModel, OpenModel
-from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import Sender
 from pyattacker.clock import Clock, LoopClock, epoch_time
 from pyattacker.errors import ErrorClass, error_class_of, retry_after_of
-from pyattacker.http import URL
 from pyattacker.measure import (
     Attempt,
     Histogram,
@@ -94,6 +93,7 @@ class Engine:
         self.sender = sender
         self.clock: Clock = clock if clock is not None else LoopClock()
         self.on_record = on_record
+        self._targets: dict[str, Target] = {t.id: t for t in plan.resolved_targets()}
         self.algorithm = resolve_algorithm(plan.algorithm)
         self._name = self.algorithm.name
         # `wait` and `immediate` begin with a plain try_acquire on the pool: take that step
@@ -102,15 +102,14 @@ class Engine:
         self.pool = Pool(
             "targets",
             [
-                Resource.create("http", id=str(url), capacity=plan.connections)
-                for url in plan.targets
+                Resource.create("http", id=target.id, capacity=plan.connections)
+                for target in self._targets.values()
             ],
             clock=self.clock,
             deadlock_warn_s=None,
         )
-        self._urls: dict[str, URL] = {str(url): url for url in plan.targets}
         # With one target its figures are the total's: skip the second aggregate (~5 us).
-        self._per_target = len(plan.targets) > 1
+        self._per_target = len(self._targets) > 1
         self._rng = random.Random(plan.seed)
         self._affinity: dict[str, str] = {}
         self.total = RequestStats()
@@ -271,7 +270,7 @@ class Engine:
         resource_id = lease.resource.id
         attempt.resource = resource_id
         try:
-            await self.sender.send(self._urls[resource_id], attempt)
+            await self.sender.send(self._targets[resource_id], attempt)
         except asyncio.CancelledError:
             lease.release_now()
             raise
@@ -405,7 +404,7 @@ class Engine:
             total=self.total,
             by_target=dict(self.by_target)
             if self._per_target
-            else {str(self.plan.targets[0]): self.total},
+            else {next(iter(self._targets)): self.total},
             windows=self._windows.windows(),
             decisions=dict(self.decisions),
             stop_reason=self._stopping,

@@ -16,9 +16,23 @@ from pyattacker.http import URL, Timeouts
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
 
-__all__ = ["METHODS", "AttackPlan"]
+__all__ = ["KEY_PLACEHOLDER", "METHODS", "AttackPlan", "Target"]
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+KEY_PLACEHOLDER = "{key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One resource of the attack's pool: a URL, and the headers that carry its key.
+
+    ``id`` names it in reports: the URL, plus ``(key N)`` when keys are in play. The key
+    itself is only ever in ``headers``, never in the id.
+    """
+
+    id: str
+    url: URL
+    headers: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -36,6 +50,9 @@ class AttackPlan:
       plan whatever the server answers.
     - ``late_after``: a request whose first attempt was sent more than this many seconds
       after it was scheduled counts as late.
+    - ``keys``: API keys; each (URL, key) pair is one resource, and every ``{key}`` in a header
+      value is replaced by that resource's key (``Authorization: Bearer {key}``). Keys are
+      sent only in headers and never appear in a report.
     """
 
     targets: tuple[URL, ...]
@@ -53,6 +70,7 @@ class AttackPlan:
     window: float = 1.0
     seed: int = 0
     late_after: float = 0.010
+    keys: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -94,6 +112,44 @@ class AttackPlan:
         check_number(self.late_after, "late_after", at_least=0.0)
         object.__setattr__(self, "retry", resolve_retry(self.retry))
         resolve_algorithm(self.algorithm)
+        self._check_keys()
+
+    def _check_keys(self) -> None:
+        templated = any(KEY_PLACEHOLDER in value for _, value in self.headers)
+        if self.keys and not templated:
+            raise ConfigError(
+                "keys are given but no header uses them",
+                field="keys",
+                hint="add a header such as 'Authorization: Bearer {key}'",
+            )
+        if templated and not self.keys:
+            raise ConfigError(
+                "a header uses {key} but no key is given",
+                field="keys",
+                hint="pass --key KEY (repeatable) or --keys-file FILE",
+            )
+        for i, key in enumerate(self.keys):
+            if not isinstance(key, str) or not key.strip() or any(c in key for c in "\r\n"):
+                raise ConfigError(
+                    "a key must be a non-empty string without line breaks",
+                    field=f"keys[{i}]",
+                )
+        if len(set(self.keys)) != len(self.keys):
+            raise ConfigError("the same key is given twice", field="keys", hint="list each once")
+
+    def resolved_targets(self) -> tuple[Target, ...]:
+        """Every resource of the pool: one per URL, or one per URL and key."""
+        if not self.keys:
+            return tuple(Target(str(url), url, self.headers) for url in self.targets)
+        return tuple(
+            Target(
+                f"{url} (key {k})",
+                url,
+                tuple((n, v.replace(KEY_PLACEHOLDER, key)) for n, v in self.headers),
+            )
+            for url in self.targets
+            for k, key in enumerate(self.keys, 1)
+        )
 
     @classmethod
     def build(

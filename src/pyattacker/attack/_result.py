@@ -172,6 +172,7 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "requests": plan.requests,
         "method": plan.method,
         "headers": [name for name, _ in plan.headers],  # names only: values may be secrets
+        "keys": len(plan.keys),  # how many, never which
         "body_bytes": len(plan.body) if plan.body else 0,
         "timeouts_s": {
             "connect": plan.timeouts.connect,

@@ -43,7 +43,7 @@ async def attack(
     client: HttpClient | None = None
     if sender is None:
         client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections, clock=clock)
-        sender = HttpSender(client, method=plan.method, headers=plan.headers, body=plan.body)
+        sender = HttpSender(client, method=plan.method, body=plan.body)
     engine = Engine(plan, sender, clock=clock, on_record=on_record)
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []

@@ -15,40 +15,38 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pyattacker.http import URL, HttpClient, Timing
+from pyattacker.attack._plan import Target
+from pyattacker.http import HttpClient, Timing
 from pyattacker.measure import Attempt
 
 __all__ = ["HttpSender", "Sender"]
 
 
 class Sender(Protocol):
-    async def send(self, target: URL, attempt: Attempt) -> None:
-        """Perform ``attempt`` against ``target``; raise if it failed (status >= 400 too)."""
+    async def send(self, target: Target, attempt: Attempt) -> None:
+        """Perform ``attempt`` against ``target`` (its URL, with its headers); raise if it
+        failed (status >= 400 too)."""
         ...
 
 
 class HttpSender:
-    """One HTTP request per attempt through a shared :class:`HttpClient` (no retries)."""
+    """One HTTP request per attempt through a shared :class:`HttpClient` (no retries).
+
+    The headers are the target's (the plan's, with its key filled in)."""
 
     def __init__(
-        self,
-        client: HttpClient,
-        *,
-        method: str = "GET",
-        headers: tuple[tuple[str, str], ...] = (),
-        body: bytes | None = None,
+        self, client: HttpClient, *, method: str = "GET", body: bytes | None = None
     ) -> None:
         self.client = client
         self.method = method
-        self.headers = headers
         self.body = body
         self._bytes_out = len(body) if body else 0
 
-    async def send(self, target: URL, attempt: Attempt) -> None:
+    async def send(self, target: Target, attempt: Attempt) -> None:
         attempt.bytes_sent = self._bytes_out
         try:
             response = await self.client.request(
-                self.method, target, headers=self.headers, body=self.body
+                self.method, target.url, headers=target.headers, body=self.body
             )
         except Exception as exc:
             timing = getattr(exc, "timing", None)

@@ -78,6 +78,15 @@ and every attempt is counted.
     "-H", "--header", "headers", multiple=True, metavar="HEADER", help="'Name: value' (repeatable)."
 )
 @click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="KEY",
+    help="An API key (repeatable); each URL and key is one target. A header carries it: "
+    "-H 'Authorization: Bearer {key}'. Keys never appear in a report.",
+)
+@click.option("--keys-file", metavar="FILE", help="API keys, one per line (like --key).")
+@click.option(
     "--body", metavar="TEXT|@FILE", help="Request body text, or @FILE to read it from a file."
 )
 @click.option(
@@ -145,6 +154,8 @@ def attack_command(
     requests_: int | None,
     method: str,
     headers: Sequence[str],
+    keys: Sequence[str],
+    keys_file: str | None,
     body: str | None,
     timeout: str,
     connect_timeout: str,
@@ -184,6 +195,7 @@ def attack_command(
         feedback=feedback,
         window=parse_duration(window, field="--window"),
         seed=seed,
+        keys=_keys(keys, keys_file),
     )
     outputs = [p for p in (json_path, markdown_path, samples_path) if p not in (None, "-")]
     for path in outputs:
@@ -280,6 +292,19 @@ def _header(text: str) -> tuple[str, str]:
     if "\r" in value or "\n" in value:
         raise ConfigError("a header value cannot contain a line break", field="--header")
     return name, value
+
+
+def _keys(keys: Sequence[str], path: str | None) -> tuple[str, ...]:
+    found = [k.strip() for k in keys]
+    if path is not None:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"cannot read {path!r}: {exc}", field="--keys-file", hint="one key per line"
+            ) from None
+        found += [line.strip() for line in lines if line.strip()]
+    return tuple(found)
 
 
 def _body(text: str | None) -> bytes | None:
