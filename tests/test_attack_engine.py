@@ -231,3 +231,30 @@ def test_keys_without_a_header_to_carry_them_or_the_reverse_are_refused(
     with pytest.raises(ConfigError) as caught:
         AttackPlan.build([A], OpenModel(rate=1), duration=1.0, headers=headers, keys=keys)
     assert caught.value.field == field
+
+
+def test_arrivals_that_find_every_connection_busy_queue_in_order_and_cancel_on_stop() -> None:
+    # One connection, answers take 0.3 s, 10 arrivals/s: requests queue behind each other
+    # and go out in arrival order; at the stop, the queued ones were never sent.
+    server = FakeServer(latency=lambda n, t: 0.3)
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=10.0, connections=1)
+    result, records = attack(plan, server, stop_at=1.0)
+    sent_order = [n for n, _, _, _ in server.calls]
+    assert sent_order == sorted(sent_order) == [0, 1, 2, 3]  # at 0.0, 0.3, 0.6, 0.9
+    assert [t for _, _, _, t in server.calls] == pytest.approx([0.0, 0.3, 0.6, 0.9])
+    outcomes = {r.request: r.outcome for r in records}
+    assert [outcomes[n] for n in range(3)] == [Outcome.OK] * 3
+    assert [outcomes[n] for n in range(3, 10)] == [Outcome.CANCELLED] * 7
+    assert all(records[n].sent is None for n in range(4, 10))
+    assert result.scheduled == 10
+    assert result.total.latency.count == 3
+
+
+def test_a_generator_that_sends_late_reports_the_rate_it_really_achieved() -> None:
+    # 10 arrivals in 1 s, but one connection and 0.2 s answers: the last request leaves
+    # at 1.8 s, so 10 sends over 1.8 s, not "10/s as planned".
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=1.0, connections=1)
+    result, _ = attack(plan, FakeServer(latency=lambda n, t: 0.2))
+    assert result.planned_rate == pytest.approx(10.0)
+    assert result.send_span_s == pytest.approx(1.8)
+    assert result.achieved_rate == pytest.approx(10 / 1.8)

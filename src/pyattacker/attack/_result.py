@@ -24,8 +24,10 @@ __all__ = ["AttackResult"]
 class AttackResult:
     """What one attack did. Times are seconds; rates are per second.
 
-    ``schedule_s`` is how long the schedule ran (first arrival to the last one, or to the
-    stop); ``elapsed`` also covers the drain of the requests still in flight after it.
+    ``schedule_s`` is the span of plan the schedule covered (its planned duration when it
+    ran to the end, else until the stop); ``send_span_s`` runs from the start to the last
+    first-attempt send, which is later than ``schedule_s`` only when the generator fell
+    behind; ``elapsed`` is the wall time until the last request ended.
     ``stop_reason`` is None when the plan ran to its end.
     """
 
@@ -33,6 +35,7 @@ class AttackResult:
     started_at: float  # epoch seconds, for the report header only
     schedule_s: float
     elapsed: float
+    send_span_s: float
     scheduled: int
     sent: int
     late: int
@@ -73,8 +76,10 @@ class AttackResult:
 
     @property
     def achieved_rate(self) -> float:
-        """First attempts sent per second of schedule."""
-        return self.sent / self.schedule_s if self.schedule_s > 0 else 0.0
+        """First attempts sent per second, over the schedule or, if sending ran past it (a
+        generator that fell behind), over the span until the last send."""
+        span = max(self.schedule_s, self.send_span_s)
+        return self.sent / span if span > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         started = datetime.datetime.fromtimestamp(self.started_at, tz=datetime.UTC)
@@ -86,6 +91,7 @@ class AttackResult:
                 "summary": {
                     "schedule_s": self.schedule_s,
                     "elapsed_s": self.elapsed,
+                    "send_span_s": self.send_span_s,
                     "planned": self.planned,
                     "scheduled": self.scheduled,
                     "sent": self.sent,

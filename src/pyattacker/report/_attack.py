@@ -84,7 +84,7 @@ def _headline(data: Mapping[str, Any]) -> list[str]:
     if s["planned_rate"] is not None:
         rate += f" of {s['planned_rate']:.1f}/s planned"
     lines = [
-        f"Schedule {s['schedule_s']:.2f}s ({s['elapsed_s']:.2f}s with drain): "
+        f"Plan span {s['schedule_s']:.2f}s, finished after {s['elapsed_s']:.2f}s: "
         f"{planned}scheduled {s['scheduled']} · sent {s['sent']} ({rate}) · "
         f"late {s['late']} (> {s['late_after_s'] * 1000:g} ms) · dropped {s['dropped']}",
     ]
