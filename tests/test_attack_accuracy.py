@@ -1,0 +1,141 @@
+"""The attack engine against the calibrated echo server, over real loopback sockets.
+
+Quick variants of ``benchmarks/accuracy.py``: our percentiles against the server's exact
+hold times (seed 002's rule), coordinated omission made visible by a stalled server, and
+the CLI against a port nobody listens on. Every server runs on 127.0.0.1 with a port the
+OS picks and is stopped by its test. Bounds come from the schedule and the server's ground
+truth, never from how fast this machine happens to be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import uvloop
+
+from pyattacker.attack import AttackPlan, AttackResult, OpenModel, attack, run_attack
+from pyattacker.clock import LoopClock
+from pyattacker.measure import RequestRecord
+from pyattacker.servers import EchoServer, EchoServerProcess
+
+pytestmark = pytest.mark.slow
+
+
+def within_seed_002(ours: float, truth: float) -> bool:
+    """Seed 002's rule: ``|ours - truth| <= max(2 % of truth, 1 ms)``."""
+    return abs(ours - truth) <= max(0.02 * truth, 0.001)
+
+
+def test_percentiles_of_a_lognormal_server_match_its_exact_hold_times() -> None:
+    with EchoServerProcess(delay="lognormal:median=20ms,sigma=0.5") as server:
+        server.reset()
+        plan = AttackPlan.build([server.url + "/"], OpenModel(rate=300), duration=3.0)
+        result = run_attack(plan, stop_on_signals=False)
+        truth = server.stats()
+    assert result.scheduled == 900
+    assert result.dropped == 0
+    assert result.total.by_outcome == {"ok": 900}
+    assert truth["count"] == result.total.requests
+    assert (truth["in_flight"], truth["dropped"]) == (0, 0)
+    ours = {
+        key: result.total.latency.percentile(q)
+        for key, q in (("p50", 50), ("p95", 95), ("p99", 99))
+    }
+    misses = {
+        key: (ours[key], truth[key]) for key in ours if not within_seed_002(ours[key], truth[key])
+    }
+    assert not misses, f"scheduled clock (ours, truth) outside seed 002's rule: {misses}"
+
+
+STALL = 1.0
+RATE = 100.0
+DELAY = 0.005
+# A histogram percentile may read up to 1/2048 of the value low (Histogram's error bound).
+LOW = 1 - 2**-11
+
+
+def stalled_attack() -> tuple[AttackResult, list[RequestRecord], float, float, int]:
+    """100/s for 3 s on one connection; the server stalls for 1 s at t = 1 s.
+
+    Returns the result, the records, the clock just before and just after the server was
+    told to stall (the stall began between the two), and the server's count.
+    """
+    records: list[RequestRecord] = []
+    window: list[float] = []
+
+    async def main() -> tuple[AttackResult, int]:
+        clock = LoopClock()
+        async with EchoServer(delay=f"fixed:{DELAY}s") as server:
+            plan = AttackPlan.build(
+                [server.url + "/"], OpenModel(rate=RATE), duration=3.0, connections=1
+            )
+
+            def stall() -> None:
+                window.append(clock.now())
+                server.stall(STALL)
+                window.append(clock.now())
+
+            asyncio.get_running_loop().call_later(1.0, stall)
+            result = await attack(plan, on_record=records.append)
+            return result, server.stats()["count"]
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        result, served = runner.run(main())
+    return result, records, window[0], window[1], served
+
+
+def test_a_stall_lifts_the_scheduled_clock_and_leaves_the_sent_clock_at_the_delay() -> None:
+    result, records, before, after, served = stalled_attack()
+    assert result.scheduled == len(records) == served == 300
+    assert result.total.by_outcome == {"ok": 300}
+    # One connection: the request on the wire when the stall began is the only one the
+    # server held through it, so it is the only one slow on the sent clock.
+    slow_on_the_wire = [
+        r for r in records if r.service_time is not None and r.service_time >= STALL / 2
+    ]
+    assert len(slow_on_the_wire) == 1
+    # Every request scheduled after the stall began and before it ended waits for its end:
+    # it cannot be answered earlier (the stall began before `after`, lasted STALL from no
+    # earlier than `before`).
+    caught = [r for r in records if after <= r.scheduled < before + STALL]
+    assert len(caught) >= (STALL - (after - before)) * RATE - 1
+    for record in caught:
+        assert record.latency is not None
+        assert record.latency >= before + STALL - record.scheduled
+    # So the scheduled clock's p99 (the 4th-largest of 300) is one of the first four
+    # requests caught, each scheduled within 4 periods of the stall's start.
+    expected_at_least = STALL - (after - before) - 4 / RATE
+    assert result.total.latency.percentile(99) >= expected_at_least * LOW
+    # The sent clock's p99 is a request the stall did not touch: at least the fixed delay
+    # (the server, on this loop, held it that long after it was sent), far from the stall.
+    assert DELAY * LOW <= result.total.service_time.percentile(99) < STALL / 2
+
+
+def refused_port() -> int:
+    """A loopback port that was just free: nobody listens there now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_the_cli_reports_a_refused_port_as_connection_errors_and_exits_1(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    command = [
+        sys.executable, "-m", "pyattacker", "attack", f"http://127.0.0.1:{refused_port()}/",
+        "--rate", "20/s", "--duration", "0.5s", "--quiet", "--json", str(report),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stdout + done.stderr
+    body = json.loads(report.read_text())
+    assert body["summary"]["scheduled"] == 10
+    assert body["summary"]["sent"] == 0
+    assert body["total"]["outcomes"] == {"failed": 10}
+    assert body["total"]["error_classes"] == {"connection": 10}
