@@ -391,3 +391,19 @@ def test_a_window_summarises_its_records_like_request_stats_do() -> None:
     assert series.windows()[2].latency == stats_of(records[1:]).latency.summary()
     assert series.windows()[0].service_time == stats_of(records[:1]).service_time.summary()
     assert stats.latency.count == sum(w.latency.count for w in series.windows())
+
+
+@given(tagged_records())
+def test_adding_a_one_attempt_request_by_its_attempt_equals_adding_its_record(
+    tagged: list[tuple[RequestRecord, int]],
+) -> None:
+    singles = [rec for rec, _ in tagged if len(rec.attempts) == 1]
+    by_record, by_attempt = RequestStats(), RequestStats()
+    windows_by_record, windows_by_attempt = WindowSeries(1.0, 0.0), WindowSeries(1.0, 0.0)
+    for rec in singles:
+        by_record.add(rec)
+        by_attempt.add_attempt(rec.attempts[0])
+        windows_by_record.add(rec)
+        windows_by_attempt.add_attempt(rec.attempts[0])
+    assert by_attempt == by_record
+    assert windows_by_attempt.windows() == windows_by_record.windows()

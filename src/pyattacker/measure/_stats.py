@@ -86,7 +86,7 @@ class RequestStats:
         """
         attempts = record.attempts
         if len(attempts) == 1:
-            self._add_single(attempts[0])
+            self.add_attempt(attempts[0])
             return
         last = attempts[-1]
         outcome = last.outcome
@@ -108,9 +108,12 @@ class RequestStats:
         if end is not None and outcome in ANSWERED:
             self._add_answered(outcome, scheduled, sent, last.first_byte, end)
 
-    def _add_single(self, attempt: Attempt) -> None:
-        """``add`` for a one-attempt request (nearly every request of an attack): the same
-        facts as the general path, without its loops and tuples; the tests check both."""
+    def add_attempt(self, attempt: Attempt) -> None:
+        """Add the request made of this one ``attempt``: exactly what ``add`` of its
+        :class:`RequestRecord` does (the tests check both), without building the record.
+
+        Nearly every request of an attack is one attempt; this is its hot path.
+        """
         outcome = attempt.outcome
         self.requests += 1
         self.attempts += 1

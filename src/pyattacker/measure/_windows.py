@@ -16,7 +16,7 @@ from typing import Any
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
 from pyattacker.measure._histogram import Histogram
-from pyattacker.measure._records import ANSWERED, RequestRecord
+from pyattacker.measure._records import ANSWERED, Attempt, RequestRecord
 from pyattacker.measure._summary import Summary
 
 __all__ = ["Window", "WindowSeries"]
@@ -158,6 +158,22 @@ class WindowSeries:
             tally.latency.record(max(0.0, latency))  # negative: an early timer, see stats
         if service is not None:
             tally.service_time.record(max(0.0, service))
+
+    def add_attempt(self, attempt: Attempt) -> None:
+        """``add`` of the one-attempt request ``attempt``, without building its record."""
+        end, outcome = attempt.end, attempt.outcome
+        scheduled = attempt.scheduled
+        tally = self._tally(scheduled if end is None else end)
+        setattr(tally, outcome.value, getattr(tally, outcome.value) + 1)
+        if outcome not in ANSWERED:
+            return
+        tally.completed += 1
+        if end is None:
+            return
+        tally.latency.record(end - scheduled if end > scheduled else 0.0)
+        sent = attempt.sent
+        if sent is not None:
+            tally.service_time.record(end - sent if end > sent else 0.0)
 
     def note_arrival(self, t: float, in_flight: int) -> None:
         """``note_scheduled(t)`` and ``note_in_flight(t, in_flight)`` in one window lookup
