@@ -8,13 +8,16 @@ is known in advance, to the nanosecond.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 
 from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel, Target
+from pyattacker.attack._run import quiet_gc
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Attempt, Outcome, RequestRecord
@@ -258,3 +261,48 @@ def test_a_generator_that_sends_late_reports_the_rate_it_really_achieved() -> No
     assert result.planned_rate == pytest.approx(10.0)
     assert result.send_span_s == pytest.approx(1.8)
     assert result.achieved_rate == pytest.approx(10 / 1.8)
+
+
+def test_a_stop_records_requests_whose_tasks_never_got_to_run() -> None:
+    # Real time: request 0 blocks the loop for 50 ms, so the scheduler then spawns ~50
+    # overdue arrivals at once; the first of them to run stops the attack, and the rest
+    # are cancelled before their first step. Each must still be counted, as cancelled
+    # (request 0 too: it is still waiting for its answer at the stop).
+    class Stopper:
+        engine: Engine
+
+        async def send(self, target: Target, attempt: Attempt) -> None:
+            attempt.sent = LoopClock().now()
+            if attempt.request == 0:
+                block_the_loop(0.05)
+            else:
+                self.engine.stop("test stop")
+            await asyncio.sleep(0.001)
+            attempt.end = LoopClock().now()
+            attempt.status = 200
+
+    records: list[RequestRecord] = []
+    sender = Stopper()
+    plan = AttackPlan.build([A], OpenModel(rate=1000), duration=1.0)
+    sender.engine = Engine(plan, sender, on_record=records.append)
+    result = asyncio.run(sender.engine.run())
+    assert result.stop_reason == "test stop"
+    assert result.scheduled > 10
+    assert sorted(r.request for r in records) == list(range(result.scheduled))
+    assert result.total.requests == result.scheduled
+    assert result.total.by_outcome == {"cancelled": result.scheduled}
+    assert result.sent == 2  # requests 0 and 1 got as far as sending
+
+
+def block_the_loop(seconds: float) -> None:
+    """Hold the event loop hostage, as a slow callback or a GC pause would."""
+    time.sleep(seconds)
+
+
+def test_quiet_gc_raises_the_young_threshold_and_restores_everything_after() -> None:
+    before = gc.get_threshold()
+    with quiet_gc(gen0=12_345):
+        assert gc.get_threshold()[0] == 12_345
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
