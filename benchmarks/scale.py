@@ -48,7 +48,7 @@ from accuracy import Cpus, Neighbours, cpu_pair, pin_generator, pin_server
 
 from pyattacker.attack import AttackPlan, OpenModel, run_attack
 from pyattacker.clock import wall_time
-from pyattacker.measure import Outcome, RequestRecord
+from pyattacker.measure import Outcome
 from pyattacker.servers import EchoServerProcess
 
 LEVELS = (
@@ -114,41 +114,22 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class SendSpan:
-    """The first ``scheduled`` and the last ``sent`` of the records it sees (``on_record``)."""
-
-    def __init__(self) -> None:
-        self.first = math.inf
-        self.last = -math.inf
-
-    def __call__(self, record: RequestRecord) -> None:
-        scheduled, sent = record.scheduled, record.sent
-        if scheduled < self.first:
-            self.first = scheduled
-        if sent is not None and sent > self.last:
-            self.last = sent
-
-
 def run_level(server: EchoServerProcess, rate: float, hold: float) -> Level:
     """One fresh attack at ``rate`` for ``hold`` seconds against ``server``.
 
-    The achieved rate is measured on the real span of the sends: requests sent divided by
-    the time from the first arrival to the last send, plus one planned period (so a
-    generator that keeps up exactly scores the plan). ``AttackResult.achieved_rate``
-    divides by the *planned* span instead, which a generator that falls behind but sends
-    everything late would still meet.
+    The achieved rate is ``AttackResult.achieved_rate``: sends over the planned span, or
+    over the span until the last send when sending ran past it (a generator that fell
+    behind). No ``on_record`` callback: it would cost the generator a record per request.
     """
     server.reset()
     plan = AttackPlan.build([server.url + "/"], OpenModel(rate=rate), duration=hold)
-    span = SendSpan()
     neighbours = Neighbours(server.pid)
     neighbours.start()
     cpu = cpu_seconds()
-    result = run_attack(plan, on_record=span, stop_on_signals=False)
+    result = run_attack(plan, stop_on_signals=False)
     cpu = cpu_seconds() - cpu
     neighbours.stop()
     total = result.total
-    seconds = span.last - span.first + 1 / rate
     return Level(
         rate=rate,
         schedule_s=result.schedule_s,
@@ -158,7 +139,7 @@ def run_level(server: EchoServerProcess, rate: float, hold: float) -> Level:
         dropped=result.dropped,
         not_ok=total.requests - total.by_outcome[Outcome.OK.value],
         late=result.late,
-        achieved_rate=result.sent / seconds if result.sent else 0.0,
+        achieved_rate=result.achieved_rate,
         lag_p50=total.dispatch_delay.percentile(50),
         lag_p99=total.dispatch_delay.percentile(99),
         latency_p99=total.latency.percentile(99),
