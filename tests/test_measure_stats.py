@@ -145,7 +145,7 @@ def test_empty_stats_round_trip_and_say_so() -> None:
         ("by_status", {"ok": 1}),
         ("by_outcome", {"ok": -2}),
         ("by_outcome", [1, 2]),
-        ("latency", {"version": 9}),
+        ("latency_ok", {"version": 9}),
     ],
 )
 def test_request_stats_from_dict_refuses_bad_data(key: str, value: object) -> None:

@@ -20,13 +20,18 @@ _TOTALS = (
     "bytes_sent",
     "bytes_received",
 )
+# What is stored. Each answered request goes into exactly one of the latency pair and one
+# of the service pair, so a one-attempt OK request costs four records, not six; the public
+# `latency`, `service_time` and `attempt_service_time` are exact merges of these parts
+# (Histogram.merge is exact), built when read. Records are the attack's hottest path.
 _HISTOGRAMS = (
-    "latency",
     "latency_ok",
-    "service_time",
+    "_latency_not_ok",
+    "_service_single",
+    "_service_multi",
+    "_attempt_service_multi",
     "dispatch_delay",
     "ttfb",
-    "attempt_service_time",
 )
 # Counters and how to read their keys back from JSON (where every key is a string).
 _COUNTERS: dict[str, Callable[[str], Any]] = {
@@ -71,12 +76,28 @@ class RequestStats:
         self.by_status: Counter[int] = Counter()
         self.by_error_class: Counter[str] = Counter()
         self.attempts_per_request: Counter[int] = Counter()
-        self.latency = Histogram()
         self.latency_ok = Histogram()
-        self.service_time = Histogram()
+        self._latency_not_ok = Histogram()
+        self._service_single = Histogram()  # one-attempt requests: also their attempt's
+        self._service_multi = Histogram()
+        self._attempt_service_multi = Histogram()  # each attempt of retried requests
         self.dispatch_delay = Histogram()
         self.ttfb = Histogram()
-        self.attempt_service_time = Histogram()
+
+    @property
+    def latency(self) -> Histogram:
+        """Scheduled clock, every answered request (a new histogram on each read)."""
+        return _union(self.latency_ok, self._latency_not_ok)
+
+    @property
+    def service_time(self) -> Histogram:
+        """Sent clock, every answered request (a new histogram on each read)."""
+        return _union(self._service_single, self._service_multi)
+
+    @property
+    def attempt_service_time(self) -> Histogram:
+        """``end - sent`` of every answered attempt (a new histogram on each read)."""
+        return _union(self._service_single, self._attempt_service_multi)
 
     def add(self, record: RequestRecord) -> None:
         """Count ``record`` and record its spans (see the class docstring for which).
@@ -106,7 +127,7 @@ class RequestStats:
             self.dispatch_delay.record(sent - scheduled if sent > scheduled else 0.0)
         end = last.end
         if end is not None and outcome in ANSWERED:
-            self._add_answered(outcome, scheduled, sent, last.first_byte, end)
+            self._add_answered(outcome, scheduled, sent, last.first_byte, end, self._service_multi)
 
     def add_attempt(self, attempt: Attempt) -> None:
         """Add the request made of this one ``attempt``: exactly what ``add`` of its
@@ -136,9 +157,7 @@ class RequestStats:
             self.dispatch_delay.record(sent - scheduled if sent > scheduled else 0.0)
         if end is None or outcome not in ANSWERED:
             return
-        if sent is not None:
-            self.attempt_service_time.record(end - sent if end > sent else 0.0)
-        self._add_answered(outcome, scheduled, sent, attempt.first_byte, end)
+        self._add_answered(outcome, scheduled, sent, attempt.first_byte, end, self._service_single)
 
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
         throttled = 0
@@ -149,21 +168,22 @@ class RequestStats:
                 throttled += 1
             sent, end = attempt.sent, attempt.end
             if sent is not None and end is not None and attempt.outcome in ANSWERED:
-                self.attempt_service_time.record(end - sent if end > sent else 0.0)
+                self._attempt_service_multi.record(end - sent if end > sent else 0.0)
         if throttled:
             self.throttled_attempts += throttled
             self.throttled_requests += 1
 
     def _add_answered(
         self, outcome: Outcome, scheduled: float, sent: float | None, first_byte: float | None,
-        end: float,
+        end: float, service: Histogram,
     ) -> None:  # fmt: skip
         latency = end - scheduled if end > scheduled else 0.0
-        self.latency.record(latency)
         if outcome is Outcome.OK:
             self.latency_ok.record(latency)
+        else:
+            self._latency_not_ok.record(latency)
         if sent is not None:
-            self.service_time.record(end - sent if end > sent else 0.0)
+            service.record(end - sent if end > sent else 0.0)
             if first_byte is not None:
                 self.ttfb.record(first_byte - sent if first_byte > sent else 0.0)
 
@@ -222,3 +242,9 @@ def _count(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"expected a count >= 0, got {value!r}")
     return value
+
+
+def _union(a: Histogram, b: Histogram) -> Histogram:
+    merged = a.copy()
+    merged.merge(b)
+    return merged
