@@ -33,6 +33,7 @@ from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import Sender
+from pyattacker.attack._tally import Tally
 from pyattacker.clock import Clock, LoopClock, epoch_time
 from pyattacker.errors import ErrorClass, error_class_of, retry_after_of
 from pyattacker.measure import (
@@ -41,7 +42,6 @@ from pyattacker.measure import (
     Outcome,
     RequestRecord,
     RequestStats,
-    WindowSeries,
 )
 from pyattacker.pool import (
     ANY,
@@ -124,20 +124,13 @@ class Engine:
             clock=self.clock,
             deadlock_warn_s=None,
         )
-        # With one target its figures are the total's: skip the second aggregate (~5 us).
-        self._per_target = len(self._targets) > 1
         self._rng = random.Random(plan.seed)
         self._affinity: dict[str, str] = {}
-        self.total = RequestStats()
-        self.by_target: dict[str, RequestStats] = {}
+        self._tally = self._new_tally(0.0)
         self.decisions: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
-        self._scheduled = 0
-        self._sent = 0
-        self._late = 0
         self._start = 0.0
-        self._windows: WindowSeries | None = None
         self._stopping: str | None = None
         self._schedule_task: asyncio.Task[None] | None = None
         self._loop_clock: LoopClock | None = None
@@ -145,7 +138,20 @@ class Engine:
         self._started_at = 0.0
         self._schedule_end: float | None = None
         self._last_offset = 0.0
-        self._last_sent = 0.0
+
+    def _new_tally(self, origin: float) -> Tally:
+        return Tally(
+            origin=origin,
+            window=self.plan.window,
+            late_after=self.plan.late_after,
+            per_target=len(self._targets) > 1,
+            on_record=self.on_record,
+        )
+
+    @property
+    def total(self) -> RequestStats:
+        """Every finished request so far (safe to read while running)."""
+        return self._tally.total
 
     # -- driving --------------------------------------------------------------------------
 
@@ -157,7 +163,7 @@ class Engine:
         self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
         self._started_at = epoch_time()
         self._start = self.clock.now()
-        self._windows = WindowSeries(self.plan.window, self._start)
+        self._tally = self._new_tally(self._start)
         schedule = self._open() if isinstance(self.plan.load, OpenModel) else self._closed()
         self._schedule_task = loop.create_task(schedule)
         try:
@@ -198,7 +204,7 @@ class Engine:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled)
         attempt.outcome = Outcome.CANCELLED
         attempt.error_class = ErrorClass.CANCELLED.value
-        self._complete_attempts([attempt])
+        self._tally.finished([attempt])
 
     def _cancel_backlog(self) -> None:
         """Record every queued arrival as cancelled: scheduled, never sent."""
@@ -227,7 +233,7 @@ class Engine:
             self._last_offset = offset
             scheduled = start + offset
             await self._wait_until(scheduled)
-            self._note_scheduled(scheduled)
+            self._tally.arrival(scheduled, self._in_flight)
             if self._in_flight >= cap:
                 self._drop(n, scheduled)
             elif self._queue_when_full and (self._backlog or not self._has_room()):
@@ -270,7 +276,7 @@ class Engine:
             n = next(ordinals)
             if limit is not None and n >= limit:
                 return
-            self._note_scheduled(scheduled)
+            self._tally.arrival(scheduled, self._in_flight)
             self._in_flight += 1
             await self._request(n, scheduled)
             if think > 0:
@@ -318,7 +324,7 @@ class Engine:
         finally:
             self._in_flight -= 1
         if attempts:
-            self._complete_attempts(attempts)
+            self._tally.finished(attempts)
 
     async def _attempt(self, attempt: Attempt) -> BaseException | None:
         """One attempt: lease, send, classify, release. Returns the error, or None if ok."""
@@ -393,59 +399,10 @@ class Engine:
 
     # -- bookkeeping --------------------------------------------------------------------
 
-    def _note_scheduled(self, scheduled: float) -> None:
-        self._scheduled += 1
-        assert self._windows is not None
-        self._windows.note_arrival(scheduled, self._in_flight)
-
     def _drop(self, n: int, scheduled: float) -> None:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled, outcome=Outcome.DROPPED)
         attempt.error = "dropped: max_in_flight requests were already in progress"
-        self._complete_attempts([attempt])
-
-    def _complete_attempts(self, attempts: list[Attempt]) -> None:
-        """Count a finished request; build its record only if it is many attempts or
-        somebody wants records (``on_record``): building one cost ~2 us a request."""
-        if len(attempts) == 1 and self.on_record is None and not self._per_target:
-            self._complete_one(attempts[0])
-        else:
-            self._complete(RequestRecord.from_attempts(attempts))
-
-    def _complete_one(self, attempt: Attempt) -> None:
-        """:meth:`_complete` for a one-attempt request with no record needed."""
-        self.total.add_attempt(attempt)
-        windows = self._windows
-        assert windows is not None
-        sent = attempt.sent
-        if sent is not None:
-            self._sent += 1
-            if sent > self._last_sent:
-                self._last_sent = sent
-            windows.note_sent(sent)
-            if sent - attempt.scheduled > self.plan.late_after:
-                self._late += 1
-        windows.add_attempt(attempt)
-
-    def _complete(self, record: RequestRecord) -> None:
-        self.total.add(record)
-        if self._per_target and record.resource is not None:
-            stats = self.by_target.get(record.resource)
-            if stats is None:
-                stats = self.by_target[record.resource] = RequestStats()
-            stats.add(record)
-        sent = record.sent
-        if sent is not None:
-            self._sent += 1
-            if sent > self._last_sent:
-                self._last_sent = sent
-            assert self._windows is not None
-            self._windows.note_sent(sent)
-            if sent - record.scheduled > self.plan.late_after:
-                self._late += 1
-        assert self._windows is not None
-        self._windows.add(record)
-        if self.on_record is not None:
-            self.on_record(record)
+        self._tally.finished([attempt])
 
     def progress(self) -> Progress:
         """What has happened so far (safe to call while running)."""
@@ -457,8 +414,8 @@ class Engine:
         return Progress(
             elapsed=elapsed,
             planned=planned,
-            scheduled=self._scheduled,
-            sent=self._sent,
+            scheduled=self._tally.scheduled,
+            sent=self._tally.sent,
             completed=total.requests,
             in_flight=self._in_flight,
             dropped=outcomes[Outcome.DROPPED.value],
@@ -480,30 +437,32 @@ class Engine:
             return ran
         if isinstance(load, OpenModel):
             bounds = [b for b in (plan.duration, load.duration) if b is not None]
-            if plan.requests is not None and self._scheduled >= plan.requests:
+            if plan.requests is not None and self._tally.scheduled >= plan.requests:
                 rate = load.rate_at(self._last_offset)
                 return self._last_offset + (1 / rate if rate > 0 else 0.0)
             return min(bounds) if bounds else ran
-        if plan.duration is not None and (plan.requests is None or self._scheduled < plan.requests):
+        if plan.duration is not None and (
+            plan.requests is None or self._tally.scheduled < plan.requests
+        ):
             return plan.duration
         return ran
 
     def _result(self) -> AttackResult:
-        assert self._windows is not None
+        tally = self._tally
         return AttackResult(
             plan=self.plan,
             started_at=self._started_at,
             schedule_s=self._schedule_span(),
             elapsed=self.clock.now() - self._start,
-            send_span_s=max(0.0, self._last_sent - self._start),
-            scheduled=self._scheduled,
-            sent=self._sent,
-            late=self._late,
-            total=self.total,
-            by_target=dict(self.by_target)
-            if self._per_target
-            else {next(iter(self._targets)): self.total},
-            windows=self._windows.windows(),
+            send_span_s=max(0.0, tally.last_sent - self._start),
+            scheduled=tally.scheduled,
+            sent=tally.sent,
+            late=tally.late,
+            total=tally.total,
+            by_target=dict(tally.by_target)
+            if len(self._targets) > 1
+            else {next(iter(self._targets)): tally.total},
+            windows=tally.windows.windows(),
             decisions=dict(self.decisions),
             stop_reason=self._stopping,
         )

@@ -102,6 +102,21 @@ class HttpClient:
         timeouts: Timeouts | None = None,
     ) -> Response:
         """Send one request and read the whole response (never raises for a status)."""
+        _, response = await self._exchange(method, url, headers, body, timeouts, streaming=False)
+        return response
+
+    async def _exchange(
+        self,
+        method: str,
+        url: URL | str,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None,
+        body: bytes | None,
+        timeouts: Timeouts | None,
+        *,
+        streaming: bool,
+    ) -> tuple[Connection, Response]:
+        """Send on a pooled or new connection; return when the response (its head, when
+        ``streaming``) has arrived. A failure or cancellation abandons the exchange."""
         loop = asyncio.get_running_loop()
         response, payload, limits, pool, conn = self._prepare(
             loop, method, url, headers, body, timeouts
@@ -109,12 +124,13 @@ class HttpClient:
         if conn is None:
             conn = await self._connect(pool, response, limits, loop)
         waiter: asyncio.Future[Response] = loop.create_future()
-        conn.send(response, payload, limits, waiter, method=method, streaming=False)
+        conn.send(response, payload, limits, waiter, method=method, streaming=streaming)
         try:
-            return await waiter
+            await waiter
         except BaseException:
             conn.abandon(response)  # no-op unless this exchange is still running
             raise
+        return conn, response
 
     def stream(
         self,
@@ -310,21 +326,10 @@ class _Stream(AbstractAsyncContextManager[Response]):
         self._response: Response | None = None
 
     async def __aenter__(self) -> Response:
-        client = self._client
         method, url, headers, body, timeouts = self._args
-        loop = asyncio.get_running_loop()
-        response, payload, limits, pool, conn = client._prepare(
-            loop, method, url, headers, body, timeouts
+        conn, response = await self._client._exchange(
+            method, url, headers, body, timeouts, streaming=True
         )
-        if conn is None:
-            conn = await client._connect(pool, response, limits, loop)
-        waiter: asyncio.Future[Response] = loop.create_future()
-        conn.send(response, payload, limits, waiter, method=method, streaming=True)
-        try:
-            await waiter
-        except BaseException:
-            conn.abandon(response)
-            raise
         self._conn, self._response = conn, response
         return response
 
