@@ -223,3 +223,17 @@ def test_a_keys_file_makes_one_target_per_key_and_no_key_reaches_the_report(
     assert sorted(report["targets"]) == [f"{echo.url}/ (key 1)", f"{echo.url}/ (key 2)"]
     assert report["plan"]["keys"] == 2
     assert sum(t["requests"] for t in report["targets"].values()) == 20
+
+
+def test_stages_ramp_up_and_down_to_zero_and_send_what_the_ramps_plan(
+    echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 0 -> 200/s over 0.5 s, then 200 -> 0/s over 0.5 s: 50 + 50 planned arrivals.
+    echo.reset()
+    argv = ["attack", echo.url, "--stages", "0.5s:200/s,0.5s:0/s", "--json", "-", "-q"]
+    assert run_cli(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["plan"]["load"]["stages"] == [[0.5, 200.0], [0.5, 0.0]]
+    assert report["summary"]["planned"] == pytest.approx(100.0)
+    assert report["summary"]["scheduled"] == report["summary"]["sent"] == 100
+    assert echo.stats()["count"] == 100

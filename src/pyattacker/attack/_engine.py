@@ -376,7 +376,7 @@ class Engine:
             pools={"targets": self.pool},
             affinity=self._affinity,
             owner=None,
-            algorithm=self.algorithm.name,
+            algorithm=self._name,
             started=clock.now(),
         )
         try:

@@ -276,8 +276,12 @@ def _stages(text: str) -> tuple[Stage, ...]:
 
 
 def _rate_or_zero(text: str, field: str) -> float:
-    if text.strip().split("/")[0].strip() in ("0", "0.0"):
-        return 0.0
+    """A stage's rate: like ``--rate``, except that 0 (a ramp down to nothing) is allowed."""
+    try:
+        if float(text.partition("/")[0]) == 0.0:
+            return 0.0
+    except ValueError:
+        pass  # not a plain number: parse_rate says what is wrong with it
     return parse_rate(text, field=field)
 
 

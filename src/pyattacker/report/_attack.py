@@ -23,7 +23,7 @@ _MAX_WINDOW_ROWS = 120
 
 def attack_json(result: AttackResult, *, indent: int | None = 2) -> str:
     """The full report as JSON (seconds, counts and rates; no opinions)."""
-    return json.dumps(result.to_dict(), indent=indent, allow_nan=False, default=_nan_free)
+    return json.dumps(result.to_dict(), indent=indent, allow_nan=False, default=_unserialisable)
 
 
 def attack_markdown(result: AttackResult) -> str:
@@ -206,5 +206,5 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _nan_free(value: object) -> object:
+def _unserialisable(value: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
