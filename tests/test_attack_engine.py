@@ -306,3 +306,71 @@ def test_quiet_gc_raises_the_young_threshold_and_restores_everything_after() -> 
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_a_request_the_algorithm_gives_no_lease_is_dropped_and_has_no_latency() -> None:
+    # `immediate` with one connection: arrivals while it is busy get no lease at all.
+    plan = AttackPlan.build(
+        [A], OpenModel(rate=10), duration=1.0, connections=1, algorithm="immediate"
+    )
+    result, records = attack(plan, FakeServer(latency=lambda n, t: 0.25))
+    sent = [r for r in records if r.sent is not None]
+    assert [r.request for r in sent] == [0, 3, 6, 9]
+    assert result.total.by_outcome == {"ok": 4, "dropped": 6}
+    assert result.total.latency.count == 4
+    assert result.total.latency.min == pytest.approx(0.25)
+
+
+def test_a_stop_during_a_retry_backoff_keeps_the_attempt_that_was_answered() -> None:
+    server = FakeServer(status=lambda n, a: 429, retry_after=1.0)
+    plan = AttackPlan.build([A], OpenModel(rate=1), requests=1, retry={"max_attempts": 3})
+    result, (record,) = attack(plan, server, stop_at=0.5)
+    assert [a.outcome for a in record.attempts] == [Outcome.THROTTLED]
+    assert result.total.throttled_attempts == 1
+    assert result.total.by_outcome == {"throttled": 1}
+
+
+def test_cancelling_run_from_outside_stops_every_request_and_propagates() -> None:
+    plan = AttackPlan.build([A], ClosedModel(clients=2), duration=100.0)
+    server = FakeServer(latency=lambda n, t: 0.25)
+
+    async def main() -> Engine:
+        engine = Engine(plan, server)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(engine.run(), timeout=1.1)
+        return engine
+
+    engine = run_virtual(main(), start=0.0)
+    progress = engine.progress()
+    # Each client sent at 0, 0.25, 0.5, 0.75 and 1.0; the last two were cut off at 1.1.
+    assert len(server.calls) == 10
+    assert progress.in_flight == 0
+    assert progress.completed == 10
+    assert engine.total.by_outcome == {"ok": 8, "cancelled": 2}
+
+
+def test_a_late_scheduler_still_lets_requests_go_out_while_it_catches_up() -> None:
+    # Real time: request 0 blocks the loop for 50 ms at 20,000 arrivals/s, so ~1,000
+    # arrivals are overdue at once. The scheduler hands the loop back every few dozen of
+    # them, so request 1 is sent long before the backlog of arrivals is all scheduled.
+    seen_at_first_send: list[int] = []
+
+    class Blocking:
+        engine: Engine
+
+        async def send(self, target: Target, attempt: Attempt) -> None:
+            attempt.sent = LoopClock().now()
+            if attempt.request == 0:
+                block_the_loop(0.05)
+            elif attempt.request == 1:
+                seen_at_first_send.append(self.engine.progress().scheduled)
+            await asyncio.sleep(0)
+            attempt.end = LoopClock().now()
+            attempt.status = 200
+
+    sender = Blocking()
+    plan = AttackPlan.build([A], OpenModel(rate=20_000), duration=0.1)
+    sender.engine = Engine(plan, sender)
+    result = asyncio.run(sender.engine.run())
+    assert result.scheduled == 2000
+    assert seen_at_first_send[0] < 200

@@ -3,12 +3,22 @@ server saw, and every one it saw is an attempt we report (DESIGN.md §3, princip
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 
-from pyattacker.attack import AttackPlan, OpenModel, run_attack
-from pyattacker.servers import EchoServerProcess
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    ClosedModel,
+    Engine,
+    HttpSender,
+    OpenModel,
+    run_attack,
+)
+from pyattacker.http import HttpClient, Timeouts
+from pyattacker.servers import EchoServer, EchoServerProcess
 
 pytestmark = pytest.mark.slow  # real servers and a one-second Retry-After
 
@@ -53,3 +63,44 @@ def test_with_retries_every_attempt_is_one_the_server_saw_and_spans_the_request(
     assert total.latency.max is not None
     assert total.latency.max >= 1.0
     assert result.decisions["retryable"] == total.attempts - total.requests
+
+
+def test_targets_sharing_a_host_get_connections_for_all_of_them() -> None:
+    # Two keys on one URL, two connections each, four clients, 200 ms answers, a 100 ms
+    # connect timeout: four requests at once must find four connections, not two plus a
+    # queue that the connect timeout would cut short.
+    with EchoServerProcess(delay="fixed:200ms") as server:
+        plan = AttackPlan.build(
+            [server.url],
+            ClosedModel(clients=4),
+            requests=8,
+            connections=2,
+            headers={"Authorization": "Bearer {key}"},
+            keys=("sk-a", "sk-b"),
+            timeouts=Timeouts(connect=0.1, read=None, total=5.0),
+        )
+        result = run_attack(plan, stop_on_signals=False)
+        assert result.total.by_outcome == {"ok": 8}
+        assert server.stats()["count"] == 8
+
+
+def test_a_stop_mid_flight_still_counts_every_request_that_was_sent() -> None:
+    async def main() -> tuple[int, int, dict[str, int]]:
+        async with EchoServer(delay="fixed:1s") as server:
+            plan = AttackPlan.build([server.url], OpenModel(rate=20), duration=0.5)
+            engine_task = asyncio.ensure_future(attack_with_stop(plan, after=0.7))
+            result = await engine_task
+            stats = server.stats()
+        held = stats["count"] + stats["in_flight"] + stats["dropped"]
+        return result.sent, held, dict(result.total.by_outcome)
+
+    sent, server_saw, outcomes = asyncio.run(main())
+    assert sent == server_saw == 10
+    assert outcomes == {"cancelled": 10}
+
+
+async def attack_with_stop(plan: AttackPlan, *, after: float) -> AttackResult:
+    async with HttpClient() as client:
+        engine = Engine(plan, HttpSender(client))
+        asyncio.get_running_loop().call_later(after, engine.stop, "test stop")
+        return await engine.run()

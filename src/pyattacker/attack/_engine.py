@@ -56,7 +56,7 @@ from pyattacker.pool import (
 
 __all__ = ["Engine", "Progress"]
 
-_REFUSALS = (ErrorClass.RATE_LIMIT,)
+_YIELD_EVERY = 64  # overdue arrivals dispatched between two yields to the loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,20 +167,30 @@ class Engine:
         schedule = self._open() if isinstance(self.plan.load, OpenModel) else self._closed()
         self._schedule_task = loop.create_task(schedule)
         try:
+            await self._run_to_end()
+        except asyncio.CancelledError:
+            # Cancelled from outside (wait_for, a task group): stop like Ctrl-C, leave no
+            # request task behind, then let the cancellation go on.
+            self.stop("cancelled")
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            raise
+        return self._result()
+
+    async def _run_to_end(self) -> None:
+        assert self._schedule_task is not None
+        try:
             await self._schedule_task
         except asyncio.CancelledError:
             if self._stopping is None:
                 raise
         self._schedule_end = self.clock.now()
-        while self._tasks or self._backlog:
-            if self._tasks:
-                await asyncio.wait(set(self._tasks))
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
             if self._stopping is not None:
-                self._cancel_backlog()
                 self._cancel_unstarted()
-            elif self._backlog and not self._tasks:
-                self._admit_backlog()  # defensive: a free connection nobody noticed
-        return self._result()
+        # Queued arrivals are admitted as leases come back, and a stop cancels them, so
+        # none is left here unless the bookkeeping is wrong: then say so, do not hang.
+        self._cancel_backlog()
 
     def stop(self, reason: str = "interrupted") -> None:
         """Stop scheduling and cancel what is in flight; ``run()`` returns soon after."""
@@ -229,10 +239,19 @@ class Engine:
             arrivals = islice(arrivals, self.plan.requests)
         cap = load.max_in_flight
         start = self._start
+        behind = 0
         for n, offset in enumerate(arrivals):
             self._last_offset = offset
             scheduled = start + offset
-            await self._wait_until(scheduled)
+            if self._now() < scheduled:
+                behind = 0
+                await self._wait_until(scheduled)
+            else:
+                # Late: dispatch at once, but let the loop breathe now and then (sends,
+                # answers, the progress ticker and Ctrl-C all wait while we run).
+                behind += 1
+                if behind % _YIELD_EVERY == 0:
+                    await self.clock.sleep(0)
             self._tally.arrival(scheduled, self._in_flight)
             if self._in_flight >= cap:
                 self._drop(n, scheduled)
@@ -268,9 +287,8 @@ class Engine:
     async def _client(
         self, ordinals: Iterator[int], deadline: float | None, limit: int | None, think: float
     ) -> None:
-        clock = self.clock
+        scheduled = self._now()
         while self._stopping is None:
-            scheduled = self._now()
             if deadline is not None and scheduled >= deadline:
                 return
             n = next(ordinals)
@@ -279,8 +297,10 @@ class Engine:
             self._tally.arrival(scheduled, self._in_flight)
             self._in_flight += 1
             await self._request(n, scheduled)
-            if think > 0:
-                await clock.sleep(think)
+            # The next request is due one think time after this one ended: a late wake-up
+            # from that pause is dispatch delay, not hidden.
+            scheduled = self._now() + think
+            await self._wait_until(scheduled)
 
     def _spawn(self, n: int, scheduled: float) -> None:
         self._unstarted[n] = scheduled
@@ -291,40 +311,51 @@ class Engine:
     # -- one request ----------------------------------------------------------------------
 
     async def _request(self, n: int, scheduled: float, *, spawned: bool = False) -> None:
+        """One request, every attempt of it, counted however it ends.
+
+        Cancelled by :meth:`stop`, it is counted and ends quietly; cancelled by anyone
+        else, it is counted and the cancellation goes on.
+        """
         attempts: list[Attempt] = []
         if spawned:
             del self._unstarted[n]  # it tries for a lease now, with no await before
         try:
-            number = 1
-            while True:
-                attempt = Attempt(request=n, attempt=number, scheduled=scheduled)
-                attempts.append(attempt)
-                error = await self._attempt(attempt)
-                if error is None:
-                    break
-                decision = self.plan.retry.decide(
-                    error,
-                    attempts_used=number,
-                    rng=self._rng,
-                    elapsed=self.clock.now() - attempts[0].scheduled,
-                    now=epoch_time(),
-                )
-                self.decisions[decision.reason.value] += 1
-                if not decision.retry or self._stopping is not None:
-                    break
-                scheduled = self.clock.now() + decision.delay_s
-                await self._wait_until(scheduled)
-                number += 1
+            await self._attempts(n, scheduled, attempts)
         except asyncio.CancelledError:
-            if attempts:
-                last = attempts[-1]
-                if last.outcome is not Outcome.OK:
-                    last.outcome = Outcome.CANCELLED
-                    last.error_class = ErrorClass.CANCELLED.value
+            last = attempts[-1] if attempts else None
+            if last is not None and last.end is None and last.outcome is not Outcome.DROPPED:
+                # Cut off mid-attempt. An attempt that had ended (throttled, say, with the
+                # stop coming during its backoff) keeps its outcome.
+                last.outcome = Outcome.CANCELLED
+                last.error_class = ErrorClass.CANCELLED.value
+            if self._stopping is None:
+                raise
         finally:
             self._in_flight -= 1
-        if attempts:
-            self._tally.finished(attempts)
+            if attempts:
+                self._tally.finished(attempts)
+
+    async def _attempts(self, n: int, scheduled: float, attempts: list[Attempt]) -> None:
+        number = 1
+        while True:
+            attempt = Attempt(request=n, attempt=number, scheduled=scheduled)
+            attempts.append(attempt)
+            error = await self._attempt(attempt)
+            if error is None:
+                return
+            decision = self.plan.retry.decide(
+                error,
+                attempts_used=number,
+                rng=self._rng,
+                elapsed=self.clock.now() - attempts[0].scheduled,
+                now=epoch_time(),
+            )
+            self.decisions[decision.reason.value] += 1
+            if not decision.retry or self._stopping is not None:
+                return
+            scheduled = self.clock.now() + decision.delay_s
+            await self._wait_until(scheduled)
+            number += 1
 
     async def _attempt(self, attempt: Attempt) -> BaseException | None:
         """One attempt: lease, send, classify, release. Returns the error, or None if ok."""
@@ -382,12 +413,16 @@ class Engine:
         try:
             return await self.algorithm.acquire(request)
         except Exception as exc:  # no lease: the algorithm gave up (immediate, timeouts)
-            return self._failed(attempt, exc)
+            # Never sent, so no latency: the endpoint did not answer, we did not ask.
+            attempt.outcome = Outcome.DROPPED
+            attempt.error_class = error_class_of(exc).value
+            attempt.error = _one_line(exc)
+            return exc
 
     def _failed(self, attempt: Attempt, exc: BaseException) -> BaseException:
         error_class = error_class_of(exc)
         attempt.error_class = error_class.value
-        attempt.outcome = Outcome.THROTTLED if error_class in _REFUSALS else Outcome.FAILED
+        attempt.outcome = Outcome.of(attempt.status, error_class.value)
         attempt.retry_after = retry_after_of(exc)
         status = getattr(exc, "status", None)
         if attempt.status is None and isinstance(status, int):

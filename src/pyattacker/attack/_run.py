@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import signal
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -43,7 +44,14 @@ async def attack(
     """
     client: HttpClient | None = None
     if sender is None:
-        client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections, clock=clock)
+        # Targets that share an origin (keys, paths on one host) share the client's pool
+        # for that origin: size it for all of them, or a lease would wait again inside.
+        per_origin = Counter(target.url.origin for target in plan.resolved_targets())
+        client = HttpClient(
+            timeouts=plan.timeouts,
+            max_connections=plan.connections * max(per_origin.values()),
+            clock=clock,
+        )
         sender = HttpSender(client, method=plan.method, body=plan.body)
     engine = Engine(plan, sender, clock=clock, on_record=on_record)
     loop = asyncio.get_running_loop()

@@ -44,16 +44,13 @@ class HttpSender:
 
     async def send(self, target: Target, attempt: Attempt) -> None:
         attempt.bytes_sent = self._bytes_out
+        timing = Timing(0.0)  # ours, so a cancelled request still tells when it was sent
         try:
             response = await self.client.request(
-                self.method, target.url, headers=target.headers, body=self.body
+                self.method, target.url, headers=target.headers, body=self.body, timing=timing
             )
-        except Exception as exc:
-            timing = getattr(exc, "timing", None)
-            if isinstance(timing, Timing):
-                _copy(timing, attempt)
-            raise
-        _copy(response.timing, attempt)
+        finally:
+            _copy(timing, attempt)
         attempt.status = response.status
         attempt.bytes_received = len(response.body)
         if response.status >= 400:

@@ -100,9 +100,17 @@ class HttpClient:
         headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
         body: bytes | None = None,
         timeouts: Timeouts | None = None,
+        timing: Timing | None = None,
     ) -> Response:
-        """Send one request and read the whole response (never raises for a status)."""
-        _, response = await self._exchange(method, url, headers, body, timeouts, streaming=False)
+        """Send one request and read the whole response (never raises for a status).
+
+        ``timing``, if given, is the :class:`Timing` the exchange fills in (its ``started``
+        is set now): a caller that keeps it still has ``sent`` and ``first_byte`` when the
+        request is cancelled midway, which no exception carries.
+        """
+        _, response = await self._exchange(
+            method, url, headers, body, timeouts, streaming=False, timing=timing
+        )
         return response
 
     async def _exchange(
@@ -114,12 +122,13 @@ class HttpClient:
         timeouts: Timeouts | None,
         *,
         streaming: bool,
+        timing: Timing | None = None,
     ) -> tuple[Connection, Response]:
         """Send on a pooled or new connection; return when the response (its head, when
         ``streaming``) has arrived. A failure or cancellation abandons the exchange."""
         loop = asyncio.get_running_loop()
         response, payload, limits, pool, conn = self._prepare(
-            loop, method, url, headers, body, timeouts
+            loop, method, url, headers, body, timeouts, timing
         )
         if conn is None:
             conn = await self._connect(pool, response, limits, loop)
@@ -190,11 +199,15 @@ class HttpClient:
         headers: HeadersInput | None,
         body: bytes | None,
         timeouts: Timeouts | None,
+        timing: Timing | None = None,
     ) -> tuple[Response, _Payload, Timeouts, OriginPool, Connection | None]:
         """Everything before the first await: check, encode, try an idle connection."""
         if loop is not self._loop:
             self._bind(loop)
-        timing = Timing(self._now())
+        if timing is None:
+            timing = Timing(self._now())
+        else:
+            timing.started = self._now()
         if self._closed:
             raise RuntimeError("this HttpClient is closed")
         if url.__class__ is not URL:

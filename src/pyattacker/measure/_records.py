@@ -33,8 +33,8 @@ class Outcome(enum.StrEnum):
 
     OK: a response with status < 400. THROTTLED: a refusal (HTTP 429 or 425, or error
     class ``rate_limit``). FAILED: anything else (transport error, timeout, any other
-    4xx/5xx). DROPPED: never sent (the load model's in-flight cap). CANCELLED: interrupted
-    by stop.
+    4xx/5xx). DROPPED: never sent (the load model's in-flight cap, or the acquire algorithm
+    gave no lease). CANCELLED: interrupted by stop.
     """
 
     OK = "ok"
