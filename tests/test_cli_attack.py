@@ -47,6 +47,16 @@ def echo() -> Iterator[EchoServerProcess]:
         (["{url}", "--rate", "10/s", "--duration", "1s", "--body", "@/no/such/file"], "--body"),
         (["{url}", "--rate", "10/s", "--duration", "1s", "-X", "BREW"], "method"),
         (["{url}", "--rate", "10/s", "--duration", "1s", "--key", "sk-1"], "keys"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--json", "."], "--json"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--think", "1s"], "--think"),
+        (["{url}", "--clients", "2", "--duration", "1s", "--arrival", "poisson"], "--clients"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--timeout", "0s"], "--timeout"),
+        (["{url}", "--stages", "1s:10/s,1s:0/banana"], "--stages[1]"),
+        (["{url}", "--rate", "10/s", "--requests", "5", "-H", "Content-Length: 3"], "headers."),
+        (
+            ["{url}", "--rate", "1/s", "--requests", "1", "-H", "A: {key}", "--key", "k\u20ac"],
+            "keys[0]",
+        ),
         (["{url}", "--rate", "10/s", "--duration", "1s", "--keys-file", "nope.txt"], "--keys-file"),
     ],
 )

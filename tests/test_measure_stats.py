@@ -261,7 +261,7 @@ def test_records_count_in_the_window_of_their_end_or_else_their_scheduled_time()
 
 def test_windows_are_dense_from_zero_with_empty_windows_included() -> None:
     series = WindowSeries(0.5, ORIGIN)
-    series.note_scheduled(ORIGIN + 1.6)
+    series.note_arrival(ORIGIN + 1.6, 0)
     windows = series.windows()
     assert [w.index for w in windows] == [0, 1, 2, 3]
     assert [w.scheduled for w in windows] == [0, 0, 0, 1]
@@ -272,14 +272,12 @@ def test_windows_are_dense_from_zero_with_empty_windows_included() -> None:
 
 def test_notes_count_arrivals_and_sends_and_keep_the_largest_in_flight() -> None:
     series = WindowSeries(1.0, ORIGIN)
-    for t in (ORIGIN, ORIGIN + 0.4, ORIGIN + 1.2):
-        series.note_scheduled(t)
+    for t, n in ((ORIGIN, 3), (ORIGIN + 0.4, 7), (ORIGIN + 0.6, 5), (ORIGIN + 1.2, 2)):
+        series.note_arrival(t, n)
     series.note_sent(ORIGIN + 0.9)
-    for t, n in ((ORIGIN + 0.1, 3), (ORIGIN + 0.2, 7), (ORIGIN + 0.3, 5)):
-        series.note_in_flight(t, n)
     first, second = series.windows()
-    assert (first.scheduled, first.sent, first.max_in_flight) == (2, 1, 7)
-    assert (second.scheduled, second.sent, second.max_in_flight) == (1, 0, 0)
+    assert (first.scheduled, first.sent, first.max_in_flight) == (3, 1, 7)
+    assert (second.scheduled, second.sent, second.max_in_flight) == (1, 0, 2)
 
 
 @pytest.mark.parametrize(("t", "match"), [(ORIGIN - 0.001, "before"), (math.nan, "finite")])
@@ -327,12 +325,10 @@ def series_of(events: list[tuple[str, object, int]], part: int | None = None) ->
             series.add(what)
         else:
             t, n = what  # type: ignore[misc]
-            if kind == "scheduled":
-                series.note_scheduled(t)
-            elif kind == "sent":
+            if kind == "sent":
                 series.note_sent(t)
             else:
-                series.note_in_flight(t, n)
+                series.note_arrival(t, n)
     return series
 
 

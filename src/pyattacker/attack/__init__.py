@@ -8,6 +8,7 @@ from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel,
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack
+from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._send import HttpSender, Sender
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "LoadModel",
     "OpenModel",
     "Progress",
+    "SampleWriter",
     "Sender",
     "Stage",
     "Target",

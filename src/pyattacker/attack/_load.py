@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -199,8 +199,3 @@ class ClosedModel:
 
 
 LoadModel = OpenModel | ClosedModel
-
-
-def stages_of(pairs: Sequence[tuple[float, float]]) -> tuple[Stage, ...]:
-    """Stages from ``(duration, rate)`` pairs."""
-    return tuple(Stage(duration, rate) for duration, rate in pairs)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pyattacker._checks import check_number, check_whole
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
 from pyattacker.errors import ConfigError
-from pyattacker.http import URL, Timeouts
+from pyattacker.http import URL, Timeouts, check_request
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
 
@@ -113,6 +113,22 @@ class AttackPlan:
         object.__setattr__(self, "retry", resolve_retry(self.retry))
         resolve_algorithm(self.algorithm)
         self._check_keys()
+        self._check_requests()
+
+    def _check_requests(self) -> None:
+        """Refuse now, naming the field, any request the HTTP client would refuse later
+        (a header it owns, a value it cannot send): otherwise every request of the run
+        would fail the same way."""
+        template = tuple((n, v.replace(KEY_PLACEHOLDER, "key")) for n, v in self.headers)
+        check_request(self.method, self.targets[0], headers=template, body=self.body)
+        for i, key in enumerate(self.keys):
+            filled = tuple((n, v.replace(KEY_PLACEHOLDER, key)) for n, v in self.headers)
+            try:
+                check_request(self.method, self.targets[0], headers=filled, body=self.body)
+            except ConfigError as exc:
+                raise ConfigError(
+                    "this key cannot be sent in a header", field=f"keys[{i}]", hint=exc.message
+                ) from None
 
     def _check_keys(self) -> None:
         templated = any(KEY_PLACEHOLDER in value for _, value in self.headers)
@@ -168,14 +184,3 @@ class AttackPlan:
         )
         pairs = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
         return cls(parsed, load, headers=pairs, retry=resolve_retry(retry), **options)  # type: ignore[arg-type]
-
-    @property
-    def planned_requests(self) -> float | None:
-        """How many requests the plan schedules (expected, for Poisson), if it can say."""
-        if isinstance(self.load, OpenModel):
-            end = self.duration if self.duration is not None else self.load.duration
-            planned = self.load.planned(end) if end is not None else None
-            if self.requests is not None:
-                return float(self.requests) if planned is None else min(planned, self.requests)
-            return planned
-        return None if self.requests is None else float(self.requests)

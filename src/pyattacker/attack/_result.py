@@ -26,7 +26,7 @@ class AttackResult:
 
     ``schedule_s`` is the span of plan the schedule covered (its planned duration when it
     ran to the end, else until the stop); ``send_span_s`` runs from the start to the last
-    first-attempt send, which is later than ``schedule_s`` only when the generator fell
+    request's first send, which is later than ``schedule_s`` only when the generator fell
     behind; ``elapsed`` is the wall time until the last request ended.
     ``stop_reason`` is None when the plan ran to its end.
     """
@@ -76,7 +76,8 @@ class AttackResult:
 
     @property
     def achieved_rate(self) -> float:
-        """First attempts sent per second, over the schedule or, if sending ran past it (a
+        """Requests sent per second (each counted once, at its first send), over the
+        schedule or, if sending ran past it (a
         generator that fell behind), over the span until the last send."""
         span = max(self.schedule_s, self.send_span_s)
         return self.sent / span if span > 0 else 0.0
@@ -133,6 +134,7 @@ def stats_dict(stats: RequestStats) -> dict[str, Any]:
         "error_classes": dict(sorted(stats.by_error_class.items())),
         "attempts_per_request": {str(k): v for k, v in sorted(stats.attempts_per_request.items())},
         "throttled_requests": stats.throttled_requests,
+        "early_sends": stats.early_sends,
         "throttled_attempts": stats.throttled_attempts,
         "latency_s": {
             "scheduled": stats.latency.summary().to_dict(),
@@ -151,10 +153,20 @@ def retry_label(policy: Retrying) -> str:
     """A short, honest description of a retry policy for report headers."""
     if policy.max_attempts == 1:
         return "none (one attempt per request)"
-    return (
+    label = (
         f"up to {policy.max_attempts} attempts, backoff {policy.base:g}s x{policy.factor:g} "
         f"capped at {policy.cap:g}s, jitter {policy.jitter}, Retry-After honoured"
     )
+    if policy.max_total_s is not None:
+        label += f", at most {policy.max_total_s:g}s in all"
+    if policy.on:
+        names = ", ".join(o if isinstance(o, str) else o.__name__ for o in policy.on)
+        label += f", also on {names}"
+    if not policy.retry_classified:
+        label += ", only on those"
+    if policy.retry_unknown:
+        label += ", unknown errors too"
+    return label
 
 
 def plan_dict(plan: AttackPlan) -> dict[str, Any]:

@@ -9,6 +9,7 @@ bad input, 130 interrupted (the report of what ran is still printed).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,10 +17,16 @@ from pathlib import Path
 import click
 
 from pyattacker._units import parse_duration, parse_rate
-from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Stage, run_attack
-from pyattacker.attack._samples import SampleWriter
+from pyattacker.attack import (
+    AttackPlan,
+    ClosedModel,
+    OpenModel,
+    SampleWriter,
+    Stage,
+    run_attack,
+)
 from pyattacker.cli._progress import LiveProgress
-from pyattacker.errors import ConfigError
+from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Timeouts
 from pyattacker.pool import ALGORITHMS
 from pyattacker.report import attack_json, attack_markdown, attack_text
@@ -49,9 +56,7 @@ and every attempt is counted.
 @click.option(
     "--arrival",
     type=click.Choice(["constant", "poisson"]),
-    default="constant",
-    show_default=True,
-    help="Open model: evenly spaced or Poisson arrivals.",
+    help="Open model: evenly spaced (the default) or Poisson arrivals.",
 )
 @click.option(
     "--stages",
@@ -62,9 +67,7 @@ and every attempt is counted.
 @click.option("--clients", type=int, metavar="N", help="Closed model: this many clients in a loop.")
 @click.option(
     "--think",
-    default="0",
     metavar="DURATION",
-    show_default=True,
     help="Closed model: pause between requests.",
 )
 @click.option(
@@ -146,10 +149,10 @@ and every attempt is counted.
 def attack_command(
     urls: Sequence[str],
     rate: str | None,
-    arrival: str,
+    arrival: str | None,
     stages: str | None,
     clients: int | None,
-    think: str,
+    think: str | None,
     duration: str | None,
     requests_: int | None,
     method: str,
@@ -184,11 +187,7 @@ def attack_command(
         method=method,
         headers=[_header(h) for h in headers],
         body=_body(body),
-        timeouts=Timeouts(
-            connect=parse_duration(connect_timeout, field="--connect-timeout"),
-            read=None,
-            total=parse_duration(timeout, field="--timeout"),
-        ),
+        timeouts=_timeouts(timeout, connect_timeout),
         retry=_retry(retry),
         algorithm=algorithm,
         connections=connections,
@@ -197,12 +196,16 @@ def attack_command(
         seed=seed,
         keys=_keys(keys, keys_file),
     )
-    outputs = [p for p in (json_path, markdown_path, samples_path) if p not in (None, "-")]
-    for path in outputs:
-        _check_writable(path)
+    for path, field in (
+        (json_path, "--json"),
+        (markdown_path, "--markdown"),
+        (samples_path, "--samples"),
+    ):
+        if path is not None and path != "-":
+            _check_writable(path, field)
     to_stdout = json_path == "-"
     samples = SampleWriter.open(samples_path) if samples_path else None
-    live = None if quiet else LiveProgress.for_stderr(plan)
+    live = None if quiet else LiveProgress.for_stderr()
     click.echo(f"attacking {', '.join(urls)} — Ctrl-C stops and reports what ran", err=True)
     try:
         result = run_attack(
@@ -229,22 +232,29 @@ def attack_command(
 
 def _load_model(
     rate: str | None,
-    arrival: str,
+    arrival: str | None,
     stages: str | None,
     clients: int | None,
-    think: str,
+    think: str | None,
     max_in_flight: int,
 ) -> OpenModel | ClosedModel:
     if clients is not None:
-        if rate is not None or stages is not None:
+        if rate is not None or stages is not None or arrival is not None:
             raise ConfigError(
-                "--clients (closed model) cannot be combined with --rate/--stages (open model)",
+                "--clients (closed model) cannot be combined with --rate/--stages/--arrival "
+                "(open model)",
                 field="--clients",
                 hint="pick one model",
             )
         if clients < 1:
             raise ConfigError(f"must be >= 1, got {clients}", field="--clients")
-        return ClosedModel(clients, parse_duration(think, field="--think"))
+        return ClosedModel(clients, parse_duration(think or "0", field="--think"))
+    if think is not None:
+        raise ConfigError(
+            "--think applies to the closed model only",
+            field="--think",
+            hint="use it with --clients N; the open model's pace is --rate/--stages",
+        )
     if rate is None and stages is None:
         raise ConfigError(
             "no load model given",
@@ -255,9 +265,22 @@ def _load_model(
     return OpenModel(
         rate=start,
         stages=_stages(stages) if stages else (),
-        arrival=arrival,  # type: ignore[arg-type]
+        arrival=arrival or "constant",  # type: ignore[arg-type]
         max_in_flight=max_in_flight,
     )
+
+
+def _timeouts(total: str, connect: str) -> Timeouts:
+    flags = {"timeouts.total": "--timeout", "timeouts.connect": "--connect-timeout"}
+    try:
+        return Timeouts(
+            connect=parse_duration(connect, field="--connect-timeout"),
+            read=None,
+            total=parse_duration(total, field="--timeout"),
+        )
+    except ConfigError as exc:
+        field = flags.get(exc.field or "", exc.field)
+        raise ConfigError(exc.message, field=field, hint=exc.hint or "e.g. 30s") from None
 
 
 def _stages(text: str) -> tuple[Stage, ...]:
@@ -277,11 +300,14 @@ def _stages(text: str) -> tuple[Stage, ...]:
 
 def _rate_or_zero(text: str, field: str) -> float:
     """A stage's rate: like ``--rate``, except that 0 (a ramp down to nothing) is allowed."""
+    number, slash, unit = text.partition("/")
     try:
-        if float(text.partition("/")[0]) == 0.0:
-            return 0.0
+        zero = float(number) == 0.0
     except ValueError:
-        pass  # not a plain number: parse_rate says what is wrong with it
+        zero = False  # not a plain number: parse_rate says what is wrong with it
+    if zero:
+        parse_rate(f"1{slash}{unit}", field=field)  # the unit must still be one we know
+        return 0.0
     return parse_rate(text, field=field)
 
 
@@ -338,16 +364,23 @@ def _retry(text: str) -> Retrying:
     return resolve_retry(stripped)
 
 
-def _check_writable(path: str) -> None:
-    parent = Path(path).expanduser().resolve().parent
+def _check_writable(path: str, field: str) -> None:
+    """Refuse, before any traffic, an output path the report could not be written to."""
+    target = Path(path).expanduser()
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise ConfigError(f"{path!r} is a folder", field=field, hint="name a file in it")
     if not parent.is_dir():
-        raise ConfigError(
-            f"folder {str(parent)!r} does not exist", field="output", hint="create it first"
-        )
+        raise ConfigError(f"folder {str(parent)!r} does not exist", field=field, hint="create it")
+    if not os.access(target if target.exists() else parent, os.W_OK):
+        raise ConfigError(f"cannot write {path!r}", field=field, hint="check its permissions")
 
 
 def _write(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text + "\n")
         return
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    try:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise PyAttackerError(f"could not write the report to {path!r}: {exc.strerror}") from None

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from pyattacker.attack import AttackPlan, Progress
+from pyattacker.attack import Progress
 
 __all__ = ["LiveProgress"]
 
@@ -22,8 +22,8 @@ class LiveProgress:
         self._live.start()
 
     @classmethod
-    def for_stderr(cls, plan: AttackPlan) -> LiveProgress | None:
-        del plan  # the view is the same for every plan today
+    def for_stderr(cls) -> LiveProgress | None:
+        """A live view on stderr, or None when stderr is not a terminal."""
         console = Console(file=sys.stderr)
         return cls(console) if console.is_terminal else None
 

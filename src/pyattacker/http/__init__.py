@@ -7,8 +7,17 @@ policy to judge and record. See :class:`HttpClient`.
 """
 
 from pyattacker.http._client import HttpClient
+from pyattacker.http._request import check_request
 from pyattacker.http._response import Response
 from pyattacker.http._types import Headers, Timeouts, Timing
 from pyattacker.http._url import URL
 
-__all__ = ["URL", "Headers", "HttpClient", "Response", "Timeouts", "Timing"]
+__all__ = [
+    "URL",
+    "Headers",
+    "HttpClient",
+    "Response",
+    "Timeouts",
+    "Timing",
+    "check_request",
+]

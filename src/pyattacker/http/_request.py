@@ -14,7 +14,7 @@ from pyattacker._version import __version__
 from pyattacker.errors import ConfigError
 from pyattacker.http._url import URL
 
-__all__ = ["HeadersInput", "RequestEncoder"]
+__all__ = ["HeadersInput", "RequestEncoder", "check_request"]
 
 HeadersInput = Mapping[str, str] | Sequence[tuple[str, str]]
 
@@ -166,3 +166,14 @@ def _value(name: object, value: object, field: str) -> bytes:
             field=f"{field}.{name}",
             hint="percent-encode or base64 them",
         ) from exc
+
+
+def check_request(
+    method: str, url: URL, *, headers: HeadersInput | None = None, body: bytes | None = None
+) -> None:
+    """Raise the :class:`~pyattacker.errors.ConfigError` the client would raise for this
+    request (bad method, header name or value, a header the client owns), sending nothing.
+
+    For callers that must refuse bad input before any traffic (``AttackPlan``).
+    """
+    RequestEncoder().encode(method, url, headers, body)

@@ -124,7 +124,8 @@ class Attempt:
         return _span(self.scheduled, self.end)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field and derived span as JSON-able values (one ``--samples`` row).
+        """Every field and derived span as JSON-able values (``RequestRecord.to_dict()``
+        makes the ``--samples`` rows; this is the per-attempt view).
 
         Scalars throughout, except ``token_times`` (a list) and ``usage`` (a dict), which
         are copies and ``None`` when absent. ``outcome`` is its string value.

@@ -30,9 +30,9 @@ _COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropp
 class Window:
     """The facts of one window; ``start`` is relative to the series' origin (seconds).
 
-    ``scheduled``: planned arrivals (by scheduled time). ``sent``: first-attempt sends.
-    Records count in the window of their ``end`` (their ``scheduled`` time if they have
-    none): ``completed = ok + failed + throttled`` (answered requests), while ``dropped``
+    ``scheduled``: planned arrivals (by scheduled time). ``sent``: requests' first sends,
+    by send time (counted when the request finished). Records count in the window of
+    their ``end`` (their ``scheduled`` time if they have none): ``completed = ok + failed + throttled`` (answered requests), while ``dropped``
     and ``cancelled`` are counted beside it. ``latency`` (scheduled clock) and
     ``service_time`` (sent clock) summarise the answered requests, as
     :class:`~pyattacker.measure.RequestStats` does. ``max_in_flight``: the largest
@@ -176,25 +176,16 @@ class WindowSeries:
             tally.service_time.record(end - sent if end > sent else 0.0)
 
     def note_arrival(self, t: float, in_flight: int) -> None:
-        """``note_scheduled(t)`` and ``note_in_flight(t, in_flight)`` in one window lookup
-        (the engine calls this once per arrival)."""
+        """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
+        its window (the engine calls this once per arrival)."""
         tally = self._tally(t)
         tally.scheduled += 1
         if in_flight > tally.max_in_flight:
             tally.max_in_flight = in_flight
 
-    def note_scheduled(self, t: float) -> None:
-        """Count one planned arrival at ``t`` (for achieved-vs-planned rate)."""
-        self._tally(t).scheduled += 1
-
     def note_sent(self, t: float) -> None:
-        """Count one first-attempt send at ``t``."""
+        """Count one request's first send, at ``t``."""
         self._tally(t).sent += 1
-
-    def note_in_flight(self, t: float, in_flight: int) -> None:
-        """Keep the largest ``in_flight`` seen in the window of ``t``."""
-        tally = self._tally(t)
-        tally.max_in_flight = max(tally.max_in_flight, in_flight)
 
     def windows(self) -> list[Window]:
         """Every window from 0 to the last one touched, empty ones included."""

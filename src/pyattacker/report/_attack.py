@@ -139,6 +139,11 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
         f"throttled attempts {total['throttled_attempts']}",
         "Retry decisions: " + _pairs(data["retry_decisions"]),
     ]
+    if total["early_sends"]:
+        lines.append(
+            f"WARNING: {total['early_sends']} requests were sent before their scheduled time "
+            "(a timer fired early); their dispatch delay counts as 0"
+        )
     if len(data["targets"]) > 1:
         for target, stats in data["targets"].items():
             lines.append(
