@@ -32,10 +32,11 @@ class Window:
 
     ``scheduled``: planned arrivals (by scheduled time). ``sent``: requests' first sends,
     by send time (counted when the request finished). Records count in the window of
-    their ``end`` (their ``scheduled`` time if they have none): ``completed = ok + failed + throttled`` (answered requests), while ``dropped``
-    and ``cancelled`` are counted beside it. ``latency`` (scheduled clock) and
-    ``service_time`` (sent clock) summarise the answered requests, as
-    :class:`~pyattacker.measure.RequestStats` does. ``max_in_flight``: the largest
+    their ``end`` (their ``scheduled`` time if they have none): ``completed = ok + failed
+    + throttled`` (answered requests), while ``dropped`` and ``cancelled`` are counted
+    beside it. ``latency`` (scheduled clock) and ``service_time`` (sent clock) summarise
+    the answered requests, as :class:`~pyattacker.measure.RequestStats` does.
+    ``max_in_flight``: the largest
     in-flight count noted in the window.
     """
 
