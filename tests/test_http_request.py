@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pyattacker import __version__
 from pyattacker.errors import ConfigError
-from pyattacker.http import URL
+from pyattacker.http import URL, check_request
 from pyattacker.http._request import RequestEncoder
 
 URL_ = URL.parse("http://127.0.0.1:8080/p?q=1")
@@ -166,3 +166,12 @@ def test_any_value_with_cr_lf_or_nul_is_refused(
     with pytest.raises(ConfigError) as info:
         RequestEncoder().encode("GET", URL_, {name: before + breaker + after}, None)
     assert info.value.field == f"headers.{name}"
+
+
+def test_check_request_refuses_what_the_client_would_and_sends_nothing() -> None:
+    url = URL.parse("http://127.0.0.1:1/")
+    check_request("POST", url, headers={"X-Fine": "yes"}, body=b"{}")
+    with pytest.raises(ConfigError, match="Content-Length"):
+        check_request("GET", url, headers={"Content-Length": "3"})
+    with pytest.raises(ConfigError, match="Latin-1"):
+        check_request("GET", url, headers={"X-A": "\u20ac"})
