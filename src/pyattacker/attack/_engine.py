@@ -372,28 +372,26 @@ class Engine:
         try:
             await self.sender.send(self._targets[resource_id], attempt)
         except asyncio.CancelledError:
-            lease.release_now()
-            self._leased -= 1
-            if self._backlog:
-                self._admit_backlog()
+            self._release(lease)
             raise
         except Exception as exc:
             self._failed(attempt, exc)
             if self.plan.feedback:
                 lease.report(ok=False, error=exc)
-            lease.release_now()
-            self._leased -= 1
-            if self._backlog:
-                self._admit_backlog()
+            self._release(lease)
             return exc
         attempt.outcome = Outcome.OK
         if self.plan.feedback:
             lease.report(ok=True)
+        self._release(lease)
+        return None
+
+    def _release(self, lease: Lease) -> None:
+        """Give the lease back and let the oldest queued arrival have the connection."""
         lease.release_now()
         self._leased -= 1
         if self._backlog:
             self._admit_backlog()
-        return None
 
     async def _acquire(self, attempt: Attempt) -> Lease | BaseException:
         """A lease through the algorithm, or the error that ended the attempt without one."""
@@ -446,6 +444,7 @@ class Engine:
         planned = load.planned(elapsed) if isinstance(load, OpenModel) else None
         total = self.total
         outcomes = total.by_outcome
+        latency, service = total.latency, total.service_time  # each a merge: read once
         return Progress(
             elapsed=elapsed,
             planned=planned,
@@ -456,10 +455,10 @@ class Engine:
             dropped=outcomes[Outcome.DROPPED.value],
             failed=outcomes[Outcome.FAILED.value],
             throttled=outcomes[Outcome.THROTTLED.value],
-            latency_p50=_p(total.latency, 50),
-            latency_p99=_p(total.latency, 99),
-            service_p50=_p(total.service_time, 50),
-            service_p99=_p(total.service_time, 99),
+            latency_p50=_p(latency, 50),
+            latency_p99=_p(latency, 99),
+            service_p50=_p(service, 50),
+            service_p99=_p(service, 99),
         )
 
     def _schedule_span(self) -> float:
