@@ -14,8 +14,10 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $@
 
+# The demo exits 1 when some pipelines failed, and a few fail on purpose (empty documents
+# that no retry can fix); that is the demo working, so make does not call it an error.
 demo: $(BIN)/.installed
-	$(BIN)/pyattacker demo
+	$(BIN)/pyattacker demo || test $$? -eq 1
 
 test: $(BIN)/.installed
 	PATH="$(abspath $(BIN)):$$PATH" scripts/check

@@ -1,4 +1,4 @@
-"""The command line: the error boundary, --version/--help, and the demo."""
+"""The command line: the error boundary, --version/--help, and the kernel demo."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_python_dash_m_runs_the_same_cli() -> None:
 def test_help_lists_every_command_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["--help"]) == 0
     out = capsys.readouterr().out
-    assert "demo" in out
+    for command in ("attack", "demo", "export", "kernel-demo", "report"):
+        assert command in out
     assert "130 interrupted" in out
 
 
@@ -78,8 +79,10 @@ def test_a_bug_of_ours_prints_a_traceback_and_says_so(capsys: pytest.CaptureFixt
     assert "bug in pyattacker" in err
 
 
-def test_the_demo_compares_algorithms_on_the_same_world(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["demo", "--algorithms", "immediate,wait", "--jobs", "60", "--json"]
+def test_the_kernel_demo_compares_algorithms_on_the_same_world(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["kernel-demo", "--algorithms", "immediate,wait", "--jobs", "60", "--json"]
     assert run_cli(args) == 0
     rows = {row["algorithm"]: row for row in json.loads(capsys.readouterr().out)}
     assert set(rows) == {"immediate", "wait"}
@@ -92,18 +95,18 @@ def test_the_demo_compares_algorithms_on_the_same_world(capsys: pytest.CaptureFi
     assert rows["wait"]["unavailable"] == 0
 
 
-def test_the_demo_is_reproducible_for_a_seed(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_kernel_demo_is_reproducible_for_a_seed(capsys: pytest.CaptureFixture[str]) -> None:
     runs = []
     for _ in range(2):
-        assert run_cli(["demo", "--algorithms", "backoff", "--jobs", "40", "--json"]) == 0
+        assert run_cli(["kernel-demo", "--algorithms", "backoff", "--jobs", "40", "--json"]) == 0
         (row,) = json.loads(capsys.readouterr().out)
         row.pop("wall_s")
         runs.append(row)
     assert runs[0] == runs[1]
 
 
-def test_the_demo_prints_a_table_by_default(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli(["demo", "--algorithms", "wait", "--jobs", "20"]) == 0
+def test_the_kernel_demo_prints_a_table_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["kernel-demo", "--algorithms", "wait", "--jobs", "20"]) == 0
     out = capsys.readouterr().out
     assert "20 jobs x 2 calls" in out
     assert "wait" in out
@@ -118,10 +121,10 @@ def test_the_demo_prints_a_table_by_default(capsys: pytest.CaptureFixture[str]) 
         (["--workers", "-1"], "--workers"),
     ],
 )
-def test_bad_demo_input_names_the_option_and_exits_2(
+def test_bad_kernel_demo_input_names_the_option_and_exits_2(
     args: list[str], field: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_cli(["demo", *args]) == 2
+    assert run_cli(["kernel-demo", *args]) == 2
     err = capsys.readouterr().err
     assert field in err
     assert "Traceback" not in err

@@ -20,14 +20,16 @@ def snippets(page: Path) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_python_snippet_on_the_page_runs(page: Path) -> None:
-    for number, code in enumerate(snippets(page), 1):
-        # A real, registered module: dataclasses and pickling look their module up by name.
-        module = types.ModuleType(f"doc_snippet_{page.stem}_{number}")
-        sys.modules[module.__name__] = module
-        try:
+    # One namespace per page: a later snippet builds on what an earlier one defined, as a
+    # reader reading top to bottom would. A real, registered module, because dataclasses,
+    # pickling and the run codecs look their module up by name.
+    module = types.ModuleType(f"doc_snippets_{page.stem}")
+    sys.modules[module.__name__] = module
+    try:
+        for number, code in enumerate(snippets(page), 1):
             exec(compile(code, f"{page.name}[snippet {number}]", "exec"), module.__dict__)
-        finally:
-            del sys.modules[module.__name__]
+    finally:
+        del sys.modules[module.__name__]
 
 
 def test_the_docs_have_snippets_to_run() -> None:

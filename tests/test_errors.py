@@ -53,6 +53,7 @@ def _raises(*_args: object) -> Any:
 def test_errors_exports_exactly_the_public_names() -> None:
     assert set(errors.__all__) == {
         "AcquireTimeout",
+        "CodecError",
         "ConfigError",
         "ConnectError",
         "ErrorClass",
@@ -70,6 +71,7 @@ def test_errors_exports_exactly_the_public_names() -> None:
         "RetryableError",
         "SimulationError",
         "SimulationStalled",
+        "StoreError",
         "WallBudgetExceeded",
         "error_class_of",
         "retry_after_of",

@@ -30,6 +30,7 @@ PUBLIC = {
     "Pool",
     "PoolEvent",
     "PoolNotFound",
+    "PipelineTemplate",
     "PoolStatistics",
     "PyAttackerError",
     "QuotaAware",
@@ -39,17 +40,24 @@ PUBLIC = {
     "RetryDecision",
     "RetryableError",
     "Retrying",
+    "RunReport",
+    "Runner",
     "Selector",
     "Sticky",
+    "Task",
     "TaskContext",
     "Wait",
     "__version__",
     "error_class_of",
     "errors",
+    "fanout",
+    "pipeline",
     "register_algorithm",
+    "register_codec",
     "resolve_algorithm",
     "resolve_retry",
     "retry_after_of",
+    "task",
 }
 
 
@@ -73,17 +81,29 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "measure",
         "attack",
         "report",
+        "run",
+        "store",
     }
     for name in vars(pyattacker):
         if not name.startswith("_") and name not in PUBLIC:
             assert name in public_modules, f"unexpected public attribute {name!r}"
 
 
-@pytest.mark.parametrize("module", ["pyattacker.pool", "pyattacker.testing", "pyattacker.retry"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pyattacker.pool",
+        "pyattacker.testing",
+        "pyattacker.retry",
+        "pyattacker.run",
+        "pyattacker.store",
+    ],
+)
 def test_each_public_module_exports_names_that_exist_in_sorted_order(module: str) -> None:
     mod = importlib.import_module(module)
     names = list(mod.__all__)
-    assert names == sorted(names)
+    # ruff's RUF022 order: SCREAMING_CASE constants, then CamelCase classes, then the rest.
+    assert names == sorted(names, key=lambda n: (not n.isupper(), not n[:1].isupper(), n))
     for name in names:
         assert hasattr(mod, name), f"{module}.{name}"
 

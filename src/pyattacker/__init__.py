@@ -2,7 +2,8 @@
 
 The names here are the public API; everything else lives in a submodule whose name says
 what it holds (``pyattacker.pool``, ``pyattacker.retry``, ``pyattacker.errors``,
-``pyattacker.clock``, ``pyattacker.testing``).
+``pyattacker.clock``, ``pyattacker.run``, ``pyattacker.store``, ``pyattacker.attack``,
+``pyattacker.testing``).
 """
 
 from pyattacker import errors
@@ -45,6 +46,16 @@ from pyattacker.pool import (
     resolve_algorithm,
 )
 from pyattacker.retry import RetryDecision, Retrying, resolve_retry
+from pyattacker.run import (
+    PipelineTemplate,
+    Runner,
+    RunReport,
+    Task,
+    fanout,
+    pipeline,
+    register_codec,
+    task,
+)
 
 __all__ = [
     "AcquireAlgorithm",
@@ -63,6 +74,7 @@ __all__ = [
     "LeaseLeakError",
     "LeastBusy",
     "LoopClock",
+    "PipelineTemplate",
     "Pool",
     "PoolEvent",
     "PoolNotFound",
@@ -75,15 +87,22 @@ __all__ = [
     "RetryDecision",
     "RetryableError",
     "Retrying",
+    "RunReport",
+    "Runner",
     "Selector",
     "Sticky",
+    "Task",
     "TaskContext",
     "Wait",
     "__version__",
     "error_class_of",
     "errors",
+    "fanout",
+    "pipeline",
     "register_algorithm",
+    "register_codec",
     "resolve_algorithm",
     "resolve_retry",
     "retry_after_of",
+    "task",
 ]

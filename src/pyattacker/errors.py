@@ -12,6 +12,8 @@ The tree (our mistakes on the left, the endpoint's on the right)::
     │   └── LeaseLeakError               a lease outlived its task (strict mode only)
     ├── RetryableError                   raise it to say "try again" (error class retryable)
     ├── FatalError                       raise it to say "never retry this" (error class fatal)
+    │   └── CodecError                   a task's output has no codec to store it with
+    ├── StoreError                       the durable record could not be read or written
     ├── IllegalTransition                a health event the state machine forbids
     ├── SimulationError                  the virtual-time loop could not go on
     │   ├── SimulationStalled            nothing runnable and no timer pending
@@ -48,6 +50,7 @@ from pyattacker._classify import (
 
 __all__ = [
     "AcquireTimeout",
+    "CodecError",
     "ConfigError",
     "ConnectError",
     "ErrorClass",
@@ -65,6 +68,7 @@ __all__ = [
     "RetryableError",
     "SimulationError",
     "SimulationStalled",
+    "StoreError",
     "WallBudgetExceeded",
     "error_class_of",
     "retry_after_of",
@@ -222,6 +226,22 @@ class FatalError(PyAttackerError):
     """Raise from a task to forbid retries; classified ``fatal`` and never retried."""
 
     error_class: ClassVar[str] = ErrorClass.FATAL
+
+
+class CodecError(FatalError):
+    """A value no registered codec can encode (or stored bytes that no longer decode).
+
+    Fatal: running the task again would produce the same value. ``field`` names where the
+    value came from (``task "judge" output``) and ``hint`` the fix.
+    """
+
+
+class StoreError(PyAttackerError):
+    """The durable record could not be read or written (disk full, locked, corrupt).
+
+    A run that cannot record stops: going on would lose the facts it promised to keep.
+    ``location`` names the store.
+    """
 
 
 class IllegalTransition(PyAttackerError):

@@ -8,6 +8,8 @@ from pyattacker._version import __version__
 from pyattacker.cli._attack import attack_command
 from pyattacker.cli._demo import demo
 from pyattacker.cli._echo import echo_server
+from pyattacker.cli._kernel_demo import kernel_demo
+from pyattacker.cli._run_commands import export_command, report_command
 
 __all__ = ["cli"]
 
@@ -28,3 +30,6 @@ def cli() -> None:
 cli.add_command(attack_command)
 cli.add_command(demo)
 cli.add_command(echo_server)
+cli.add_command(export_command)
+cli.add_command(kernel_demo)
+cli.add_command(report_command)

@@ -1,108 +1,183 @@
-"""``pyattacker demo``: the kernel on simulated endpoints, in virtual time."""
+"""``pyattacker demo``: the zero-config first run of the Runner, on simulated endpoints.
+
+The command only chooses the store, draws the progress bar and prints the report; the
+simulated world, the tasks and the Runner's settings live in :mod:`pyattacker._run_demo`.
+Exit codes are the run's: 0 every pipeline succeeded, 1 some failed, 2 bad input, 130
+interrupted (with the command that resumes it).
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from pyattacker._demo import DEMO_ALGORITHMS, PROFILES, RETRY, DemoResult, run_demo
+from pyattacker._run_demo import DEMO_POOLS, default_store_path, demo_runner, demo_specs
+from pyattacker.cli._run_commands import print_run_report
+from pyattacker.cli._run_progress import RunProgress
 from pyattacker.errors import ConfigError
-from pyattacker.pool import resolve_algorithm
+from pyattacker.report._run import summarize
+from pyattacker.run import Runner, RunReport
 
 __all__ = ["demo"]
 
 
-def _algorithms(value: str) -> list[str]:
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    if not names:
-        raise ConfigError("name at least one algorithm", field="--algorithms")
-    for name in names:
-        try:
-            resolve_algorithm(name)
-        except ConfigError as exc:
-            raise ConfigError(exc.message, field="--algorithms", hint=exc.hint) from None
-    return names
+def _endpoints() -> str:
+    lines = []
+    for pool, profiles in DEMO_POOLS.items():
+        names = ", ".join(p.id for p in profiles)
+        lines.append(f"  {pool}: {names}")
+    return "\n".join(lines)
 
 
-def _positive(name: str, value: int) -> int:
-    if value < 1:
-        raise ConfigError(f"must be >= 1, got {value}", field=name)
-    return value
+_EPILOG = f"""\b
+Examples:
+  pyattacker demo
+  pyattacker demo --pipelines 2000 --concurrency 64 --seed 3
+  pyattacker demo --store runs/mine.db            (press Ctrl-C halfway, then:)
+  pyattacker demo --store runs/mine.db --resume
+  pyattacker demo --pipelines 50 --json > demo.json
+
+\b
+Pools of simulated endpoints:
+{_endpoints()}
+
+flaky answers 503 often, metered refuses with 429 + Retry-After past its rate, slow is
+slow; search-b fails now and then. About 1 document in 100 is empty and ask refuses it
+with an error no retry policy retries: those pipelines fail, and the report says why.
+Nothing touches the network.
+"""
 
 
-@click.command()
+@click.command("demo", epilog=_EPILOG)
 @click.option(
-    "--algorithms",
-    default=",".join(DEMO_ALGORITHMS),
+    "--pipelines",
+    type=click.IntRange(min=1),
+    default=300,
     show_default=True,
-    help="Comma-separated acquire algorithms to compare.",
+    metavar="N",
+    help="Pipelines to run (fetch → ask → judge → score, one per question).",
 )
-@click.option("--jobs", default=300, show_default=True, help="Jobs of two calls each.")
-@click.option("--workers", default=24, show_default=True, help="Concurrent workers.")
-@click.option("--seed", default=7, show_default=True, help="Same seed, same numbers.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead.")
-def demo(algorithms: str, jobs: int, workers: int, seed: int, as_json: bool) -> None:
-    """Run the kernel against three simulated endpoints, in virtual time.
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=24,
+    show_default=True,
+    metavar="N",
+    help="Attempts in flight at most.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=7,
+    show_default=True,
+    metavar="N",
+    help="Seed of the simulated endpoints' dice (same seed, same dice).",
+)
+@click.option(
+    "--store",
+    "store",
+    metavar="PATH",
+    help="SQLite file to record the run in [default: runs/demo-<timestamp>.db, a new file].",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the run recorded in --store: succeeded pipelines are skipped, the others "
+    "go on from their last checkpoint.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run and its report as one JSON document on stdout.",
+)
+def demo(
+    pipelines: int, concurrency: int, seed: int, store: str | None, resume: bool, as_json: bool
+) -> int:
+    """Run simulated pipelines through the real Runner, with retries, in seconds.
 
-    One pool holds fast-flaky, slow-steady and metered (a token bucket answering 429 with
-    Retry-After). Workers run jobs of two calls; each call leases an endpoint through the
-    acquire algorithm, reports how it went, and is retried as the retry policy decides.
-    Simulated minutes cost a fraction of a real second; nothing touches the network.
+    Each pipeline fetches a document (pool "retrieval"), asks a model about it and has a
+    model judge the answer (pool "llm"), then scores it locally. Attempts lease endpoints
+    from the pools, failed attempts are retried with exponential backoff (honouring
+    Retry-After), and every attempt, decision and checkpoint is recorded in a SQLite store
+    that `pyattacker report` and `pyattacker export` read.
     """
-    names = _algorithms(algorithms)
-    results = run_demo(
-        names,
-        jobs=_positive("--jobs", jobs),
-        workers=_positive("--workers", workers),
-        seed=seed,
-    )
-    if as_json:
-        click.echo(json.dumps([_as_dict(r) for r in results], indent=2))
-        return
-    _render(results, jobs=jobs, workers=workers, seed=seed)
+    path = _store_path(store, resume=resume)
+    runner = demo_runner(path, seed=seed, concurrency=concurrency)
+    with runner:
+        report = _run(runner, pipelines=pipelines, resume=resume, quiet=as_json)
+        if as_json:
+            document = {"run": report.to_dict(), "report": summarize(runner.store)}
+            click.echo(json.dumps(document, indent=2))
+        else:
+            print_run_report(runner.store, as_json=False, errors=5)
+    click.echo(_outcome(report, path, requested=pipelines), err=as_json)
+    return report.exit_code
 
 
-def _as_dict(result: DemoResult) -> dict[str, object]:
-    return {name: getattr(result, name) for name in result.__dataclass_fields__}
-
-
-def _render(results: list[DemoResult], *, jobs: int, workers: int, seed: int) -> None:
-    console = Console()
-    if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        console = Console(width=120)
-    endpoints = ", ".join(f"{p.id} (capacity {p.capacity})" for p in PROFILES)
-    table = Table(
-        title=f"{jobs} jobs x 2 calls, {workers} workers, seed {seed} — simulated time",
-        caption=f"endpoints: {endpoints}; retry: {RETRY!r}",
-    )
-    table.add_column("algorithm", no_wrap=True)
-    headers = ("done", "failed", "calls", "429", "errors", "no lease", "retries", "sim s")
-    for header in (*headers, "wait p95"):
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("leaked", justify="right", no_wrap=True)
-    table.add_column("wall", justify="right", no_wrap=True)
-    for r in results:
-        table.add_row(
-            r.algorithm,
-            str(r.jobs_done),
-            str(r.jobs_failed),
-            str(r.requests),
-            str(r.refusals),
-            str(r.errors),
-            str(r.unavailable),
-            str(r.retries),
-            f"{r.makespan_s:.1f}",
-            f"{r.wait_p95_s:.2f} s",
-            str(r.leaked),
-            f"{r.wall_s * 1000:.0f} ms",
+def _store_path(store: str | None, *, resume: bool) -> Path:
+    """The store to record to; refuses ``--resume`` without an existing ``--store``."""
+    if store is None:
+        if resume:
+            raise ConfigError(
+                "needs --store: which run should it continue?",
+                field="--resume",
+                hint="pyattacker demo --store runs/demo-<timestamp>.db --resume",
+            )
+        path = default_store_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+    path = Path(store)
+    if resume and not path.is_file():
+        raise ConfigError(
+            f"there is no store at {store} to resume",
+            field="--store",
+            hint="drop --resume to start a new run there",
         )
-    console.print(table)
-    console.print(
-        "Same seed, same world: every algorithm meets the same dice. 'sim s' is the "
-        "simulated makespan, 'no lease' calls refused by the acquire algorithm itself, "
-        "'wait p95' the lease wait, 'wall' what simulating it cost.",
-        style="dim",
+    return path
+
+
+def _run(runner: Runner, *, pipelines: int, resume: bool, quiet: bool) -> RunReport:
+    progress = (
+        None if quiet else RunProgress.for_stderr(runner.stats, total=pipelines, label="demo")
     )
+    if progress is None:
+        return runner.run(demo_specs(pipelines), resume=resume)
+    with progress:
+        return runner.run(demo_specs(pipelines), resume=resume)
+
+
+def _outcome(report: RunReport, path: Path, *, requested: int) -> str:
+    """How the run ended, in one line, and the commands to look further (or resume).
+
+    Counts are the store's (earlier runs included); pipelines of the input that no run has
+    reached yet are "not started"."""
+    by_state = report.by_state
+    total = max(requested, sum(by_state.values()))
+    succeeded, failed = by_state.get("succeeded", 0), by_state.get("failed", 0)
+    head = (
+        f"Run {report.run_id} {report.state.value} in {report.elapsed_s:.1f} s: "
+        f"{succeeded} of {total} pipelines succeeded"
+    )
+    if failed:
+        head += f", {failed} failed"
+    resume = f"pyattacker demo --store {path} --resume"
+    if report.resume_hint is not None:
+        unfinished = total - succeeded - failed
+        why = f" ({report.stop_reason})" if report.stop_reason else ""
+        return (
+            f"{head}, {unfinished} unfinished.\nInterrupted{why}; every finished task is "
+            f"kept. Continue where it stopped with:\n  {resume}"
+        )
+    head += "."
+    lines = [
+        head,
+        f"Recorded in {path}. Look closer with:",
+        f"  pyattacker report {path}",
+        f"  pyattacker export {path} attempts.csv --rows attempts --format csv",
+    ]
+    if failed:
+        lines.append(f"  {resume}    (retries the {failed} failed from their last checkpoint)")
+    return "\n".join(lines)

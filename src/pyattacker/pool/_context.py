@@ -5,6 +5,11 @@ may use, so reruns reproduce backoff delays), its ``clock`` and free-form ``meta
 out leases through the acquire algorithms and remembers every lease it handed out until that
 lease comes back, so that ``reclaim_now()`` can force-return whatever a task forgot and
 record the leak (or, with ``strict_leases``, raise ``LeaseLeakError``).
+
+Inside a run (``pyattacker.run``) the Runner fills in who is running: ``run_id``,
+``pipeline_id``, ``task_id``, ``seq`` (the task's index in its pipeline), ``attempt``
+(1-based), the ``store``, and an ``emit`` hook that records ``emit(kind, **data)`` as an event
+of the run. Outside a run those are ``None`` (``attempt`` is 1) and ``emit`` does nothing.
 """
 
 from __future__ import annotations
@@ -35,12 +40,19 @@ class TaskContext:
         self,
         pools: Mapping[str, Pool] | Iterable[Pool] = (),
         *,
-        rng: random.Random | None = None,
+        rng: random.Random | str | None = None,
         clock: Clock | None = None,
         meta: Mapping[str, Any] | None = None,
         pool: str | None = None,
         algorithm: AlgorithmSpec | None = None,
         strict_leases: bool = False,
+        run_id: str | None = None,
+        pipeline_id: str | None = None,
+        task_id: str | None = None,
+        seq: int | None = None,
+        attempt: int = 1,
+        store: object | None = None,
+        emit: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         if isinstance(pools, Mapping):
             self.pools: dict[str, Pool] = dict(pools)
@@ -52,7 +64,8 @@ class TaskContext:
                 self.pools[p.name] = p
         if pool is not None and pool not in self.pools:
             raise PoolNotFound(pool, known=list(self.pools))
-        self.rng = rng if rng is not None else random.Random()
+        # A str is a seed: the Random is built on first use (most attempts never draw).
+        self._rng: random.Random | str | None = rng
         first = next(iter(self.pools.values()), None)
         self.clock: Clock = clock or (first.clock if first is not None else LoopClock())
         self.meta: dict[str, Any] = dict(meta or {})
@@ -62,6 +75,63 @@ class TaskContext:
         #: resource id remembered per pool name by affinity-minded algorithms (``sticky``).
         self.affinity: dict[str, str] = {}
         self._held: dict[Lease, None] = {}
+        self.run_id = run_id
+        self.pipeline_id = pipeline_id
+        self.task_id = task_id
+        self.seq = seq
+        self.attempt = attempt
+        self.store = store
+        self._emit = emit
+        #: ``pool/resource`` of every lease handed out through this context, in order.
+        self.leased: list[str] = []
+
+    @property
+    def rng(self) -> random.Random:
+        """The attempt's randomness: the ``Random`` given, one seeded with the ``str`` given
+        (built on first use, so reruns of an attempt draw the same numbers), or a fresh
+        OS-seeded one."""
+        rng = self._rng
+        if not isinstance(rng, random.Random):
+            rng = self._rng = random.Random() if rng is None else random.Random(rng)
+        return rng
+
+    @rng.setter
+    def rng(self, value: random.Random) -> None:
+        self._rng = value
+
+    def emit(self, kind: str, **data: Any) -> None:
+        """Record an event of the run (``kind`` named ``<area>.<what>``); a no-op outside a
+        run. ``data`` must be JSON-able; secret-looking keys are masked before storing."""
+        if self._emit is not None:
+            self._emit(kind, data)
+
+    def derive(
+        self, *, pool: str | None = None, algorithm: AlgorithmSpec | None = None
+    ) -> TaskContext:
+        """A context for a part of this attempt (a ``fanout`` branch) with its own default
+        pool and algorithm, sharing everything else: ids, rng, clock, the emit hook, and the
+        held-lease ledger, so ``reclaim_now()`` on this context covers the branch's leases."""
+        child = TaskContext(
+            self.pools,
+            clock=self.clock,
+            meta=self.meta,
+            pool=pool if pool is not None else self.default_pool,
+            algorithm=algorithm if algorithm is not None else self.algorithm,
+            strict_leases=self.strict_leases,
+            run_id=self.run_id,
+            pipeline_id=self.pipeline_id,
+            task_id=self.task_id,
+            seq=self.seq,
+            attempt=self.attempt,
+            store=self.store,
+            emit=self._emit,
+        )
+        child.meta = self.meta
+        child.affinity = self.affinity
+        child._held = self._held
+        child.leased = self.leased
+        child._rng = self.rng  # one sequence of draws for the whole attempt
+        return child
 
     def pool(self, name: str | None = None) -> Pool:
         """The named pool, else the default pool, else the only pool; ``PoolNotFound`` if none."""
@@ -152,6 +222,7 @@ class TaskContext:
 
     def _adopt(self, lease: Lease) -> None:
         self._held[lease] = None
+        self.leased.append(f"{lease.pool.name}/{lease.resource.id}")
 
     def _forget(self, lease: Lease) -> None:
         self._held.pop(lease, None)

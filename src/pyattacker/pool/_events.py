@@ -23,7 +23,7 @@ not reach the pool's caller. Event data never holds a secret: resource specs are
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -55,28 +55,46 @@ Subscriber = Callable[[PoolEvent], None]
 
 
 class EventBus:
-    """An ordered list of subscribers; ``active`` is False when nobody listens (cheap path)."""
+    """An ordered list of subscribers, each with the kinds it wants (``None``: all).
 
-    __slots__ = ("_subscribers",)
+    ``wants(kind)`` is the cheap check the pool makes before building an event: with nobody
+    listening for ``kind`` no event object is made at all.
+    """
+
+    __slots__ = ("_everything", "_kinds", "_subscribers")
 
     def __init__(self) -> None:
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: list[tuple[Subscriber, frozenset[str] | None]] = []
+        self._everything = 0
+        self._kinds: set[str] = set()
 
     @property
     def active(self) -> bool:
         return bool(self._subscribers)
 
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        self._subscribers.append(fn)
+    def wants(self, kind: str) -> bool:
+        return self._everything > 0 or kind in self._kinds
+
+    def subscribe(self, fn: Subscriber, kinds: Iterable[str] | None = None) -> Callable[[], None]:
+        entry = (fn, None if kinds is None else frozenset(kinds))
+        self._subscribers.append(entry)
+        self._reindex()
 
         def unsubscribe() -> None:
-            if fn in self._subscribers:
-                self._subscribers.remove(fn)
+            if entry in self._subscribers:
+                self._subscribers.remove(entry)
+                self._reindex()
 
         return unsubscribe
 
+    def _reindex(self) -> None:
+        self._everything = sum(1 for _, kinds in self._subscribers if kinds is None)
+        self._kinds = {k for _, kinds in self._subscribers if kinds is not None for k in kinds}
+
     def publish(self, event: PoolEvent) -> None:
-        for fn in tuple(self._subscribers):
+        for fn, kinds in tuple(self._subscribers):
+            if kinds is not None and event.kind not in kinds:
+                continue
             try:
                 fn(event)
             except Exception:  # a broken subscriber must not break leasing

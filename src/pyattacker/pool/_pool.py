@@ -177,12 +177,13 @@ class Pool:
 
     # -- events -------------------------------------------------------------------------
 
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn(event)`` for every future event; returns the unsubscribe function."""
-        return self._bus.subscribe(fn)
+    def subscribe(self, fn: Subscriber, kinds: Iterable[str] | None = None) -> Callable[[], None]:
+        """Call ``fn(event)`` for every future event (of ``kinds`` only, when given: the
+        pool then builds no event nobody wants); returns the unsubscribe function."""
+        return self._bus.subscribe(fn, kinds)
 
     def _emit(self, kind: str, resource: str | None = None, **data: Any) -> None:
-        if self._bus.active:
+        if self._bus.wants(kind):
             self._bus.publish(PoolEvent(kind, self.name, self.clock.now(), resource, data))
 
     # -- the allocator ------------------------------------------------------------------
@@ -315,7 +316,7 @@ class Pool:
     def _release(self, lease: Lease) -> None:
         slot = lease._slot
         slot.active -= 1
-        if self._bus.active:
+        if self._bus.wants("lease.released"):
             held_s = self.clock.now() - lease.acquired_at
             self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)

@@ -1,0 +1,124 @@
+"""``pyattacker report`` and ``pyattacker export``: read a run's store, change nothing.
+
+Both open the store read-only, so they work beside a live run (SQLite WAL readers never
+block the writer) and can never create or alter a file: a missing store is a ``ConfigError``
+(exit 2) naming the path. The numbers come from :func:`pyattacker.report._run.summarize`,
+computed from the stored rows every time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from pyattacker.errors import ConfigError
+from pyattacker.report._run import render_run_text, summarize
+from pyattacker.store import EXPORT_FORMATS, ROW_KINDS, RowKind, Store, export_rows, open_store
+
+__all__ = ["export_command", "open_reader", "print_run_report", "report_command"]
+
+_REPORT_EPILOG = """\b
+Examples:
+  pyattacker report runs/demo-20261130-084200.db
+  pyattacker report runs/eval.db --json > summary.json
+  pyattacker report runs/eval.db --errors 20
+
+\b
+Safe beside a live run: the store is opened read-only. Every figure is computed from the
+stored rows (runs, pipelines, tasks, attempts, events); nothing is written.
+"""
+
+_EXPORT_EPILOG = """\b
+Examples:
+  pyattacker export runs/eval.db attempts.csv --rows attempts --format csv
+  pyattacker export runs/eval.db pipelines.jsonl --rows pipelines
+  pyattacker export runs/eval.db tasks.parquet --rows tasks     (needs pyattacker[parquet])
+
+\b
+Rows come oldest first; in csv and parquet, JSON-shaped columns hold JSON text. Pipelines
+come nested, each with its tasks and their attempts; artifacts with their decoded value.
+The count of rows written is printed on stderr. The store is opened read-only, and OUT
+appears whole or not at all.
+"""
+
+
+def open_reader(location: str) -> Store:
+    """The store at ``location``, opened read-only; ``ConfigError`` (field ``STORE``) if
+    there is no file there. Never creates anything."""
+    path = Path(location)
+    if not path.is_file():
+        what = "is a directory, not a store" if path.is_dir() else "does not exist"
+        raise ConfigError(
+            f"{location} {what}",
+            field="STORE",
+            hint="pass the .db file a run wrote, e.g. runs/demo-<timestamp>.db",
+        )
+    return open_store(location, read_only=True)
+
+
+def print_run_report(store: Store, *, as_json: bool, errors: int) -> None:
+    """Summarize ``store`` and print it: JSON on stdout, or tables sized to the terminal."""
+    summary = summarize(store, errors=errors)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    console = Console()
+    if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        console = Console(width=120)
+    console.print(render_run_text(summary))
+
+
+@click.command("report", epilog=_REPORT_EPILOG)
+@click.argument("store", metavar="STORE")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead.")
+@click.option(
+    "--errors",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="Show the N most frequent error messages.",
+)
+def report_command(store: str, as_json: bool, errors: int) -> None:
+    """Summarize a run's store: pipelines, tasks, attempts, retries, resources, errors."""
+    reader = open_reader(store)
+    try:
+        print_run_report(reader, as_json=as_json, errors=errors)
+    finally:
+        reader.close()
+
+
+@click.command("export", epilog=_EXPORT_EPILOG)
+@click.argument("store", metavar="STORE")
+@click.argument("out", metavar="OUT")
+@click.option(
+    "--rows",
+    "kind",
+    type=click.Choice(ROW_KINDS),
+    required=True,
+    help="Which rows to write.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    help="File format (default: from OUT's extension, e.g. .csv; else jsonl).",
+)
+def export_command(store: str, out: str, kind: str, fmt: str | None) -> None:
+    """Write one kind of a store's rows to a file OUT (replaced atomically)."""
+    fmt = fmt or _format_of(out)
+    reader = open_reader(store)
+    try:
+        written = export_rows(reader, out, kind=RowKind(kind), fmt=fmt)
+    finally:
+        reader.close()
+    click.echo(f"{written} {kind} rows written to {out}", err=True)
+
+
+def _format_of(out: str) -> str:
+    """The export format OUT's extension names, or ``jsonl`` when it names none."""
+    suffix = Path(out).suffix.lstrip(".").lower()
+    return suffix if suffix in EXPORT_FORMATS else "jsonl"

@@ -1,0 +1,446 @@
+"""The run report: what a store says happened, summed up (DESIGN.md §3, principle 4).
+
+:func:`summarize` reads only ``store.runs()`` and ``store.rows(kind)``, so it works on any
+``Store`` (memory or SQLite, a finished run or a live one opened read-only beside it) and
+stores nothing: the summary is an opinion computed from facts, every time it is asked for.
+Rows are streamed; memory grows with the number of distinct keys (task names, resources,
+error classes, decision reasons, event kinds, distinct error messages), never with the
+number of rows. Attempt durations go into one bounded :class:`~pyattacker.measure.Histogram`
+per task, so their percentiles are nearest-rank within the histogram's 0.05 %.
+
+:func:`render_run_text` turns a summary into rich tables; ``json.dumps(summary)`` is the
+JSON form. Both show the same numbers because both read the same dict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from pyattacker.errors import ConfigError
+from pyattacker.measure import Histogram
+from pyattacker.store import RowKind, Store
+
+__all__ = ["render_run_text", "summarize"]
+
+_TASK_STATES = ("succeeded", "failed", "interrupted")
+_THROTTLED = "rate_limit"
+_TEXT = ("class", "tasks", "message")
+_NONE = "\N{EN DASH}"  # what a table shows for "no value"
+
+
+def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
+    """Everything the report prints, as plain JSON-ready values.
+
+        Keys: ``store`` (its location); ``runs`` (oldest first: ``run_id``, ``state``,
+        ``started_at``/``ended_at`` epoch seconds, ``elapsed_s``, ``stop_reason``,
+        ``resumes``); ``pipelines`` (``total``, ``by_state``, and ``failed_because``: the
+    ``errors`` most frequent errors that ended failed pipelines, each with ``error``,
+    ``count`` and ``example_pipeline_id``); ``tasks`` (by name, in pipeline
+        order: ``succeeded``/``failed``/``interrupted`` task rows, ``attempts`` rows, and
+        ``duration_s`` = ``count``/``p50``/``p95``/``max`` over *every* attempt of the task,
+        failed ones included, ``None`` when there are none); ``attempts`` (``total``,
+        ``by_outcome``, ``by_error_class``, ``retries`` and ``retry_wait_s`` — the decisions that
+        said "try again" and the delays they chose —, ``decisions`` by reason, ``by_resource``:
+        per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``);
+        ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
+        ``message``, ``count``, ``gave_up`` — how many of them ended their task —, ``tasks``,
+        ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind.
+
+        Counters are ordered by count, largest first. Raises ``ConfigError`` (field
+        ``errors``) for a negative ``errors``; whatever the store raises passes through.
+    """
+    if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
+        raise ConfigError(f"must be an integer >= 0, got {errors!r}", field="errors")
+    tally = _Tally()
+    for row in store.rows(RowKind.PIPELINES):
+        tally.pipeline(row)
+    for row in store.rows(RowKind.TASKS):
+        tally.task_row(row)
+    for row in store.rows(RowKind.ATTEMPTS):
+        tally.attempt(row)
+    events = Counter(str(row["kind"]) for row in store.rows(RowKind.EVENTS))
+    return {
+        "store": store.location,
+        "runs": [_run(run) for run in _run_dicts(store)],
+        "pipelines": {
+            "total": sum(tally.pipelines.values()),
+            "by_state": _ranked(tally.pipelines),
+            "failed_because": tally.failure_causes(errors),
+        },
+        "tasks": tally.tasks_summary(),
+        "attempts": tally.attempts_summary(),
+        "errors": tally.top_errors(errors),
+        "errors_distinct": len(tally.errors),
+        "events": _ranked(events),
+    }
+
+
+# -- tallies -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _TaskTally:
+    seq: int
+    states: Counter[str] = field(default_factory=Counter)
+    attempts: int = 0
+    durations: Histogram = field(default_factory=Histogram)
+
+
+@dataclass(slots=True)
+class _ErrorTally:
+    count: int = 0
+    gave_up: int = 0
+    tasks: set[str] = field(default_factory=set)
+    example: str | None = None
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Running counts over streamed rows; one entry per distinct key."""
+
+    pipelines: Counter[str] = field(default_factory=Counter)
+    causes: dict[str, _ErrorTally] = field(default_factory=dict)
+    tasks: dict[str, _TaskTally] = field(default_factory=dict)
+    total: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    error_classes: Counter[str] = field(default_factory=Counter)
+    decisions: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    retry_wait_s: float = 0.0
+    resources: dict[str, Counter[str]] = field(default_factory=dict)
+    errors: dict[tuple[str, str], _ErrorTally] = field(default_factory=dict)
+
+    def pipeline(self, row: Mapping[str, Any]) -> None:
+        state = str(row["state"])
+        self.pipelines[state] += 1
+        if state == "failed":
+            message = str(row.get("error") or "(no message)")
+            found = self.causes.get(message)
+            if found is None:
+                found = self.causes[message] = _ErrorTally(example=str(row["pipeline_id"]))
+            found.count += 1
+
+    def failure_causes(self, limit: int) -> list[dict[str, Any]]:
+        ranked = sorted(self.causes.items(), key=lambda item: (-item[1].count, item[0]))
+        return [
+            {"error": message, "count": tally.count, "example_pipeline_id": tally.example}
+            for message, tally in ranked[:limit]
+        ]
+
+    def _task(self, name: str, seq: int) -> _TaskTally:
+        found = self.tasks.get(name)
+        if found is None:
+            found = self.tasks[name] = _TaskTally(seq)
+        found.seq = min(found.seq, seq)
+        return found
+
+    def task_row(self, row: Mapping[str, Any]) -> None:
+        self._task(str(row["name"]), int(row["seq"])).states[str(row["state"])] += 1
+
+    def attempt(self, row: Mapping[str, Any]) -> None:
+        task = self._task(str(row["task"]), int(row["seq"]))
+        task.attempts += 1
+        duration = row.get("duration_s")
+        if isinstance(duration, int | float) and math.isfinite(duration):
+            task.durations.record(max(0.0, float(duration)))
+        outcome = str(row["outcome"])
+        error_class = row.get("error_class")
+        self.total += 1
+        self.outcomes[outcome] += 1
+        if error_class is not None:
+            self.error_classes[str(error_class)] += 1
+        decision = row.get("decision") or {}
+        self.decisions[str(decision.get("reason", outcome))] += 1
+        if decision.get("retry"):
+            self.retries += 1
+            self.retry_wait_s += float(decision.get("delay_s") or 0.0)
+        for resource in row.get("resources") or ():
+            counts = self.resources.setdefault(str(resource), Counter())
+            counts["attempts"] += 1
+            counts[outcome] += 1
+            if error_class == _THROTTLED:
+                counts["throttled"] += 1
+        if outcome == "failed":
+            self._error(row, decision)
+
+    def _error(self, row: Mapping[str, Any], decision: Mapping[str, Any]) -> None:
+        key = (str(row.get("error_class") or "unknown"), str(row.get("error") or "(no message)"))
+        found = self.errors.get(key)
+        if found is None:
+            found = self.errors[key] = _ErrorTally(example=str(row["pipeline_id"]))
+        found.count += 1
+        found.gave_up += 0 if decision.get("retry") else 1
+        found.tasks.add(str(row["task"]))
+
+    def tasks_summary(self) -> dict[str, Any]:
+        ordered = sorted(self.tasks.items(), key=lambda item: (item[1].seq, item[0]))
+        return {
+            name: {
+                **{state: tally.states.get(state, 0) for state in _TASK_STATES},
+                "attempts": tally.attempts,
+                "duration_s": _durations(tally.durations),
+            }
+            for name, tally in ordered
+        }
+
+    def attempts_summary(self) -> dict[str, Any]:
+        by_resource = {
+            name: {
+                "attempts": counts["attempts"],
+                "ok": counts["ok"],
+                "failed": counts["failed"],
+                "cancelled": counts["cancelled"],
+                "throttled": counts["throttled"],
+            }
+            for name, counts in sorted(self.resources.items())
+        }
+        return {
+            "total": self.total,
+            "by_outcome": _ranked(self.outcomes),
+            "by_error_class": _ranked(self.error_classes),
+            "retries": self.retries,
+            "retry_wait_s": self.retry_wait_s,
+            "decisions": _ranked(self.decisions),
+            "by_resource": by_resource,
+        }
+
+    def top_errors(self, limit: int) -> list[dict[str, Any]]:
+        ranked = sorted(self.errors.items(), key=lambda item: (-item[1].count, item[0]))
+        return [
+            {
+                "error_class": error_class,
+                "message": message,
+                "count": tally.count,
+                "gave_up": tally.gave_up,
+                "tasks": sorted(tally.tasks),
+                "example_pipeline_id": tally.example,
+            }
+            for (error_class, message), tally in ranked[:limit]
+        ]
+
+
+# -- text ----------------------------------------------------------------------------------
+
+
+def render_run_text(summary: Mapping[str, Any]) -> RenderableType:
+    """The summary as rich tables for a terminal (``Console.print`` it; any width works).
+
+    Shows a headline, the runs, the tasks with their attempt durations, the resources, the
+    attempts with the retry decisions, the top errors and the events. Sections with nothing
+    to show are left out. Reads only ``summary``: equal summaries render equally.
+    """
+    head = Text(f"pyattacker run report — {summary['store']}\n", style="bold")
+    head.append(_headline(summary["pipelines"]), style="")
+    parts: list[RenderableType] = [head, Text()]
+    for section in (_runs_table, _tasks_table, _resources_table):
+        table = section(summary)
+        if table is not None:
+            parts.append(table)
+    lines = _attempt_lines(summary["attempts"])
+    if lines:
+        parts += [Text("\n".join(lines)), Text()]
+    for section in (_failures_grid, _errors_table):
+        table = section(summary)
+        if table is not None:
+            parts += [table, Text()]
+    if summary["events"]:
+        parts.append(Text(f"Events: {_counts(summary['events'])}"))
+    return Group(*parts)
+
+
+def _headline(pipelines: Mapping[str, Any]) -> str:
+    total = pipelines["total"]
+    if not total:
+        return "No pipelines recorded yet."
+    noun = "pipeline" if total == 1 else "pipelines"
+    return f"{total} {noun}: {_counts(pipelines['by_state'])}"
+
+
+def _table(title: str, *columns: str, left: tuple[str, ...] = ()) -> Table:
+    """A table whose first column and the ``left`` ones are text; the rest are numbers."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, column in enumerate(columns):
+        text = i == 0 or column in left
+        table.add_column(column, justify="left" if text else "right", no_wrap=i == 0)
+    return table
+
+
+def _runs_table(summary: Mapping[str, Any]) -> Table | None:
+    if not summary["runs"]:
+        return None
+    table = _table(
+        "Runs",
+        "run",
+        "state",
+        "started",
+        "elapsed",
+        "stop reason",
+        left=("state", "started", "stop reason"),
+    )
+    for run in summary["runs"]:
+        table.add_row(
+            run["run_id"],
+            run["state"],
+            _local_time(run["started_at"]),
+            _seconds(run["elapsed_s"]),
+            run["stop_reason"] or _NONE,
+        )
+    return table
+
+
+def _tasks_table(summary: Mapping[str, Any]) -> Table | None:
+    if not summary["tasks"]:
+        return None
+    table = _table(
+        "Tasks (durations over every attempt)",
+        "task",
+        *_TASK_STATES,
+        "attempts",
+        "p50",
+        "p95",
+        "max",
+    )
+    for name, task in summary["tasks"].items():
+        durations = task["duration_s"]
+        table.add_row(
+            name,
+            *(str(task[state]) for state in _TASK_STATES),
+            str(task["attempts"]),
+            *(_seconds(durations[q]) for q in ("p50", "p95", "max")),
+        )
+    return table
+
+
+def _resources_table(summary: Mapping[str, Any]) -> Table | None:
+    resources = summary["attempts"]["by_resource"]
+    if not resources:
+        return None
+    columns = ("attempts", "ok", "failed", "throttled", "cancelled")
+    table = _table("Resources (attempts that leased each)", "resource", *columns)
+    for name, counts in resources.items():
+        table.add_row(name, *(str(counts[column]) for column in columns))
+    return table
+
+
+def _attempt_lines(attempts: Mapping[str, Any]) -> list[str]:
+    if not attempts["total"]:
+        return []
+    lines = [f"Attempts: {attempts['total']} — {_counts(attempts['by_outcome'])}"]
+    if attempts["by_error_class"]:
+        lines.append(f"Error classes: {_counts(attempts['by_error_class'])}")
+    lines.append(f"Retry decisions: {_counts(attempts['decisions'])}")
+    if attempts["retries"]:
+        lines.append(
+            f"{attempts['retries']} retries, waiting {_seconds(attempts['retry_wait_s'])} "
+            "in total (parked, holding no worker)"
+        )
+    return lines
+
+
+def _failures_grid(summary: Mapping[str, Any]) -> Table | None:
+    causes = summary["pipelines"]["failed_because"]
+    if not causes:
+        return None
+    grid = Table(
+        title="Failed pipelines, by the error that ended them",
+        title_justify="left",
+        box=None,
+        show_header=False,
+        pad_edge=False,
+    )
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
+    grid.add_column(no_wrap=True, style="dim")
+    for cause in causes:
+        grid.add_row(
+            str(cause["count"]), cause["error"], f"e.g. {_short_id(cause['example_pipeline_id'])}"
+        )
+    return grid
+
+
+def _errors_table(summary: Mapping[str, Any]) -> Table | None:
+    errors = summary["errors"]
+    if not errors:
+        return None
+    title = f"Top errors ({len(errors)} of {summary['errors_distinct']} distinct)"
+    table = _table(title, "count", "gave up", "class", "tasks", "message", left=_TEXT)
+    table.columns[0].justify = "right"
+    for error in errors:
+        table.add_row(
+            str(error["count"]),
+            str(error["gave_up"]),
+            error["error_class"],
+            ",".join(error["tasks"]),
+            error["message"],
+        )
+    table.caption = "gave up: attempts after which the retry policy stopped and the task failed"
+    table.caption_justify = "left"
+    return table
+
+
+def _short_id(pipeline_id: str | None) -> str:
+    """A pipeline id shortened for a table (``--json`` has it whole); git-style prefix."""
+    if not pipeline_id:
+        return _NONE
+    return pipeline_id if len(pipeline_id) <= 12 else f"{pipeline_id[:12]}…"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{count} {name}" for name, count in counts.items()) or "none"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return _NONE
+    if value < 0.001:
+        return f"{value * 1000:.2f} ms"
+    if value < 1.0:
+        return f"{value * 1000:.1f} ms" if value < 0.1 else f"{value * 1000:.0f} ms"
+    return f"{value:.2f} s"
+
+
+def _local_time(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _run_dicts(store: Store) -> Iterable[Mapping[str, Any]]:
+    for run in store.runs():
+        yield {
+            "run_id": run.run_id,
+            "state": str(run.state),
+            "started_at": run.started_at,
+            "ended_at": run.ended_at,
+            "stop_reason": run.stop_reason,
+            "resumes": run.resumes,
+        }
+
+
+def _run(run: Mapping[str, Any]) -> dict[str, Any]:
+    ended = run["ended_at"]
+    elapsed = None if ended is None else max(0.0, ended - run["started_at"])
+    return {**run, "elapsed_s": elapsed}
+
+
+def _durations(histogram: Histogram) -> dict[str, Any]:
+    if not histogram.count:
+        return {"count": 0, "p50": None, "p95": None, "max": None}
+    p50, p95 = histogram.percentiles((50.0, 95.0)).values()
+    return {"count": histogram.count, "p50": p50, "p95": p95, "max": histogram.max}
+
+
+def _ranked(counter: Counter[str]) -> dict[str, int]:
+    """Largest first; ties by name, so equal stores give equal JSON."""
+    return dict(sorted(counter.items(), key=lambda item: (-item[1], item[0])))

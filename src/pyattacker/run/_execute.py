@@ -1,0 +1,715 @@
+"""One run, executed: admission, one coroutine per live pipeline, attempts, parking, stop.
+
+The promises (each pinned by a test in ``tests/test_run_runner.py``):
+
+- ``concurrency`` bounds *attempts in flight*. A pipeline takes a worker slot only while
+  one attempt of its current task runs; waiting for its checkpoint to commit and waiting
+  out a retry delay (*parked*) hold no slot, so the slot goes to other work.
+- Admission is bounded: live pipelines (queued for a slot, running, committing or parked)
+  never exceed ``admission``, so the input is pulled one row at a time as room frees up.
+- A task never holds a lease after it ends: ``reclaim_now()`` runs in the attempt's
+  ``finally``, before anything about the attempt is recorded; a leak is an event
+  (``lease.leaked``) or, under ``strict_leases``, the attempt's failure.
+- Durability (DESIGN.md §7): a pipeline starts task ``k + 1`` only after the artifact, task
+  row and cursor of task ``k`` are committed (``Committer``, group commit).
+- Every attempt is recorded with the retry decision taken after it; a successful one with
+  ``{"retry": false, "reason": "ok"}``.
+- Stopping: admission ends at once; parked pipelines wake and are recorded
+  ``interrupted``; attempts in flight get ``grace_s`` to finish, then are cancelled and
+  recorded ``cancelled``. Checkpoints already committed stay; nothing half-written appears
+  because rows are only built from finished facts.
+- A bug of ours inside one pipeline (any exception that is not a task's own failure) is
+  recorded against that pipeline with its traceback, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import traceback
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from pyattacker._secrets import mask
+from pyattacker.clock import Clock, LoopClock, epoch_time
+from pyattacker.errors import (
+    CodecError,
+    ConfigError,
+    LeaseLeakError,
+    StoreError,
+    error_class_of,
+)
+from pyattacker.pool import Pool, PoolEvent, TaskContext
+from pyattacker.run._codecs import CodecRegistry, artifact_digest
+from pyattacker.run._commit import Committer
+from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
+from pyattacker.run._stats import RunCounters
+from pyattacker.run._task import Task
+from pyattacker.store import (
+    ArtifactRow,
+    AttemptRow,
+    EventRow,
+    PipelineRow,
+    PipelineState,
+    Store,
+    TaskRow,
+    TaskState,
+)
+
+__all__ = ["STORED_POOL_EVENTS", "Execution", "Settings"]
+
+_TIMING = "pyattacker.attempt_timing"  # ctx.meta key: (clock start, epoch start)
+
+_OK_DECISION: Mapping[str, Any] = {"retry": False, "reason": "ok"}
+# Pool events worth keeping in the record; lease.acquired/released/reported are one per
+# call and already summed up by the attempts' `resources` column.
+STORED_POOL_EVENTS = frozenset(
+    {
+        "pool.published",
+        "pool.revoked",
+        "pool.stuck",
+        "lease.leaked",
+        "resource.health",
+        "resource.throttled",
+        "resource.limit",
+        "resource.factory",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    concurrency: int
+    admission: int
+    grace_s: float
+    strict_leases: bool
+    stop_after_failures: int | None
+    report_failures: int
+
+
+class _Interrupted(Exception):
+    """The run is stopping; the pipeline records itself ``interrupted``."""
+
+
+class _TaskFailed(Exception):
+    def __init__(self, error: BaseException, attempts: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempts = attempts
+
+
+@dataclasses.dataclass(slots=True)
+class _Job:
+    """One admitted pipeline: its identity, its row as last staged, and where it stands."""
+
+    template: PipelineTemplate
+    row: PipelineRow
+    value: Any  # the input of task `row.cursor`
+    input_digest: str
+
+
+class Execution:
+    """Drives one ``Runner.run``; not reusable. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        store: Store,
+        committer: Committer,
+        pools: Mapping[str, Pool],
+        codecs: CodecRegistry,
+        clock: Clock,
+        settings: Settings,
+        counters: RunCounters,
+    ) -> None:
+        self.run_id = run_id
+        self._store = store
+        self._commit = committer
+        self._pools = pools
+        self._codecs = codecs
+        self._clock = clock
+        # Made inside the run's loop: a reader skips the loop lookup of `now()`.
+        self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
+        self._settings = settings
+        self.counters = counters
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._room = asyncio.Semaphore(settings.admission)
+        self._live: dict[str, asyncio.Task[None]] = {}
+        self._parked: set[asyncio.Future[bool]] = set()
+        self._ordinal = 0
+        self.stop_reason: str | None = None
+        self.failures: list[dict[str, Any]] = []
+        self.input_error: BaseException | None = None
+
+    # -- stopping -------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_reason is not None
+
+    def stop(self, reason: str) -> None:
+        """Stop admitting, wake parked pipelines, give running attempts ``grace_s``."""
+        if self.stop_reason is not None:
+            return
+        self.stop_reason = reason
+        for parked in tuple(self._parked):
+            if not parked.done():
+                parked.set_result(False)
+        loop = asyncio.get_running_loop()
+        loop.call_later(self._settings.grace_s, self.cancel_live)
+
+    def cancel_live(self) -> None:
+        """Cancel every live pipeline now (the grace period is over, or a second signal)."""
+        for task in tuple(self._live.values()):
+            task.cancel()
+
+    # -- admission ------------------------------------------------------------------------
+
+    async def admit_all(self, specs: Iterable[Any], *, resume: bool) -> None:
+        """Admit every spec (then, on resume, the store's unfinished pipelines of the same
+        templates), wait for all of them, and return. Raises ``ConfigError`` for a key whose
+        stored digests differ, after draining what was already running."""
+        templates: dict[str, PipelineTemplate] = {}
+        try:
+            for item in _each(specs, self):
+                if self.stopping:
+                    break
+                if isinstance(item, PipelineTemplate):
+                    templates[item.chain_digest] = item
+                    continue
+                templates.setdefault(item.template.chain_digest, item.template)
+                await self._admit(item)
+            if resume and not self.stopping and self.input_error is None:
+                await self._admit_stored(templates)
+        except ConfigError as exc:
+            self.stop(f"refused: {exc}")
+            raise
+        finally:
+            await self._drain()
+
+    async def _admit_stored(self, templates: Mapping[str, PipelineTemplate]) -> None:
+        # Pipelines admitted above were staged with this run's id: flush so that the store
+        # does not offer them again.
+        await self._commit.checkpoint()
+        for row in self._store.unfinished(list(templates)):
+            if self.stopping:
+                return
+            if row.run_id == self.run_id or row.pipeline_id in self._live:
+                continue
+            await self._room.acquire()
+            job = self._resume_job(templates[row.chain_digest], row)
+            if job is None:
+                self._room.release()
+                continue
+            self._start(job)
+
+    async def _admit(self, spec: PipelineSpec) -> None:
+        prepared = spec.prepare(self._codecs)
+        pid = prepared.pipeline_id
+        if pid in self._live:
+            self.counters.duplicates += 1
+            return
+        stored = self._store.pipeline(pid)
+        if stored is not None:
+            self._check_key(spec, prepared.chain_digest, prepared.seed_digest, stored)
+            if stored.state is PipelineState.SUCCEEDED:
+                self.counters.skipped += 1
+                return
+            if stored.run_id == self.run_id:
+                self.counters.duplicates += 1
+                return
+        await self._room.acquire()
+        if stored is not None:
+            job = self._resume_job(spec.template, stored, seed=spec.seed)
+        else:
+            job = self._new_job(spec, prepared)
+        if job is None:
+            self._room.release()
+            return
+        self._start(job)
+
+    def _check_key(
+        self, spec: PipelineSpec, chain_digest: str, seed_digest: str, stored: PipelineRow
+    ) -> None:
+        if spec.key is None:
+            return
+        if stored.chain_digest == chain_digest and stored.seed_digest == seed_digest:
+            return
+        what = "tasks" if stored.chain_digest != chain_digest else "input row"
+        raise ConfigError(
+            f"key {spec.key!r} is already in the store with different {what}",
+            field="key",
+            hint=(
+                "a key names one computation: use a new key (or a new template name) for "
+                "changed tasks or input, or a new store; the stored pipeline was left as it is"
+            ),
+        )
+
+    def _new_job(self, spec: PipelineSpec, prepared: Any) -> _Job:
+        now = epoch_time()
+        seed_artifact = ArtifactRow(
+            digest=prepared.seed_digest,
+            codec=prepared.seed_codec,
+            data=prepared.seed_bytes,
+            created_at=now,
+        )
+        row = PipelineRow(
+            pipeline_id=prepared.pipeline_id,
+            template=spec.template.name,
+            chain_digest=spec.template.chain_digest,
+            seed_digest=prepared.seed_digest,
+            seed_artifact=prepared.seed_digest,
+            repeat=spec.repeat,
+            key=spec.key,
+            state=PipelineState.PENDING,
+            cursor=0,
+            ntasks=len(spec.template.tasks),
+            run_id=self.run_id,
+            ordinal=self._next_ordinal(),
+            created_at=now,
+            updated_at=now,
+        )
+        self._commit.checkpoint(artifacts=[seed_artifact], pipeline=row)
+        return _Job(spec.template, row, spec.seed, prepared.seed_digest)
+
+    def _resume_job(
+        self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
+    ) -> _Job | None:
+        """Continue ``stored`` at its cursor, reading the input from the store; from the seed
+        (with a ``pipeline.restarted`` event) when that checkpoint cannot be read."""
+        now = epoch_time()
+        cursor = stored.cursor
+        if cursor >= len(template.tasks):  # every checkpoint is in: it only lacked the label
+            done = dataclasses.replace(stored, state=PipelineState.SUCCEEDED, updated_at=now)
+            self._commit.checkpoint(pipeline=done)
+            self.counters.skipped += 1
+            return None
+        digest_in = stored.output_artifact if cursor > 0 else stored.seed_artifact
+        value, problem = self._load(digest_in)
+        if problem is not None and cursor > 0:
+            self._event("pipeline.restarted", stored.pipeline_id, None, reason=problem)
+            self.counters.restarted += 1
+            cursor, digest_in = 0, stored.seed_artifact
+            value, problem = self._load(digest_in)
+        if problem is not None:
+            if seed is None:
+                self._fail_unreadable(stored, problem, now)
+                return None
+            value = seed
+        row = dataclasses.replace(
+            stored,
+            state=PipelineState.PENDING,
+            cursor=cursor,
+            run_id=self.run_id,
+            updated_at=now,
+            error=None,
+        )
+        self._commit.checkpoint(pipeline=row)
+        return _Job(template, row, value, digest_in or stored.seed_artifact)
+
+    def _load(self, artifact_digest: str | None) -> tuple[Any, str | None]:
+        if artifact_digest is None:
+            return None, "no checkpoint recorded"
+        stored = self._store.artifact(artifact_digest)
+        if stored is None:
+            return None, f"artifact {artifact_digest} is missing"
+        try:
+            return self._codecs.decode(stored.codec, stored.data), None
+        except CodecError as exc:
+            return None, f"artifact {artifact_digest} does not decode: {exc}"
+
+    def _fail_unreadable(self, stored: PipelineRow, problem: str, now: float) -> None:
+        error = f"cannot resume: {problem}, and the seed is not in the input"
+        row = dataclasses.replace(
+            stored, state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
+        )
+        self._commit.checkpoint(pipeline=row)
+        self.counters.pipelines[PipelineState.FAILED.value] += 1
+
+    def _next_ordinal(self) -> int:
+        self._ordinal += 1
+        return self._ordinal
+
+    def _start(self, job: _Job) -> None:
+        self.counters.admitted += 1
+        self.counters.live += 1
+        pid = job.row.pipeline_id
+        task = asyncio.get_running_loop().create_task(self._pipeline(job))
+        self._live[pid] = task
+        task.add_done_callback(lambda _: self._ended(pid))
+
+    def _ended(self, pipeline_id: str) -> None:
+        self._live.pop(pipeline_id, None)
+        self.counters.live -= 1
+        self._room.release()
+
+    async def _drain(self) -> None:
+        while self._live:
+            await asyncio.wait(tuple(self._live.values()))
+
+    # -- one pipeline ---------------------------------------------------------------------
+
+    async def _pipeline(self, job: _Job) -> None:
+        try:
+            await self._steps(job)
+        except (_Interrupted, asyncio.CancelledError):
+            if job.row.state is PipelineState.SUCCEEDED:
+                # Cancelled while its last checkpoint was staged: that checkpoint is written
+                # by the run's final flush, and the pipeline is done.
+                self.counters.pipelines[PipelineState.SUCCEEDED.value] += 1
+            else:
+                self._finish(job, PipelineState.INTERRUPTED)
+        except _TaskFailed as failed:
+            self._finish(job, PipelineState.FAILED, error=failed.error)
+        except StoreError:
+            self._finish(job, PipelineState.INTERRUPTED)
+        except Exception as bug:  # ours, not the task's: record it and let the run go on
+            self._event(
+                "run.framework_error",
+                job.row.pipeline_id,
+                job.row.cursor,
+                error=repr(bug),
+                traceback=traceback.format_exc(),
+            )
+            self._finish(job, PipelineState.FAILED, error=bug)
+
+    async def _steps(self, job: _Job) -> None:
+        tasks = job.template.tasks
+        while job.row.cursor < len(tasks):
+            seq = job.row.cursor
+            task = tasks[seq]
+            started_at = epoch_time()
+            value, attempts = await self._task(job, task, seq)
+            codec, data = self._encode(job, task, seq, value, attempts, started_at)
+            out = artifact_digest(codec, data)
+            now = epoch_time()
+            done = seq + 1 == len(tasks)
+            task_row = TaskRow(
+                pipeline_id=job.row.pipeline_id,
+                seq=seq,
+                name=task.name,
+                task_digest=task.fingerprint,
+                state=TaskState.SUCCEEDED,
+                attempts=attempts,
+                run_id=self.run_id,
+                started_at=started_at,
+                ended_at=now,
+                input_artifact=job.input_digest,
+                output_artifact=out,
+            )
+            job.row = _advanced(job.row, seq + 1, out, now, done=done)
+            artifact = ArtifactRow(digest=out, codec=codec, data=data, created_at=now)
+            await self._commit.checkpoint(artifacts=[artifact], task=task_row, pipeline=job.row)
+            self.counters.tasks[TaskState.SUCCEEDED.value] += 1
+            job.value, job.input_digest = value, out
+        self.counters.pipelines[PipelineState.SUCCEEDED.value] += 1
+
+    def _encode(
+        self, job: _Job, task: Task, seq: int, value: Any, attempts: int, started_at: float
+    ) -> tuple[str, bytes]:
+        try:
+            return self._codecs.encode(value)
+        except CodecError as exc:
+            error = CodecError(f"task {task.name!r} returned a value that cannot be stored: {exc}")
+            self._task_row(job, task, seq, TaskState.FAILED, attempts, started_at, error)
+            raise _TaskFailed(error, attempts) from exc
+
+    def _finish(
+        self, job: _Job, state: PipelineState, *, error: BaseException | None = None
+    ) -> None:
+        """Record how the pipeline ended (its failed/interrupted task row is staged by
+        ``_task``); written with the next flush."""
+        message = None if error is None else f"{type(error).__name__}: {error}"
+        job.row = dataclasses.replace(job.row, state=state, updated_at=epoch_time(), error=message)
+        self._commit.checkpoint(pipeline=job.row)
+        self.counters.pipelines[state.value] += 1
+        if state is PipelineState.FAILED and error is not None:
+            self._note_failure(job, error)
+
+    def _note_failure(self, job: _Job, error: BaseException) -> None:
+        if len(self.failures) < self._settings.report_failures:
+            tasks = job.template.tasks
+            self.failures.append(
+                {
+                    "pipeline_id": job.row.pipeline_id,
+                    "task": tasks[min(job.row.cursor, len(tasks) - 1)].name,
+                    "error_class": error_class_of(error).value,
+                    "error": f"{type(error).__name__}: {error}",
+                }
+            )
+        limit = self._settings.stop_after_failures
+        if limit is not None and self.counters.pipelines[PipelineState.FAILED.value] >= limit:
+            self.stop(f"stop_after_failures={limit} reached")
+
+    # -- one task: attempts, decisions, parking -------------------------------------------
+
+    async def _task(self, job: _Job, task: Task, seq: int) -> tuple[Any, int]:
+        first = self._now()
+        started_at = epoch_time()
+        attempt = 1
+        while True:
+            ctx = self._context(job, task, seq, attempt)
+            try:
+                value, error = await self._attempt(job, task, seq, ctx)
+            except _Interrupted:
+                if attempt > 1:
+                    self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt - 1, started_at)
+                raise
+            except asyncio.CancelledError:
+                self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt, started_at)
+                raise
+            if error is None:
+                return value, attempt
+            decision = task.retry.decide(
+                error,
+                attempts_used=attempt,
+                rng=ctx.rng,
+                elapsed=self._now() - first,
+                now=epoch_time(),
+            )
+            self._record(job, task, seq, ctx, error, decision.to_dict())
+            if not decision.retry:
+                self._task_row(job, task, seq, TaskState.FAILED, attempt, started_at, error)
+                raise _TaskFailed(error, attempt)
+            self.counters.retries += 1
+            if not await self._park(decision.delay_s):
+                self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt, started_at)
+                raise _Interrupted
+            attempt += 1
+
+    def _context(self, job: _Job, task: Task, seq: int, attempt: int) -> TaskContext:
+        pid = job.row.pipeline_id
+        return TaskContext(
+            self._pools,
+            rng=f"{pid}:{seq}:{attempt}",  # seeded on first use: reruns draw the same
+            clock=self._clock,
+            pool=task.resource,
+            algorithm=task.algorithm,
+            strict_leases=self._settings.strict_leases,
+            run_id=self.run_id,
+            pipeline_id=pid,
+            task_id=f"{pid}:{seq}",
+            seq=seq,
+            attempt=attempt,
+            store=self._store,
+            emit=lambda kind, data: self._event(kind, pid, seq, **data),
+        )
+
+    async def _attempt(
+        self, job: _Job, task: Task, seq: int, ctx: TaskContext
+    ) -> tuple[Any, BaseException | None]:
+        """Run one attempt in a worker slot: ``(value, None)`` or ``(None, error)``.
+
+        The attempt is timed here and its ``started``/``duration`` kept on the context for
+        the row; a successful or cancelled attempt is recorded here, a failed one by the
+        caller once the retry decision is known. Raises ``_Interrupted`` without running
+        anything when the run began stopping while it queued for a slot.
+        """
+        await self._slots.acquire()
+        counters = self.counters
+        if self.stopping:
+            self._slots.release()
+            raise _Interrupted
+        counters.in_flight += 1
+        counters.attempts += 1
+        ctx.meta[_TIMING] = (self._now(), epoch_time())
+        error: BaseException | None = None
+        value: Any = None
+        try:
+            try:
+                if task.timeout_s is None:
+                    value = await task.call(job.value, ctx)
+                else:
+                    async with asyncio.timeout(task.timeout_s):
+                        value = await task.call(job.value, ctx)
+            finally:
+                # Leases come back before anything about the attempt is recorded.
+                leak = self._reclaim(ctx)
+        except asyncio.CancelledError:
+            self._record(job, task, seq, ctx, None, None, outcome="cancelled")
+            raise
+        except Exception as exc:
+            error = exc
+        finally:
+            counters.in_flight -= 1
+            self._slots.release()
+        error = error or leak
+        if error is None:
+            self._record(job, task, seq, ctx, None, _OK_DECISION)
+        return value, error
+
+    def _reclaim(self, ctx: TaskContext) -> BaseException | None:
+        held = len(ctx.held)
+        if not held:
+            return None
+        self.counters.leaks += held
+        try:
+            ctx.reclaim_now()
+        except LeaseLeakError as exc:
+            return exc
+        return None
+
+    def _record(
+        self,
+        job: _Job,
+        task: Task,
+        seq: int,
+        ctx: TaskContext,
+        error: BaseException | None,
+        decision: Mapping[str, Any] | None,
+        *,
+        outcome: str | None = None,
+    ) -> None:
+        outcome = outcome or ("ok" if error is None else "failed")
+        t0, started_at = ctx.meta[_TIMING]
+        counters = self.counters
+        counters.outcomes[outcome] += 1
+        error_class = None if error is None else error_class_of(error).value
+        if error_class is not None:
+            counters.error_classes[error_class] += 1
+        if decision is None:
+            decision = {"retry": False, "reason": outcome}
+        counters.decisions[str(decision["reason"])] += 1
+        row = AttemptRow(
+            run_id=self.run_id,
+            pipeline_id=job.row.pipeline_id,
+            seq=seq,
+            task=task.name,
+            attempt=ctx.attempt,
+            outcome=outcome,
+            started_at=started_at,
+            ended_at=epoch_time(),
+            duration_s=self._now() - t0,
+            decision=decision,
+            resources=tuple(ctx.leased),
+            error_class=error_class,
+            error=None if error is None else f"{type(error).__name__}: {error}",
+            traceback=None if error is None else _traceback_of(error),
+        )
+        self._commit.attempt(row)
+
+    def _task_row(
+        self,
+        job: _Job,
+        task: Task,
+        seq: int,
+        state: TaskState,
+        attempts: int,
+        started_at: float,
+        error: BaseException | None = None,
+    ) -> None:
+        row = TaskRow(
+            pipeline_id=job.row.pipeline_id,
+            seq=seq,
+            name=task.name,
+            task_digest=task.fingerprint,
+            state=state,
+            attempts=attempts,
+            run_id=self.run_id,
+            started_at=started_at,
+            ended_at=epoch_time(),
+            input_artifact=job.input_digest,
+            error_class=None if error is None else error_class_of(error).value,
+            error=None if error is None else f"{type(error).__name__}: {error}",
+            traceback=None if error is None else _traceback_of(error),
+        )
+        self._commit.checkpoint(task=row)
+        self.counters.tasks[state.value] += 1
+
+    async def _park(self, delay_s: float) -> bool:
+        """Wait out a retry delay holding no worker slot. False when the run stops first."""
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[bool] = loop.create_future()
+        timer = loop.call_later(delay_s, _wake, woken)
+        self._parked.add(woken)
+        self.counters.parked += 1
+        try:
+            return await woken
+        finally:
+            timer.cancel()
+            self._parked.discard(woken)
+            self.counters.parked -= 1
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _event(self, kind: str, pipeline_id: str | None, seq: int | None, **data: Any) -> None:
+        self._commit.event(
+            EventRow(
+                run_id=self.run_id,
+                kind=kind,
+                at=epoch_time(),
+                pipeline_id=pipeline_id,
+                seq=seq,
+                data=_jsonable(mask(data)),
+            )
+        )
+
+    def pool_event(self, event: PoolEvent) -> None:
+        """The pools' subscriber, for the kinds in ``STORED_POOL_EVENTS``."""
+        data = event.to_dict()
+        del data["kind"]
+        self._event(event.kind, None, None, **data)
+
+
+def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: bool) -> PipelineRow:
+    """``row`` with its cursor moved past a committed step (``dataclasses.replace`` costs
+    twice as much, and this runs once per task)."""
+    return PipelineRow(
+        pipeline_id=row.pipeline_id,
+        template=row.template,
+        chain_digest=row.chain_digest,
+        seed_digest=row.seed_digest,
+        seed_artifact=row.seed_artifact,
+        repeat=row.repeat,
+        key=row.key,
+        state=PipelineState.SUCCEEDED if done else PipelineState.RUNNING,
+        cursor=cursor,
+        ntasks=row.ntasks,
+        run_id=row.run_id,
+        ordinal=row.ordinal,
+        created_at=row.created_at,
+        updated_at=now,
+        output_artifact=output,
+    )
+
+
+def _wake(woken: asyncio.Future[bool]) -> None:
+    if not woken.done():
+        woken.set_result(True)
+
+
+def _traceback_of(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error))
+
+
+def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` as plain JSON values; anything JSON cannot say becomes its ``repr``."""
+    loaded: dict[str, Any] = json.loads(json.dumps(dict(data), default=repr))
+    return loaded
+
+
+def _each(specs: Iterable[Any], execution: Execution) -> Iterator[Any]:
+    """The input, item by item; an exception from the user's iterable stops admission and
+    is kept (``execution.input_error``) to be raised once the admitted pipelines ended."""
+    iterator = iter(specs)
+    count = 0
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except ConfigError:
+            raise
+        except Exception as exc:
+            execution.input_error = exc
+            return
+        count += 1
+        if not isinstance(item, PipelineSpec | PipelineTemplate):
+            raise ConfigError(
+                f"item {count} of the input is a {type(item).__name__}",
+                field="specs",
+                hint="pass template.map(rows), template.bind(seed) or a list of those",
+            )
+        yield item

@@ -1,0 +1,425 @@
+"""``Runner``: finish every pipeline across a pool of endpoints, and lose nothing.
+
+::
+
+    with Runner(store="runs/eval.db", pools=[pool], concurrency=16) as runner:
+        report = runner.run(template.map(rows))          # later: resume=True
+
+The Runner owns one store and the pools; each ``run`` is one execution
+(``pyattacker.run._execute``) recorded as one row of ``runs``. ``run()`` blocks (on uvloop
+when installed); inside a running event loop (a notebook) it runs on a helper thread with
+a loop of its own, so it works there too; ``await run_async()`` runs on the caller's loop
+(the virtual-time loop in tests).
+
+Stopping: ``stop(reason)`` from any thread, the stop conditions ``stop_after_failures``
+and ``stop_after_s``, or SIGINT/SIGTERM (with ``handle_signals``, in the main thread): the
+first stops gracefully (admission ends, parked pipelines are recorded ``interrupted``,
+attempts in flight get ``grace_s`` seconds), the second cancels what is still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import threading
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pyattacker._secrets import mask
+from pyattacker.clock import LoopClock, epoch_time, wall_time
+from pyattacker.errors import ConfigError, PyAttackerError
+from pyattacker.pool import Pool
+from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
+from pyattacker.run._commit import Committer
+from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
+from pyattacker.run._stats import RunCounters, RunReport
+from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
+
+__all__ = ["Runner"]
+
+T = TypeVar("T")
+
+
+class Runner:
+    """Runs pipelines to completion with a durable record; see the module docstring.
+
+    - ``store``: a path (SQLite), ``":memory:"`` or a ``Store``.
+    - ``concurrency``: attempts in flight at most. ``admission``: live pipelines at most
+      (default ``4 * concurrency``); the input is pulled only as room frees up.
+    - ``write_behind``: attempts and events are written in batches of ``history_batch``
+      rows or every ``heartbeat_s`` seconds (checkpoints never wait); ``False`` writes
+      every history row before the pipeline goes on.
+    - ``strict_leases``: a lease a task forgot fails that attempt (else it is reclaimed
+      and recorded as a ``lease.leaked`` event).
+
+    Bad settings raise ``ConfigError`` naming the argument, before anything is opened.
+    """
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | Store = ":memory:",
+        pools: Iterable[Pool] | Mapping[str, Pool] = (),
+        *,
+        concurrency: int = 16,
+        admission: int | None = None,
+        stop_after_failures: int | None = None,
+        stop_after_s: float | None = None,
+        handle_signals: bool = True,
+        grace_s: float = 10.0,
+        write_behind: bool = True,
+        history_batch: int = 1024,
+        heartbeat_s: float = 1.0,
+        strict_leases: bool = False,
+        codecs: CodecRegistry | None = None,
+        report_failures: int = 10,
+    ) -> None:
+        self._pools = _pools_by_name(pools)
+        _positive_int("concurrency", concurrency)
+        admission = 4 * concurrency if admission is None else admission
+        _positive_int("admission", admission)
+        if admission < concurrency:
+            raise ConfigError(
+                f"admission ({admission}) is below concurrency ({concurrency})",
+                field="admission",
+                hint="admit at least as many pipelines as can run at once",
+            )
+        if stop_after_failures is not None:
+            _positive_int("stop_after_failures", stop_after_failures)
+        for name, seconds in (("stop_after_s", stop_after_s), ("grace_s", grace_s)):
+            if seconds is not None and not seconds >= 0:
+                raise ConfigError(f"must be >= 0 seconds, got {seconds!r}", field=name)
+        _positive_int("history_batch", history_batch)
+        if not heartbeat_s > 0:
+            raise ConfigError(f"must be > 0 seconds, got {heartbeat_s!r}", field="heartbeat_s")
+        self._store_spec = store
+        self._store: Store | None = store if isinstance(store, Store) else None
+        self._owns_store = False
+        self.settings = Settings(
+            concurrency=concurrency,
+            admission=admission,
+            grace_s=grace_s,
+            strict_leases=strict_leases,
+            stop_after_failures=stop_after_failures,
+            report_failures=report_failures,
+        )
+        self.stop_after_s = stop_after_s
+        self.handle_signals = handle_signals
+        self.write_behind = write_behind
+        self.history_batch = history_batch
+        self.heartbeat_s = heartbeat_s
+        self.codecs = codecs if codecs is not None else DEFAULT_CODECS
+        self._execution: Execution | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._counters = RunCounters()
+        self._started = 0.0
+
+    # -- the store ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The open store (opened on first use)."""
+        if self._store is None:
+            self._store = open_store(self._store_spec)
+            self._owns_store = True
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None and self._owns_store:
+            self._store.close()
+            self._store = None
+            self._owns_store = False
+
+    def __enter__(self) -> Runner:
+        _ = self.store
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(self, specs: Iterable[Any] | Any, *, resume: bool = False) -> RunReport:
+        """Run ``specs`` to the end and return the report; blocks. See ``run_async``."""
+        coro = self.run_async(specs, resume=resume)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return _run_on_fast_loop(coro)
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pyattacker") as pool:
+            return pool.submit(_run_on_fast_loop, coro).result()
+
+    async def run_async(self, specs: Iterable[Any] | Any, *, resume: bool = False) -> RunReport:
+        """Run every pipeline of ``specs`` (``template.map(rows)``, ``template.bind(seed)``,
+        an iterable of those, or a template alone to resume its stored pipelines).
+
+        With ``resume``, pipelines already ``succeeded`` in the store are skipped and the
+        others continue from their last checkpoint, the store's unfinished pipelines of the
+        same templates included (their input comes from the store). Without it, a store
+        that already holds pipelines is refused (``ConfigError``) and left untouched.
+
+        Raises ``ConfigError`` for bad input (before anything runs when it can be known
+        then), ``StoreError`` when the store stopped recording.
+        """
+        if self._execution is not None:
+            raise ConfigError("this Runner is already running", field="run")
+        store = self.store
+        run_id = _new_run_id()
+        run = RunRow(
+            run_id=run_id,
+            state=RunState.RUNNING,
+            started_at=epoch_time(),
+            heartbeat_at=epoch_time(),
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            config=self._config(),
+        )
+        taken_over = store.begin_run(run, resume=resume)
+        self._counters = counters = RunCounters()
+        committer = Committer(
+            store,
+            run_id,
+            write_behind=self.write_behind,
+            history_batch=self.history_batch,
+            on_failure=lambda exc: self._stop_now(f"the store failed: {exc}"),
+        )
+        execution = Execution(
+            run_id=run_id,
+            store=store,
+            committer=committer,
+            pools=self._pools,
+            codecs=self.codecs,
+            clock=LoopClock(),
+            settings=self.settings,
+            counters=counters,
+        )
+        self._execution, self._loop = execution, asyncio.get_running_loop()
+        self._started = wall_time()
+        committer.resources(self._resource_rows(run_id))
+        for old in taken_over:
+            execution._event("run.takeover", None, None, run=old.run_id, state=old.state.value)
+        try:
+            with self._watchers(execution, committer):
+                try:
+                    await execution.admit_all(_as_iterable(specs), resume=resume)
+                except asyncio.CancelledError:
+                    execution.stop("cancelled")
+                    execution.cancel_live()
+                    await execution._drain()
+                    raise
+                finally:
+                    committer.flush()
+        finally:
+            self._execution = None
+            report = self._end(execution, committer, store)
+        if committer.failure is not None:
+            raise committer.failure
+        if execution.input_error is not None:
+            raise ConfigError(
+                f"reading the input failed after {counters.admitted} pipelines: "
+                f"{execution.input_error!r}",
+                field="specs",
+                hint="fix the input and run again with resume=True; finished work is kept",
+            ) from execution.input_error
+        return report
+
+    def _end(self, execution: Execution, committer: Committer, store: Store) -> RunReport:
+        counters = self._counters
+        if execution.stop_reason is not None:
+            state = RunState.INTERRUPTED
+        elif counters.pipelines["failed"]:
+            state = RunState.FAILED
+        else:
+            state = RunState.SUCCEEDED
+        stats = self._snapshot()
+        with contextlib.suppress(PyAttackerError):
+            if committer.failure is None:
+                store.end_run(
+                    execution.run_id,
+                    state,
+                    ended_at=epoch_time(),
+                    stop_reason=execution.stop_reason,
+                )
+                stats["pipelines"]["by_state"] = store.count_by_state()
+        stats["pipelines"].setdefault("by_state", dict(counters.pipelines))
+        return RunReport(
+            run_id=execution.run_id,
+            state=state,
+            location=store.location,
+            elapsed_s=stats["elapsed_s"],
+            stats=stats,
+            failures=list(execution.failures),
+            stop_reason=execution.stop_reason,
+        )
+
+    @contextlib.contextmanager
+    def _watchers(self, execution: Execution, committer: Committer) -> Iterator[None]:
+        """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run."""
+        loop = asyncio.get_running_loop()
+        handles: list[asyncio.TimerHandle] = []
+
+        def beat() -> None:
+            committer.heartbeat()
+            handles.append(loop.call_later(self.heartbeat_s, beat))
+
+        handles.append(loop.call_later(self.heartbeat_s, beat))
+        if self.stop_after_s is not None:
+            reason = f"stop_after_s={self.stop_after_s:g} reached"
+            handles.append(loop.call_later(self.stop_after_s, execution.stop, reason))
+        unsubscribe = [
+            pool.subscribe(execution.pool_event, STORED_POOL_EVENTS)
+            for pool in self._pools.values()
+        ]
+        installed = self._install_signals(loop, execution)
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.cancel()
+            for undo in unsubscribe:
+                undo()
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+
+    def _install_signals(
+        self, loop: asyncio.AbstractEventLoop, execution: Execution
+    ) -> list[signal.Signals]:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return []
+        installed = []
+        for signum in (signal.SIGINT, signal.SIGTERM):
+
+            def on_signal(signum: signal.Signals = signum) -> None:
+                if execution.stopping:
+                    execution.cancel_live()
+                else:
+                    execution.stop(f"{signum.name} received")
+
+            try:
+                loop.add_signal_handler(signum, on_signal)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
+                continue
+            installed.append(signum)
+        return installed
+
+    # -- while it runs ----------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Counters of the current (or last) run; safe to call from any thread, mid-run."""
+        return self._snapshot()
+
+    def _snapshot(self) -> dict[str, Any]:
+        elapsed = wall_time() - self._started if self._started else 0.0
+        return self._counters.snapshot(elapsed_s=elapsed, concurrency=self.settings.concurrency)
+
+    def stop(self, reason: str = "stop() called") -> None:
+        """Stop the current run gracefully (see the module docstring); any thread."""
+        execution, loop = self._execution, self._loop
+        if execution is None or loop is None:
+            return
+        if _on_loop_thread(loop):
+            execution.stop(reason)
+        else:
+            loop.call_soon_threadsafe(execution.stop, reason)
+
+    def _stop_now(self, reason: str) -> None:
+        execution = self._execution
+        if execution is not None:
+            execution.stop(reason)
+            execution.cancel_live()
+
+    # -- what is recorded about the run -----------------------------------------------------
+
+    def _config(self) -> dict[str, Any]:
+        config: dict[str, Any] = mask(
+            {
+                "concurrency": self.settings.concurrency,
+                "admission": self.settings.admission,
+                "grace_s": self.settings.grace_s,
+                "stop_after_failures": self.settings.stop_after_failures,
+                "stop_after_s": self.stop_after_s,
+                "write_behind": self.write_behind,
+                "strict_leases": self.settings.strict_leases,
+                "pools": sorted(self._pools),
+            }
+        )
+        return config
+
+    def _resource_rows(self, run_id: str) -> list[ResourceRow]:
+        return [
+            ResourceRow(
+                run_id=run_id,
+                pool=name,
+                resource_id=resource.id,
+                kind=resource.kind,
+                spec=mask(resource.spec()),
+            )
+            for name, pool in self._pools.items()
+            for resource in pool.resources
+        ]
+
+    def __repr__(self) -> str:
+        where = self._store.location if self._store is not None else str(self._store_spec)
+        running = "running" if self._execution is not None else "idle"
+        return (
+            f"<Runner {running} store={where!r} pools={sorted(self._pools)} "
+            f"concurrency={self.settings.concurrency}>"
+        )
+
+
+def _pools_by_name(pools: Iterable[Pool] | Mapping[str, Pool]) -> dict[str, Pool]:
+    if isinstance(pools, Mapping):
+        return dict(pools)
+    found: dict[str, Pool] = {}
+    for pool in pools:
+        if not isinstance(pool, Pool):
+            raise ConfigError(f"not a Pool: {pool!r}", field="pools")
+        if pool.name in found:
+            raise ConfigError(f"two pools named {pool.name!r}", field="pools")
+        found[pool.name] = pool
+    return found
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"must be an integer >= 1, got {value!r}", field=name)
+
+
+def _as_iterable(specs: Iterable[Any] | Any) -> Iterable[Any]:
+    from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
+
+    if isinstance(specs, PipelineSpec | PipelineTemplate):
+        return (specs,)
+    if not isinstance(specs, Iterable):
+        raise ConfigError(
+            f"cannot run a {type(specs).__name__}",
+            field="specs",
+            hint="pass template.map(rows), template.bind(seed) or a list of those",
+        )
+    return specs
+
+
+def _new_run_id() -> str:
+    """Sortable and readable: ``20261130T084200Z-3f2a9c``."""
+    stamp = datetime.fromtimestamp(epoch_time(), UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _run_on_fast_loop(main: Coroutine[Any, Any, T]) -> T:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+        return asyncio.run(main)
+    return uvloop.run(main)

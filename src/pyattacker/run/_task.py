@@ -1,0 +1,554 @@
+"""``Task`` and the ``@task`` decorator: a unary function with a name and an identity.
+
+A task is ``value -> value``, sync or async, taking ``(value)`` or ``(value, ctx)`` where
+``ctx`` is the attempt's :class:`~pyattacker.pool.TaskContext`. Everything else
+(no parameter, three required ones, ``*args`` only, a required keyword-only parameter, a
+class, a generator, a method's ``self``, something not callable) is refused with a
+``ConfigError`` when the decorator runs, not when the run reaches the task.
+
+**Identity.** ``Task.fingerprint`` names what the task computes, so the store can tell a
+checkpoint of *this* task from one of yesterday's code. It is a digest of:
+
+- the ``name``;
+- the **code digest**: the function's source parsed with :mod:`ast`, with decorators,
+  docstrings and the function's own name removed, so that comments, blank lines,
+  formatting and docstring edits keep the identity while any change to the code (nested
+  functions included, since they are in the source) makes a new one. Without source
+  (a lambda, ``exec``, a REPL) it is the bytecode: instructions, names and constants
+  recursively, which is stable for one Python version;
+- the **factory parameters**: the values a closure captured (``fn.__closure__``) and the
+  defaults (``__defaults__``, ``__kwdefaults__``), as JSON where they are JSON-able, a
+  task's fingerprint or a function's code digest where they are those, else their type's
+  name. So ``make_judge(model="a")`` and ``make_judge(model="b")`` share a code digest but
+  not a fingerprint;
+- ``retry`` (its ``repr``), the algorithm's name, ``config`` (canonical JSON) and
+  ``version``.
+
+Not covered: module globals the function reads and helpers it calls. Bump ``version``
+when one of those changes what the task returns.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import inspect
+import json
+import textwrap
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from types import CodeType, MappingProxyType, MethodType
+from typing import TYPE_CHECKING, Any, overload
+
+from pyattacker._checks import check_number
+from pyattacker.errors import ConfigError
+from pyattacker.pool import AcquireAlgorithm, AlgorithmSpec, TaskContext, resolve_algorithm
+from pyattacker.retry import Retrying, resolve_retry
+from pyattacker.run._codecs import canonical_json, digest, is_jsonable, json_problem
+
+if TYPE_CHECKING:
+    from pyattacker.run._pipeline import PipelineTemplate
+
+__all__ = ["RetrySpec", "Task", "task"]
+
+RetrySpec = Retrying | Mapping[str, Any] | str | None
+_SHAPE_HINT = "a task takes (value) or (value, ctx), sync or async, and returns one value"
+
+
+class Task:
+    """One step of a pipeline: ``fn`` plus how to run it, and its identity.
+
+    Treat a task as immutable: its ``fingerprint`` is computed once, when it is built.
+    ``call`` runs the function for the Runner; calling the task itself (``judge(row)``)
+    calls the plain function, for unit tests. ``timeout_s`` and ``retry`` are applied by
+    whoever runs the task (the Runner, or :func:`~pyattacker.run.fanout` for its
+    branches), never by ``call``.
+    """
+
+    __slots__ = (
+        "algorithm",
+        "code_digest",
+        "config",
+        "fingerprint",
+        "fn",
+        "input_type",
+        "is_async",
+        "name",
+        "output_type",
+        "resource",
+        "retry",
+        "takes_ctx",
+        "timeout_s",
+        "version",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        resource: str | None = None,
+        algorithm: AlgorithmSpec | None = None,
+        retry: RetrySpec = None,
+        timeout_s: float | None = None,
+        config: Mapping[str, Any] | None = None,
+        version: str | int | None = None,
+        identity: Any = None,
+    ) -> None:
+        """Build a task; ``ConfigError`` for anything :func:`task` refuses.
+
+        ``identity`` (JSON-able) replaces the code digest and factory parameters: for
+        tasks built by the library (``fanout``), whose code is ours and whose identity is
+        what they were built from.
+        """
+        value_param, self.takes_ctx = _shape_of(fn)
+        self.fn = fn
+        self.name = _checked_name(name if name is not None else _default_name(fn))
+        self.is_async = inspect.iscoroutinefunction(_call_target(fn))
+        with _naming(self.name):
+            self.resource = _checked_resource(resource)
+            self.algorithm: AcquireAlgorithm | None = (
+                None if algorithm is None else resolve_algorithm(algorithm)
+            )
+            self.retry = resolve_retry(retry)
+            self.timeout_s = (
+                None if timeout_s is None else check_number(timeout_s, "timeout_s", above=0)
+            )
+            self.config = _frozen_config(config)
+            self.version = _checked_version(version)
+        self.input_type, self.output_type = _types_of(fn, value_param)
+        self.code_digest, factory = _code_parts(fn, identity)
+        self.fingerprint = digest(canonical_json(["task", self._identity(factory)]))
+
+    def _identity(self, factory: Any) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "code": self.code_digest,
+            "factory": factory,
+            "retry": repr(self.retry),
+            "algorithm": None if self.algorithm is None else self.algorithm.name,
+            "config": _thaw(self.config),
+            "version": self.version,
+        }
+
+    async def call(self, value: Any, ctx: TaskContext) -> Any:
+        """Run the function on ``value`` (with ``ctx`` if it takes one) and return its result.
+
+        A sync function runs inline on the calling thread: that keeps a run deterministic
+        under virtual time and spares a thread hop on the hot path, so a sync task must not
+        block for long (wrap blocking calls in ``asyncio.to_thread`` inside an async task).
+        An awaitable result (an async function's coroutine, or one a sync function
+        returned) is awaited.
+        """
+        result = self.fn(value, ctx) if self.takes_ctx else self.fn(value)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The plain function, called directly: ``judge(row)`` in a unit test."""
+        return self.fn(*args, **kwargs)
+
+    def __or__(self, other: object) -> PipelineTemplate:
+        from pyattacker.run._pipeline import PipelineTemplate, pipeline
+
+        if not isinstance(other, Task | PipelineTemplate):
+            return NotImplemented
+        return pipeline(f"{self.name}|{other.name}", self, other)
+
+    def describe(self) -> dict[str, Any]:
+        """The task's settings and identity as JSON-able values (for the store and reports)."""
+        return {
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "code_digest": self.code_digest,
+            "resource": self.resource,
+            "algorithm": None if self.algorithm is None else self.algorithm.name,
+            "retry": repr(self.retry),
+            "timeout_s": self.timeout_s,
+            "config": _thaw(self.config),
+            "version": self.version,
+        }
+
+    def __repr__(self) -> str:
+        parts = [f"{self.name!r}", f"fingerprint={self.fingerprint[:12]}"]
+        if self.resource is not None:
+            parts.append(f"resource={self.resource!r}")
+        if self.retry.max_attempts > 1:
+            parts.append(f"retry={self.retry!r}")
+        if self.timeout_s is not None:
+            parts.append(f"timeout_s={self.timeout_s:g}")
+        return f"<Task {' '.join(parts)}>"
+
+
+@overload
+def task(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    resource: str | None = None,
+    algorithm: AlgorithmSpec | None = None,
+    retry: RetrySpec = None,
+    timeout_s: float | None = None,
+    config: Mapping[str, Any] | None = None,
+    version: str | int | None = None,
+) -> Task: ...
+
+
+@overload
+def task(
+    target: str | None = None,
+    /,
+    *,
+    name: str | None = None,
+    resource: str | None = None,
+    algorithm: AlgorithmSpec | None = None,
+    retry: RetrySpec = None,
+    timeout_s: float | None = None,
+    config: Mapping[str, Any] | None = None,
+    version: str | int | None = None,
+) -> Callable[[Callable[..., Any]], Task]: ...
+
+
+def task(
+    target: Callable[..., Any] | str | None = None,
+    /,
+    *,
+    name: str | None = None,
+    resource: str | None = None,
+    algorithm: AlgorithmSpec | None = None,
+    retry: RetrySpec = None,
+    timeout_s: float | None = None,
+    config: Mapping[str, Any] | None = None,
+    version: str | int | None = None,
+) -> Task | Callable[[Callable[..., Any]], Task]:
+    """Make a :class:`Task` of a function: ``@task``, ``@task("name")`` or ``@task(...)``.
+
+    - ``name``: identifies the task's rows in the store (default: the function's name);
+    - ``resource``: the pool ``ctx.acquire()`` uses by default (``None``: the only pool);
+    - ``algorithm``: how to acquire from it (a name, a dict or an instance; ``None``: the
+      pool's own default);
+    - ``retry``: a :class:`~pyattacker.retry.Retrying` or a spec; default one attempt;
+    - ``timeout_s``: seconds per attempt (``> 0``), or ``None`` for no limit;
+    - ``config``: JSON-able settings, frozen, part of the identity;
+    - ``version``: bump it to make a new identity when nothing in the code shows a change.
+
+    Raises ``ConfigError`` (when decorating) for a function of the wrong shape or a bad
+    option. ``task(fn, name=...)`` works as a plain call too.
+    """
+    if isinstance(target, str):
+        if name is not None:
+            raise ConfigError("the task name is given twice", field="name", hint="give it once")
+        name, target = target, None
+
+    def decorate(fn: Callable[..., Any]) -> Task:
+        return Task(
+            fn,
+            name=name,
+            resource=resource,
+            algorithm=algorithm,
+            retry=retry,
+            timeout_s=timeout_s,
+            config=config,
+            version=version,
+        )
+
+    return decorate if target is None else decorate(target)
+
+
+# ------------------------------------------------------------------------------ the shape
+
+
+def _label(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or repr(fn))
+
+
+def _call_target(fn: Callable[..., Any]) -> Any:
+    """What actually runs: ``fn`` itself, or the ``__call__`` of a callable instance."""
+    if inspect.isroutine(fn) or isinstance(fn, functools.partial):
+        return fn
+    return getattr(fn, "__call__", fn)  # noqa: B004 - we want the method itself
+
+
+def _shape_of(fn: object) -> tuple[str | None, bool]:
+    """``(name of the value parameter, takes_ctx)``, or ``ConfigError`` for a bad shape."""
+    _check_callable(fn)
+    assert callable(fn)
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None, False  # a builtin without a signature: assume (value)
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    problem = _shape_problem(params, positional)
+    if problem is not None:
+        raise ConfigError(f"{_label(fn)} {problem}", field="task", hint=_SHAPE_HINT)
+    takes_ctx = len(positional) >= 2 and _is_ctx(positional[1])
+    return positional[0].name, takes_ctx
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _shape_problem(
+    params: list[inspect.Parameter], positional: list[inspect.Parameter]
+) -> str | None:
+    keyword_only = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    required = [p for p in positional if p.default is p.empty]
+    if keyword_only:
+        return f"has the required keyword-only parameter {keyword_only[0]!r}"
+    if positional and positional[0].name == "self":
+        return "is a method (its first parameter is self); pass the bound method obj.method"
+    if not positional:
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+        return "takes only *args" if varargs else "takes no parameters"
+    if len(required) > 2:
+        return f"takes {len(required)} required parameters"
+    return None
+
+
+def _is_ctx(param: inspect.Parameter) -> bool:
+    """A second positional parameter takes the context when it is required, or named or
+    annotated as one; an optional ``(value, model="a")`` keeps its default."""
+    return (
+        param.default is param.empty
+        or param.name in ("ctx", "context")
+        or param.annotation in (TaskContext, "TaskContext")
+    )
+
+
+def _check_callable(fn: object) -> None:
+    if isinstance(fn, Task):
+        raise ConfigError(f"{fn!r} is already a task", field="task", hint="decorate it once")
+    if isinstance(fn, type):
+        hint = "decorate a function, or pass an instance whose __call__ takes (value)"
+        raise ConfigError(f"{_label(fn)} is a class", field="task", hint=hint)
+    if not callable(fn):
+        raise ConfigError(f"{fn!r} is not callable", field="task", hint=_SHAPE_HINT)
+    target = _call_target(fn)
+    if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+        hint = "a task returns one value: collect the items into a list and return it"
+        raise ConfigError(f"{_label(fn)} is a generator function", field="task", hint=hint)
+
+
+def _types_of(fn: Callable[..., Any], value_param: str | None) -> tuple[Any, Any]:
+    """The annotated input and output types, ``None`` where unannotated or unresolvable."""
+    target = fn.func if isinstance(fn, functools.partial) else _call_target(fn)
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:
+        return None, None  # an annotation that names something not importable: no check
+    return hints.get(value_param) if value_param else None, hints.get("return")
+
+
+def _default_name(fn: object) -> str:
+    if isinstance(fn, functools.partial):
+        return _default_name(fn.func)
+    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+# -------------------------------------------------------------------------- the settings
+
+
+@contextlib.contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """Re-raise a ``ConfigError`` about a setting with the task's name in front."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise ConfigError(
+            f"task {name!r}: {exc.message}", field=exc.field, hint=exc.hint, **exc.context
+        ) from exc
+
+
+def _checked_name(name: object) -> str:
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ConfigError(
+            f"a task name must be a non-empty str without outer spaces, got {name!r}",
+            field="name",
+        )
+    return name
+
+
+def _checked_resource(resource: object) -> str | None:
+    if resource is not None and (not isinstance(resource, str) or not resource):
+        raise ConfigError(f"must be a pool name or None, got {resource!r}", field="resource")
+    return resource
+
+
+def _checked_version(version: object) -> str | None:
+    if version is None or isinstance(version, str):
+        return version
+    if isinstance(version, int) and not isinstance(version, bool):
+        return str(version)
+    raise ConfigError(f"must be a str, an int or None, got {version!r}", field="version")
+
+
+def _frozen_config(config: object) -> Mapping[str, Any]:
+    """A deep, read-only copy of ``config``: mappings become ``MappingProxyType``, lists
+    tuples. Raises ``ConfigError`` unless it is a ``str``-keyed JSON-able mapping."""
+    if config is None:
+        return MappingProxyType({})
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"must be a mapping, got {type(config).__name__}", field="config")
+    problem = json_problem(dict(config), "config")
+    if problem is not None:
+        raise ConfigError(problem, field="config", hint="config must be JSON-able")
+    frozen = _freeze(json.loads(canonical_json(dict(config))))
+    assert isinstance(frozen, Mapping)
+    return frozen
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({key: _freeze(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(item) for item in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    """A frozen config (or any mapping/tuple nest) as plain ``dict``/``list`` values."""
+    if isinstance(value, Mapping):
+        return {key: _thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_thaw(item) for item in value]
+    return value
+
+
+def _code_parts(fn: Callable[..., Any], identity: Any) -> tuple[str, Any]:
+    """``(code digest, factory parameters)``; an explicit ``identity`` replaces both."""
+    if identity is not None:
+        return digest(canonical_json(["identity", identity])), None
+    return digest(canonical_json(_code_identity(fn))), _factory_parameters(fn)
+
+
+# ------------------------------------------------------------------------------ identity
+
+
+def _code_identity(fn: Callable[..., Any]) -> Any:
+    """What the code of ``fn`` is, as JSON-able data (see the module docstring)."""
+    if isinstance(fn, functools.partial):
+        return _code_identity(fn.func)
+    if isinstance(fn, MethodType):
+        return _code_identity(fn.__func__)
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, CodeType):
+        return _source_identity(type(fn)) or ["class", _qualified(type(fn))]
+    if getattr(fn, "__name__", None) != "<lambda>":
+        # A lambda's "source" is its whole line, neighbours included: use its bytecode.
+        found = _source_identity(fn)
+        if found is not None:
+            return found
+    return ["bytecode", _bytecode_identity(code, getattr(fn, "__doc__", None))]
+
+
+def _source_identity(obj: object) -> list[str] | None:
+    """``ast.dump`` of the definition without decorators, docstrings or its own name."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))  # type: ignore[arg-type]
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, _DEFINITIONS):
+        return None
+    node.decorator_list = []
+    node.name = "_"
+    for inner in ast.walk(node):
+        if isinstance(inner, _DEFINITIONS) and _is_docstring(inner.body[0]):
+            inner.body = inner.body[1:] or [ast.Pass()]
+    return ["ast", ast.dump(node)]
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def _bytecode_identity(code: CodeType, doc: object) -> list[Any]:
+    consts = list(code.co_consts)
+    if doc is not None and consts and consts[0] == doc:
+        consts = consts[1:]  # the docstring: editing it must not change the identity
+    return [
+        code.co_code.hex(),
+        code.co_exceptiontable.hex(),
+        list(code.co_names),
+        list(code.co_varnames),
+        list(code.co_freevars),
+        [_const_identity(const) for const in consts],
+    ]
+
+
+def _const_identity(const: object) -> Any:
+    if isinstance(const, CodeType):
+        return _bytecode_identity(const, None)
+    if isinstance(const, tuple):
+        return [_const_identity(item) for item in const]
+    if isinstance(const, frozenset):
+        return sorted(repr(item) for item in const)  # repr order would follow the hash seed
+    return repr(const)
+
+
+def _factory_parameters(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The values ``fn`` was built with: closure cells, defaults, partial arguments, and
+    the attributes of a callable instance or a bound method's object."""
+    if isinstance(fn, functools.partial):
+        return {
+            "args": [_parameter(arg) for arg in fn.args],
+            "keywords": {key: _parameter(arg) for key, arg in fn.keywords.items()},
+            "of": _factory_parameters(fn.func),
+        }
+    if isinstance(fn, MethodType):
+        return {"self": _instance_state(fn.__self__), "of": _factory_parameters(fn.__func__)}
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, CodeType):
+        return {"self": _instance_state(fn)}
+    cells = zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False)
+    return {
+        "closure": {name: _cell_value(cell) for name, cell in cells},
+        "defaults": [_parameter(v) for v in getattr(fn, "__defaults__", None) or ()],
+        "kwdefaults": {
+            k: _parameter(v) for k, v in (getattr(fn, "__kwdefaults__", None) or {}).items()
+        },
+    }
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return _parameter(cell.cell_contents)
+    except ValueError:
+        return {"empty": True}  # a cell whose variable was never assigned
+
+
+def _instance_state(obj: object) -> dict[str, Any]:
+    state = getattr(obj, "__dict__", None)
+    if not isinstance(state, dict):
+        return {"type": _qualified(type(obj))}
+    return {"type": _qualified(type(obj)), "state": {k: _parameter(v) for k, v in state.items()}}
+
+
+def _parameter(value: object) -> Any:
+    """A factory parameter as JSON: itself, a task's fingerprint, a function's code digest,
+    a class's name, or the name of its type."""
+    if is_jsonable(value):
+        return value
+    if isinstance(value, set | frozenset) and is_jsonable(list(value)):
+        return {"set": sorted(value, key=canonical_json)}  # not in hash-seed order
+    if isinstance(value, Task):
+        return {"task": value.fingerprint}
+    if isinstance(value, type):
+        return {"class": _qualified(value)}
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return {"function": digest(canonical_json(_code_identity(value)))}
+    return {"type": _qualified(type(value))}
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

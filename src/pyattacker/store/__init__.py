@@ -1,0 +1,55 @@
+"""The durable record of a run (DESIGN.md §7): what the Runner writes, what readers read.
+
+* :class:`Store` — the protocol: ``begin_run``/``write``/``end_run`` for the Runner,
+  ``unfinished``/``pipeline``/``artifact`` to resume, ``rows`` for readers.
+* :class:`SQLiteStore` — the default: one SQLite file, WAL, read-only readers beside a live
+  run; :class:`MemoryStore` — the same contract in memory. :func:`open_store` picks one.
+* The rows (:class:`RunRow`, :class:`PipelineRow`, ...) and :class:`Batch`, everything one
+  transaction writes.
+* :func:`export_rows` — one kind of row to JSONL, JSON, CSV or Parquet, atomically.
+"""
+
+from pyattacker.store._export import EXPORT_FORMATS, export_rows
+from pyattacker.store._memory import MemoryStore
+from pyattacker.store._open import open_store
+from pyattacker.store._protocol import Store
+from pyattacker.store._rows import (
+    ROW_KINDS,
+    ArtifactRow,
+    AttemptRow,
+    Batch,
+    EventRow,
+    PipelineRow,
+    PipelineState,
+    ResourceRow,
+    RowKind,
+    RunRow,
+    RunState,
+    TaskRow,
+    TaskState,
+)
+from pyattacker.store._schema import SCHEMA_VERSION
+from pyattacker.store._sqlite import SQLiteStore
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "ROW_KINDS",
+    "SCHEMA_VERSION",
+    "ArtifactRow",
+    "AttemptRow",
+    "Batch",
+    "EventRow",
+    "MemoryStore",
+    "PipelineRow",
+    "PipelineState",
+    "ResourceRow",
+    "RowKind",
+    "RunRow",
+    "RunState",
+    "SQLiteStore",
+    "Store",
+    "TaskRow",
+    "TaskState",
+    "export_rows",
+    "open_store",
+]

@@ -1,0 +1,247 @@
+"""``export_rows``: one kind of row from a store to a file, for people and other tools.
+
+What each kind exports:
+
+- ``pipelines`` — NESTED: each pipeline gets ``tasks`` (by ``seq``), each task its
+  ``attempts``. Attempts of a task that has no row yet (in flight when a run crashed, or
+  beside a live run) appear under a stub task ``{"seq", "name", "state": None}``.
+- ``artifacts`` — ``digest``, ``codec``, ``size``, ``created_at`` and the content: ``value``
+  (the decoded JSON) for codec ``json``, else ``data_base64``.
+- every other kind — exactly what ``Store.rows`` yields.
+
+Formats: ``jsonl`` (one object per line), ``json`` (one array), ``csv`` (columns from the
+first row; dict/list values as JSON text; keys first seen in later rows go into a final
+``extra`` column as one JSON object), ``parquet`` (needs ``pyarrow``; dict/list values as
+JSON text, as in CSV). Rows are streamed except for Parquet, which builds its table.
+
+The file appears atomically: rows go to a temporary file in the same folder, which then
+replaces ``out``. On any error the temporary file is removed and an existing ``out`` is
+untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import importlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pyattacker.errors import ConfigError
+from pyattacker.store._protocol import Store
+from pyattacker.store._rows import RowKind
+from pyattacker.store._tables import resolve_kind
+
+__all__ = ["EXPORT_FORMATS", "export_rows"]
+
+EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+
+Row = dict[str, Any]
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def export_rows(
+    store: Store, out: str | os.PathLike[str], *, kind: RowKind | str, fmt: str = "jsonl"
+) -> int:
+    """Write every row of ``kind`` in ``store`` to ``out`` as ``fmt``; return how many.
+
+    Raises ``ConfigError`` naming the valid choices for an unknown ``kind`` (field
+    ``kind``) or ``fmt`` (field ``format``, also when Parquet is asked for without
+    ``pyarrow``), and when ``out``'s folder does not exist or ``out`` is a folder (field
+    ``out``). Errors while writing propagate after the temporary file is removed.
+    """
+    resolved = resolve_kind(kind)
+    write = _writer(fmt)
+    target = _target(Path(out))
+    return _atomically(target, lambda path: write(_view(store, resolved), path))
+
+
+# -- what is exported -------------------------------------------------------------------
+
+
+def _view(store: Store, kind: RowKind) -> Iterator[Row]:
+    if kind is RowKind.PIPELINES:
+        return (_nested(store, p) for p in store.rows(RowKind.PIPELINES))
+    if kind is RowKind.ARTIFACTS:
+        return (_readable_artifact(a) for a in store.rows(RowKind.ARTIFACTS))
+    return store.rows(kind)
+
+
+def _nested(store: Store, pipeline: Row) -> Row:
+    pipeline_id = pipeline["pipeline_id"]
+    by_seq: dict[int, list[Row]] = {}
+    for attempt in store.rows(RowKind.ATTEMPTS, pipeline_id=pipeline_id):
+        by_seq.setdefault(attempt["seq"], []).append(attempt)
+    tasks = [
+        {**task, "attempts": by_seq.pop(task["seq"], [])}
+        for task in store.rows(RowKind.TASKS, pipeline_id=pipeline_id)
+    ]
+    tasks += [
+        {"seq": seq, "name": group[0]["task"], "state": None, "attempts": group}
+        for seq, group in by_seq.items()
+    ]
+    tasks.sort(key=_seq)
+    return {**pipeline, "tasks": tasks}
+
+
+def _seq(row: Row) -> int:
+    seq: int = row["seq"]
+    return seq
+
+
+def _readable_artifact(artifact: Row) -> Row:
+    data: bytes = artifact["data"]
+    row = {k: artifact[k] for k in ("digest", "codec", "size", "created_at")}
+    if artifact["codec"] == "json":
+        try:
+            return {**row, "value": json.loads(data)}
+        except ValueError:  # bytes that do not decode: export them as they are
+            pass
+    return {**row, "data_base64": base64.b64encode(data).decode("ascii")}
+
+
+# -- formats ----------------------------------------------------------------------------
+
+
+def _jsonl(rows: Iterable[Row], path: Path) -> int:
+    count = 0
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(_to_json(row) + "\n")
+            count += 1
+    return count
+
+
+def _json(rows: Iterable[Row], path: Path) -> int:
+    count = 0
+    with path.open("w", encoding="utf-8") as f:
+        f.write("[")
+        for row in rows:
+            f.write(("\n" if count == 0 else ",\n") + _to_json(row))
+            count += 1
+        f.write("\n]\n" if count else "]\n")
+    return count
+
+
+def _csv(rows: Iterable[Row], path: Path) -> int:
+    count = 0
+    columns: list[str] = []
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        for row in rows:
+            if not columns:
+                columns = list(row)
+                writer.writerow([*columns, "extra"])
+            extra = {k: v for k, v in row.items() if k not in columns}
+            cells = [_csv_cell(row.get(c)) for c in columns]
+            writer.writerow([*cells, _to_json(extra) if extra else ""])
+            count += 1
+    return count
+
+
+def _csv_cell(value: Any) -> str:
+    """How one value reads in a CSV cell: empty for ``None``, JSON for dicts, lists and
+    booleans, ``str`` otherwise (``repr``-exact for floats)."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list | bool):
+        return _to_json(value)
+    return str(value)
+
+
+def _parquet(rows: Iterable[Row], path: Path) -> int:
+    pa, pq = _pyarrow()
+    flat = [{k: _flat(v) for k, v in row.items()} for row in rows]
+    pq.write_table(pa.Table.from_pylist(flat), str(path))
+    return len(flat)
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    """``pyarrow`` and ``pyarrow.parquet``, imported only when Parquet is asked for (an
+    optional extra): ``ConfigError`` (field ``format``) with the install hint if missing."""
+    try:
+        return importlib.import_module("pyarrow"), importlib.import_module("pyarrow.parquet")
+    except ImportError:
+        raise ConfigError(
+            "Parquet export needs pyarrow",
+            field="format",
+            hint="pip install 'pyattacker[parquet]'",
+        ) from None
+
+
+def _flat(value: Any) -> Any:
+    return _to_json(value) if isinstance(value, dict | list) else value
+
+
+_WRITERS: dict[str, Callable[[Iterable[Row], Path], int]] = {
+    "jsonl": _jsonl,
+    "json": _json,
+    "csv": _csv,
+    "parquet": _parquet,
+}
+
+
+def _writer(fmt: str) -> Callable[[Iterable[Row], Path], int]:
+    if fmt not in _WRITERS:
+        raise ConfigError(
+            f"unknown export format {fmt!r}",
+            field="format",
+            hint=f"one of: {', '.join(EXPORT_FORMATS)}",
+        )
+    if fmt == "parquet":
+        _pyarrow()  # refuse before any file is made
+    return _WRITERS[fmt]
+
+
+# -- the file ---------------------------------------------------------------------------
+
+
+def _target(out: Path) -> Path:
+    if out.is_dir():
+        raise ConfigError(f"{out} is a folder", field="out", hint="name a file inside it")
+    if not out.absolute().parent.is_dir():
+        raise ConfigError(
+            f"the folder {out.absolute().parent} does not exist",
+            field="out",
+            hint="create it first, or choose another path",
+        )
+    return out
+
+
+def _atomically(out: Path, write: Callable[[Path], int]) -> int:
+    """Run ``write`` on a temporary file beside ``out``, then move it over ``out``."""
+    try:
+        fd, name = tempfile.mkstemp(
+            dir=out.absolute().parent, prefix=f".{out.name}.", suffix=".tmp"
+        )
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write in {out.absolute().parent}: {exc.strerror}",
+            field="out",
+            hint="choose a writable folder",
+        ) from exc
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        count = write(temporary)
+        _fsync(temporary)
+        temporary.chmod(0o644)  # mkstemp makes it private; an export is an ordinary file
+        os.replace(temporary, out)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _fsync(path: Path) -> None:
+    """Flush the file's bytes to disk before the rename makes it visible: after a crash,
+    ``out`` is the old file or the whole new one, never a truncated one."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

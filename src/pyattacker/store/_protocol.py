@@ -1,0 +1,95 @@
+"""``Store``: what the Runner needs from a durable record, and what readers get from one.
+
+Two implementations ship: :class:`MemoryStore` (``":memory:"``; for tests and throwaway
+runs) and :class:`SQLiteStore` (a file; WAL, one writer, read-only readers beside a live
+run). A shared server database for runs spread over several machines would be a third.
+
+The write side is deliberately small: the Runner builds rows (``pyattacker.store._rows``)
+and hands a whole :class:`Batch` to :meth:`Store.write`, which commits it as one transaction
+or raises :class:`StoreError` having committed nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any, Protocol, runtime_checkable
+
+from pyattacker.store._rows import ArtifactRow, Batch, PipelineRow, RowKind, RunRow, RunState
+
+__all__ = ["Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    #: ``":memory:"`` or the database file's path, for messages.
+    location: str
+    #: True for a reader opened beside a live run: every write method raises.
+    read_only: bool
+
+    # -- the run's lifecycle ------------------------------------------------------------
+
+    def begin_run(self, run: RunRow, *, resume: bool) -> list[RunRow]:
+        """Record ``run`` as started and return the earlier runs it takes over.
+
+        Refuses with ``ConfigError`` (field ``resume``), writing nothing, when:
+
+        - ``resume`` is false and the store already holds pipelines (hint: pass
+          ``resume=True`` / ``--resume``, or use another store);
+        - another run is live: state ``running``, its owner process (``pid`` on this
+          ``host``) alive and its heartbeat fresh.
+
+        With ``resume``, earlier runs still marked ``running`` (their process died) become
+        ``crashed``, and their ``running``/``pending`` pipelines become ``interrupted``:
+        that is the takeover. The returned list names every run taken over.
+        """
+        ...
+
+    def end_run(
+        self, run_id: str, state: RunState, *, ended_at: float, stop_reason: str | None
+    ) -> None:
+        """Mark the run ended (after the Runner's last ``write``)."""
+        ...
+
+    def write(self, batch: Batch) -> None:
+        """Commit everything in ``batch`` as one transaction; all or nothing.
+
+        Pipeline and task rows are upserts (the row is replaced whole); artifacts are
+        inserted once per digest (a second insert of the same digest is a no-op); attempts,
+        events and resources are appended. ``batch.heartbeat`` sets the run's
+        ``heartbeat_at``. A failure raises ``StoreError`` with the cause, and the store
+        is as it was before the call.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the connection; idempotent."""
+        ...
+
+    # -- what the Runner reads ----------------------------------------------------------
+
+    def pipeline(self, pipeline_id: str) -> PipelineRow | None: ...
+
+    def artifact(self, digest: str) -> ArtifactRow | None: ...
+
+    def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
+        """Pipelines not ``succeeded`` whose ``chain_digest`` is in ``chain_digests``, in
+        ``ordinal`` order; streamed (a store may hold millions)."""
+        ...
+
+    def count_pipelines(self) -> int: ...
+
+    def count_by_state(self) -> dict[str, int]:
+        """Pipelines by state (``{"succeeded": 4999, "failed": 1}``), states with none left out."""
+        ...
+
+    # -- what readers (report, export) read ---------------------------------------------
+
+    def runs(self) -> list[RunRow]:
+        """Every run, oldest first."""
+        ...
+
+    def rows(self, kind: RowKind, *, pipeline_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """Rows of one kind as plain dicts (JSON-shaped fields decoded, enums as strings,
+        artifacts with ``data`` as bytes and a ``size``), oldest first; optionally only
+        those of one pipeline. Streamed."""
+        ...

@@ -1,0 +1,222 @@
+"""The rows of the durable record: plain frozen values, the contract between the Runner
+(which writes them) and every ``Store`` (which keeps them).
+
+One table per kind (DESIGN.md §7). Times named ``*_at`` are epoch seconds (wall clock, for
+people and for correlating with other logs); ``duration_s`` is measured on the run's
+monotonic ``Clock``. JSON-shaped fields (``data``, ``decision``, ``spec``, ``config``)
+hold plain ``dict``/``list`` values that ``json.dumps`` accepts; secrets are masked by the
+Runner before a row is built, and a store never sees a key.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ROW_KINDS",
+    "ArtifactRow",
+    "AttemptRow",
+    "Batch",
+    "EventRow",
+    "PipelineRow",
+    "PipelineState",
+    "ResourceRow",
+    "RowKind",
+    "RunRow",
+    "RunState",
+    "TaskRow",
+    "TaskState",
+]
+
+
+class RunState(enum.StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"  # every pipeline succeeded
+    FAILED = "failed"  # the run ended and some pipeline failed
+    INTERRUPTED = "interrupted"  # stopped (signal, stop(), a stop condition) before the end
+    CRASHED = "crashed"  # found `running` with a dead owner; set on takeover by a resume
+
+
+class PipelineState(enum.StrEnum):
+    PENDING = "pending"  # admitted, no task finished yet in this run
+    RUNNING = "running"  # a task of it is in flight or parked for a retry
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # the run stopped first; its checkpoints are intact
+
+
+class TaskState(enum.StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # the retry policy gave up (or a fatal error)
+    INTERRUPTED = "interrupted"  # the run stopped while it was in flight or parked
+
+
+class RowKind(enum.StrEnum):
+    """What ``Store.rows`` and the export can produce."""
+
+    RUNS = "runs"
+    PIPELINES = "pipelines"
+    TASKS = "tasks"
+    ATTEMPTS = "attempts"
+    EVENTS = "events"
+    ARTIFACTS = "artifacts"
+    RESOURCES = "resources"
+
+
+ROW_KINDS: tuple[str, ...] = tuple(kind.value for kind in RowKind)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRow:
+    run_id: str
+    state: RunState
+    started_at: float
+    ended_at: float | None = None
+    heartbeat_at: float | None = None
+    pid: int | None = None
+    host: str | None = None
+    resumes: str | None = None  # the run this one resumed, if any
+    stop_reason: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)  # masked Runner settings
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipelineRow:
+    """One pipeline, upserted whole whenever its state or cursor moves.
+
+    ``cursor`` is the number of leading tasks whose artifact is committed: the pipeline
+    continues at task ``cursor`` with the output of task ``cursor - 1`` (the seed if 0).
+    """
+
+    pipeline_id: str
+    template: str
+    chain_digest: str
+    seed_digest: str
+    seed_artifact: str  # artifact digest of the seed value
+    repeat: int
+    key: str | None
+    state: PipelineState
+    cursor: int
+    ntasks: int
+    run_id: str  # the last run that touched it
+    ordinal: int  # admission order in the first run that saw it
+    created_at: float
+    updated_at: float
+    output_artifact: str | None = None  # the last task's output, once succeeded
+    error: str | None = None  # the failure that ended it, if any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRow:
+    """One task of one pipeline, upserted when it ends (``seq`` is its 0-based index)."""
+
+    pipeline_id: str
+    seq: int
+    name: str
+    task_digest: str
+    state: TaskState
+    attempts: int
+    run_id: str
+    started_at: float
+    ended_at: float
+    input_artifact: str | None
+    output_artifact: str | None = None
+    error_class: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptRow:
+    """One execution of one task, with the retry decision taken after it.
+
+    ``decision`` is ``RetryDecision.to_dict()`` for a failed attempt and
+    ``{"retry": False, "reason": "ok"}`` for a successful one. ``resources`` lists the
+    ``pool/resource`` ids leased during the attempt, in order.
+    """
+
+    run_id: str
+    pipeline_id: str
+    seq: int
+    task: str
+    attempt: int
+    outcome: str  # ok | failed | cancelled
+    started_at: float
+    ended_at: float
+    duration_s: float
+    decision: Mapping[str, Any]
+    resources: Sequence[str] = ()
+    error_class: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactRow:
+    """Content-addressed bytes: ``digest`` is ``artifact_digest(codec, data)`` (the codec's
+    name is part of the address: the same bytes under two codecs are two values)."""
+
+    digest: str
+    codec: str
+    data: bytes
+    created_at: float
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventRow:
+    run_id: str
+    kind: str  # <area>.<what>
+    at: float
+    pipeline_id: str | None = None
+    seq: int | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceRow:
+    run_id: str
+    pool: str
+    resource_id: str
+    kind: str
+    spec: Mapping[str, Any]  # masked: never a key
+
+
+@dataclass(slots=True)
+class Batch:
+    """Everything one transaction writes. ``Store.write`` commits all of it or nothing.
+
+    Checkpoints (artifacts, task rows, pipeline rows) and history (attempts, events) may
+    share a batch; the store writes artifacts before the task rows that name them and task
+    rows before the pipeline rows whose cursor they advance — inside one transaction the
+    order does not matter for durability, but a store without transactions must keep it.
+    """
+
+    artifacts: list[ArtifactRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+    pipelines: list[PipelineRow] = field(default_factory=list)
+    attempts: list[AttemptRow] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    resources: list[ResourceRow] = field(default_factory=list)
+    heartbeat: tuple[str, float] | None = None  # (run_id, epoch seconds)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.artifacts
+            or self.tasks
+            or self.pipelines
+            or self.attempts
+            or self.events
+            or self.resources
+            or self.heartbeat
+        )
+
+    @property
+    def has_checkpoints(self) -> bool:
+        return bool(self.artifacts or self.tasks or self.pipelines)

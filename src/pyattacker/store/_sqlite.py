@@ -1,0 +1,309 @@
+"""``SQLiteStore``: the durable record in one SQLite file (stdlib ``sqlite3``; DESIGN.md §7).
+
+Why stdlib ``sqlite3`` and no ORM: the write path is a handful of prepared statements run
+with ``executemany`` inside one explicit transaction per batch, and that is all an ORM
+would add cost to. WAL mode lets readers (report, export, dashboard) open the file
+read-only beside the live run without blocking it.
+
+How durable a committed ``write`` is: with ``synchronous="normal"`` (the default) a
+committed transaction survives the process being killed (SIGKILL, OOM): the WAL frames are
+in the OS page cache when ``COMMIT`` returns. It does not survive a power loss or kernel
+crash until the next checkpoint; ``synchronous="full"`` fsyncs the WAL on every commit and
+survives those too, at the cost of one fsync per batch.
+
+Not thread-safe: one thread at a time (the connection is shared; nothing is locked).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Collection, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from pyattacker.errors import ConfigError, StoreError
+from pyattacker.store._files import check_path, connect, mapped
+from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, plan_begin
+from pyattacker.store._rows import ArtifactRow, Batch, PipelineRow, RowKind, RunRow, RunState
+from pyattacker.store._schema import (
+    COUNT_BY_STATE,
+    COUNT_PIPELINES,
+    END_RUN,
+    HEARTBEAT,
+    INSERT,
+    INTERRUPT_PIPELINES,
+    MARK_CRASHED,
+    MIGRATIONS,
+    ONE_ARTIFACT,
+    ONE_PIPELINE,
+    RUN_EXISTS,
+    RUNNING_RUNS,
+    Migration,
+    Pages,
+    check_version,
+    migrate,
+    pages_for,
+    unfinished_pages,
+    user_version,
+)
+from pyattacker.store._tables import (
+    TABLES,
+    UNKNOWN_PIPELINE,
+    decode,
+    encode_batch,
+    encode_run,
+    encoding,
+    resolve_kind,
+    to_artifact,
+    to_pipeline,
+    to_run,
+)
+
+__all__ = ["SQLiteStore", "Synchronous"]
+
+Synchronous = Literal["normal", "full"]
+_SYNCHRONOUS = ("normal", "full")
+_PAGE = 512  # rows per read query: big enough to be cheap, small enough to stream
+_PIPELINES = TABLES[RowKind.PIPELINES]
+_CHAIN = _PIPELINES.names.index("chain_digest")
+
+
+class SQLiteStore:
+    """A :class:`~pyattacker.store.Store` in the SQLite file ``path``.
+
+    Opening creates the file (and its schema) when it does not exist, and upgrades an
+    older one with the additive ``migrations`` (default: this version's; a parameter so the
+    upgrade path can be tested). ``read_only=True`` opens a reader that works beside a live
+    writer and refuses every write.
+
+    Raises ``ConfigError`` (field ``store``), creating and changing nothing, when the folder
+    is missing, the folder or file is not writable (for a writer), the file does not exist
+    (for a reader), is not a SQLite database or not a pyattacker store, or was written by a
+    newer pyattacker. ``synchronous`` is ``"normal"`` or ``"full"`` (see the module
+    docstring for what each survives). ``busy_timeout_s`` is how long a write waits for
+    another connection's lock before failing with ``StoreError``; ``stale_after_s`` is when
+    a silent run counts as dead (see ``begin_run``).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        synchronous: Synchronous = "normal",
+        busy_timeout_s: float = 5.0,
+        stale_after_s: float = DEFAULT_STALE_AFTER_S,
+        migrations: tuple[Migration, ...] = MIGRATIONS,
+    ) -> None:
+        if synchronous not in _SYNCHRONOUS:
+            raise ConfigError(
+                f"unknown synchronous mode {synchronous!r}",
+                field="synchronous",
+                hint="one of: normal (survives a killed process), full (also a power loss)",
+            )
+        self.path = Path(path)
+        self.location = str(path)
+        self.read_only = read_only
+        self.synchronous = synchronous
+        self.stale_after_s = stale_after_s
+        check_path(self.path, read_only=read_only)
+        self._conn: sqlite3.Connection | None = connect(
+            self.path, read_only=read_only, busy_timeout_s=busy_timeout_s
+        )
+        try:
+            self._prepare(migrations)
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else "read-only" if self.read_only else "open"
+        return f"<SQLiteStore {self.location!r} {state}>"
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the run's lifecycle ------------------------------------------------------------
+
+    def begin_run(self, run: RunRow, *, resume: bool) -> list[RunRow]:
+        values = encoding(lambda: encode_run(run), self.location)
+        with self._transaction() as conn:
+            taken = plan_begin(
+                run,
+                resume=resume,
+                running=[
+                    to_run(decode(TABLES[RowKind.RUNS], r)) for r in conn.execute(RUNNING_RUNS)
+                ],
+                id_taken=conn.execute(RUN_EXISTS, (run.run_id,)).fetchone() is not None,
+                pipelines=conn.execute(COUNT_PIPELINES).fetchone()[0],
+                location=self.location,
+                stale_after_s=self.stale_after_s,
+            )
+            conn.executemany(MARK_CRASHED, [(r.ended_at, r.stop_reason, r.run_id) for r in taken])
+            conn.executemany(INTERRUPT_PIPELINES, [(r.run_id,) for r in taken])
+            conn.execute(INSERT[RowKind.RUNS], values)
+        return taken
+
+    def end_run(
+        self, run_id: str, state: RunState, *, ended_at: float, stop_reason: str | None
+    ) -> None:
+        value = encoding(lambda: RunState(state).value, self.location)
+        with self._transaction() as conn:
+            changed = conn.execute(END_RUN, (value, ended_at, stop_reason, run_id)).rowcount
+            if not changed:
+                raise StoreError(f"no run {run_id!r} to end", location=self.location)
+
+    def write(self, batch: Batch) -> None:
+        encoded = encoding(lambda: encode_batch(batch), self.location)
+        try:
+            with self._transaction() as conn:
+                for table, rows in encoded.tables():
+                    if rows:
+                        conn.executemany(INSERT[table.kind], rows)
+                if encoded.heartbeat is not None:
+                    run_id, at = encoded.heartbeat
+                    conn.execute(HEARTBEAT, (at, run_id))
+        except StoreError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, sqlite3.IntegrityError) and "pipeline_num" in str(cause):
+                # the pipeline lookup found nothing (NOT NULL): say it in the user's terms
+                message = f"could not write: {UNKNOWN_PIPELINE}"
+                raise StoreError(message, location=self.location) from cause
+            raise
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # -- what the Runner reads ----------------------------------------------------------
+
+    def pipeline(self, pipeline_id: str) -> PipelineRow | None:
+        found = self._one(ONE_PIPELINE, pipeline_id)
+        return None if found is None else to_pipeline(decode(_PIPELINES, found))
+
+    def artifact(self, digest: str) -> ArtifactRow | None:
+        found = self._one(ONE_ARTIFACT, digest)
+        return None if found is None else to_artifact(decode(TABLES[RowKind.ARTIFACTS], found))
+
+    def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
+        """See :meth:`Store.unfinished`. Paged like :meth:`rows`, so the Runner may write
+        between the pipelines it gets (each is yielded once, in ``ordinal`` order)."""
+        wanted = set(chain_digests)
+        rows = self._paged(unfinished_pages(), ())
+        return (to_pipeline(decode(_PIPELINES, r)) for r in rows if r[_CHAIN] in wanted)
+
+    def count_pipelines(self) -> int:
+        with mapped(self.location, "could not read"):
+            count: int = self._connection().execute(COUNT_PIPELINES).fetchone()[0]
+        return count
+
+    def count_by_state(self) -> dict[str, int]:
+        with mapped(self.location, "could not read"):
+            counts = self._connection().execute(COUNT_BY_STATE).fetchall()
+        return dict(counts)
+
+    # -- what readers read --------------------------------------------------------------
+
+    def runs(self) -> list[RunRow]:
+        return [to_run(row) for row in self.rows(RowKind.RUNS)]
+
+    def rows(self, kind: RowKind, *, pipeline_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """See :meth:`Store.rows`. Read a page of rows at a time, each page consistent on
+        its own: beside a live run, rows written meanwhile may appear in later pages."""
+        table = TABLES[resolve_kind(kind, pipeline_id)]
+        pages, params = pages_for(table.kind, pipeline_id)
+        self._connection()  # a closed store fails here, not at the first next()
+        return (decode(table, r) for r in self._paged(pages, params))
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _prepare(self, migrations: tuple[Migration, ...]) -> None:
+        conn = self._connection()
+        with mapped(self.location, "could not open", not_a_database=True):
+            version = user_version(conn)
+            check_version(version, known=len(migrations), location=self.location)
+            if self.read_only:
+                _check_readable(version, known=len(migrations), location=self.location)
+                return
+            _check_ours(conn, version, self.location)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"cannot use WAL mode (got {mode})", location=self.location)
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            migrate(conn, migrations, self.location)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed", location=self.location)
+        return self._conn
+
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        if self.read_only:
+            raise StoreError("the store was opened read-only", location=self.location)
+        return _transaction(self._connection(), self.location)
+
+    def _one(self, sql: str, key: str) -> tuple[Any, ...] | None:
+        with mapped(self.location, "could not read"):
+            found: tuple[Any, ...] | None = self._connection().execute(sql, (key,)).fetchone()
+        return found
+
+    def _paged(self, pages: Pages, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+        """Every row ``pages`` selects, one query per page (keyset pagination): no statement
+        stays open between pages, so the writer's transactions and checkpoints are never
+        held up by a slow reader."""
+        after = pages.start
+        while True:
+            with mapped(self.location, "could not read"):
+                page = self._connection().execute(pages.sql, (*params, *after, _PAGE)).fetchall()
+            yield from (row[pages.key_len :] for row in page)
+            if len(page) < _PAGE:
+                return
+            after = page[-1][: pages.key_len]
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, location: str) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` on any error (then re-raised,
+    SQLite's as ``StoreError``). IMMEDIATE takes the write lock up front, so a busy store
+    fails (after the busy timeout) at ``BEGIN`` rather than halfway through a batch."""
+    with mapped(location, "could not write"):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _check_readable(version: int, *, known: int, location: str) -> None:
+    """A reader cannot migrate: refuse a file with no schema or an older one."""
+    if version == 0:
+        raise ConfigError(
+            f"{location} is not a pyattacker store (no schema)",
+            field="store",
+            hint="check the path; a run creates the store",
+        )
+    if version < known:
+        raise ConfigError(
+            f"{location} has store schema {version}, older than this pyattacker's {known}",
+            field="store",
+            hint="open it once for writing (without read_only) to upgrade it",
+        )
+
+
+def _check_ours(conn: sqlite3.Connection, version: int, location: str) -> None:
+    """Refuse a SQLite file some other program made: unversioned yet holding tables."""
+    if version == 0 and conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+        raise ConfigError(
+            f"{location} is a SQLite database but not a pyattacker store",
+            field="store",
+            hint="choose another path; pyattacker will not add its tables to it",
+        )

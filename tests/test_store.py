@@ -1,0 +1,590 @@
+"""The ``Store`` contract, checked on both stores through one parametrized fixture.
+
+The row builders at the top are shared with ``test_store_sqlite`` and ``test_store_export``
+(imported as ``test_store``): each fills the fields a test does not care about.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyattacker import store as store_module
+from pyattacker.errors import ConfigError, StoreError
+from pyattacker.store import (
+    ROW_KINDS,
+    ArtifactRow,
+    AttemptRow,
+    Batch,
+    EventRow,
+    MemoryStore,
+    PipelineRow,
+    PipelineState,
+    ResourceRow,
+    RowKind,
+    RunRow,
+    RunState,
+    SQLiteStore,
+    Store,
+    TaskRow,
+    TaskState,
+    open_store,
+)
+from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, this_host
+
+# -- row builders -----------------------------------------------------------------------
+
+
+def run(run_id: str = "r1", **fields: Any) -> RunRow:
+    values: dict[str, Any] = {"state": RunState.RUNNING, "started_at": 1000.0}
+    return RunRow(run_id=run_id, **{**values, **fields})
+
+
+def live_run(run_id: str = "r1", **fields: Any) -> RunRow:
+    """A run owned by this very process, with a heartbeat at its start."""
+    values: dict[str, Any] = {"pid": os.getpid(), "host": this_host(), "heartbeat_at": 1000.0}
+    return run(run_id, **{**values, **fields})
+
+
+def pipeline(pipeline_id: str = "p1", **fields: Any) -> PipelineRow:
+    values: dict[str, Any] = {
+        "template": "summarise",
+        "chain_digest": "chain-1",
+        "seed_digest": "seed-1",
+        "seed_artifact": "seed-1",
+        "repeat": 0,
+        "key": None,
+        "state": PipelineState.PENDING,
+        "cursor": 0,
+        "ntasks": 3,
+        "run_id": "r1",
+        "ordinal": 0,
+        "created_at": 1000.0,
+        "updated_at": 1000.0,
+    }
+    return PipelineRow(pipeline_id=pipeline_id, **{**values, **fields})
+
+
+def task(pipeline_id: str = "p1", seq: int = 0, **fields: Any) -> TaskRow:
+    values: dict[str, Any] = {
+        "name": f"task-{seq}",
+        "task_digest": f"task-digest-{seq}",
+        "state": TaskState.SUCCEEDED,
+        "attempts": 1,
+        "run_id": "r1",
+        "started_at": 1001.0,
+        "ended_at": 1002.0,
+        "input_artifact": "seed-1",
+        "output_artifact": f"out-{pipeline_id}-{seq}",
+    }
+    return TaskRow(pipeline_id=pipeline_id, seq=seq, **{**values, **fields})
+
+
+def attempt(pipeline_id: str = "p1", seq: int = 0, number: int = 1, **fields: Any) -> AttemptRow:
+    values: dict[str, Any] = {
+        "run_id": "r1",
+        "task": f"task-{seq}",
+        "outcome": "ok",
+        "started_at": 1001.0,
+        "ended_at": 1002.0,
+        "duration_s": 1.0,
+        "decision": {"retry": False, "reason": "ok"},
+        "resources": ["openai/key-1"],
+    }
+    return AttemptRow(pipeline_id=pipeline_id, seq=seq, attempt=number, **{**values, **fields})
+
+
+def artifact(digest: str = "out-p1-0", data: Any = b'{"answer": 42}', **fields: Any) -> ArtifactRow:
+    values: dict[str, Any] = {"codec": "json", "created_at": 1002.0}
+    return ArtifactRow(digest=digest, data=data, **{**values, **fields})
+
+
+def event(kind: str = "task.succeeded", **fields: Any) -> EventRow:
+    values: dict[str, Any] = {"run_id": "r1", "at": 1002.0, "data": {"n": 1}}
+    return EventRow(kind=kind, **{**values, **fields})
+
+
+def resource(resource_id: str = "key-1", **fields: Any) -> ResourceRow:
+    values: dict[str, Any] = {
+        "run_id": "r1",
+        "pool": "openai",
+        "kind": "api_key",
+        "spec": {"api_key": "***", "rpm": 60},
+    }
+    return ResourceRow(resource_id=resource_id, **{**values, **fields})
+
+
+def checkpoint(pipeline_id: str = "p1", seq: int = 0, **fields: Any) -> Batch:
+    """What the Runner commits when task ``seq`` of a pipeline succeeds."""
+    digest = f"out-{pipeline_id}-{seq}"
+    return Batch(
+        artifacts=[artifact(digest)],
+        tasks=[task(pipeline_id, seq)],
+        pipelines=[pipeline(pipeline_id, state=PipelineState.RUNNING, cursor=seq + 1, **fields)],
+        attempts=[attempt(pipeline_id, seq)],
+    )
+
+
+def _add(batch: Batch, more: Batch) -> None:
+    for name in ("artifacts", "tasks", "pipelines", "attempts", "events", "resources"):
+        getattr(batch, name).extend(getattr(more, name))
+
+
+def snapshot(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """Every row of every kind: what "nothing changed" compares."""
+    return {kind.value: list(store.rows(kind)) for kind in RowKind}
+
+
+def dead_pid() -> int:
+    """The id of a process that has exited and been reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# -- fixtures ---------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    opened: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def begun(store: Store) -> Store:
+    """A store with run ``r1`` begun (owned by this process)."""
+    store.begin_run(live_run("r1"), resume=False)
+    return store
+
+
+# -- the public surface -----------------------------------------------------------------
+
+
+def test_store_exports_exactly_the_public_names() -> None:
+    assert len(store_module.__all__) == len(set(store_module.__all__))
+    assert set(store_module.__all__) == {
+        "EXPORT_FORMATS",
+        "ROW_KINDS",
+        "SCHEMA_VERSION",
+        "ArtifactRow",
+        "AttemptRow",
+        "Batch",
+        "EventRow",
+        "MemoryStore",
+        "PipelineRow",
+        "PipelineState",
+        "ResourceRow",
+        "RowKind",
+        "RunRow",
+        "RunState",
+        "SQLiteStore",
+        "Store",
+        "TaskRow",
+        "TaskState",
+        "export_rows",
+        "open_store",
+    }
+
+
+def test_both_stores_satisfy_the_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+
+
+def test_open_store_picks_the_store_for_the_location(tmp_path: Path) -> None:
+    memory = open_store(":memory:")
+    assert isinstance(memory, MemoryStore)
+    assert open_store(memory) is memory
+    on_disk = open_store(tmp_path / "run.db")
+    assert isinstance(on_disk, SQLiteStore)
+    assert on_disk.location == str(tmp_path / "run.db")
+    on_disk.close()
+    reader = open_store(str(tmp_path / "run.db"), read_only=True)
+    assert reader.read_only
+    reader.close()
+
+
+# -- begin_run --------------------------------------------------------------------------
+
+
+def test_begin_run_on_an_empty_store_records_the_run_and_takes_over_nothing(store: Store) -> None:
+    assert store.begin_run(live_run("r1", config={"workers": 4}), resume=False) == []
+    assert store.runs() == [live_run("r1", config={"workers": 4})]
+
+
+def test_a_fresh_run_is_refused_on_a_store_holding_pipelines_and_writes_nothing(
+    begun: Store,
+) -> None:
+    begun.write(Batch(pipelines=[pipeline("p1")]))
+    begun.end_run("r1", RunState.SUCCEEDED, ended_at=1100.0, stop_reason=None)
+    before = snapshot(begun)
+    with pytest.raises(ConfigError) as refused:
+        begun.begin_run(run("r2", started_at=2000.0), resume=False)
+    assert refused.value.field == "resume"
+    assert "--resume" in str(refused.value.hint)
+    assert snapshot(begun) == before
+
+
+def test_a_run_is_refused_while_another_is_live_and_nothing_is_written(begun: Store) -> None:
+    before = snapshot(begun)
+    with pytest.raises(ConfigError) as refused:
+        begun.begin_run(run("r2", started_at=1010.0), resume=True)
+    assert refused.value.field == "resume"
+    assert "'r1' is still live" in refused.value.message
+    assert snapshot(begun) == before
+
+
+def test_a_run_on_another_host_with_a_fresh_heartbeat_counts_as_live(store: Store) -> None:
+    store.begin_run(run("r1", pid=dead_pid(), host="elsewhere", heartbeat_at=1000.0), resume=False)
+    with pytest.raises(ConfigError, match="still live"):
+        store.begin_run(run("r2", started_at=1000.0 + DEFAULT_STALE_AFTER_S), resume=True)
+
+
+def test_a_run_whose_heartbeat_went_stale_is_taken_over_even_if_its_process_lives(
+    begun: Store,
+) -> None:
+    later = 1000.0 + DEFAULT_STALE_AFTER_S + 1
+    taken = begun.begin_run(run("r2", started_at=later), resume=True)
+    assert [r.run_id for r in taken] == ["r1"]
+
+
+def test_a_resume_takes_over_a_dead_run_and_interrupts_its_unfinished_pipelines(
+    store: Store,
+) -> None:
+    dead = run("r1", pid=dead_pid(), host=this_host(), heartbeat_at=1005.0)
+    store.begin_run(dead, resume=False)
+    states = [PipelineState.RUNNING, PipelineState.PENDING, PipelineState.SUCCEEDED]
+    states += [PipelineState.FAILED]
+    store.write(Batch(pipelines=[pipeline(f"p{i}", state=s) for i, s in enumerate(states)]))
+    store.write(Batch(pipelines=[pipeline("other", state=PipelineState.RUNNING, run_id="r0")]))
+
+    taken = store.begin_run(run("r2", started_at=1010.0), resume=True)
+
+    crashed = dataclasses.replace(dead, state=RunState.CRASHED, ended_at=1005.0)
+    crashed = dataclasses.replace(crashed, stop_reason="owner died; taken over by run r2")
+    assert taken == [crashed]
+    assert store.runs() == [crashed, run("r2", started_at=1010.0)]
+    assert store.count_by_state() == {"failed": 1, "interrupted": 2, "running": 1, "succeeded": 1}
+    assert store.pipeline("other") == pipeline("other", state=PipelineState.RUNNING, run_id="r0")
+
+
+def test_a_fresh_run_on_a_store_without_pipelines_also_takes_over_a_dead_run(store: Store) -> None:
+    store.begin_run(run("r1", pid=dead_pid(), host=this_host()), resume=False)
+    taken = store.begin_run(run("r2", started_at=1001.0), resume=False)
+    assert [(r.run_id, r.state) for r in taken] == [("r1", RunState.CRASHED)]
+
+
+def test_a_run_id_already_recorded_is_refused(begun: Store) -> None:
+    begun.end_run("r1", RunState.SUCCEEDED, ended_at=1100.0, stop_reason=None)
+    with pytest.raises(ConfigError) as refused:
+        begun.begin_run(run("r1", started_at=2000.0), resume=True)
+    assert refused.value.field == "run_id"
+
+
+# -- end_run ----------------------------------------------------------------------------
+
+
+def test_end_run_records_the_state_the_end_and_the_reason(begun: Store) -> None:
+    begun.end_run("r1", RunState.INTERRUPTED, ended_at=1100.0, stop_reason="signal SIGINT")
+    [ended] = begun.runs()
+    assert (ended.state, ended.ended_at, ended.stop_reason) == (
+        RunState.INTERRUPTED,
+        1100.0,
+        "signal SIGINT",
+    )
+
+
+def test_ending_an_unknown_run_raises_store_error(begun: Store) -> None:
+    with pytest.raises(StoreError, match="no run 'r9'"):
+        begun.end_run("r9", RunState.SUCCEEDED, ended_at=1100.0, stop_reason=None)
+
+
+# -- write ------------------------------------------------------------------------------
+
+
+POISONS: dict[str, Batch] = {
+    "artifact data that is not bytes": Batch(artifacts=[artifact("bad", data="not bytes")]),
+    "an event whose data is not JSON": Batch(events=[event(data={"when": object()})]),
+    "a pipeline state nobody knows": Batch(pipelines=[pipeline("bad", state="paused")]),
+    "a task without a name": Batch(tasks=[task("bad", name=None)]),
+    "an int beyond 64 bits": Batch(attempts=[attempt("bad", number=2**64)]),
+    "a NaN time in a required column": Batch(events=[event(at=math.nan)]),
+}
+
+
+@pytest.mark.parametrize("poison", POISONS.values(), ids=list(POISONS))
+def test_write_is_all_or_nothing(begun: Store, poison: Batch) -> None:
+    begun.write(checkpoint("p1", 0))
+    before = snapshot(begun)
+    batch = checkpoint("p2", 0)
+    _add(batch, poison)
+    batch.events.insert(0, event("before.poison"))
+    batch.resources.append(resource())
+    batch.heartbeat = ("r1", 1500.0)
+    with pytest.raises(StoreError):
+        begun.write(batch)
+    assert snapshot(begun) == before
+
+
+@pytest.mark.parametrize("kind", ["tasks", "attempts"])
+def test_a_task_or_attempt_of_a_pipeline_not_recorded_is_refused(begun: Store, kind: str) -> None:
+    orphan = Batch(tasks=[task("p9")]) if kind == "tasks" else Batch(attempts=[attempt("p9")])
+    before = snapshot(begun)
+    with pytest.raises(StoreError, match="names a pipeline that is not recorded"):
+        begun.write(orphan)
+    assert snapshot(begun) == before
+    orphan.pipelines.append(pipeline("p9"))  # the same batch may bring the pipeline along
+    begun.write(orphan)
+    assert len(list(begun.rows(RowKind(kind), pipeline_id="p9"))) == 1
+
+
+def test_an_artifact_is_stored_once_per_digest(begun: Store) -> None:
+    begun.write(Batch(artifacts=[artifact("d1", b"first"), artifact("d1", b"second")]))
+    begun.write(Batch(artifacts=[artifact("d1", b"third", created_at=9.0)]))
+    assert begun.artifact("d1") == artifact("d1", b"first")
+    assert [a["data"] for a in begun.rows(RowKind.ARTIFACTS)] == [b"first"]
+
+
+def test_pipeline_and_task_rows_are_replaced_whole_and_keep_their_place(begun: Store) -> None:
+    begun.write(Batch(pipelines=[pipeline("p1"), pipeline("p2")], tasks=[task("p1"), task("p2")]))
+    failed = task("p1", state=TaskState.FAILED, error="boom", output_artifact=None)
+    moved = pipeline("p1", state=PipelineState.FAILED, cursor=0, error="boom")
+    begun.write(Batch(pipelines=[moved], tasks=[failed]))
+    assert begun.pipeline("p1") == moved
+    assert [p["pipeline_id"] for p in begun.rows(RowKind.PIPELINES)] == ["p1", "p2"]
+    assert [t["error"] for t in begun.rows(RowKind.TASKS)] == ["boom", None]
+
+
+def test_attempts_events_and_resources_are_appended(begun: Store) -> None:
+    begun.write(Batch(pipelines=[pipeline("p1")]))
+    begun.write(Batch(attempts=[attempt(number=1)], events=[event("a")], resources=[resource()]))
+    begun.write(Batch(attempts=[attempt(number=1)], events=[event("b")], resources=[resource()]))
+    assert [a["attempt"] for a in begun.rows(RowKind.ATTEMPTS)] == [1, 1]
+    assert [e["kind"] for e in begun.rows(RowKind.EVENTS)] == ["a", "b"]
+    assert len(list(begun.rows(RowKind.RESOURCES))) == 2
+
+
+def test_a_heartbeat_sets_the_runs_heartbeat_time(begun: Store) -> None:
+    begun.write(Batch(heartbeat=("r1", 1234.5)))
+    assert begun.runs()[0].heartbeat_at == 1234.5
+
+
+def test_a_nan_in_a_nullable_column_is_kept_as_none_like_sqlite_does(begun: Store) -> None:
+    begun.write(Batch(heartbeat=("r1", math.nan)))
+    assert begun.runs()[0].heartbeat_at is None
+
+
+# -- what the Runner reads --------------------------------------------------------------
+
+
+def test_unfinished_yields_pipelines_not_succeeded_of_the_chains_in_ordinal_order(
+    begun: Store,
+) -> None:
+    rows = [
+        pipeline("late", ordinal=5, state=PipelineState.RUNNING),
+        pipeline("done", ordinal=1, state=PipelineState.SUCCEEDED),
+        pipeline("other-chain", ordinal=0, chain_digest="chain-2"),
+        pipeline("first", ordinal=2, state=PipelineState.FAILED),
+        pipeline("tie", ordinal=5, state=PipelineState.INTERRUPTED),
+    ]
+    begun.write(Batch(pipelines=rows))
+    found = [p.pipeline_id for p in begun.unfinished(["chain-1"])]
+    assert found == ["first", "late", "tie"]
+    both = [p.pipeline_id for p in begun.unfinished({"chain-1", "chain-2"})]
+    assert both == ["other-chain", "first", "late", "tie"]
+    assert list(begun.unfinished([])) == []
+
+
+def test_pipeline_and_artifact_lookups_return_rows_or_none(begun: Store) -> None:
+    begun.write(checkpoint("p1", 0))
+    assert begun.pipeline("p1") == pipeline("p1", state=PipelineState.RUNNING, cursor=1)
+    assert begun.pipeline("nope") is None
+    assert begun.artifact("out-p1-0") == artifact("out-p1-0")
+    assert begun.artifact("nope") is None
+
+
+def test_pipelines_are_counted_in_all_and_by_state(begun: Store) -> None:
+    assert (begun.count_pipelines(), begun.count_by_state()) == (0, {})
+    begun.write(Batch(pipelines=[pipeline("a"), pipeline("b"), pipeline("c", state="failed")]))
+    assert begun.count_pipelines() == 3
+    assert begun.count_by_state() == {"failed": 1, "pending": 2}
+
+
+# -- what readers read ------------------------------------------------------------------
+
+
+def test_rows_are_plain_dicts_with_json_decoded_and_enums_as_strings(begun: Store) -> None:
+    begun.write(checkpoint("p1", 0))
+    [task_row] = begun.rows(RowKind.TASKS)
+    assert type(task_row["state"]) is str
+    assert task_row == {**dataclasses.asdict(task("p1", 0)), "state": "succeeded"}
+    [attempt_row] = begun.rows(RowKind.ATTEMPTS)
+    assert attempt_row["decision"] == {"retry": False, "reason": "ok"}
+    assert attempt_row["resources"] == ["openai/key-1"]
+    [artifact_row] = begun.rows(RowKind.ARTIFACTS)
+    assert artifact_row == {**dataclasses.asdict(artifact("out-p1-0")), "size": 14}
+    [run_row] = begun.rows(RowKind.RUNS)
+    assert (run_row["state"], run_row["config"]) == ("running", {})
+
+
+def test_rows_of_one_pipeline(begun: Store) -> None:
+    begun.write(checkpoint("p1", 0))
+    begun.write(checkpoint("p2", 0))
+    begun.write(checkpoint("p1", 1))
+    begun.write(Batch(events=[event(pipeline_id="p1", seq=1), event(), event(pipeline_id="p2")]))
+
+    def of_p1(kind: RowKind) -> list[dict[str, Any]]:
+        return list(begun.rows(kind, pipeline_id="p1"))
+
+    assert [p["pipeline_id"] for p in of_p1(RowKind.PIPELINES)] == ["p1"]
+    assert [(t["pipeline_id"], t["seq"]) for t in of_p1(RowKind.TASKS)] == [("p1", 0), ("p1", 1)]
+    assert [(a["pipeline_id"], a["seq"]) for a in of_p1(RowKind.ATTEMPTS)] == [("p1", 0), ("p1", 1)]
+    assert [e["seq"] for e in of_p1(RowKind.EVENTS)] == [1]
+    assert [a["digest"] for a in of_p1(RowKind.ARTIFACTS)] == ["out-p1-0", "out-p1-1"]
+    assert list(begun.rows(RowKind.TASKS, pipeline_id="nope")) == []
+
+
+@pytest.mark.parametrize("kind", [RowKind.RUNS, RowKind.RESOURCES])
+def test_runs_and_resources_cannot_be_narrowed_to_a_pipeline(store: Store, kind: RowKind) -> None:
+    with pytest.raises(ConfigError) as refused:
+        store.rows(kind, pipeline_id="p1")
+    assert refused.value.field == "pipeline_id"
+
+
+def test_an_unknown_kind_is_refused_naming_the_valid_ones(store: Store) -> None:
+    with pytest.raises(ConfigError) as refused:
+        store.rows("pipelinez")
+    assert refused.value.field == "kind"
+    assert all(kind in str(refused.value.hint) for kind in ROW_KINDS)
+
+
+def test_runs_are_listed_oldest_first(store: Store) -> None:
+    store.begin_run(run("r1", state=RunState.SUCCEEDED), resume=False)
+    store.begin_run(run("r2", started_at=2000.0), resume=True)
+    assert [r.run_id for r in store.runs()] == ["r1", "r2"]
+
+
+# -- closing and read-only --------------------------------------------------------------
+
+
+def test_a_closed_store_raises_store_error_and_closing_again_is_harmless(store: Store) -> None:
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.count_pipelines()
+    with pytest.raises(StoreError, match="closed"):
+        store.rows(RowKind.RUNS)
+
+
+def test_a_read_only_memory_store_refuses_every_write() -> None:
+    reader = MemoryStore(read_only=True)
+    with pytest.raises(StoreError, match="read-only"):
+        reader.begin_run(run(), resume=False)
+    with pytest.raises(StoreError, match="read-only"):
+        reader.write(checkpoint())
+    with pytest.raises(StoreError, match="read-only"):
+        reader.end_run("r1", RunState.FAILED, ended_at=1.0, stop_reason=None)
+    assert snapshot(reader) == snapshot(MemoryStore())
+
+
+# -- the two stores agree -----------------------------------------------------------------
+
+IDS = st.sampled_from(["p0", "p1", "p2"])
+DIGESTS = st.sampled_from(["d0", "d1", "d2", "d3"])
+TIMES = st.floats(0, 2e9, allow_nan=False)
+SHORT = st.text(max_size=6)
+JSON: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | TIMES | SHORT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SHORT, inner, max_size=3),
+    max_leaves=6,
+)
+JSON_DICTS = st.dictionaries(SHORT, JSON, max_size=3)
+SMALL = st.integers(0, 4)
+
+PIPELINES = st.builds(
+    pipeline, IDS, chain_digest=st.sampled_from(["chain-1", "chain-2"]),
+    state=st.sampled_from(PipelineState), cursor=SMALL, ordinal=SMALL, key=st.none() | SHORT,
+    updated_at=TIMES, output_artifact=st.none() | DIGESTS, error=st.none() | SHORT,
+)  # fmt: skip
+TASKS = st.builds(
+    task, IDS, SMALL, state=st.sampled_from(TaskState), attempts=SMALL,
+    input_artifact=st.none() | DIGESTS, output_artifact=st.none() | DIGESTS,
+    traceback=st.none() | SHORT,
+)  # fmt: skip
+ATTEMPTS = st.builds(
+    attempt, IDS, SMALL, SMALL, decision=JSON_DICTS, resources=st.lists(SHORT, max_size=2),
+    duration_s=TIMES,
+)  # fmt: skip
+ARTIFACTS = st.builds(
+    artifact, DIGESTS, st.binary(max_size=8), codec=st.sampled_from(["json", "bytes"])
+)
+EVENTS = st.builds(
+    event, SHORT, pipeline_id=st.none() | IDS, seq=st.none() | SMALL, data=JSON_DICTS
+)
+RESOURCES = st.builds(resource, SHORT, spec=JSON_DICTS)
+BATCHES = st.builds(
+    Batch,
+    artifacts=st.lists(ARTIFACTS, max_size=3),
+    tasks=st.lists(TASKS, max_size=3),
+    pipelines=st.lists(PIPELINES, max_size=3),
+    attempts=st.lists(ATTEMPTS, max_size=2),
+    events=st.lists(EVENTS, max_size=2),
+    resources=st.lists(RESOURCES, max_size=1),
+    heartbeat=st.none() | st.tuples(st.just("r1"), TIMES),
+)
+POISONED = st.sampled_from([None, *POISONS.values()])
+
+
+def _everything(store: Store) -> dict[str, Any]:
+    narrowed = {
+        f"{kind.value}/{pid}": list(store.rows(kind, pipeline_id=pid))
+        for kind in RowKind
+        if kind not in (RowKind.RUNS, RowKind.RESOURCES)
+        for pid in ("p0", "p1", "p2")
+    }
+    return {
+        **snapshot(store),
+        **narrowed,
+        "unfinished": list(store.unfinished(["chain-1"])),
+        "by_state": store.count_by_state(),
+        "runs": store.runs(),
+    }
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(BATCHES, POISONED), max_size=5))
+def test_memory_and_sqlite_stores_agree_after_any_sequence_of_batches(
+    batches: list[tuple[Batch, Batch | None]],
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        memory, sqlite = MemoryStore(), SQLiteStore(Path(folder) / "s.db")
+        for each in (memory, sqlite):
+            each.begin_run(live_run("r1"), resume=False)
+            each.write(Batch(pipelines=[pipeline(pid) for pid in ("p0", "p1")]))
+        for batch, poison in batches:
+            if poison is not None:
+                _add(batch, poison)
+            outcomes = [_outcome(each, batch) for each in (memory, sqlite)]
+            assert outcomes[0] == outcomes[1]
+        assert _everything(memory) == _everything(sqlite)
+        sqlite.close()
+
+
+def _outcome(store: Store, batch: Batch) -> str:
+    try:
+        store.write(batch)
+    except StoreError:
+        return "refused"
+    return "written"
