@@ -177,6 +177,7 @@ def test_store_exports_exactly_the_public_names() -> None:
     assert len(store_module.__all__) == len(set(store_module.__all__))
     assert set(store_module.__all__) == {
         "EXPORT_FORMATS",
+        "OK_DECISION",
         "ROW_KINDS",
         "SCHEMA_VERSION",
         "ArtifactRow",

@@ -40,7 +40,7 @@ class TaskContext:
         self,
         pools: Mapping[str, Pool] | Iterable[Pool] = (),
         *,
-        rng: random.Random | str | None = None,
+        rng: random.Random | int | str | None = None,
         clock: Clock | None = None,
         meta: Mapping[str, Any] | None = None,
         pool: str | None = None,
@@ -64,8 +64,8 @@ class TaskContext:
                 self.pools[p.name] = p
         if pool is not None and pool not in self.pools:
             raise PoolNotFound(pool, known=list(self.pools))
-        # A str is a seed: the Random is built on first use (most attempts never draw).
-        self._rng: random.Random | str | None = rng
+        # An int or str is a seed: the Random is built on first use (most never draw).
+        self._rng: random.Random | int | str | None = rng
         first = next(iter(self.pools.values()), None)
         self.clock: Clock = clock or (first.clock if first is not None else LoopClock())
         self.meta: dict[str, Any] = dict(meta or {})
@@ -87,7 +87,7 @@ class TaskContext:
 
     @property
     def rng(self) -> random.Random:
-        """The attempt's randomness: the ``Random`` given, one seeded with the ``str`` given
+        """The attempt's randomness: the ``Random`` given, one seeded with the seed given
         (built on first use, so reruns of an attempt draw the same numbers), or a fresh
         OS-seeded one."""
         rng = self._rng

@@ -62,6 +62,7 @@ class Committer:
         self._history_batch = history_batch
         self._on_failure = on_failure
         self._batch = Batch()
+        self._pipelines: dict[str, PipelineRow] = {}
         self._done: asyncio.Future[None] | None = None
         self._scheduled = False
         self.failure: StoreError | None = None
@@ -77,13 +78,29 @@ class Committer:
         pipeline: PipelineRow | None = None,
     ) -> asyncio.Future[None]:
         """Stage one pipeline's checkpoint; the future resolves when it is committed."""
+        self.stage(artifacts=artifacts, task=task, pipeline=pipeline)
+        return self._flush_soon()
+
+    def stage(
+        self,
+        *,
+        artifacts: list[ArtifactRow] = [],  # noqa: B006 - never mutated
+        task: TaskRow | None = None,
+        pipeline: PipelineRow | None = None,
+    ) -> None:
+        """Stage rows for the next flush without asking for one (a new pipeline's first
+        row: it rides with the next checkpoint, which usually replaces it anyway).
+
+        Pipeline rows are kept by id, the last one staged winning: an upsert replaces the
+        whole row, so an earlier row in the same transaction would be written for nothing.
+        """
         batch = self._batch
-        batch.artifacts.extend(artifacts)
+        if artifacts:
+            batch.artifacts.extend(artifacts)
         if task is not None:
             batch.tasks.append(task)
         if pipeline is not None:
-            batch.pipelines.append(pipeline)
-        return self._flush_soon()
+            self._pipelines[pipeline.pipeline_id] = pipeline
 
     def attempt(self, row: AttemptRow) -> asyncio.Future[None] | None:
         """Stage an attempt row; a future to await only when writing through."""
@@ -128,6 +145,9 @@ class Committer:
         in ``failure``, handed to every waiter and to ``on_failure``."""
         self._scheduled = False
         batch, done = self._batch, self._done
+        if self._pipelines:
+            batch.pipelines = list(self._pipelines.values())
+            self._pipelines = {}
         self._batch, self._done = Batch(), None
         if self.failure is not None or not batch:
             self._settle(done, self.failure)

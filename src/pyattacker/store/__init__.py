@@ -14,6 +14,7 @@ from pyattacker.store._memory import MemoryStore
 from pyattacker.store._open import open_store
 from pyattacker.store._protocol import Store
 from pyattacker.store._rows import (
+    OK_DECISION,
     ROW_KINDS,
     ArtifactRow,
     AttemptRow,
@@ -33,6 +34,7 @@ from pyattacker.store._sqlite import SQLiteStore
 
 __all__ = [
     "EXPORT_FORMATS",
+    "OK_DECISION",
     "ROW_KINDS",
     "SCHEMA_VERSION",
     "ArtifactRow",

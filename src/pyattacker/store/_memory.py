@@ -12,7 +12,7 @@ Not thread-safe: call it from one thread at a time (the Runner's event loop).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from pyattacker.errors import StoreError
@@ -144,6 +144,11 @@ class MemoryStore:
         self._check_open()
         values = self._pipelines.get(pipeline_id)
         return None if values is None else to_pipeline(decode(_PIPELINES, values))
+
+    def pipelines(self, pipeline_ids: Sequence[str]) -> dict[str, PipelineRow]:
+        self._check_open()
+        found = ((pid, self._pipelines.get(pid)) for pid in pipeline_ids)
+        return {pid: to_pipeline(decode(_PIPELINES, v)) for pid, v in found if v is not None}
 
     def artifact(self, digest: str) -> ArtifactRow | None:
         self._check_open()

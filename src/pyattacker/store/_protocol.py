@@ -11,7 +11,7 @@ or raises :class:`StoreError` having committed nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pyattacker.store._rows import ArtifactRow, Batch, PipelineRow, RowKind, RunRow, RunState
@@ -68,6 +68,11 @@ class Store(Protocol):
     # -- what the Runner reads ----------------------------------------------------------
 
     def pipeline(self, pipeline_id: str) -> PipelineRow | None: ...
+
+    def pipelines(self, pipeline_ids: Sequence[str]) -> dict[str, PipelineRow]:
+        """The stored rows of those of ``pipeline_ids`` the store holds, by id: one query
+        for a chunk of admissions instead of one each."""
+        ...
 
     def artifact(self, digest: str) -> ArtifactRow | None: ...
 

@@ -1,11 +1,15 @@
-"""The rows of the durable record: plain frozen values, the contract between the Runner
-(which writes them) and every ``Store`` (which keeps them).
+"""The rows of the durable record: plain values, the contract between the Runner (which
+writes them) and every ``Store`` (which keeps them).
 
 One table per kind (DESIGN.md §7). Times named ``*_at`` are epoch seconds (wall clock, for
 people and for correlating with other logs); ``duration_s`` is measured on the run's
 monotonic ``Clock``. JSON-shaped fields (``data``, ``decision``, ``spec``, ``config``)
 hold plain ``dict``/``list`` values that ``json.dumps`` accepts; secrets are masked by the
 Runner before a row is built, and a store never sees a key.
+
+Rows are values: nobody changes one after it is built (the Runner builds a new row for
+each change). They are not ``frozen`` dataclasses only because a frozen dataclass costs
+about twice as much to build, and a run builds four rows per task.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "OK_DECISION",
     "ROW_KINDS",
     "ArtifactRow",
     "AttemptRow",
@@ -68,8 +73,12 @@ class RowKind(enum.StrEnum):
 
 ROW_KINDS: tuple[str, ...] = tuple(kind.value for kind in RowKind)
 
+#: The decision recorded for a successful attempt. One shared value, so a store can encode
+#: it once (most attempts succeed); never mutate it.
+OK_DECISION: Mapping[str, Any] = {"retry": False, "reason": "ok"}
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@dataclass(slots=True, kw_only=True)
 class RunRow:
     run_id: str
     state: RunState
@@ -83,7 +92,7 @@ class RunRow:
     config: Mapping[str, Any] = field(default_factory=dict)  # masked Runner settings
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class PipelineRow:
     """One pipeline, upserted whole whenever its state or cursor moves.
 
@@ -109,7 +118,7 @@ class PipelineRow:
     error: str | None = None  # the failure that ended it, if any
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class TaskRow:
     """One task of one pipeline, upserted when it ends (``seq`` is its 0-based index)."""
 
@@ -129,7 +138,7 @@ class TaskRow:
     traceback: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class AttemptRow:
     """One execution of one task, with the retry decision taken after it.
 
@@ -154,7 +163,7 @@ class AttemptRow:
     traceback: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ArtifactRow:
     """Content-addressed bytes: ``digest`` is ``artifact_digest(codec, data)`` (the codec's
     name is part of the address: the same bytes under two codecs are two values)."""
@@ -169,7 +178,7 @@ class ArtifactRow:
         return len(self.data)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class EventRow:
     run_id: str
     kind: str  # <area>.<what>
@@ -179,7 +188,7 @@ class EventRow:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ResourceRow:
     run_id: str
     pool: str

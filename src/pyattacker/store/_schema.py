@@ -12,6 +12,8 @@ shape); a test checks that the migrations produce exactly those columns.
 
 from __future__ import annotations
 
+import functools
+
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ __all__ = [
     "Migration",
     "Pages",
     "check_version",
+    "some_pipelines",
     "migrate",
     "pages_for",
     "unfinished_pages",
@@ -156,6 +159,13 @@ COUNT_PIPELINES = "SELECT count(*) FROM pipelines"
 COUNT_BY_STATE = "SELECT state, count(*) FROM pipelines GROUP BY state ORDER BY state"
 ONE_PIPELINE = f"SELECT {_columns(RowKind.PIPELINES)} FROM pipelines WHERE pipeline_id = ?"
 ONE_ARTIFACT = f"SELECT {_columns(RowKind.ARTIFACTS)} FROM artifacts WHERE digest = ?"
+
+
+@functools.cache
+def some_pipelines(n: int) -> str:
+    """The pipelines among ``n`` ids (``IN`` with ``n`` parameters; cached per ``n``)."""
+    marks = ", ".join("?" * n)
+    return f"SELECT {_columns(RowKind.PIPELINES)} FROM pipelines WHERE pipeline_id IN ({marks})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +37,7 @@ from pyattacker.store._schema import (
     MARK_CRASHED,
     MIGRATIONS,
     ONE_ARTIFACT,
+    some_pipelines,
     ONE_PIPELINE,
     RUN_EXISTS,
     RUNNING_RUNS,
@@ -67,6 +68,7 @@ Synchronous = Literal["normal", "full"]
 _SYNCHRONOUS = ("normal", "full")
 _PAGE = 512  # rows per read query: big enough to be cheap, small enough to stream
 _PIPELINES = TABLES[RowKind.PIPELINES]
+_IN_CHUNK = 500  # ids per `IN (...)` query, well under SQLite's limit on parameters
 _CHAIN = _PIPELINES.names.index("chain_digest")
 
 
@@ -186,6 +188,18 @@ class SQLiteStore:
     def pipeline(self, pipeline_id: str) -> PipelineRow | None:
         found = self._one(ONE_PIPELINE, pipeline_id)
         return None if found is None else to_pipeline(decode(_PIPELINES, found))
+
+    def pipelines(self, pipeline_ids: Sequence[str]) -> dict[str, PipelineRow]:
+        ids = list(dict.fromkeys(pipeline_ids))
+        found: dict[str, PipelineRow] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            with mapped(self.location, "could not read"):
+                rows = self._connection().execute(some_pipelines(len(chunk)), chunk).fetchall()
+            for row in rows:
+                pipeline = to_pipeline(decode(_PIPELINES, row))
+                found[pipeline.pipeline_id] = pipeline
+        return found
 
     def artifact(self, digest: str) -> ArtifactRow | None:
         found = self._one(ONE_ARTIFACT, digest)

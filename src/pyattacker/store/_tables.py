@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pyattacker.errors import ConfigError, StoreError
 from pyattacker.store._rows import (
+    OK_DECISION,
     ROW_KINDS,
     ArtifactRow,
     AttemptRow,
@@ -63,6 +64,7 @@ T = TypeVar("T")
 # Plain `json.dumps`: with default arguments it reuses one cached C encoder, measurably
 # faster on small dicts than any customised encoder (compact separators included).
 _to_json = json.dumps
+_OK_JSON = _to_json(OK_DECISION)
 _BINDABLE = (type(None), int, float, str, bytes)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -157,8 +159,9 @@ def encode_task(t: TaskRow) -> Values:
 
 
 def encode_attempt(a: AttemptRow) -> Values:
+    decision = _OK_JSON if a.decision is OK_DECISION else _to_json(a.decision)
     return (a.run_id, a.pipeline_id, a.seq, a.task, a.attempt, a.outcome, a.started_at,
-            a.ended_at, a.duration_s, _to_json(a.decision), _json_list(a.resources),
+            a.ended_at, a.duration_s, decision, _json_list(a.resources),
             a.error_class, a.error, a.traceback)  # fmt: skip
 
 
