@@ -71,7 +71,7 @@ def test_resume_needs_only_the_template_because_inputs_come_from_the_store() -> 
     report = run_virtually(runner(store), EVAL, resume=True)
     assert report.by_state == {"succeeded": 4}
     outputs = sorted(
-        store.artifact(r["output_artifact"]).data  # type: ignore[union-attr]
+        store.artifact(r["pipeline_id"], 1).data  # type: ignore[union-attr]
         for r in rows(store, RowKind.PIPELINES)
     )
     assert outputs == sorted(
@@ -83,7 +83,7 @@ def test_a_missing_checkpoint_restarts_that_pipeline_from_its_seed_and_says_so()
     store = MemoryStore()
     run_virtually(runner(store, stop_after_s=3.0, grace_s=0.0), EVAL.bind(7))
     (row,) = rows(store, RowKind.PIPELINES)
-    store._artifacts.pop(row["output_artifact"])  # the checkpoint is gone
+    store._artifacts.pop((row["pipeline_id"], 0))  # the checkpoint is gone
     report = run_virtually(runner(store), EVAL, resume=True)
     assert report.by_state == {"succeeded": 1}
     assert SIDE_EFFECTS["fetch", 7] == 2
@@ -152,7 +152,9 @@ def test_a_store_that_cannot_record_stops_the_run_with_a_clear_error() -> None:
     # What was committed before the failure is consistent: every succeeded task row's
     # artifact is there.
     for task_row in rows(store, RowKind.TASKS, state="succeeded"):
-        assert store.artifact(task_row["output_artifact"]) is not None
+        artifact = store.artifact(task_row["pipeline_id"], task_row["seq"])
+        assert artifact is not None
+        assert artifact.digest == task_row["output_artifact"]
 
 
 def test_no_secret_reaches_the_store_or_an_export(tmp_path: Path) -> None:

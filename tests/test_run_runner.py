@@ -49,7 +49,7 @@ def test_the_last_artifact_of_a_pipeline_is_its_output() -> None:
     store = MemoryStore()
     run_virtually(runner(store), CHAIN.bind({"v": 3}))
     (row,) = rows(store, RowKind.PIPELINES)
-    artifact = store.artifact(row["output_artifact"])
+    artifact = store.artifact(row["pipeline_id"], 1)
     assert artifact is not None
     assert artifact.data == b'{"v":8}'
 

@@ -106,7 +106,7 @@ def attempt(pipeline_id: str = "p1", seq: int = 0, number: int = 1, **fields: An
 
 
 def artifact(digest: str = "out-p1-0", data: Any = b'{"answer": 42}', **fields: Any) -> ArtifactRow:
-    values: dict[str, Any] = {"codec": "json", "created_at": 1002.0}
+    values: dict[str, Any] = {"pipeline_id": "p1", "seq": 0, "codec": "json", "created_at": 1002.0}
     return ArtifactRow(digest=digest, data=data, **{**values, **fields})
 
 
@@ -129,7 +129,7 @@ def checkpoint(pipeline_id: str = "p1", seq: int = 0, **fields: Any) -> Batch:
     """What the Runner commits when task ``seq`` of a pipeline succeeds."""
     digest = f"out-{pipeline_id}-{seq}"
     return Batch(
-        artifacts=[artifact(digest)],
+        artifacts=[artifact(digest, pipeline_id=pipeline_id, seq=seq)],
         tasks=[task(pipeline_id, seq)],
         pipelines=[pipeline(pipeline_id, state=PipelineState.RUNNING, cursor=seq + 1, **fields)],
         attempts=[attempt(pipeline_id, seq)],
@@ -351,11 +351,13 @@ def test_a_task_or_attempt_of_a_pipeline_not_recorded_is_refused(begun: Store, k
     assert len(list(begun.rows(RowKind(kind), pipeline_id="p9"))) == 1
 
 
-def test_an_artifact_is_stored_once_per_digest(begun: Store) -> None:
-    begun.write(Batch(artifacts=[artifact("d1", b"first"), artifact("d1", b"second")]))
-    begun.write(Batch(artifacts=[artifact("d1", b"third", created_at=9.0)]))
-    assert begun.artifact("d1") == artifact("d1", b"first")
-    assert [a["data"] for a in begun.rows(RowKind.ARTIFACTS)] == [b"first"]
+def test_an_artifact_is_kept_per_pipeline_and_seq_and_a_rerun_replaces_it(begun: Store) -> None:
+    begun.write(Batch(pipelines=[pipeline("p1")], artifacts=[artifact("d1", b"first")]))
+    begun.write(Batch(artifacts=[artifact("d2", b"again", created_at=9.0)]))
+    begun.write(Batch(artifacts=[artifact("d1", b"seed", seq=-1)]))
+    assert begun.artifact("p1", 0) == artifact("d2", b"again", created_at=9.0)
+    assert begun.artifact("p1", -1) == artifact("d1", b"seed", seq=-1)
+    assert [a["data"] for a in begun.rows(RowKind.ARTIFACTS)] == [b"again", b"seed"]
 
 
 def test_pipeline_and_task_rows_are_replaced_whole_and_keep_their_place(begun: Store) -> None:
@@ -412,8 +414,9 @@ def test_pipeline_and_artifact_lookups_return_rows_or_none(begun: Store) -> None
     begun.write(checkpoint("p1", 0))
     assert begun.pipeline("p1") == pipeline("p1", state=PipelineState.RUNNING, cursor=1)
     assert begun.pipeline("nope") is None
-    assert begun.artifact("out-p1-0") == artifact("out-p1-0")
-    assert begun.artifact("nope") is None
+    assert begun.artifact("p1", 0) == artifact("out-p1-0")
+    assert begun.artifact("p1", 1) is None
+    assert begun.artifact("nope", 0) is None
 
 
 def test_pipelines_are_counted_in_all_and_by_state(begun: Store) -> None:
@@ -529,8 +532,9 @@ ATTEMPTS = st.builds(
     duration_s=TIMES,
 )  # fmt: skip
 ARTIFACTS = st.builds(
-    artifact, DIGESTS, st.binary(max_size=8), codec=st.sampled_from(["json", "bytes"])
-)
+    artifact, DIGESTS, st.binary(max_size=8), codec=st.sampled_from(["json", "bytes"]),
+    pipeline_id=IDS, seq=SMALL,
+)  # fmt: skip
 EVENTS = st.builds(
     event, SHORT, pipeline_id=st.none() | IDS, seq=st.none() | SMALL, data=JSON_DICTS
 )

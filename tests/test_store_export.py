@@ -40,7 +40,7 @@ def fill(store: Store) -> Store:
     store.write(checkpoint("p1", 1))
     store.write(
         Batch(
-            artifacts=[artifact("raw", b"\x00\xffbytes", codec="bytes")],
+            artifacts=[artifact("raw", b"\x00\xffbytes", codec="bytes", pipeline_id="p2", seq=-1)],
             pipelines=[pipeline("p2", ordinal=1)],
             attempts=[attempt("p2", 0, 1, outcome="cancelled")],
             events=[event("task.succeeded", pipeline_id="p1", seq=1, data={"ms": 12.5})],
@@ -108,11 +108,13 @@ def test_pipelines_are_exported_with_their_tasks_and_each_tasks_attempts(
 def test_artifacts_are_exported_with_json_decoded_and_other_bytes_in_base64(
     filled: Store, tmp_path: Path
 ) -> None:
-    filled.write(Batch(artifacts=[artifact("broken", b"{not json")]))
+    filled.write(Batch(artifacts=[artifact("broken", b"{not json", seq=5)]))
     out = tmp_path / "artifacts.jsonl"
     export_rows(filled, out, kind=RowKind.ARTIFACTS, fmt="jsonl")
     by_digest = {row["digest"]: row for row in read(out, "jsonl")}
     assert by_digest["out-p1-0"] == {
+        "pipeline_id": "p1",
+        "seq": 0,
         "digest": "out-p1-0",
         "codec": "json",
         "size": 14,
@@ -164,7 +166,8 @@ def test_csv_puts_keys_first_seen_in_later_rows_into_a_final_extra_column(
     export_rows(filled, out, kind="artifacts", fmt="csv")
     with out.open(encoding="utf-8", newline="") as f:
         header = next(csv.reader(f))
-    assert header == ["digest", "codec", "size", "created_at", "value", "extra"]
+    keys = ["pipeline_id", "seq", "digest", "codec", "size", "created_at", "value", "extra"]
+    assert header == keys
     rows = {row["digest"]: row for row in read_csv(out)}
     assert json.loads(rows["out-p1-0"]["value"]) == {"answer": 42}
     assert rows["out-p1-0"]["extra"] == ""

@@ -125,7 +125,8 @@ _KILLED_WRITER = textwrap.dedent(
                            heartbeat_at=1000.0, pid=os.getpid(), host=sys.argv[2]),
                     resume=False)
     store.write(Batch(
-        artifacts=[ArtifactRow(digest="out", codec="json", data=b"42", created_at=1001.0)],
+        artifacts=[ArtifactRow(pipeline_id="p1", seq=0, digest="out", codec="json", data=b"42",
+                               created_at=1001.0)],
         pipelines=[PipelineRow(
             pipeline_id="p1", template="t", chain_digest="c", seed_digest="s",
             seed_artifact="s", repeat=0, key=None, state=PipelineState.RUNNING, cursor=1,
@@ -155,7 +156,7 @@ def test_a_batch_committed_before_the_writer_is_killed_survives_and_is_resumable
     child.stdout.close()
 
     with SQLiteStore(path) as survivor:
-        assert survivor.artifact("out") is not None
+        assert survivor.artifact("p1", 0) is not None
         assert [p.pipeline_id for p in survivor.unfinished(["c"])] == ["p1"]
         taken = survivor.begin_run(run("r2", started_at=1010.0), resume=True)
         assert [(r.run_id, r.state) for r in taken] == [("child", RunState.CRASHED)]
@@ -196,8 +197,9 @@ def test_unfinished_yields_each_pipeline_once_while_the_runner_writes_between_ro
 
 
 def test_the_migrations_create_exactly_the_columns_of_the_rows(written: Path) -> None:
-    # plus `pipeline_num` (the rowid of their pipeline) where tasks and attempts are found by it
-    hidden = {RowKind.TASKS: ("pipeline_num",), RowKind.ATTEMPTS: ("pipeline_num",)}
+    # plus `pipeline_num` (the rowid of their pipeline) where rows are found by it
+    hidden = {kind: ("pipeline_num",) for kind in (RowKind.TASKS, RowKind.ATTEMPTS)}
+    hidden[RowKind.ARTIFACTS] = ("pipeline_num",)
     for kind, table in TABLES.items():
         info = _raw(written, f"PRAGMA table_info({kind.value})")
         assert tuple(str(row[1]) for row in info) == table.names + hidden.get(kind, ())

@@ -126,7 +126,7 @@ class Committer:
     def _flush_soon(self) -> asyncio.Future[None]:
         if self.failure is not None:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            failed.set_exception(self.failure)
+            _fail_quietly(failed, self.failure)
             return failed
         if self._done is None:
             self._done = asyncio.get_running_loop().create_future()
@@ -178,4 +178,12 @@ class Committer:
         if failure is None:
             done.set_result(None)
         else:
-            done.set_exception(failure)
+            _fail_quietly(done, failure)
+
+
+def _fail_quietly(future: asyncio.Future[None], failure: StoreError) -> None:
+    """Fail ``future`` without asyncio logging "exception was never retrieved" when nobody
+    awaits it (most staged rows are not awaited); whoever awaits it still gets ``failure``,
+    and the Runner raises it once the run has wound down."""
+    future.set_exception(failure)
+    future.exception()

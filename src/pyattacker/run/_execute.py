@@ -263,6 +263,8 @@ class Execution:
     def _new_job(self, spec: PipelineSpec, prepared: Any) -> _Job:
         now = epoch_time()
         seed_artifact = ArtifactRow(
+            pipeline_id=prepared.pipeline_id,
+            seq=-1,
             digest=prepared.seed_digest,
             codec=prepared.seed_codec,
             data=prepared.seed_bytes,
@@ -293,24 +295,18 @@ class Execution:
         """Continue ``stored`` at its cursor, reading the input from the store; from the seed
         (with a ``pipeline.restarted`` event) when that checkpoint cannot be read."""
         now = epoch_time()
-        cursor = stored.cursor
+        pid, cursor = stored.pipeline_id, stored.cursor
         if cursor >= len(template.tasks):  # every checkpoint is in: it only lacked the label
             done = dataclasses.replace(stored, state=PipelineState.SUCCEEDED, updated_at=now)
             self._commit.checkpoint(pipeline=done)
             self.counters.skipped += 1
             return None
-        digest_in = stored.output_artifact if cursor > 0 else stored.seed_artifact
-        value, problem = self._load(digest_in)
+        value, digest_in, problem = self._load(pid, cursor - 1)
         if problem is not None and cursor > 0:
-            self._event("pipeline.restarted", stored.pipeline_id, None, reason=problem)
+            self._event("pipeline.restarted", pid, None, reason=problem)
             self.counters.restarted += 1
-            cursor, digest_in = 0, stored.seed_artifact
-            value, problem = self._load(digest_in)
-        if problem is not None:
-            if seed is None:
-                self._fail_unreadable(stored, problem, now)
-                return None
-            value = seed
+            cursor = 0
+            value, digest_in, problem = self._load(pid, -1)
         row = dataclasses.replace(
             stored,
             state=PipelineState.PENDING,
@@ -319,19 +315,32 @@ class Execution:
             updated_at=now,
             error=None,
         )
-        self._commit.checkpoint(pipeline=row)
-        return _Job(template, row, value, digest_in or stored.seed_artifact)
+        if problem is None:
+            self._commit.checkpoint(pipeline=row)
+        elif seed is not None and cursor == 0:  # the input has it: store it again
+            codec, data = self._codecs.encode(seed)
+            again = ArtifactRow(
+                pipeline_id=pid, seq=-1, digest=stored.seed_artifact, codec=codec, data=data,
+                created_at=now,
+            )  # fmt: skip
+            self._commit.checkpoint(artifacts=[again], pipeline=row)
+            value, digest_in = seed, stored.seed_artifact
+        else:
+            self._fail_unreadable(stored, problem, now)
+            return None
+        return _Job(template, row, value, digest_in)
 
-    def _load(self, artifact_digest: str | None) -> tuple[Any, str | None]:
-        if artifact_digest is None:
-            return None, "no checkpoint recorded"
-        stored = self._store.artifact(artifact_digest)
+    def _load(self, pipeline_id: str, seq: int) -> tuple[Any, str, str | None]:
+        """``(value, digest, None)`` for the stored output of task ``seq`` (-1: the seed),
+        or ``(None, "", why not)``."""
+        what = "the seed" if seq < 0 else f"the output of task {seq}"
+        stored = self._store.artifact(pipeline_id, seq)
         if stored is None:
-            return None, f"artifact {artifact_digest} is missing"
+            return None, "", f"{what} is missing"
         try:
-            return self._codecs.decode(stored.codec, stored.data), None
+            return self._codecs.decode(stored.codec, stored.data), stored.digest, None
         except CodecError as exc:
-            return None, f"artifact {artifact_digest} does not decode: {exc}"
+            return None, "", f"{what} does not decode: {exc}"
 
     def _fail_unreadable(self, stored: PipelineRow, problem: str, now: float) -> None:
         error = f"cannot resume: {problem}, and the seed is not in the input"
@@ -413,7 +422,14 @@ class Execution:
                 output_artifact=out,
             )
             job.row = _advanced(job.row, seq + 1, out, now, done=done)
-            artifact = ArtifactRow(digest=out, codec=codec, data=data, created_at=now)
+            artifact = ArtifactRow(
+                pipeline_id=job.row.pipeline_id,
+                seq=seq,
+                digest=out,
+                codec=codec,
+                data=data,
+                created_at=now,
+            )
             await self._commit.checkpoint(artifacts=[artifact], task=task_row, pipeline=job.row)
             self.counters.tasks[TaskState.SUCCEEDED.value] += 1
             job.value, job.input_digest = value, out

@@ -5,8 +5,9 @@ What each kind exports:
 - ``pipelines`` — NESTED: each pipeline gets ``tasks`` (by ``seq``), each task its
   ``attempts``. Attempts of a task that has no row yet (in flight when a run crashed, or
   beside a live run) appear under a stub task ``{"seq", "name", "state": None}``.
-- ``artifacts`` — ``digest``, ``codec``, ``size``, ``created_at`` and the content: ``value``
-  (the decoded JSON) for codec ``json``, else ``data_base64``.
+- ``artifacts`` — ``pipeline_id``, ``seq`` (-1 for the seed), ``digest``, ``codec``,
+  ``size``, ``created_at`` and the content: ``value`` (the decoded JSON) for codec
+  ``json``, else ``data_base64``.
 - every other kind — exactly what ``Store.rows`` yields.
 
 Formats: ``jsonl`` (one object per line), ``json`` (one array), ``csv`` (columns from the
@@ -95,7 +96,8 @@ def _seq(row: Row) -> int:
 
 def _readable_artifact(artifact: Row) -> Row:
     data: bytes = artifact["data"]
-    row = {k: artifact[k] for k in ("digest", "codec", "size", "created_at")}
+    keys = ("pipeline_id", "seq", "digest", "codec", "size", "created_at")
+    row = {k: artifact[k] for k in keys}
     if artifact["codec"] == "json":
         try:
             return {**row, "value": json.loads(data)}

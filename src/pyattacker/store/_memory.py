@@ -49,9 +49,8 @@ _RUNS, _PIPELINES = TABLES[RowKind.RUNS], TABLES[RowKind.PIPELINES]
 _RUN_STATE, _RUN_ENDED, _RUN_HEARTBEAT, _RUN_STOP = (
     _RUNS.names.index(n) for n in ("state", "ended_at", "heartbeat_at", "stop_reason")
 )
-_P_STATE, _P_RUN, _P_ORDINAL, _P_CHAIN, _P_SEED, _P_OUTPUT = (
-    _PIPELINES.names.index(n)
-    for n in ("state", "run_id", "ordinal", "chain_digest", "seed_artifact", "output_artifact")
+_P_STATE, _P_RUN, _P_ORDINAL, _P_CHAIN = (
+    _PIPELINES.names.index(n) for n in ("state", "run_id", "ordinal", "chain_digest")
 )
 _A_PIPELINE = TABLES[RowKind.ATTEMPTS].names.index("pipeline_id")
 _IN_FLIGHT = frozenset({PipelineState.RUNNING.value, PipelineState.PENDING.value})
@@ -76,7 +75,7 @@ class MemoryStore:
         self._pipelines: dict[str, Values] = {}
         self._tasks: dict[tuple[str, int], Values] = {}
         self._tasks_of: dict[str, dict[int, Values]] = {}
-        self._artifacts: dict[str, Values] = {}
+        self._artifacts: dict[tuple[str, int], Values] = {}
         self._attempts: list[Values] = []
         self._events: list[Values] = []
         self._resources: list[Values] = []
@@ -123,7 +122,7 @@ class MemoryStore:
         self._check_pipelines_known(encoded)
         beat = self._beat(encoded.heartbeat)  # may fail too: before anything changes
         for values in encoded.artifacts:
-            self._artifacts.setdefault(values[0], values)
+            self._artifacts[(values[0], values[1])] = values
         for values in encoded.tasks:
             self._tasks[(values[0], values[1])] = values
             self._tasks_of.setdefault(values[0], {})[values[1]] = values
@@ -150,9 +149,9 @@ class MemoryStore:
         found = ((pid, self._pipelines.get(pid)) for pid in pipeline_ids)
         return {pid: to_pipeline(decode(_PIPELINES, v)) for pid, v in found if v is not None}
 
-    def artifact(self, digest: str) -> ArtifactRow | None:
+    def artifact(self, pipeline_id: str, seq: int) -> ArtifactRow | None:
         self._check_open()
-        values = self._artifacts.get(digest)
+        values = self._artifacts.get((pipeline_id, seq))
         return None if values is None else to_artifact(decode(TABLES[RowKind.ARTIFACTS], values))
 
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
@@ -199,8 +198,10 @@ class MemoryStore:
             by_seq = self._tasks_of.get(pipeline_id, {})
             return [by_seq[seq] for seq in sorted(by_seq)]
         if kind is RowKind.ARTIFACTS:
-            named = self._artifacts_named_by(pipeline_id)
-            return [v for digest, v in self._artifacts.items() if digest in named]
+            return sorted(
+                (v for key, v in self._artifacts.items() if key[0] == pipeline_id),
+                key=lambda v: int(v[1]),
+            )
         rows = self._attempts if kind is RowKind.ATTEMPTS else self._events
         position = TABLES[kind].names.index("pipeline_id")
         return [v for v in rows if v[position] == pipeline_id]
@@ -216,18 +217,10 @@ class MemoryStore:
             RowKind.RESOURCES: self._resources.copy,
         }[kind]()
 
-    def _artifacts_named_by(self, pipeline_id: str) -> set[str]:
-        named: set[str] = set()
-        pipeline = self._pipelines.get(pipeline_id)
-        if pipeline is not None:
-            named.update((pipeline[_P_SEED], pipeline[_P_OUTPUT]))
-        for task in self._tasks_of.get(pipeline_id, {}).values():
-            named.update(task[i] for i in _TASK_ARTIFACTS)
-        return named
-
     def _check_pipelines_known(self, encoded: EncodedBatch) -> None:
         arriving = {values[0] for values in encoded.pipelines}
         named = [values[0] for values in encoded.tasks]
+        named += [values[0] for values in encoded.artifacts]
         named += [values[_A_PIPELINE] for values in encoded.attempts]
         if not all(pid in self._pipelines or pid in arriving for pid in named):
             raise StoreError(f"could not write: {UNKNOWN_PIPELINE}", location=self.location)
@@ -261,11 +254,6 @@ class MemoryStore:
         self._check_open()
         if self.read_only:
             raise StoreError("the store was opened read-only", location=self.location)
-
-
-_TASK_ARTIFACTS = tuple(
-    TABLES[RowKind.TASKS].names.index(n) for n in ("input_artifact", "output_artifact")
-)
 
 
 def _as_stored(encoded: EncodedBatch) -> EncodedBatch:

@@ -74,7 +74,9 @@ class Store(Protocol):
         for a chunk of admissions instead of one each."""
         ...
 
-    def artifact(self, digest: str) -> ArtifactRow | None: ...
+    def artifact(self, pipeline_id: str, seq: int) -> ArtifactRow | None:
+        """The output of task ``seq`` of the pipeline (``seq`` -1: its seed), if stored."""
+        ...
 
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
         """Pipelines not ``succeeded`` whose ``chain_digest`` is in ``chain_digests``, in

@@ -165,9 +165,18 @@ class AttemptRow:
 
 @dataclass(slots=True, kw_only=True)
 class ArtifactRow:
-    """Content-addressed bytes: ``digest`` is ``artifact_digest(codec, data)`` (the codec's
-    name is part of the address: the same bytes under two codecs are two values)."""
+    """A task's output (``seq`` >= 0) or a pipeline's seed (``seq`` = -1): bytes that
+    ``codec`` decodes, addressed by ``digest = artifact_digest(codec, data)`` (the codec's
+    name is part of the address: the same bytes under two codecs are two values).
 
+    Kept with the pipeline that produced it, one row per ``(pipeline_id, seq)``, rather than
+    once per digest: a unique index over random digests made every commit rewrite pages all
+    over that index, and cost about 40 % of a durable run's write time (measured with
+    ``benchmarks/runner.py``). Equal values still have equal digests.
+    """
+
+    pipeline_id: str
+    seq: int
     digest: str
     codec: str
     data: bytes

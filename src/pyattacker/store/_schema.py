@@ -88,9 +88,12 @@ _V1: Migration = (
         seq INTEGER, data TEXT NOT NULL)""",
     """CREATE INDEX events_by_pipeline ON events (pipeline_id)
         WHERE pipeline_id IS NOT NULL""",
+    # Artifacts are kept per (pipeline, seq), found like tasks; see ArtifactRow for why not
+    # once per digest.
     """CREATE TABLE artifacts (
-        digest TEXT NOT NULL UNIQUE, codec TEXT NOT NULL, data BLOB NOT NULL,
-        created_at REAL NOT NULL)""",
+        pipeline_id TEXT NOT NULL, seq INTEGER NOT NULL, digest TEXT NOT NULL,
+        codec TEXT NOT NULL, data BLOB NOT NULL, created_at REAL NOT NULL,
+        pipeline_num INTEGER NOT NULL, UNIQUE (pipeline_num, seq))""",
     """CREATE TABLE resources (
         run_id TEXT NOT NULL, pool TEXT NOT NULL, resource_id TEXT NOT NULL,
         kind TEXT NOT NULL, spec TEXT NOT NULL)""",
@@ -127,6 +130,7 @@ def _on_conflict(table: Table, key: str, *unchanged: str) -> str:
 
 
 _PIPELINES, _TASKS = TABLES[RowKind.PIPELINES], TABLES[RowKind.TASKS]
+_ARTIFACTS = TABLES[RowKind.ARTIFACTS]
 
 #: The statement that writes one row of each kind, as ``write``/``begin_run`` need it.
 INSERT: dict[RowKind, str] = {
@@ -137,7 +141,9 @@ INSERT: dict[RowKind, str] = {
     ),
     RowKind.ATTEMPTS: _insert_numbered(TABLES[RowKind.ATTEMPTS]),
     RowKind.EVENTS: _insert(TABLES[RowKind.EVENTS]),
-    RowKind.ARTIFACTS: _insert(TABLES[RowKind.ARTIFACTS], " ON CONFLICT (digest) DO NOTHING"),
+    RowKind.ARTIFACTS: _insert_numbered(
+        _ARTIFACTS, _on_conflict(_ARTIFACTS, "pipeline_num, seq", "pipeline_id", "seq")
+    ),
     RowKind.RESOURCES: _insert(TABLES[RowKind.RESOURCES]),
 }
 
@@ -158,7 +164,10 @@ RUN_EXISTS = "SELECT 1 FROM runs WHERE run_id = ?"
 COUNT_PIPELINES = "SELECT count(*) FROM pipelines"
 COUNT_BY_STATE = "SELECT state, count(*) FROM pipelines GROUP BY state ORDER BY state"
 ONE_PIPELINE = f"SELECT {_columns(RowKind.PIPELINES)} FROM pipelines WHERE pipeline_id = ?"
-ONE_ARTIFACT = f"SELECT {_columns(RowKind.ARTIFACTS)} FROM artifacts WHERE digest = ?"
+ONE_ARTIFACT = (
+    f"SELECT {_columns(RowKind.ARTIFACTS)} FROM artifacts"
+    f" WHERE pipeline_num = (SELECT rowid FROM pipelines WHERE pipeline_id = ?) AND seq = ?"
+)
 
 
 @functools.cache
@@ -194,19 +203,13 @@ def _pages(kind: RowKind, key: tuple[str, ...] = ("rowid",), where: str = "") ->
 
 
 _NUMBER = "(SELECT rowid FROM pipelines WHERE pipeline_id = ?)"
-_ARTIFACTS_OF_PIPELINE = (
-    "digest IN (SELECT seed_artifact FROM pipelines WHERE pipeline_id = ?"
-    " UNION SELECT output_artifact FROM pipelines WHERE pipeline_id = ?"
-    f" UNION SELECT input_artifact FROM tasks WHERE pipeline_num = {_NUMBER}"
-    f" UNION SELECT output_artifact FROM tasks WHERE pipeline_num = {_NUMBER})"
-)
 _EVERY = {kind: _pages(kind) for kind in RowKind}
 _OF_PIPELINE: dict[RowKind, tuple[Pages, int]] = {
     RowKind.PIPELINES: (_pages(RowKind.PIPELINES, where="pipeline_id = ?"), 1),
     RowKind.TASKS: (_pages(RowKind.TASKS, ("seq",), f"pipeline_num = {_NUMBER}"), 1),
     RowKind.ATTEMPTS: (_pages(RowKind.ATTEMPTS, where=f"pipeline_num = {_NUMBER}"), 1),
     RowKind.EVENTS: (_pages(RowKind.EVENTS, where="pipeline_id = ?"), 1),
-    RowKind.ARTIFACTS: (_pages(RowKind.ARTIFACTS, where=_ARTIFACTS_OF_PIPELINE), 4),
+    RowKind.ARTIFACTS: (_pages(RowKind.ARTIFACTS, ("seq",), f"pipeline_num = {_NUMBER}"), 1),
 }
 # `state <> 'succeeded'` word for word as in the partial index, so SQLite can use it.
 _UNFINISHED = _pages(RowKind.PIPELINES, ("ordinal", "rowid"), "state <> 'succeeded'")

@@ -201,8 +201,9 @@ class SQLiteStore:
                 found[pipeline.pipeline_id] = pipeline
         return found
 
-    def artifact(self, digest: str) -> ArtifactRow | None:
-        found = self._one(ONE_ARTIFACT, digest)
+    def artifact(self, pipeline_id: str, seq: int) -> ArtifactRow | None:
+        with mapped(self.location, "could not read"):
+            found = self._connection().execute(ONE_ARTIFACT, (pipeline_id, seq)).fetchone()
         return None if found is None else to_artifact(decode(TABLES[RowKind.ARTIFACTS], found))
 
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:

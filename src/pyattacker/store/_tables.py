@@ -115,7 +115,7 @@ TABLES: dict[RowKind, Table] = {
             ("decision", "resources"),
         ),
         _table(RowKind.EVENTS, "run_id kind at pipeline_id? seq? data", ("data",)),
-        _table(RowKind.ARTIFACTS, "digest codec data created_at"),
+        _table(RowKind.ARTIFACTS, "pipeline_id seq digest codec data created_at"),
         _table(RowKind.RESOURCES, "run_id pool resource_id kind spec", ("spec",)),
     )
 }
@@ -170,7 +170,7 @@ def encode_event(e: EventRow) -> Values:
 
 
 def encode_artifact(a: ArtifactRow) -> Values:
-    return (a.digest, a.codec, _blob(a.data), a.created_at)
+    return (a.pipeline_id, a.seq, a.digest, a.codec, _blob(a.data), a.created_at)
 
 
 def encode_resource(r: ResourceRow) -> Values:
@@ -188,8 +188,8 @@ def _blob(data: object) -> bytes:
 @dataclass(frozen=True, slots=True)
 class EncodedBatch:
     """A :class:`Batch` as tuples, table by table, in the order they are written:
-    pipelines before the tasks and attempts that name them (one transaction holds them
-    all, so this order costs nothing in durability)."""
+    pipelines before the artifacts, tasks and attempts that name them (one transaction
+    holds them all, so this order costs nothing in durability)."""
 
     artifacts: list[Values]
     tasks: list[Values]
@@ -201,8 +201,8 @@ class EncodedBatch:
 
     def tables(self) -> tuple[tuple[Table, list[Values]], ...]:
         return (
-            (TABLES[RowKind.ARTIFACTS], self.artifacts),
             (TABLES[RowKind.PIPELINES], self.pipelines),
+            (TABLES[RowKind.ARTIFACTS], self.artifacts),
             (TABLES[RowKind.TASKS], self.tasks),
             (TABLES[RowKind.ATTEMPTS], self.attempts),
             (TABLES[RowKind.EVENTS], self.events),
@@ -283,7 +283,7 @@ def to_artifact(row: Mapping[str, Any]) -> ArtifactRow:
 
 # -- what may be asked of rows() ---------------------------------------------------------
 
-#: Kinds whose rows can be narrowed to one pipeline (artifacts: those it refers to).
+#: Kinds whose rows can be narrowed to one pipeline.
 PIPELINE_SCOPED = frozenset(
     {RowKind.PIPELINES, RowKind.TASKS, RowKind.ATTEMPTS, RowKind.EVENTS, RowKind.ARTIFACTS}
 )
