@@ -198,7 +198,7 @@ def test_unfinished_yields_each_pipeline_once_while_the_runner_writes_between_ro
 
 def test_the_migrations_create_exactly_the_columns_of_the_rows(written: Path) -> None:
     # plus `pipeline_num` (the rowid of their pipeline) where rows are found by it
-    hidden = {kind: ("pipeline_num",) for kind in (RowKind.TASKS, RowKind.ATTEMPTS)}
+    hidden = dict.fromkeys((RowKind.TASKS, RowKind.ATTEMPTS), ("pipeline_num",))
     hidden[RowKind.ARTIFACTS] = ("pipeline_num",)
     for kind, table in TABLES.items():
         info = _raw(written, f"PRAGMA table_info({kind.value})")

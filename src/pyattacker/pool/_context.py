@@ -99,7 +99,7 @@ class TaskContext:
     def rng(self, value: random.Random) -> None:
         self._rng = value
 
-    def emit(self, kind: str, **data: Any) -> None:
+    def emit(self, kind: str, /, **data: Any) -> None:
         """Record an event of the run (``kind`` named ``<area>.<what>``); a no-op outside a
         run. ``data`` must be JSON-able; secret-looking keys are masked before storing."""
         if self._emit is not None:

@@ -465,12 +465,24 @@ class CodecRegistry:
         """Every codec, in the order ``encode`` tries them."""
         return (*self._user.values(), *_BUILTINS)
 
+    def stored(self, value: Any) -> tuple[str, bytes, Any]:
+        """``(name, data, reread)``: ``encode(value)`` plus the value ``decode`` gives back,
+        which is what a resumed run would hand the next task (a tuple comes back a list).
+        The Runner hands the next task ``reread`` in every run, so that a run that was
+        resumed and one that was not see the same values."""
+        if not self._user and type(value) in _PLAIN:
+            found = _plain_json(value)
+            if found is not None:
+                return "json", found[0], found[1]
+        name, data = self.encode(value)
+        return name, data, self.decode(name, data)
+
     def encode(self, value: Any) -> tuple[str, bytes]:
         """``(name, data)`` from the first codec that handles ``value``."""
         if not self._user and type(value) in _PLAIN:
-            data = _plain_json(value)
-            if data is not None:
-                return "json", data
+            found = _plain_json(value)
+            if found is not None:
+                return "json", found[0]
         for codec in self.codecs:
             if _handles(codec, value):
                 return codec.name, _encode_with(codec, value)
@@ -531,8 +543,9 @@ def _check_codec(codec: object) -> None:
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
-def _plain_json(value: Any) -> bytes | None:
-    """The json codec's bytes for ``value`` when they read back as an equal value; else
+def _plain_json(value: Any) -> tuple[bytes, Any] | None:
+    """The json codec's bytes for ``value`` (and the value they read back as) when that is
+    equal to ``value``; else
     ``None``, and the careful path (which walks the value to name any problem) decides.
 
     The hot path of a run: JSON's C encoder and decoder plus one C-level comparison cost
@@ -545,7 +558,7 @@ def _plain_json(value: Any) -> bytes | None:
         data = text.encode("utf-8")  # a lone surrogate fails here: the careful path takes it
     except (TypeError, ValueError, RecursionError):
         return None
-    return data if back == value else None
+    return (data, back) if back == value else None
 
 
 def _handles(codec: Codec, value: Any) -> bool:

@@ -27,12 +27,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-import json
-import traceback
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pyattacker._secrets import mask
 from pyattacker.clock import Clock, LoopClock, epoch_time
 from pyattacker.errors import (
     CodecError,
@@ -45,6 +42,7 @@ from pyattacker.pool import Pool, PoolEvent, TaskContext
 from pyattacker.run._codecs import CodecRegistry, artifact_digest
 from pyattacker.run._commit import Committer
 from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
+from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
 from pyattacker.store import (
@@ -62,16 +60,17 @@ from pyattacker.store import (
 __all__ = ["STORED_POOL_EVENTS", "Execution", "Settings"]
 
 _CHUNK = 64  # input items read (and looked up in the store) at a time, at most
-_TIMING = "pyattacker.attempt_timing"  # ctx.meta key: (clock start, epoch start)
+_TIMING = "pyattacker.attempt_timing"
+_NO_DATA: Mapping[str, Any] = {}  # ctx.meta key: (clock start, epoch start)
 
 # Pool events worth keeping in the record; lease.acquired/released/reported are one per
-# call and already summed up by the attempts' `resources` column.
+# call and already summed up by the attempts' `resources` column, and the Runner records
+# lease.leaked itself, with the pipeline and task that leaked.
 STORED_POOL_EVENTS = frozenset(
     {
         "pool.published",
         "pool.revoked",
         "pool.stuck",
-        "lease.leaked",
         "resource.health",
         "resource.throttled",
         "resource.limit",
@@ -125,6 +124,7 @@ class Execution:
         clock: Clock,
         settings: Settings,
         counters: RunCounters,
+        scrubber: Scrubber,
     ) -> None:
         self.run_id = run_id
         self._store = store
@@ -136,6 +136,7 @@ class Execution:
         self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
         self._settings = settings
         self.counters = counters
+        self._scrub = scrubber
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._room = asyncio.Event()  # set when a live pipeline ends
         self._live: dict[str, asyncio.Task[None]] = {}
@@ -180,24 +181,44 @@ class Execution:
         templates: dict[str, PipelineTemplate] = {}
         items = _each(specs, self)
         try:
-            while not self.stopping:
+            while True:
                 room = await self._wait_room()
+                if self.stopping:
+                    break
                 chunk = list(itertools.islice(items, min(room, _CHUNK)))
                 if not chunk:
                     break
                 for item in chunk:
-                    if isinstance(item, PipelineTemplate):
-                        templates[item.chain_digest] = item
-                    else:
-                        templates.setdefault(item.template.chain_digest, item.template)
+                    template = item if isinstance(item, PipelineTemplate) else item.template
+                    if template.chain_digest not in templates:
+                        self._check_template(template)
+                        templates[template.chain_digest] = template
                 self._admit_chunk([i for i in chunk if isinstance(i, PipelineSpec)])
+            # A failing input ends admission; what was admitted finishes (Runner raises after).
             if resume and not self.stopping and self.input_error is None:
                 await self._admit_stored(templates)
-        except ConfigError as exc:
-            self.stop(f"refused: {exc}")
+        except asyncio.CancelledError:
+            self.stop("cancelled")
+            self.cancel_live()
+            raise
+        except BaseException as exc:
+            self.stop(f"refused: {exc}" if isinstance(exc, ConfigError) else f"failed: {exc!r}")
             raise
         finally:
             await self._drain()
+
+    def _check_template(self, template: PipelineTemplate) -> None:
+        """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
+        bad input, found before anything of that template runs or is written."""
+        for task in template.tasks:
+            for each in (task, *getattr(task, "tasks", ())):
+                if each.resource is not None and each.resource not in self._pools:
+                    known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
+                    raise ConfigError(
+                        f"task {each.name!r} of {template.name!r} names pool {each.resource!r}",
+                        field="resource",
+                        hint=f"the Runner's pools are: {known}",
+                    )
 
     async def _wait_room(self) -> int:
         """Wait until fewer than ``admission`` pipelines are live; the free room."""
@@ -211,18 +232,18 @@ class Execution:
         # does not offer them again.
         await self._commit.checkpoint()
         for row in self._store.unfinished(list(templates)):
-            if self.stopping:
-                return
             if row.run_id == self.run_id or row.pipeline_id in self._live:
                 continue
             await self._wait_room()
+            if self.stopping:
+                return
             job = self._resume_job(templates[row.chain_digest], row)
             if job is not None:
                 self._start(job)
 
     def _admit_chunk(self, specs: list[PipelineSpec]) -> None:
         """Start the pipelines of ``specs`` that need running; there is room for all."""
-        prepared = [spec.prepare(self._codecs) for spec in specs]
+        prepared = [self._prepare(spec) for spec in specs]
         stored = self._store.pipelines([p.pipeline_id for p in prepared])
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
@@ -242,6 +263,16 @@ class Execution:
                 job = self._resume_job(spec.template, row, seed=spec.seed)
                 if job is not None:
                     self._start(job)
+
+    def _prepare(self, spec: PipelineSpec) -> Any:
+        try:
+            return spec.prepare(self._codecs)
+        except CodecError as exc:
+            raise ConfigError(
+                f"an input row of {spec.template.name!r} cannot be stored: {exc.message}",
+                field="seed",
+                hint="pass JSON-able rows, dataclasses or bytes, or register a codec",
+            ) from exc
 
     def _check_key(
         self, spec: PipelineSpec, chain_digest: str, seed_digest: str, stored: PipelineRow
@@ -303,7 +334,7 @@ class Execution:
             return None
         value, digest_in, problem = self._load(pid, cursor - 1)
         if problem is not None and cursor > 0:
-            self._event("pipeline.restarted", pid, None, reason=problem)
+            self._event("pipeline.restarted", pid, None, {"reason": problem})
             self.counters.restarted += 1
             cursor = 0
             value, digest_in, problem = self._load(pid, -1)
@@ -387,14 +418,9 @@ class Execution:
             self._finish(job, PipelineState.FAILED, error=failed.error)
         except StoreError:
             self._finish(job, PipelineState.INTERRUPTED)
-        except Exception as bug:  # ours, not the task's: record it and let the run go on
-            self._event(
-                "run.framework_error",
-                job.row.pipeline_id,
-                job.row.cursor,
-                error=repr(bug),
-                traceback=traceback.format_exc(),
-            )
+        except BaseException as bug:  # ours, not the task's: record it and let the run go on
+            data = {"error": self._scrub.error(bug), "traceback": self._scrub.traceback(bug)}
+            self._event("run.framework_error", job.row.pipeline_id, job.row.cursor, data)
             self._finish(job, PipelineState.FAILED, error=bug)
 
     async def _steps(self, job: _Job) -> None:
@@ -404,7 +430,7 @@ class Execution:
             task = tasks[seq]
             started_at = epoch_time()
             value, attempts = await self._task(job, task, seq)
-            codec, data = self._encode(job, task, seq, value, attempts, started_at)
+            codec, data, value = self._encode(job, task, seq, value, attempts, started_at)
             out = artifact_digest(codec, data)
             now = epoch_time()
             done = seq + 1 == len(tasks)
@@ -437,9 +463,15 @@ class Execution:
 
     def _encode(
         self, job: _Job, task: Task, seq: int, value: Any, attempts: int, started_at: float
-    ) -> tuple[str, bytes]:
+    ) -> tuple[str, bytes, Any]:
+        """The output as stored, and as the next task gets it: read back from those bytes,
+        so a resumed run and an uninterrupted one hand the next task the same value."""
         try:
-            return self._codecs.encode(value)
+            codec, data, reread = self._codecs.stored(value)
+            clean = self._scrub.data(data)
+            if clean is not data:  # it held a secret: the next task sees what is stored
+                data, reread = clean, self._codecs.decode(codec, clean)
+            return codec, data, reread
         except CodecError as exc:
             error = CodecError(f"task {task.name!r} returned a value that cannot be stored: {exc}")
             self._task_row(job, task, seq, TaskState.FAILED, attempts, started_at, error)
@@ -450,7 +482,7 @@ class Execution:
     ) -> None:
         """Record how the pipeline ended (its failed/interrupted task row is staged by
         ``_task``); written with the next flush."""
-        message = None if error is None else f"{type(error).__name__}: {error}"
+        message = None if error is None else self._scrub.error(error)
         job.row = dataclasses.replace(job.row, state=state, updated_at=epoch_time(), error=message)
         self._commit.checkpoint(pipeline=job.row)
         self.counters.pipelines[state.value] += 1
@@ -465,7 +497,7 @@ class Execution:
                     "pipeline_id": job.row.pipeline_id,
                     "task": tasks[min(job.row.cursor, len(tasks) - 1)].name,
                     "error_class": error_class_of(error).value,
-                    "error": f"{type(error).__name__}: {error}",
+                    "error": self._scrub.error(error),
                 }
             )
         limit = self._settings.stop_after_failures
@@ -487,7 +519,9 @@ class Execution:
                     self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt - 1, started_at)
                 raise
             except asyncio.CancelledError:
-                self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt, started_at)
+                ran = attempt if _TIMING in ctx.meta else attempt - 1  # or queued for a slot
+                if ran:
+                    self._task_row(job, task, seq, TaskState.INTERRUPTED, ran, started_at)
                 raise
             if error is None:
                 return value, attempt
@@ -525,7 +559,7 @@ class Execution:
             seq=seq,
             attempt=attempt,
             store=self._store,
-            emit=lambda kind, data: self._event(kind, pid, seq, **data),
+            emit=lambda kind, data: self._event(kind, pid, seq, data),
         )
 
     async def _attempt(
@@ -561,7 +595,12 @@ class Execution:
         except asyncio.CancelledError:
             self._record(job, task, seq, ctx, None, None, outcome="cancelled")
             raise
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # Raised by the task's own code: its attempt failed (never retried), and the run
+            # stops as it would on a signal.
+            error = exc
+            self.stop(f"{type(exc).__name__} raised by task {task.name!r}")
+        except BaseException as exc:
             error = exc
         finally:
             counters.in_flight -= 1
@@ -572,10 +611,13 @@ class Execution:
         return value, error
 
     def _reclaim(self, ctx: TaskContext) -> BaseException | None:
-        held = len(ctx.held)
+        held = ctx.held
         if not held:
             return None
-        self.counters.leaks += held
+        self.counters.leaks += len(held)
+        for lease in held:
+            where = {"pool": lease.pool.name, "resource": lease.resource.id}
+            self._event("lease.leaked", ctx.pipeline_id, ctx.seq, where)
         try:
             ctx.reclaim_now()
         except LeaseLeakError as exc:
@@ -616,8 +658,8 @@ class Execution:
             decision=decision,
             resources=tuple(ctx.leased),
             error_class=error_class,
-            error=None if error is None else f"{type(error).__name__}: {error}",
-            traceback=None if error is None else _traceback_of(error),
+            error=None if error is None else self._scrub.error(error),
+            traceback=None if error is None else self._scrub.traceback(error),
         )
         self._commit.attempt(row)
 
@@ -643,14 +685,17 @@ class Execution:
             ended_at=epoch_time(),
             input_artifact=job.input_digest,
             error_class=None if error is None else error_class_of(error).value,
-            error=None if error is None else f"{type(error).__name__}: {error}",
-            traceback=None if error is None else _traceback_of(error),
+            error=None if error is None else self._scrub.error(error),
+            traceback=None if error is None else self._scrub.traceback(error),
         )
         self._commit.checkpoint(task=row)
         self.counters.tasks[state.value] += 1
 
     async def _park(self, delay_s: float) -> bool:
-        """Wait out a retry delay holding no worker slot. False when the run stops first."""
+        """Wait out a retry delay holding no worker slot. False when the run stops first
+        (or has already begun stopping: a retry scheduled now would never be made)."""
+        if self.stopping:
+            return False
         loop = asyncio.get_running_loop()
         woken: asyncio.Future[bool] = loop.create_future()
         timer = loop.call_later(delay_s, _wake, woken)
@@ -665,7 +710,13 @@ class Execution:
 
     # -- events -----------------------------------------------------------------------------
 
-    def _event(self, kind: str, pipeline_id: str | None, seq: int | None, **data: Any) -> None:
+    def _event(
+        self,
+        kind: str,
+        pipeline_id: str | None,
+        seq: int | None,
+        data: Mapping[str, Any] = _NO_DATA,
+    ) -> None:
         self._commit.event(
             EventRow(
                 run_id=self.run_id,
@@ -673,7 +724,7 @@ class Execution:
                 at=epoch_time(),
                 pipeline_id=pipeline_id,
                 seq=seq,
-                data=_jsonable(mask(data)),
+                data=self._scrub.event_data(data),
             )
         )
 
@@ -681,7 +732,7 @@ class Execution:
         """The pools' subscriber, for the kinds in ``STORED_POOL_EVENTS``."""
         data = event.to_dict()
         del data["kind"]
-        self._event(event.kind, None, None, **data)
+        self._event(event.kind, None, None, data)
 
 
 def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: bool) -> PipelineRow:
@@ -709,16 +760,6 @@ def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: b
 def _wake(woken: asyncio.Future[bool]) -> None:
     if not woken.done():
         woken.set_result(True)
-
-
-def _traceback_of(error: BaseException) -> str:
-    return "".join(traceback.format_exception(error))
-
-
-def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` as plain JSON values; anything JSON cannot say becomes its ``repr``."""
-    loaded: dict[str, Any] = json.loads(json.dumps(dict(data), default=repr))
-    return loaded
 
 
 def _each(specs: Iterable[Any], execution: Execution) -> Iterator[Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import secrets
 import signal
@@ -38,10 +39,13 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
+from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
 from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
 
 __all__ = ["Runner"]
+
+log = logging.getLogger("pyattacker.run")
 
 T = TypeVar("T")
 
@@ -152,7 +156,27 @@ class Runner:
         except RuntimeError:
             return _run_on_fast_loop(coro)
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pyattacker") as pool:
-            return pool.submit(_run_on_fast_loop, coro).result()
+            return self._wait_for(pool.submit(_run_on_fast_loop, coro))
+
+    def _wait_for(self, running: concurrent.futures.Future[RunReport]) -> RunReport:
+        """Wait for a run on the helper thread; Ctrl-C (a KeyboardInterrupt here, in the
+        notebook's thread) stops it gracefully, a second one cancels what still runs."""
+        interrupts = 0
+        while True:
+            try:
+                return running.result()
+            except KeyboardInterrupt:
+                interrupts += 1
+                if interrupts == 1:
+                    self.stop("KeyboardInterrupt")
+                else:
+                    self._cancel_from_another_thread()
+
+    def _cancel_from_another_thread(self) -> None:
+        execution, loop = self._execution, self._loop
+        if execution is not None and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the run ended and its loop closed
+                loop.call_soon_threadsafe(execution.cancel_live)
 
     async def run_async(self, specs: Iterable[Any] | Any, *, resume: bool = False) -> RunReport:
         """Run every pipeline of ``specs`` (``template.map(rows)``, ``template.bind(seed)``,
@@ -197,12 +221,13 @@ class Runner:
             clock=LoopClock(),
             settings=self.settings,
             counters=counters,
+            scrubber=Scrubber(self._pools.values()),
         )
         self._execution, self._loop = execution, asyncio.get_running_loop()
         self._started = wall_time()
         committer.resources(self._resource_rows(run_id))
         for old in taken_over:
-            execution._event("run.takeover", None, None, run=old.run_id, state=old.state.value)
+            execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
         try:
             with self._watchers(execution, committer):
                 try:
@@ -230,22 +255,25 @@ class Runner:
 
     def _end(self, execution: Execution, committer: Committer, store: Store) -> RunReport:
         counters = self._counters
-        if execution.stop_reason is not None:
+        reason = execution.stop_reason
+        if reason is None and execution.input_error is not None:
+            reason = f"the input failed after {counters.admitted} pipelines"
+        if reason is None and committer.failure is not None:
+            reason = f"the store failed: {committer.failure}"
+        if reason is not None:
             state = RunState.INTERRUPTED
         elif counters.pipelines["failed"]:
             state = RunState.FAILED
         else:
             state = RunState.SUCCEEDED
         stats = self._snapshot()
-        with contextlib.suppress(PyAttackerError):
-            if committer.failure is None:
-                store.end_run(
-                    execution.run_id,
-                    state,
-                    ended_at=epoch_time(),
-                    stop_reason=execution.stop_reason,
-                )
-                stats["pipelines"]["by_state"] = store.count_by_state()
+        try:
+            # Even after a failed write: a run row left `running` would keep a resume out
+            # until its heartbeat went stale.
+            store.end_run(execution.run_id, state, ended_at=epoch_time(), stop_reason=reason)
+            stats["pipelines"]["by_state"] = store.count_by_state()
+        except PyAttackerError as exc:
+            log.warning("could not record the end of run %s: %s", execution.run_id, exc)
         stats["pipelines"].setdefault("by_state", dict(counters.pipelines))
         return RunReport(
             run_id=execution.run_id,
@@ -254,7 +282,7 @@ class Runner:
             elapsed_s=stats["elapsed_s"],
             stats=stats,
             failures=list(execution.failures),
-            stop_reason=execution.stop_reason,
+            stop_reason=reason,
         )
 
     @contextlib.contextmanager
@@ -265,7 +293,7 @@ class Runner:
 
         def beat() -> None:
             committer.heartbeat()
-            handles.append(loop.call_later(self.heartbeat_s, beat))
+            handles[0] = loop.call_later(self.heartbeat_s, beat)
 
         handles.append(loop.call_later(self.heartbeat_s, beat))
         if self.stop_after_s is not None:
@@ -325,7 +353,8 @@ class Runner:
         if _on_loop_thread(loop):
             execution.stop(reason)
         else:
-            loop.call_soon_threadsafe(execution.stop, reason)
+            with contextlib.suppress(RuntimeError):  # the run ended and its loop closed
+                loop.call_soon_threadsafe(execution.stop, reason)
 
     def _stop_now(self, reason: str) -> None:
         execution = self._execution

@@ -52,13 +52,29 @@ def export_rows(
 
     Raises ``ConfigError`` naming the valid choices for an unknown ``kind`` (field
     ``kind``) or ``fmt`` (field ``format``, also when Parquet is asked for without
-    ``pyarrow``), and when ``out``'s folder does not exist or ``out`` is a folder (field
-    ``out``). Errors while writing propagate after the temporary file is removed.
+    ``pyarrow``), and when ``out``'s folder does not exist, ``out`` is a folder or the store's
+    own file (field ``out``). Errors while writing propagate after the temporary file is
+    removed.
     """
     resolved = resolve_kind(kind)
     write = _writer(fmt)
     target = _target(Path(out))
+    _not_the_store(store, target)
     return _atomically(target, lambda path: write(_view(store, resolved), path))
+
+
+def _not_the_store(store: Store, target: Path) -> None:
+    """Replacing the database (or its WAL) with an export would destroy the record."""
+    path = getattr(store, "path", None)
+    if not isinstance(path, Path):
+        return
+    own = {Path(f"{path}{suffix}").resolve() for suffix in ("", "-wal", "-shm", "-journal")}
+    if target.resolve() in own:
+        raise ConfigError(
+            f"{target} is the store itself",
+            field="out",
+            hint="write the export to another file",
+        )
 
 
 # -- what is exported -------------------------------------------------------------------

@@ -13,7 +13,6 @@ shape); a test checks that the migrations produce exactly those columns.
 from __future__ import annotations
 
 import functools
-
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,9 +39,9 @@ __all__ = [
     "Migration",
     "Pages",
     "check_version",
-    "some_pipelines",
     "migrate",
     "pages_for",
+    "some_pipelines",
     "unfinished_pages",
     "user_version",
 ]

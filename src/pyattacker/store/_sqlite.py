@@ -37,7 +37,6 @@ from pyattacker.store._schema import (
     MARK_CRASHED,
     MIGRATIONS,
     ONE_ARTIFACT,
-    some_pipelines,
     ONE_PIPELINE,
     RUN_EXISTS,
     RUNNING_RUNS,
@@ -46,6 +45,7 @@ from pyattacker.store._schema import (
     check_version,
     migrate,
     pages_for,
+    some_pipelines,
     unfinished_pages,
     user_version,
 )

@@ -1,0 +1,311 @@
+"""The Runner at its edges: outside cancellation, secrets in errors, text SQLite refuses,
+bad input found late, exceptions that are not Exceptions, and Ctrl-C in a notebook."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyattacker.errors import ConfigError, RetryableError, StoreError
+from pyattacker.pool import Pool, Resource, TaskContext
+from pyattacker.retry import Retrying
+from pyattacker.run import Runner, fanout, pipeline, task
+from pyattacker.store import MemoryStore, RowKind, RunState, SQLiteStore, export_rows
+from run_helpers import rows, run_virtually, runner, virtual
+
+SECRET = "sk-planted-abcdef0123456789"
+
+
+def _keyed_pool() -> Pool:
+    options = {"api_key": SECRET, "headers": {"authorization": f"Bearer {SECRET}"}}
+    return Pool("llm", [Resource.create("llm", id="k1", capacity=4, options=options)])
+
+
+def test_cancelling_the_run_from_outside_interrupts_it_within_the_grace_period() -> None:
+    @task
+    async def slow(x: int, ctx: TaskContext) -> int:
+        await ctx.clock.sleep(50.0)
+        return x
+
+    store = MemoryStore()
+    the_runner = runner(store, concurrency=2, admission=4, grace_s=1.0)
+
+    async def main() -> float:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(the_runner.run_async(pipeline("p", slow).map(range(40))), 3.5)
+        return asyncio.get_running_loop().time()
+
+    assert virtual(main) == pytest.approx(3.5)
+    (run,) = store.runs()
+    assert run.state is RunState.INTERRUPTED
+    assert store.count_by_state() == {"interrupted": 4}
+
+
+def test_a_stop_is_not_followed_by_one_more_admission() -> None:
+    @task
+    async def slow(x: int, ctx: TaskContext) -> int:
+        await ctx.clock.sleep(2.0)
+        return x
+
+    report = run_virtually(
+        runner(concurrency=1, admission=1, stop_after_s=1.0, grace_s=10.0),
+        pipeline("p", slow).map(range(5)),
+    )
+    assert report.stats["pipelines"]["admitted"] == 1
+    assert report.by_state == {"succeeded": 1}
+
+
+def test_a_retry_that_fails_after_the_stop_is_not_waited_for() -> None:
+    @task(retry=Retrying(max_attempts=3, base=100.0, cap=100.0, jitter="none"))
+    async def fails_late(x: int, ctx: TaskContext) -> int:
+        await ctx.clock.sleep(1.0)
+        raise RetryableError("later")
+
+    async def main() -> float:
+        the_runner = runner(stop_after_s=0.5, grace_s=1000.0)
+        await the_runner.run_async(pipeline("p", fails_late).bind(1))
+        return asyncio.get_running_loop().time()
+
+    assert virtual(main) == pytest.approx(1.0)
+
+
+def test_a_key_quoted_in_an_error_message_never_reaches_the_store(tmp_path: Path) -> None:
+    @task(resource="llm")
+    async def call(x: int, ctx: TaskContext) -> dict[str, Any]:
+        async with ctx.acquire():
+            if x == 0:
+                raise PermissionError(f"Incorrect API key provided: {SECRET}")
+            ctx.emit("call.made", url=f"https://api.example/v1?api-key={SECRET}")
+            return {"echo": f"Bearer {SECRET}"}
+
+    path = tmp_path / "run.db"
+    report = run_virtually(runner(str(path), pools=[_keyed_pool()]), pipeline("p", call).map(range(2)))
+    assert report.by_state == {"failed": 1, "succeeded": 1}
+    assert SECRET not in str(report.failures)
+    assert "Incorrect API key provided: ***" in report.failures[0]["error"]
+    reader = SQLiteStore(path, read_only=True)
+    for kind in RowKind:
+        out = tmp_path / f"{kind.value}.jsonl"
+        export_rows(reader, out, kind=kind, fmt="jsonl")
+        assert SECRET not in out.read_text(), kind
+    reader.close()
+    for file in tmp_path.glob("run.db*"):
+        assert SECRET.encode() not in file.read_bytes(), file.name
+
+
+def test_a_fanout_branch_error_quoting_a_key_is_stored_without_it() -> None:
+    @task
+    async def leaky(x: int, ctx: TaskContext) -> int:
+        raise RuntimeError(f"token {SECRET} refused")
+
+    @task
+    async def fine(x: int, ctx: TaskContext) -> int:
+        return x
+
+    store = MemoryStore()
+    both = fanout(leaky, fine, on_error="collect")
+    report = run_virtually(runner(store, pools=[_keyed_pool()]), pipeline("p", both).bind(1))
+    assert report.by_state == {"succeeded": 1}
+    (artifact,) = [a for a in store.rows(RowKind.ARTIFACTS) if a["seq"] == 0]
+    assert SECRET.encode() not in artifact["data"]
+
+
+def test_an_error_message_with_a_lone_surrogate_is_stored_escaped(tmp_path: Path) -> None:
+    @task
+    async def parse(x: int, ctx: TaskContext) -> int:
+        if x == 1:
+            raise ValueError("cannot parse " + b"caf\xff".decode("utf-8", "surrogateescape"))
+        return x
+
+    path = tmp_path / "run.db"
+    report = run_virtually(runner(str(path)), pipeline("p", parse).map(range(3)))
+    assert report.by_state == {"failed": 1, "succeeded": 2}
+    reader = SQLiteStore(path, read_only=True)
+    (failed,) = [t for t in reader.rows(RowKind.TASKS) if t["state"] == "failed"]
+    assert failed["error"] == "ValueError: cannot parse caf\\udcff"
+    reader.close()
+
+
+def test_a_store_that_fails_still_records_the_run_as_ended() -> None:
+    class Failing(MemoryStore):
+        writes = 0
+
+        def write(self, batch: Any) -> None:
+            Failing.writes += 1
+            if Failing.writes > 2:
+                raise OSError("disk full")
+            super().write(batch)
+
+    store = Failing()
+    with pytest.raises(StoreError):
+        run_virtually(runner(store), pipeline("p", _ident).map(range(200)))
+    (run,) = store.runs()
+    assert run.state is RunState.INTERRUPTED
+    assert run.stop_reason is not None
+    assert "disk full" in run.stop_reason
+
+
+@task
+def _ident(x: int) -> int:
+    return x
+
+
+def test_a_task_naming_an_unknown_pool_is_refused_before_anything_runs() -> None:
+    @task(resource="lllm")
+    async def typo(x: int, ctx: TaskContext) -> int:
+        return x
+
+    store = MemoryStore()
+    with pytest.raises(ConfigError) as exc:
+        run_virtually(runner(store, pools=[_keyed_pool()]), pipeline("p", typo).map(range(3)))
+    assert exc.value.field == "resource"
+    assert "'lllm'" in str(exc.value)
+    assert "llm" in (exc.value.hint or "")
+    assert store.count_pipelines() == 0
+
+
+def test_a_fanout_branch_naming_an_unknown_pool_is_refused_too() -> None:
+    @task(resource="nope")
+    async def branch(x: int, ctx: TaskContext) -> int:
+        return x
+
+    with pytest.raises(ConfigError) as exc:
+        run_virtually(runner(), pipeline("p", fanout(branch, _ident)).bind(1))
+    assert exc.value.field == "resource"
+
+
+def test_an_input_row_no_codec_can_store_is_bad_input_naming_the_seed() -> None:
+    store = MemoryStore()
+    with pytest.raises(ConfigError) as exc:
+        run_virtually(runner(store), pipeline("p", _ident).map([1, 2, {3}]))
+    assert exc.value.field == "seed"
+    assert exc.value.exit_code == 2
+    assert store.runs()[0].state is RunState.INTERRUPTED
+
+
+def test_a_generator_that_raises_leaves_the_run_recorded_as_interrupted() -> None:
+    def boom() -> Any:
+        yield 1
+        raise OSError("gone")
+
+    store = MemoryStore()
+    with pytest.raises(ConfigError):
+        run_virtually(runner(store), pipeline("p", _ident).map(boom()))
+    (run,) = store.runs()
+    assert run.state is RunState.INTERRUPTED
+    assert run.stop_reason == "the input failed after 1 pipelines"
+
+
+def test_a_base_exception_from_a_task_fails_its_pipeline_and_leaves_no_pending_row() -> None:
+    class Abort(BaseException):
+        pass
+
+    @task
+    async def aborts(x: int, ctx: TaskContext) -> int:
+        if x == 0:
+            raise Abort("no")
+        return x
+
+    store = MemoryStore()
+    report = run_virtually(runner(store), pipeline("p", aborts).map(range(4)))
+    assert report.by_state == {"failed": 1, "succeeded": 3}
+    (attempt,) = rows(store, RowKind.ATTEMPTS, outcome="failed")
+    assert attempt["error"] == "Abort: no"
+
+
+def test_a_task_calling_sys_exit_stops_the_run_gracefully() -> None:
+    @task
+    async def quits(x: int, ctx: TaskContext) -> int:
+        if x == 2:
+            raise SystemExit(3)
+        return x
+
+    report = run_virtually(runner(concurrency=1, grace_s=0.0), pipeline("p", quits).map(range(9)))
+    assert report.state is RunState.INTERRUPTED
+    assert report.stop_reason == "SystemExit raised by task 'quits'"
+    assert report.by_state["failed"] == 1
+
+
+def test_the_next_task_gets_the_value_as_stored_so_a_resume_changes_nothing() -> None:
+    seen: list[Any] = []
+
+    @task
+    def pair(x: int) -> tuple[int, int]:
+        return (x, x)
+
+    @task
+    def look(p: Any) -> int:
+        seen.append(p)
+        return 0
+
+    run_virtually(runner(), pipeline("p", pair, look).bind(1))
+    assert seen == [[1, 1]]
+
+
+def test_emit_accepts_any_keyword_including_seq_and_pipeline_id() -> None:
+    @task
+    async def chatty(x: int, ctx: TaskContext) -> int:
+        ctx.emit("note.made", seq=5, pipeline_id="mine", kind="k")
+        return x
+
+    store = MemoryStore()
+    run_virtually(runner(store), pipeline("p", chatty).bind(1))
+    (event,) = rows(store, RowKind.EVENTS, kind="note.made")
+    assert event["data"] == {"seq": 5, "pipeline_id": "mine", "kind": "k"}
+    assert event["seq"] == 0
+
+
+def test_a_leaked_lease_is_recorded_against_its_pipeline_and_task() -> None:
+    @task(resource="llm")
+    async def forgets(x: int, ctx: TaskContext) -> int:
+        await ctx.acquire_lease()
+        return x
+
+    store = MemoryStore()
+    run_virtually(runner(store, pools=[_keyed_pool()]), pipeline("p", forgets).bind(1))
+    (event,) = rows(store, RowKind.EVENTS, kind="lease.leaked")
+    assert event["pipeline_id"] == rows(store, RowKind.PIPELINES)[0]["pipeline_id"]
+    assert (event["seq"], event["data"]) == (0, {"pool": "llm", "resource": "k1"})
+
+
+def test_exporting_over_the_store_itself_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.db"
+    run_virtually(runner(str(path)), pipeline("p", _ident).bind(1))
+    reader = SQLiteStore(path, read_only=True)
+    for target in (path, Path(f"{path}-wal")):
+        with pytest.raises(ConfigError) as exc:
+            export_rows(reader, target, kind="runs", fmt="jsonl")
+        assert exc.value.field == "out"
+    reader.close()
+    assert SQLiteStore(path, read_only=True).count_pipelines() == 1
+
+
+def test_ctrl_c_in_a_notebook_stops_the_run_gracefully() -> None:
+    @task
+    async def slow(x: int, ctx: TaskContext) -> int:
+        await ctx.clock.sleep(0.2)
+        return x
+
+    async def notebook_cell() -> Any:
+        with Runner(concurrency=2, handle_signals=False, grace_s=5.0) as r:
+            return r.run(pipeline("p", slow).map(range(60)))
+
+    # A notebook's loop runs in the main thread with Python's own SIGINT handling (unlike
+    # asyncio.run, which turns SIGINT into cancelling its main task).
+    loop = asyncio.new_event_loop()
+    timer = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        report = loop.run_until_complete(notebook_cell())
+    finally:
+        timer.cancel()
+        loop.close()
+    assert report.state is RunState.INTERRUPTED
+    assert report.stop_reason == "KeyboardInterrupt"
+    assert 0 < report.by_state.get("succeeded", 0) < 60
