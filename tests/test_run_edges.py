@@ -85,7 +85,9 @@ def test_a_key_quoted_in_an_error_message_never_reaches_the_store(tmp_path: Path
             return {"echo": f"Bearer {SECRET}"}
 
     path = tmp_path / "run.db"
-    report = run_virtually(runner(str(path), pools=[_keyed_pool()]), pipeline("p", call).map(range(2)))
+    report = run_virtually(
+        runner(str(path), pools=[_keyed_pool()]), pipeline("p", call).map(range(2))
+    )
     assert report.by_state == {"failed": 1, "succeeded": 1}
     assert SECRET not in str(report.failures)
     assert "Incorrect API key provided: ***" in report.failures[0]["error"]
