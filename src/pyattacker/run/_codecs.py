@@ -554,11 +554,24 @@ def _plain_json(value: Any) -> tuple[bytes, Any] | None:
     """
     try:
         text = _CANONICAL.encode(value)
-        back = json.loads(text)
         data = text.encode("utf-8")  # a lone surrogate fails here: the careful path takes it
+        # A flat dict of plain scalars reads back as an equal copy of itself (str keys;
+        # exact types, no subclasses; NaN and infinity were refused by the encoder): skip
+        # decoding it. The common case of a run: a row or a small result.
+        if type(value) is dict and _flat(value):
+            return data, dict(value)
+        back = json.loads(text)
     except (TypeError, ValueError, RecursionError):
         return None
     return (data, back) if back == value else None
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(value: dict[Any, Any]) -> bool:
+    scalars = _SCALARS
+    return all(type(k) is str for k in value) and all(type(v) in scalars for v in value.values())
 
 
 def _handles(codec: Codec, value: Any) -> bool:

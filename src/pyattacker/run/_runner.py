@@ -32,6 +32,7 @@ from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from pyattacker._gc import quiet_gc
 from pyattacker._secrets import mask
 from pyattacker.clock import LoopClock, epoch_time, wall_time
 from pyattacker.errors import ConfigError, PyAttackerError
@@ -447,8 +448,9 @@ def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 def _run_on_fast_loop(main: Coroutine[Any, Any, T]) -> T:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
-        return asyncio.run(main)
-    return uvloop.run(main)
+    with quiet_gc():
+        try:
+            import uvloop
+        except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+            return asyncio.run(main)
+        return uvloop.run(main)
