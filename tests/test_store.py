@@ -87,6 +87,7 @@ def task(pipeline_id: str = "p1", seq: int = 0, **fields: Any) -> TaskRow:
         "ended_at": 1002.0,
         "input_artifact": "seed-1",
         "output_artifact": f"out-{pipeline_id}-{seq}",
+        "resources": [],
     }
     return TaskRow(pipeline_id=pipeline_id, seq=seq, **{**values, **fields})
 
@@ -417,6 +418,26 @@ def test_pipeline_and_artifact_lookups_return_rows_or_none(begun: Store) -> None
     assert begun.artifact("p1", 0) == artifact("out-p1-0")
     assert begun.artifact("p1", 1) is None
     assert begun.artifact("nope", 0) is None
+
+
+def test_a_successful_attempt_carried_by_its_task_row_is_one_of_the_attempts(
+    begun: Store,
+) -> None:
+    carried = task(
+        "p1", 1, attempts=2, resources=["llm/k1"], attempt_started_at=1010.0,
+        attempt_ended_at=1011.5, attempt_duration_s=1.5,
+    )  # fmt: skip
+    failed = attempt("p1", 1, 1, outcome="failed", decision={"retry": True, "reason": "retryable"})
+    begun.write(Batch(pipelines=[pipeline("p1")], tasks=[carried], attempts=[failed]))
+    rows = list(begun.rows(RowKind.ATTEMPTS, pipeline_id="p1"))
+    assert [(a["attempt"], a["outcome"]) for a in rows] == [(1, "failed"), (2, "ok")]
+    assert rows[1] == {
+        "run_id": "r1", "pipeline_id": "p1", "seq": 1, "task": "task-1", "attempt": 2,
+        "outcome": "ok", "started_at": 1010.0, "ended_at": 1011.5, "duration_s": 1.5,
+        "decision": {"retry": False, "reason": "ok"}, "resources": ["llm/k1"],
+        "error_class": None, "error": None, "traceback": None,
+    }  # fmt: skip
+    assert len(list(begun.rows(RowKind.ATTEMPTS))) == 2
 
 
 def test_pipelines_are_counted_in_all_and_by_state(begun: Store) -> None:

@@ -60,7 +60,8 @@ from pyattacker.store import (
 __all__ = ["STORED_POOL_EVENTS", "Execution", "Settings"]
 
 _CHUNK = 64  # input items read (and looked up in the store) at a time, at most
-_TIMING = "pyattacker.attempt_timing"
+_TIMING = "pyattacker.attempt_timing"  # (clock start, epoch start)
+_OK = "pyattacker.attempt_ok"  # (epoch start, epoch end, duration, leases) of a success
 _NO_DATA: Mapping[str, Any] = {}  # ctx.meta key: (clock start, epoch start)
 
 # Pool events worth keeping in the record; lease.acquired/released/reported are one per
@@ -429,11 +430,12 @@ class Execution:
             seq = job.row.cursor
             task = tasks[seq]
             started_at = epoch_time()
-            value, attempts = await self._task(job, task, seq)
-            codec, data, value = self._encode(job, task, seq, value, attempts, started_at)
+            value, attempts, ctx = await self._task(job, task, seq)
+            codec, data, value = self._encode(job, task, seq, ctx, value, started_at)
             out = artifact_digest(codec, data)
             now = epoch_time()
             done = seq + 1 == len(tasks)
+            attempt_started_at, attempt_ended_at, duration_s, leased = ctx.meta[_OK]
             task_row = TaskRow(
                 pipeline_id=job.row.pipeline_id,
                 seq=seq,
@@ -446,6 +448,10 @@ class Execution:
                 ended_at=now,
                 input_artifact=job.input_digest,
                 output_artifact=out,
+                resources=leased,
+                attempt_started_at=attempt_started_at,
+                attempt_ended_at=attempt_ended_at,
+                attempt_duration_s=duration_s,
             )
             job.row = _advanced(job.row, seq + 1, out, now, done=done)
             artifact = ArtifactRow(
@@ -462,7 +468,7 @@ class Execution:
         self.counters.pipelines[PipelineState.SUCCEEDED.value] += 1
 
     def _encode(
-        self, job: _Job, task: Task, seq: int, value: Any, attempts: int, started_at: float
+        self, job: _Job, task: Task, seq: int, ctx: TaskContext, value: Any, started_at: float
     ) -> tuple[str, bytes, Any]:
         """The output as stored, and as the next task gets it: read back from those bytes,
         so a resumed run and an uninterrupted one hand the next task the same value."""
@@ -474,8 +480,10 @@ class Execution:
             return codec, data, reread
         except CodecError as exc:
             error = CodecError(f"task {task.name!r} returned a value that cannot be stored: {exc}")
-            self._task_row(job, task, seq, TaskState.FAILED, attempts, started_at, error)
-            raise _TaskFailed(error, attempts) from exc
+            # The attempt itself succeeded, and no task row will carry it: a row of its own.
+            self._record(job, task, seq, ctx, None, OK_DECISION, counted=True)
+            self._task_row(job, task, seq, TaskState.FAILED, ctx.attempt, started_at, error)
+            raise _TaskFailed(error, ctx.attempt) from exc
 
     def _finish(
         self, job: _Job, state: PipelineState, *, error: BaseException | None = None
@@ -506,7 +514,7 @@ class Execution:
 
     # -- one task: attempts, decisions, parking -------------------------------------------
 
-    async def _task(self, job: _Job, task: Task, seq: int) -> tuple[Any, int]:
+    async def _task(self, job: _Job, task: Task, seq: int) -> tuple[Any, int, TaskContext]:
         first = self._now()
         started_at = epoch_time()
         attempt = 1
@@ -524,7 +532,7 @@ class Execution:
                     self._task_row(job, task, seq, TaskState.INTERRUPTED, ran, started_at)
                 raise
             if error is None:
-                return value, attempt
+                return value, attempt, ctx
             decision = task.retry.decide(
                 error,
                 attempts_used=attempt,
@@ -567,10 +575,11 @@ class Execution:
     ) -> tuple[Any, BaseException | None]:
         """Run one attempt in a worker slot: ``(value, None)`` or ``(None, error)``.
 
-        The attempt is timed here and its ``started``/``duration`` kept on the context for
-        the row; a successful or cancelled attempt is recorded here, a failed one by the
-        caller once the retry decision is known. Raises ``_Interrupted`` without running
-        anything when the run began stopping while it queued for a slot.
+        The attempt is timed here. A cancelled attempt is recorded here, a failed one by the
+        caller once the retry decision is known, and a successful one by the task row that
+        commits its output (its timing and leases are left on the context for that row).
+        Raises ``_Interrupted`` without running anything when the run began stopping while
+        it queued for a slot.
         """
         await self._slots.acquire()
         counters = self.counters
@@ -607,7 +616,11 @@ class Execution:
             self._slots.release()
         error = error or leak
         if error is None:
-            self._record(job, task, seq, ctx, None, OK_DECISION)
+            # Not an attempts row: the task row that commits its output carries it (TaskRow).
+            t0, started_at = ctx.meta[_TIMING]
+            ctx.meta[_OK] = (started_at, epoch_time(), self._now() - t0, tuple(ctx.leased))
+            counters.outcomes["ok"] += 1
+            counters.decisions["ok"] += 1
         return value, error
 
     def _reclaim(self, ctx: TaskContext) -> BaseException | None:
@@ -634,17 +647,19 @@ class Execution:
         decision: Mapping[str, Any] | None,
         *,
         outcome: str | None = None,
+        counted: bool = False,
     ) -> None:
         outcome = outcome or ("ok" if error is None else "failed")
         t0, started_at = ctx.meta[_TIMING]
         counters = self.counters
-        counters.outcomes[outcome] += 1
         error_class = None if error is None else error_class_of(error).value
-        if error_class is not None:
-            counters.error_classes[error_class] += 1
         if decision is None:
             decision = {"retry": False, "reason": outcome}
-        counters.decisions[str(decision["reason"])] += 1
+        if not counted:
+            counters.outcomes[outcome] += 1
+            if error_class is not None:
+                counters.error_classes[error_class] += 1
+            counters.decisions[str(decision["reason"])] += 1
         row = AttemptRow(
             run_id=self.run_id,
             pipeline_id=job.row.pipeline_id,

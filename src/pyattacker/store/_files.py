@@ -12,9 +12,10 @@ import functools
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from pyattacker.errors import ConfigError, StoreError
 
@@ -82,7 +83,8 @@ def _identity_adapters() -> None:
     the lookup hits, and the adapters are C functions that hand the value back. They change
     nothing sqlite3 stores, for us or anyone else in the process.
     """
-    sqlite3.register_adapter(type(None), {}.get)  # {}.get(None) is None
+    none = cast(Callable[[None], None], {}.get)  # {}.get(None) is None
+    sqlite3.register_adapter(type(None), none)
     sqlite3.register_adapter(bytes, bytes)  # bytes(b) is b for an exact bytes object
 
 

@@ -40,11 +40,13 @@ from pyattacker.store._tables import (
     to_artifact,
     to_pipeline,
     to_run,
+    with_ok_attempts,
 )
 
 __all__ = ["MemoryStore"]
 
 _RUNS, _PIPELINES = TABLES[RowKind.RUNS], TABLES[RowKind.PIPELINES]
+_TASKS = TABLES[RowKind.TASKS]
 # Column positions the store itself reads or changes.
 _RUN_STATE, _RUN_ENDED, _RUN_HEARTBEAT, _RUN_STOP = (
     _RUNS.names.index(n) for n in ("state", "ended_at", "heartbeat_at", "stop_reason")
@@ -185,7 +187,11 @@ class MemoryStore:
         table = TABLES[resolve_kind(kind, pipeline_id)]
         self._check_open()
         values = list(self._select(table.kind, pipeline_id))
-        return (decode(table, v) for v in values)
+        stored = (decode(table, v) for v in values)
+        if table.kind is not RowKind.ATTEMPTS:
+            return stored
+        tasks = [decode(_TASKS, v) for v in self._select(RowKind.TASKS, pipeline_id)]
+        return with_ok_attempts(stored, iter(tasks), scoped=pipeline_id is not None)
 
     # -- internals ----------------------------------------------------------------------
 

@@ -120,7 +120,14 @@ class PipelineRow:
 
 @dataclass(slots=True, kw_only=True)
 class TaskRow:
-    """One task of one pipeline, upserted when it ends (``seq`` is its 0-based index)."""
+    """One task of one pipeline, upserted when it ends (``seq`` is its 0-based index).
+
+    A succeeded task also carries its last, successful attempt: ``resources`` it leased and
+    ``attempt_started_at``/``attempt_ended_at``/``attempt_duration_s``. That attempt is not
+    an ``attempts`` row of its own (which would be a fifth row per step of a durable run:
+    about a quarter of its write time); ``Store.rows("attempts")`` yields it all the same,
+    with ``outcome`` ``"ok"`` and the decision ``OK_DECISION``.
+    """
 
     pipeline_id: str
     seq: int
@@ -136,6 +143,10 @@ class TaskRow:
     error_class: str | None = None
     error: str | None = None
     traceback: str | None = None
+    resources: Sequence[str] = ()
+    attempt_started_at: float | None = None
+    attempt_ended_at: float | None = None
+    attempt_duration_s: float | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -74,7 +74,9 @@ _V1: Migration = (
         task_digest TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL,
         run_id TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL NOT NULL,
         input_artifact TEXT, output_artifact TEXT, error_class TEXT, error TEXT,
-        traceback TEXT, pipeline_num INTEGER NOT NULL, UNIQUE (pipeline_num, seq))""",
+        traceback TEXT, resources TEXT NOT NULL, attempt_started_at REAL,
+        attempt_ended_at REAL, attempt_duration_s REAL, pipeline_num INTEGER NOT NULL,
+        UNIQUE (pipeline_num, seq))""",
     """CREATE TABLE attempts (
         run_id TEXT NOT NULL, pipeline_id TEXT NOT NULL, seq INTEGER NOT NULL,
         task TEXT NOT NULL, attempt INTEGER NOT NULL, outcome TEXT NOT NULL,

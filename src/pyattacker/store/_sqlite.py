@@ -60,6 +60,7 @@ from pyattacker.store._tables import (
     to_artifact,
     to_pipeline,
     to_run,
+    with_ok_attempts,
 )
 
 __all__ = ["SQLiteStore", "Synchronous"]
@@ -232,9 +233,16 @@ class SQLiteStore:
         """See :meth:`Store.rows`. Read a page of rows at a time, each page consistent on
         its own: beside a live run, rows written meanwhile may appear in later pages."""
         table = TABLES[resolve_kind(kind, pipeline_id)]
-        pages, params = pages_for(table.kind, pipeline_id)
         self._connection()  # a closed store fails here, not at the first next()
-        return (decode(table, r) for r in self._paged(pages, params))
+        stored = self._decoded(table.kind, pipeline_id)
+        if table.kind is not RowKind.ATTEMPTS:
+            return stored
+        tasks = self._decoded(RowKind.TASKS, pipeline_id)
+        return with_ok_attempts(stored, tasks, scoped=pipeline_id is not None)
+
+    def _decoded(self, kind: RowKind, pipeline_id: str | None) -> Iterator[dict[str, Any]]:
+        pages, params = pages_for(kind, pipeline_id)
+        return (decode(TABLES[kind], r) for r in self._paged(pages, params))
 
     # -- internals ----------------------------------------------------------------------
 

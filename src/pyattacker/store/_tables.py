@@ -12,8 +12,9 @@ The column order here is the table's column order in SQLite and the key order of
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -52,10 +53,12 @@ __all__ = [
     "encode_run",
     "encode_task",
     "encoding",
+    "ok_attempt",
     "resolve_kind",
     "to_artifact",
     "to_pipeline",
     "to_run",
+    "with_ok_attempts",
 ]
 
 Values = tuple[Any, ...]
@@ -106,7 +109,9 @@ TABLES: dict[RowKind, Table] = {
         _table(
             RowKind.TASKS,
             "pipeline_id seq name task_digest state attempts run_id started_at ended_at"
-            " input_artifact? output_artifact? error_class? error? traceback?",
+            " input_artifact? output_artifact? error_class? error? traceback? resources"
+            " attempt_started_at? attempt_ended_at? attempt_duration_s?",
+            ("resources",),
         ),
         _table(
             RowKind.ATTEMPTS,
@@ -155,7 +160,8 @@ def encode_pipeline(p: PipelineRow) -> Values:
 def encode_task(t: TaskRow) -> Values:
     return (t.pipeline_id, t.seq, t.name, t.task_digest, _state(_TASK_STATES, t.state),
             t.attempts, t.run_id, t.started_at, t.ended_at, t.input_artifact,
-            t.output_artifact, t.error_class, t.error, t.traceback)  # fmt: skip
+            t.output_artifact, t.error_class, t.error, t.traceback, _json_list(t.resources),
+            t.attempt_started_at, t.attempt_ended_at, t.attempt_duration_s)  # fmt: skip
 
 
 def encode_attempt(a: AttemptRow) -> Values:
@@ -275,6 +281,40 @@ def to_run(row: Mapping[str, Any]) -> RunRow:
 
 def to_pipeline(row: Mapping[str, Any]) -> PipelineRow:
     return PipelineRow(**{**row, "state": PipelineState(row["state"])})
+
+
+def ok_attempt(task: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The attempts-row dict of the successful attempt a decoded task row carries (see
+    ``TaskRow``), or None when it carries none."""
+    if task["attempt_started_at"] is None:
+        return None
+    return {
+        "run_id": task["run_id"],
+        "pipeline_id": task["pipeline_id"],
+        "seq": task["seq"],
+        "task": task["name"],
+        "attempt": task["attempts"],
+        "outcome": "ok",
+        "started_at": task["attempt_started_at"],
+        "ended_at": task["attempt_ended_at"],
+        "duration_s": task["attempt_duration_s"],
+        "decision": dict(OK_DECISION),
+        "resources": task["resources"],
+        "error_class": None,
+        "error": None,
+        "traceback": None,
+    }
+
+
+def with_ok_attempts(
+    attempts: Iterator[dict[str, Any]], tasks: Iterator[dict[str, Any]], *, scoped: bool
+) -> Iterator[dict[str, Any]]:
+    """Every attempt: the stored rows, then the successful ones carried by task rows; for
+    one pipeline (``scoped``), all of them in ``(seq, attempt)`` order."""
+    ok = (found for found in map(ok_attempt, tasks) if found is not None)
+    if not scoped:
+        return itertools.chain(attempts, ok)
+    return iter(sorted([*attempts, *ok], key=lambda a: (a["seq"], a["attempt"])))
 
 
 def to_artifact(row: Mapping[str, Any]) -> ArtifactRow:
