@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -79,16 +80,27 @@ def test_resume_needs_only_the_template_because_inputs_come_from_the_store() -> 
     )
 
 
-def test_a_missing_checkpoint_restarts_that_pipeline_from_its_seed_and_says_so() -> None:
-    store = MemoryStore()
-    run_virtually(runner(store, stop_after_s=3.0, grace_s=0.0), EVAL.bind(7))
-    (row,) = rows(store, RowKind.PIPELINES)
-    store._artifacts.pop((row["pipeline_id"], 0))  # the checkpoint is gone
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("UPDATE tasks SET output_data = NULL", "missing"),
+        ("UPDATE tasks SET output_codec = 'gone'", "does not decode"),
+    ],
+)
+def test_an_unreadable_checkpoint_restarts_that_pipeline_from_its_seed_and_says_so(
+    tmp_path: Path, damage: str, said: str
+) -> None:
+    path = tmp_path / "run.db"
+    run_virtually(runner(str(path), stop_after_s=3.0, grace_s=0.0), EVAL.bind(7))
+    with sqlite3.connect(path) as conn:  # the checkpoint of `fetch` is damaged
+        conn.execute(damage)
+    store = SQLiteStore(path)
     report = run_virtually(runner(store), EVAL, resume=True)
     assert report.by_state == {"succeeded": 1}
     assert SIDE_EFFECTS["fetch", 7] == 2
     (event,) = rows(store, RowKind.EVENTS, kind="pipeline.restarted")
-    assert "missing" in event["data"]["reason"]
+    assert said in event["data"]["reason"]
+    store.close()
 
 
 def test_changing_a_task_makes_new_pipelines_and_keeps_the_old_ones() -> None:

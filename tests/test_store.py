@@ -440,6 +440,24 @@ def test_a_successful_attempt_carried_by_its_task_row_is_one_of_the_attempts(
     assert len(list(begun.rows(RowKind.ATTEMPTS))) == 2
 
 
+def test_an_output_carried_by_its_task_row_is_an_artifact_like_any_other(begun: Store) -> None:
+    carried = task("p1", 0, output_codec="json", output_data=b"[1]", output_artifact="d-out")
+    seed = artifact("d-seed", b'{"q":1}', seq=-1)
+    begun.write(Batch(pipelines=[pipeline("p1")], tasks=[carried], artifacts=[seed]))
+    expected = artifact("d-out", b"[1]", created_at=1002.0)
+    assert begun.artifact("p1", 0) == expected
+    assert begun.artifact("p1", -1) == seed
+    of_p1 = list(begun.rows(RowKind.ARTIFACTS, pipeline_id="p1"))
+    assert [(a["seq"], a["digest"], a["size"]) for a in of_p1] == [
+        (-1, "d-seed", 7),
+        (0, "d-out", 3),
+    ]
+    assert [a["digest"] for a in begun.rows(RowKind.ARTIFACTS)] == ["d-seed", "d-out"]
+    [task_row] = begun.rows(RowKind.TASKS)
+    assert "output_data" not in task_row
+    assert task_row["output_codec"] == "json"
+
+
 def test_pipelines_are_counted_in_all_and_by_state(begun: Store) -> None:
     assert (begun.count_pipelines(), begun.count_by_state()) == (0, {})
     begun.write(Batch(pipelines=[pipeline("a"), pipeline("b"), pipeline("c", state="failed")]))
@@ -454,7 +472,9 @@ def test_rows_are_plain_dicts_with_json_decoded_and_enums_as_strings(begun: Stor
     begun.write(checkpoint("p1", 0))
     [task_row] = begun.rows(RowKind.TASKS)
     assert type(task_row["state"]) is str
-    assert task_row == {**dataclasses.asdict(task("p1", 0)), "state": "succeeded"}
+    expected = {**dataclasses.asdict(task("p1", 0)), "state": "succeeded"}
+    del expected["output_data"]  # the content is an artifact's, not the task row's
+    assert task_row == expected
     [attempt_row] = begun.rows(RowKind.ATTEMPTS)
     assert attempt_row["decision"] == {"retry": False, "reason": "ok"}
     assert attempt_row["resources"] == ["openai/key-1"]

@@ -452,17 +452,11 @@ class Execution:
                 attempt_started_at=attempt_started_at,
                 attempt_ended_at=attempt_ended_at,
                 attempt_duration_s=duration_s,
+                output_codec=codec,
+                output_data=data,  # the artifact rides in its task row (see TaskRow)
             )
             job.row = _advanced(job.row, seq + 1, out, now, done=done)
-            artifact = ArtifactRow(
-                pipeline_id=job.row.pipeline_id,
-                seq=seq,
-                digest=out,
-                codec=codec,
-                data=data,
-                created_at=now,
-            )
-            await self._commit.checkpoint(artifacts=[artifact], task=task_row, pipeline=job.row)
+            await self._commit.checkpoint(task=task_row, pipeline=job.row)
             self.counters.tasks[TaskState.SUCCEEDED.value] += 1
             job.value, job.input_digest = value, out
         self.counters.pipelines[PipelineState.SUCCEEDED.value] += 1

@@ -37,10 +37,12 @@ from pyattacker.store._tables import (
     encode_run,
     encoding,
     resolve_kind,
+    task_artifact,
     to_artifact,
     to_pipeline,
     to_run,
     with_ok_attempts,
+    with_task_artifacts,
 )
 
 __all__ = ["MemoryStore"]
@@ -154,7 +156,11 @@ class MemoryStore:
     def artifact(self, pipeline_id: str, seq: int) -> ArtifactRow | None:
         self._check_open()
         values = self._artifacts.get((pipeline_id, seq))
-        return None if values is None else to_artifact(decode(TABLES[RowKind.ARTIFACTS], values))
+        if values is not None:
+            return to_artifact(decode(TABLES[RowKind.ARTIFACTS], values))
+        task = self._tasks.get((pipeline_id, seq))
+        carried = None if task is None else task_artifact(task)
+        return None if carried is None else to_artifact(carried)
 
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
         self._check_open()
@@ -188,10 +194,14 @@ class MemoryStore:
         self._check_open()
         values = list(self._select(table.kind, pipeline_id))
         stored = (decode(table, v) for v in values)
-        if table.kind is not RowKind.ATTEMPTS:
-            return stored
-        tasks = [decode(_TASKS, v) for v in self._select(RowKind.TASKS, pipeline_id)]
-        return with_ok_attempts(stored, iter(tasks), scoped=pipeline_id is not None)
+        scoped = pipeline_id is not None
+        if table.kind is RowKind.ATTEMPTS:
+            tasks = [decode(_TASKS, v) for v in self._select(RowKind.TASKS, pipeline_id)]
+            return with_ok_attempts(stored, iter(tasks), scoped=scoped)
+        if table.kind is RowKind.ARTIFACTS:
+            raw = list(self._select(RowKind.TASKS, pipeline_id))
+            return with_task_artifacts(stored, raw, scoped=scoped)
+        return stored
 
     # -- internals ----------------------------------------------------------------------
 

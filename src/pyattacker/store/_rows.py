@@ -127,6 +127,11 @@ class TaskRow:
     an ``attempts`` row of its own (which would be a fifth row per step of a durable run:
     about a quarter of its write time); ``Store.rows("attempts")`` yields it all the same,
     with ``outcome`` ``"ok"`` and the decision ``OK_DECISION``.
+
+    Likewise its output: ``output_codec`` and ``output_data`` are the artifact that
+    ``output_artifact`` addresses, kept in the task row rather than an ``artifacts`` row of
+    its own (a pipeline's seed is one, at ``seq`` -1). ``Store.artifact`` and
+    ``rows("artifacts")`` find both; ``rows("tasks")`` leaves ``output_data`` out.
     """
 
     pipeline_id: str
@@ -147,6 +152,8 @@ class TaskRow:
     attempt_started_at: float | None = None
     attempt_ended_at: float | None = None
     attempt_duration_s: float | None = None
+    output_codec: str | None = None
+    output_data: bytes | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -33,6 +33,7 @@ __all__ = [
     "MIGRATIONS",
     "ONE_ARTIFACT",
     "ONE_PIPELINE",
+    "ONE_TASK",
     "RUNNING_RUNS",
     "RUN_EXISTS",
     "SCHEMA_VERSION",
@@ -75,8 +76,8 @@ _V1: Migration = (
         run_id TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL NOT NULL,
         input_artifact TEXT, output_artifact TEXT, error_class TEXT, error TEXT,
         traceback TEXT, resources TEXT NOT NULL, attempt_started_at REAL,
-        attempt_ended_at REAL, attempt_duration_s REAL, pipeline_num INTEGER NOT NULL,
-        UNIQUE (pipeline_num, seq))""",
+        attempt_ended_at REAL, attempt_duration_s REAL, output_codec TEXT, output_data BLOB,
+        pipeline_num INTEGER NOT NULL, UNIQUE (pipeline_num, seq))""",
     """CREATE TABLE attempts (
         run_id TEXT NOT NULL, pipeline_id TEXT NOT NULL, seq INTEGER NOT NULL,
         task TEXT NOT NULL, attempt INTEGER NOT NULL, outcome TEXT NOT NULL,
@@ -167,6 +168,10 @@ COUNT_BY_STATE = "SELECT state, count(*) FROM pipelines GROUP BY state ORDER BY 
 ONE_PIPELINE = f"SELECT {_columns(RowKind.PIPELINES)} FROM pipelines WHERE pipeline_id = ?"
 ONE_ARTIFACT = (
     f"SELECT {_columns(RowKind.ARTIFACTS)} FROM artifacts"
+    f" WHERE pipeline_num = (SELECT rowid FROM pipelines WHERE pipeline_id = ?) AND seq = ?"
+)
+ONE_TASK = (
+    f"SELECT {_columns(RowKind.TASKS)} FROM tasks"
     f" WHERE pipeline_num = (SELECT rowid FROM pipelines WHERE pipeline_id = ?) AND seq = ?"
 )
 

@@ -38,6 +38,7 @@ from pyattacker.store._schema import (
     MIGRATIONS,
     ONE_ARTIFACT,
     ONE_PIPELINE,
+    ONE_TASK,
     RUN_EXISTS,
     RUNNING_RUNS,
     Migration,
@@ -57,10 +58,12 @@ from pyattacker.store._tables import (
     encode_run,
     encoding,
     resolve_kind,
+    task_artifact,
     to_artifact,
     to_pipeline,
     to_run,
     with_ok_attempts,
+    with_task_artifacts,
 )
 
 __all__ = ["SQLiteStore", "Synchronous"]
@@ -205,7 +208,11 @@ class SQLiteStore:
     def artifact(self, pipeline_id: str, seq: int) -> ArtifactRow | None:
         with mapped(self.location, "could not read"):
             found = self._connection().execute(ONE_ARTIFACT, (pipeline_id, seq)).fetchone()
-        return None if found is None else to_artifact(decode(TABLES[RowKind.ARTIFACTS], found))
+            if found is not None:
+                return to_artifact(decode(TABLES[RowKind.ARTIFACTS], found))
+            task = self._connection().execute(ONE_TASK, (pipeline_id, seq)).fetchone()
+        carried = None if task is None else task_artifact(task)
+        return None if carried is None else to_artifact(carried)
 
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
         """See :meth:`Store.unfinished`. Paged like :meth:`rows`, so the Runner may write
@@ -235,10 +242,15 @@ class SQLiteStore:
         table = TABLES[resolve_kind(kind, pipeline_id)]
         self._connection()  # a closed store fails here, not at the first next()
         stored = self._decoded(table.kind, pipeline_id)
-        if table.kind is not RowKind.ATTEMPTS:
-            return stored
-        tasks = self._decoded(RowKind.TASKS, pipeline_id)
-        return with_ok_attempts(stored, tasks, scoped=pipeline_id is not None)
+        scoped = pipeline_id is not None
+        if table.kind is RowKind.ATTEMPTS:
+            return with_ok_attempts(
+                stored, self._decoded(RowKind.TASKS, pipeline_id), scoped=scoped
+            )
+        if table.kind is RowKind.ARTIFACTS:
+            tasks = self._paged(*pages_for(RowKind.TASKS, pipeline_id))
+            return with_task_artifacts(stored, tasks, scoped=scoped)
+        return stored
 
     def _decoded(self, kind: RowKind, pipeline_id: str | None) -> Iterator[dict[str, Any]]:
         pages, params = pages_for(kind, pipeline_id)

@@ -55,10 +55,12 @@ __all__ = [
     "encoding",
     "ok_attempt",
     "resolve_kind",
+    "task_artifact",
     "to_artifact",
     "to_pipeline",
     "to_run",
     "with_ok_attempts",
+    "with_task_artifacts",
 ]
 
 Values = tuple[Any, ...]
@@ -110,7 +112,8 @@ TABLES: dict[RowKind, Table] = {
             RowKind.TASKS,
             "pipeline_id seq name task_digest state attempts run_id started_at ended_at"
             " input_artifact? output_artifact? error_class? error? traceback? resources"
-            " attempt_started_at? attempt_ended_at? attempt_duration_s?",
+            " attempt_started_at? attempt_ended_at? attempt_duration_s? output_codec?"
+            " output_data?",
             ("resources",),
         ),
         _table(
@@ -161,7 +164,8 @@ def encode_task(t: TaskRow) -> Values:
     return (t.pipeline_id, t.seq, t.name, t.task_digest, _state(_TASK_STATES, t.state),
             t.attempts, t.run_id, t.started_at, t.ended_at, t.input_artifact,
             t.output_artifact, t.error_class, t.error, t.traceback, _json_list(t.resources),
-            t.attempt_started_at, t.attempt_ended_at, t.attempt_duration_s)  # fmt: skip
+            t.attempt_started_at, t.attempt_ended_at, t.attempt_duration_s, t.output_codec,
+            None if t.output_data is None else _blob(t.output_data))  # fmt: skip
 
 
 def encode_attempt(a: AttemptRow) -> Values:
@@ -272,7 +276,42 @@ def decode(table: Table, values: Iterable[Any]) -> dict[str, Any]:
         row[name] = json.loads(row[name])
     if table.kind is RowKind.ARTIFACTS:
         row["size"] = len(row["data"])
+    elif table.kind is RowKind.TASKS:
+        del row["output_data"]  # the content is an artifact's: rows("artifacts") has it
     return row
+
+
+_T_PIPELINE, _T_SEQ, _T_OUT, _T_ENDED, _T_CODEC, _T_DATA = (
+    TABLES[RowKind.TASKS].names.index(n)
+    for n in ("pipeline_id", "seq", "output_artifact", "ended_at", "output_codec", "output_data")
+)
+
+
+def task_artifact(values: Sequence[Any]) -> dict[str, Any] | None:
+    """The artifacts-row dict of the output a raw task row carries (see ``TaskRow``)."""
+    data = values[_T_DATA]
+    if data is None:
+        return None
+    return {
+        "pipeline_id": values[_T_PIPELINE],
+        "seq": values[_T_SEQ],
+        "digest": values[_T_OUT],
+        "codec": values[_T_CODEC],
+        "data": data,
+        "created_at": values[_T_ENDED],
+        "size": len(data),
+    }
+
+
+def with_task_artifacts(
+    artifacts: Iterator[dict[str, Any]], tasks: Iterable[Sequence[Any]], *, scoped: bool
+) -> Iterator[dict[str, Any]]:
+    """Every artifact: the stored rows (seeds), then the outputs carried by task rows; for
+    one pipeline (``scoped``), all of them in ``seq`` order."""
+    carried = (found for found in map(task_artifact, tasks) if found is not None)
+    if not scoped:
+        return itertools.chain(artifacts, carried)
+    return iter(sorted([*artifacts, *carried], key=lambda a: int(a["seq"])))
 
 
 def to_run(row: Mapping[str, Any]) -> RunRow:
