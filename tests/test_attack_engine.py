@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel, Target
 from pyattacker._gc import quiet_gc
+from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel, Target
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Attempt, Outcome, RequestRecord
