@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pyattacker._rng import LazyRandom
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import ConfigError, LeaseLeakError, PoolNotFound
 from pyattacker.pool._algorithms import (
@@ -64,8 +65,9 @@ class TaskContext:
                 self.pools[p.name] = p
         if pool is not None and pool not in self.pools:
             raise PoolNotFound(pool, known=list(self.pools))
-        # An int or str is a seed: the Random is built on first use (most never draw).
-        self._rng: random.Random | int | str | None = rng
+        # An int or str is a seed (None: the OS's entropy), applied on the first draw: most
+        # attempts never draw, and seeding costs 6 us (pyattacker._rng).
+        self.rng: random.Random = rng if isinstance(rng, random.Random) else LazyRandom(rng)
         first = next(iter(self.pools.values()), None)
         self.clock: Clock = clock or (first.clock if first is not None else LoopClock())
         self.meta: dict[str, Any] = dict(meta or {})
@@ -84,20 +86,6 @@ class TaskContext:
         self._emit = emit
         #: ``pool/resource`` of every lease handed out through this context, in order.
         self.leased: list[str] = []
-
-    @property
-    def rng(self) -> random.Random:
-        """The attempt's randomness: the ``Random`` given, one seeded with the seed given
-        (built on first use, so reruns of an attempt draw the same numbers), or a fresh
-        OS-seeded one."""
-        rng = self._rng
-        if not isinstance(rng, random.Random):
-            rng = self._rng = random.Random() if rng is None else random.Random(rng)
-        return rng
-
-    @rng.setter
-    def rng(self, value: random.Random) -> None:
-        self._rng = value
 
     def emit(self, kind: str, /, **data: Any) -> None:
         """Record an event of the run (``kind`` named ``<area>.<what>``); a no-op outside a
@@ -130,7 +118,7 @@ class TaskContext:
         child.affinity = self.affinity
         child._held = self._held
         child.leased = self.leased
-        child._rng = self.rng  # one sequence of draws for the whole attempt
+        child.rng = self.rng  # one sequence of draws for the whole attempt
         return child
 
     def pool(self, name: str | None = None) -> Pool:
