@@ -311,3 +311,97 @@ def test_ctrl_c_in_a_notebook_stops_the_run_gracefully() -> None:
     assert report.state is RunState.INTERRUPTED
     assert report.stop_reason == "KeyboardInterrupt"
     assert 0 < report.by_state.get("succeeded", 0) < 60
+
+
+# -- faults of ours, write-through, cancellation at every await ------------------------
+
+
+def test_a_framework_error_in_one_pipeline_is_recorded_and_the_run_goes_on() -> None:
+    from pyattacker.run import CodecRegistry
+
+    class Broken(CodecRegistry):
+        """A fault outside any task: storing the output of pipeline 2 blows up."""
+
+        def stored(self, value: Any) -> tuple[str, bytes, Any]:
+            if value == 2:
+                raise RuntimeError("bug in the machinery")
+            return super().stored(value)
+
+    store = MemoryStore()
+    report = run_virtually(runner(store, codecs=Broken()), pipeline("p", _ident).map(range(4)))
+    assert report.by_state == {"failed": 1, "succeeded": 3}
+    (event,) = rows(store, RowKind.EVENTS, kind="run.framework_error")
+    assert event["data"]["error"] == "RuntimeError: bug in the machinery"
+    assert "Traceback" in event["data"]["traceback"]
+
+
+def test_without_write_behind_a_failed_attempt_is_stored_before_the_retry_runs() -> None:
+    seen: list[int] = []
+
+    @task(retry=Retrying(max_attempts=2, base=1.0, jitter="none"))
+    async def flaky(x: int, ctx: TaskContext) -> int:
+        if ctx.attempt == 1:
+            raise RetryableError("once")
+        assert isinstance(ctx.store, MemoryStore)
+        seen.append(len(list(ctx.store.rows(RowKind.ATTEMPTS))))
+        return x
+
+    run_virtually(runner(write_behind=False), pipeline("p", flaky).bind(1))
+    assert seen == [1]
+
+
+def test_with_write_behind_history_waits_for_a_batch() -> None:
+    seen: list[int] = []
+
+    @task(retry=Retrying(max_attempts=2, base=0.1, jitter="none"))
+    async def flaky(x: int, ctx: TaskContext) -> int:
+        if ctx.attempt == 1:
+            raise RetryableError("once")
+        assert isinstance(ctx.store, MemoryStore)
+        seen.append(len(list(ctx.store.rows(RowKind.ATTEMPTS))))
+        return x
+
+    run_virtually(runner(heartbeat_s=60.0), pipeline("p", flaky).bind(1))
+    assert seen == [0]
+
+
+@pytest.mark.parametrize("stop_at", [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5])
+def test_cancelling_at_any_await_leaves_no_lease_held_and_no_half_written_row(
+    stop_at: float,
+) -> None:
+    """Every await of a task — waiting for a lease, inside it, after it, in the retry
+    backoff, waiting for a commit — is hit by one of these stop instants (grace 0: cancel
+    at once)."""
+    pool = Pool("llm", [Resource.create("llm", id="k1", capacity=1)])
+
+    @task(resource="llm", retry=Retrying(max_attempts=3, base=0.5, cap=0.5, jitter="none"))
+    async def leases(x: int, ctx: TaskContext) -> int:
+        async with ctx.acquire() as lease:
+            await ctx.clock.sleep(0.5)
+            if x == 1 and ctx.attempt == 1:
+                raise RetryableError("again")
+            lease.report(ok=True)
+        await ctx.clock.sleep(0.5)
+        return x + 1
+
+    @task
+    async def after(x: int, ctx: TaskContext) -> int:
+        await ctx.clock.sleep(0.25)
+        return x
+
+    store = MemoryStore()
+    the_runner = runner(store, pools=[pool], concurrency=2, grace_s=0.0, stop_after_s=stop_at)
+    report = run_virtually(the_runner, pipeline("p", leases, after).map(range(3)))
+    assert pool.active == 0
+    assert sum(report.by_state.values()) == report.stats["pipelines"]["admitted"]
+    for row in rows(store, RowKind.PIPELINES):
+        done = [t for t in store.rows(RowKind.TASKS, pipeline_id=row["pipeline_id"])]
+        succeeded = [t["seq"] for t in done if t["state"] == "succeeded"]
+        assert succeeded == list(range(row["cursor"]))  # the cursor never runs ahead
+        for seq in succeeded:
+            stored = store.artifact(row["pipeline_id"], seq)
+            assert stored is not None
+            assert stored.digest == done[seq]["output_artifact"]
+        assert row["state"] in {"succeeded", "interrupted"}
+    for attempt in store.rows(RowKind.ATTEMPTS):
+        assert attempt["outcome"] in {"ok", "failed", "cancelled"}
