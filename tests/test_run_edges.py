@@ -395,7 +395,7 @@ def test_cancelling_at_any_await_leaves_no_lease_held_and_no_half_written_row(
     assert pool.active == 0
     assert sum(report.by_state.values()) == report.stats["pipelines"]["admitted"]
     for row in rows(store, RowKind.PIPELINES):
-        done = [t for t in store.rows(RowKind.TASKS, pipeline_id=row["pipeline_id"])]
+        done = list(store.rows(RowKind.TASKS, pipeline_id=row["pipeline_id"]))
         succeeded = [t["seq"] for t in done if t["state"] == "succeeded"]
         assert succeeded == list(range(row["cursor"]))  # the cursor never runs ahead
         for seq in succeeded:
