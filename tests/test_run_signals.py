@@ -71,7 +71,7 @@ def test_a_second_signal_cancels_what_still_runs(tmp_path: Path) -> None:
     child.send_signal(signal.SIGINT)
     time.sleep(0.05)
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=60)
+    _, err = child.communicate(timeout=60)
     assert child.returncode == 130, err
     with SQLiteStore(store, read_only=True) as reader:
         (run,) = reader.runs()
