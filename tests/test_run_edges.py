@@ -405,3 +405,135 @@ def test_cancelling_at_any_await_leaves_no_lease_held_and_no_half_written_row(
         assert row["state"] in {"succeeded", "interrupted"}
     for attempt in store.rows(RowKind.ATTEMPTS):
         assert attempt["outcome"] in {"ok", "failed", "cancelled"}
+
+
+# -- second review: what a resume, a restart and a mid-run publish must keep -------------
+
+
+class _Opaque:
+    """A value only a registered codec can store (to make a checkpoint unreadable later)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class _OpaqueCodec:
+    name = "opaque"
+
+    def handles(self, value: Any) -> bool:
+        return isinstance(value, _Opaque)
+
+    def encode(self, value: Any) -> bytes:
+        return str(value.n).encode()
+
+    def decode(self, data: bytes) -> Any:
+        return _Opaque(int(data))
+
+
+def test_a_restart_from_the_seed_keeps_the_successful_attempts_of_earlier_runs() -> None:
+    from pyattacker.run import CodecRegistry
+
+    @task
+    def make(x: int) -> Any:
+        return _Opaque(x)
+
+    @task(retry=Retrying(max_attempts=1))
+    def use(o: Any) -> int:
+        if not use_ok:
+            raise RuntimeError("not yet")
+        return 1
+
+    codecs = CodecRegistry()
+    codecs.register(_OpaqueCodec())
+    store = MemoryStore()
+    use_ok = False
+    run_virtually(runner(store, codecs=codecs), pipeline("p", make, use).bind(5))
+    assert [a["outcome"] for a in store.rows(RowKind.ATTEMPTS)] == ["failed", "ok"]
+    # Run 2 lacks the codec: task 0's output does not decode, so the pipeline restarts from
+    # its seed, and the rerun of `make` replaces the task row that carried run 1's success
+    # (and, lacking the codec, fails to store its own output).
+    use_ok = True
+    report = run_virtually(runner(store), pipeline("p", make, use), resume=True)
+    assert report.by_state == {"failed": 1}
+    outcomes = [(a["seq"], a["outcome"]) for a in store.rows(RowKind.ATTEMPTS, pipeline_id=None)]
+    assert outcomes.count((0, "ok")) == 2  # run 1's success of task 0 is still there
+    runs = {a["run_id"] for a in store.rows(RowKind.ATTEMPTS) if a["seq"] == 0}
+    assert len(runs) == 2
+
+
+def test_the_attempts_of_one_pipeline_come_in_the_order_they_ran_across_runs() -> None:
+    @task(retry=Retrying(max_attempts=2, base=1.0, jitter="none"))
+    async def flaky(x: int, ctx: TaskContext) -> int:
+        if not healthy:
+            raise RetryableError("down")
+        return x
+
+    store = MemoryStore()
+    healthy = False
+    run_virtually(runner(store), pipeline("p", flaky).bind(1))
+    healthy = True
+    virtual(lambda: asyncio.sleep(0))  # later: a run on a fresh loop
+    run_virtually(runner(store), pipeline("p", flaky), resume=True)
+    (pid,) = [r["pipeline_id"] for r in store.rows(RowKind.PIPELINES)]
+    order = [(a["attempt"], a["outcome"]) for a in store.rows(RowKind.ATTEMPTS, pipeline_id=pid)]
+    assert order == [(1, "failed"), (2, "failed"), (1, "ok")]
+
+
+def test_a_dict_output_reaches_the_next_task_with_its_keys_as_stored() -> None:
+    seen: list[list[str]] = []
+
+    @task
+    def row(x: int) -> dict[str, int]:
+        return {"zeta": 1, "alpha": 2}
+
+    @task
+    def keys(d: dict[str, int]) -> int:
+        seen.append(list(d))
+        return 0
+
+    run_virtually(runner(), pipeline("p", row, keys).bind(1))
+    assert seen == [["alpha", "zeta"]]  # what a resumed run reads back from the JSON
+
+
+def test_a_key_that_is_not_text_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "run.db"
+    bad = "caf" + b"\xff".decode("utf-8", "surrogateescape")
+    specs = [pipeline("p", _ident).bind(i, key=f"k{i}") for i in range(3)]
+    with pytest.raises(ConfigError) as exc:
+        run_virtually(runner(str(path)), [*specs, pipeline("p", _ident).bind(9, key=bad)])
+    assert exc.value.field == "key"
+
+
+def test_the_secret_of_a_resource_published_mid_run_is_scrubbed_too() -> None:
+    pool = _keyed_pool()
+    late_key = "sk-late-zyxwvu9876543210"
+
+    @task(resource="llm")
+    async def publishes(x: int, ctx: TaskContext) -> int:
+        if x == 0:
+            pool.publish(Resource.create("llm", id="k2", options={"api_key": late_key}))
+            return x
+        raise PermissionError(f"Incorrect API key provided: {late_key}")
+
+    store = MemoryStore()
+    the_runner = runner(store, pools=[pool], concurrency=1)
+    report = run_virtually(the_runner, pipeline("p", publishes).map(range(2)))
+    assert report.by_state == {"failed": 1, "succeeded": 1}
+    everything = str([list(store.rows(kind)) for kind in RowKind]) + str(report.failures)
+    assert late_key not in everything
+    assert {r["resource_id"] for r in store.rows(RowKind.RESOURCES)} == {"k1", "k2"}
+
+
+def test_a_nested_fanout_branch_naming_an_unknown_pool_is_refused() -> None:
+    @task(resource="typo")
+    async def deep(x: int, ctx: TaskContext) -> int:
+        return x
+
+    @task
+    def other(x: int) -> int:
+        return x
+
+    inner = fanout(deep, other, name="inner")
+    with pytest.raises(ConfigError) as exc:
+        run_virtually(runner(), pipeline("p", fanout(inner, _ident)).bind(1))
+    assert exc.value.field == "resource"

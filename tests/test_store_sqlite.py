@@ -360,3 +360,19 @@ def test_a_database_of_another_program_is_refused_unchanged(path: Path) -> None:
         SQLiteStore(path)
     assert _raw(path, "SELECT name FROM sqlite_master") == [("customers",)]
     assert _raw(path, "PRAGMA user_version") == [(0,)]
+
+
+def test_the_identity_adapters_never_replace_an_adapter_someone_registered() -> None:
+    from pyattacker.store._files import _identity_adapters
+
+    saved = dict(sqlite3.adapters)
+    try:
+        sqlite3.adapters.clear()
+        mine = str
+        sqlite3.register_adapter(type(None), mine)
+        _identity_adapters.__wrapped__()
+        assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is mine
+        assert sqlite3.adapters[(bytes, sqlite3.PrepareProtocol)] is bytes
+    finally:
+        sqlite3.adapters.clear()
+        sqlite3.adapters.update(saved)

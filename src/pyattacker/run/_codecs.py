@@ -555,11 +555,11 @@ def _plain_json(value: Any) -> tuple[bytes, Any] | None:
     try:
         text = _CANONICAL.encode(value)
         data = text.encode("utf-8")  # a lone surrogate fails here: the careful path takes it
-        # A flat dict of plain scalars reads back as an equal copy of itself (str keys;
-        # exact types, no subclasses; NaN and infinity were refused by the encoder): skip
-        # decoding it. The common case of a run: a row or a small result.
+        # A flat dict of plain scalars reads back as a copy of itself with its keys sorted
+        # (str keys; exact types, no subclasses; NaN and infinity were refused by the
+        # encoder): skip decoding it. The common case of a run: a row or a small result.
         if type(value) is dict and _flat(value):
-            return data, dict(value)
+            return data, dict(sorted(value.items()))  # key order as the JSON stores it
         back = json.loads(text)
     except (TypeError, ValueError, RecursionError):
         return None

@@ -30,6 +30,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from pyattacker._secrets import mask
 from pyattacker.clock import Clock, LoopClock, epoch_time
 from pyattacker.errors import (
     CodecError,
@@ -52,10 +53,13 @@ from pyattacker.store import (
     EventRow,
     PipelineRow,
     PipelineState,
+    ResourceRow,
+    RowKind,
     Store,
     TaskRow,
     TaskState,
 )
+from pyattacker.store._tables import ok_attempt  # a task row's carried attempt, as a row
 
 __all__ = ["STORED_POOL_EVENTS", "Execution", "Settings"]
 
@@ -109,6 +113,9 @@ class _Job:
     row: PipelineRow
     value: Any  # the input of task `row.cursor`
     input_digest: str
+    # On a restart from the seed: the successful attempts that the old task rows carry,
+    # by seq. Each becomes an attempts row of its own when its task row is replaced.
+    carried: dict[int, AttemptRow] = dataclasses.field(default_factory=dict)
 
 
 class Execution:
@@ -157,7 +164,7 @@ class Execution:
         """Stop admitting, wake parked pipelines, give running attempts ``grace_s``."""
         if self.stop_reason is not None:
             return
-        self.stop_reason = reason
+        self.stop_reason = self._scrub.text(reason)
         for parked in tuple(self._parked):
             if not parked.done():
                 parked.set_result(False)
@@ -211,15 +218,14 @@ class Execution:
     def _check_template(self, template: PipelineTemplate) -> None:
         """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
         bad input, found before anything of that template runs or is written."""
-        for task in template.tasks:
-            for each in (task, *getattr(task, "tasks", ())):
-                if each.resource is not None and each.resource not in self._pools:
-                    known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
-                    raise ConfigError(
-                        f"task {each.name!r} of {template.name!r} names pool {each.resource!r}",
-                        field="resource",
-                        hint=f"the Runner's pools are: {known}",
-                    )
+        for each in _every_task(template.tasks):
+            if each.resource is not None and each.resource not in self._pools:
+                known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
+                raise ConfigError(
+                    f"task {each.name!r} of {template.name!r} names pool {each.resource!r}",
+                    field="resource",
+                    hint=f"the Runner's pools are: {known}",
+                )
 
     async def _wait_room(self) -> int:
         """Wait until fewer than ``admission`` pipelines are live; the free room."""
@@ -266,6 +272,12 @@ class Execution:
                     self._start(job)
 
     def _prepare(self, spec: PipelineSpec) -> Any:
+        if spec.key is not None and not _storable(spec.key):
+            raise ConfigError(
+                f"key {spec.key!r} of {spec.template.name!r} cannot be stored as text",
+                field="key",
+                hint="keys are text: decode bytes properly (a lone surrogate is not text)",
+            )
         try:
             return spec.prepare(self._codecs)
         except CodecError as exc:
@@ -334,9 +346,11 @@ class Execution:
             self.counters.skipped += 1
             return None
         value, digest_in, problem = self._load(pid, cursor - 1)
+        carried: dict[int, AttemptRow] = {}
         if problem is not None and cursor > 0:
             self._event("pipeline.restarted", pid, None, {"reason": problem})
             self.counters.restarted += 1
+            carried = self._carried_attempts(pid)
             cursor = 0
             value, digest_in, problem = self._load(pid, -1)
         row = dataclasses.replace(
@@ -360,7 +374,11 @@ class Execution:
         else:
             self._fail_unreadable(stored, problem, now)
             return None
-        return _Job(template, row, value, digest_in)
+        return _Job(template, row, value, digest_in, carried)
+
+    def _carried_attempts(self, pipeline_id: str) -> dict[int, AttemptRow]:
+        found = (ok_attempt(t) for t in self._store.rows(RowKind.TASKS, pipeline_id=pipeline_id))
+        return {a["seq"]: AttemptRow(**a) for a in found if a is not None}
 
     def _load(self, pipeline_id: str, seq: int) -> tuple[Any, str, str | None]:
         """``(value, digest, None)`` for the stored output of task ``seq`` (-1: the seed),
@@ -375,7 +393,7 @@ class Execution:
             return None, "", f"{what} does not decode: {exc}"
 
     def _fail_unreadable(self, stored: PipelineRow, problem: str, now: float) -> None:
-        error = f"cannot resume: {problem}, and the seed is not in the input"
+        error = self._scrub.text(f"cannot resume: {problem}, and the seed is not in the input")
         row = dataclasses.replace(
             stored, state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
         )
@@ -456,6 +474,7 @@ class Execution:
                 output_data=data,  # the artifact rides in its task row (see TaskRow)
             )
             job.row = _advanced(job.row, seq + 1, out, now, done=done)
+            self._keep_carried(job, seq)
             await self._commit.checkpoint(task=task_row, pipeline=job.row)
             self.counters.tasks[TaskState.SUCCEEDED.value] += 1
             job.value, job.input_digest = value, out
@@ -475,7 +494,7 @@ class Execution:
         except CodecError as exc:
             error = CodecError(f"task {task.name!r} returned a value that cannot be stored: {exc}")
             # The attempt itself succeeded, and no task row will carry it: a row of its own.
-            self._record(job, task, seq, ctx, None, OK_DECISION, counted=True)
+            self._commit.attempt(self._ok_row(job, task, seq, ctx))
             self._task_row(job, task, seq, TaskState.FAILED, ctx.attempt, started_at, error)
             raise _TaskFailed(error, ctx.attempt) from exc
 
@@ -672,6 +691,23 @@ class Execution:
         )
         self._commit.attempt(row)
 
+    def _ok_row(self, job: _Job, task: Task, seq: int, ctx: TaskContext) -> AttemptRow:
+        """The successful attempt of ``ctx`` as an attempts row (when no task row carries it)."""
+        started_at, ended_at, duration_s, leased = ctx.meta[_OK]
+        return AttemptRow(
+            run_id=self.run_id,
+            pipeline_id=job.row.pipeline_id,
+            seq=seq,
+            task=task.name,
+            attempt=ctx.attempt,
+            outcome="ok",
+            started_at=started_at,
+            ended_at=ended_at,
+            duration_s=duration_s,
+            decision=OK_DECISION,
+            resources=leased,
+        )
+
     def _task_row(
         self,
         job: _Job,
@@ -697,8 +733,16 @@ class Execution:
             error=None if error is None else self._scrub.error(error),
             traceback=None if error is None else self._scrub.traceback(error),
         )
+        self._keep_carried(job, seq)
         self._commit.checkpoint(task=row)
         self.counters.tasks[state.value] += 1
+
+    def _keep_carried(self, job: _Job, seq: int) -> None:
+        """Before task ``seq``'s row is replaced, keep the successful attempt it carried (from
+        an earlier run) as an attempts row, in the same transaction."""
+        old = job.carried.pop(seq, None)
+        if old is not None:
+            self._commit.attempt(old)
 
     async def _park(self, delay_s: float) -> bool:
         """Wait out a retry delay holding no worker slot. False when the run stops first
@@ -739,9 +783,25 @@ class Execution:
 
     def pool_event(self, event: PoolEvent) -> None:
         """The pools' subscriber, for the kinds in ``STORED_POOL_EVENTS``."""
+        if event.kind == "pool.published" and event.resource is not None:
+            self._published(event.pool, event.resource)
         data = event.to_dict()
         del data["kind"]
         self._event(event.kind, None, None, data)
+
+    def _published(self, pool_name: str, resource_id: str) -> None:
+        """A resource joined a pool mid-run: its secrets are scrubbed from now on (before
+        anyone can lease it: the event comes from ``publish``), and it is recorded."""
+        pool = self._pools.get(pool_name)
+        found = [r for r in pool.resources if r.id == resource_id] if pool is not None else []
+        for resource in found:
+            self._scrub.add(resource)
+            spec = mask(resource.spec())
+            row = ResourceRow(
+                run_id=self.run_id, pool=pool_name, resource_id=resource.id,
+                kind=resource.kind, spec=spec,
+            )  # fmt: skip
+            self._commit.resources([row])
 
 
 def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: bool) -> PipelineRow:
@@ -764,6 +824,21 @@ def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: b
         updated_at=now,
         output_artifact=output,
     )
+
+
+def _storable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _every_task(tasks: Iterable[Task]) -> Iterator[Task]:
+    """``tasks`` and, depth first, the branches of every fanout among them."""
+    for task in tasks:
+        yield task
+        yield from _every_task(getattr(task, "tasks", ()))
 
 
 def _wake(woken: asyncio.Future[bool]) -> None:

@@ -120,6 +120,7 @@ class Runner:
         self.heartbeat_s = heartbeat_s
         self.codecs = codecs if codecs is not None else DEFAULT_CODECS
         self._execution: Execution | None = None
+        self._stop_on_start: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._counters = RunCounters()
         self._started = 0.0
@@ -168,7 +169,9 @@ class Runner:
                 return running.result()
             except KeyboardInterrupt:
                 interrupts += 1
-                if interrupts == 1:
+                if self._execution is None:  # not started yet: stop it as soon as it does
+                    self._stop_on_start = "KeyboardInterrupt"
+                elif interrupts == 1:
                     self.stop("KeyboardInterrupt")
                 else:
                     self._cancel_from_another_thread()
@@ -225,6 +228,9 @@ class Runner:
             scrubber=Scrubber(self._pools.values()),
         )
         self._execution, self._loop = execution, asyncio.get_running_loop()
+        if self._stop_on_start is not None:
+            execution.stop(self._stop_on_start)
+            self._stop_on_start = None
         self._started = wall_time()
         committer.resources(self._resource_rows(run_id))
         for old in taken_over:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyattacker._secrets import MASK, mask, secret_values
-from pyattacker.pool import Pool
+from pyattacker.pool import Pool, Resource
 
 __all__ = ["Scrubber"]
 
@@ -32,14 +32,20 @@ class Scrubber:
     """Replaces the secrets of ``pools`` in what a run records; see the module docstring."""
 
     def __init__(self, pools: Iterable[Pool]) -> None:
-        found: set[str] = set()
+        self._found: set[str] = set()
+        self._text: list[str] = []
+        self._bytes: list[bytes] = []
         for pool in pools:
             for resource in pool.resources:
-                found |= secret_values(resource.options) | secret_values(resource.meta)
+                self.add(resource)
+
+    def add(self, resource: Resource) -> None:
+        """Scrub ``resource``'s secrets too (one published to a pool mid-run)."""
+        found = secret_values(resource.options) | secret_values(resource.meta)
         words = {word for value in found for word in value.split() if len(word) >= _SHORTEST}
-        secrets = sorted((found | words) - {MASK, ""}, key=len, reverse=True)
-        self._text = secrets
-        self._bytes = [s.encode("utf-8", "surrogatepass") for s in secrets]
+        self._found |= (found | words) - {MASK, ""}
+        self._text = sorted(self._found, key=len, reverse=True)
+        self._bytes = [s.encode("utf-8", "surrogatepass") for s in self._text]
 
     def text(self, text: str) -> str:
         """``text`` without secrets, encodable as UTF-8."""

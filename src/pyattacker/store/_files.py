@@ -84,8 +84,11 @@ def _identity_adapters() -> None:
     nothing sqlite3 stores, for us or anyone else in the process.
     """
     none = cast(Callable[[None], None], {}.get)  # {}.get(None) is None
-    sqlite3.register_adapter(type(None), none)
-    sqlite3.register_adapter(bytes, bytes)  # bytes(b) is b for an exact bytes object
+    registered = sqlite3.adapters  # never replace an adapter someone else registered
+    if (type(None), sqlite3.PrepareProtocol) not in registered:
+        sqlite3.register_adapter(type(None), none)
+    if (bytes, sqlite3.PrepareProtocol) not in registered:
+        sqlite3.register_adapter(bytes, bytes)  # bytes(b) is b for an exact bytes object
 
 
 @contextmanager

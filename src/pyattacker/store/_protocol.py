@@ -53,9 +53,10 @@ class Store(Protocol):
     def write(self, batch: Batch) -> None:
         """Commit everything in ``batch`` as one transaction; all or nothing.
 
-        Pipeline and task rows are upserts (the row is replaced whole); artifacts are
-        inserted once per digest (a second insert of the same digest is a no-op); attempts,
-        events and resources are appended. ``batch.heartbeat`` sets the run's
+        Pipeline, task and artifact rows are upserts (the row is replaced whole: a task by
+        ``(pipeline_id, seq)``, an artifact likewise); attempts, events and resources are
+        appended. Artifacts, tasks and attempts must name a pipeline the store holds or the
+        batch brings. ``batch.heartbeat`` sets the run's
         ``heartbeat_at``. A failure raises ``StoreError`` with the cause, and the store
         is as it was before the call.
         """
@@ -97,6 +98,11 @@ class Store(Protocol):
 
     def rows(self, kind: RowKind, *, pipeline_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Rows of one kind as plain dicts (JSON-shaped fields decoded, enums as strings,
-        artifacts with ``data`` as bytes and a ``size``), oldest first; optionally only
-        those of one pipeline. Streamed."""
+        artifacts with ``data`` as bytes and a ``size``), optionally only those of one
+        pipeline. Streamed.
+
+        Oldest first, with two kinds made of two parts (see ``TaskRow``): ``attempts`` are
+        the stored ones oldest first, then the successful ones task rows carry, in task
+        order; ``artifacts`` the seeds, then the outputs task rows carry. For one pipeline
+        both come by ``seq`` (attempts then by start time)."""
         ...

@@ -228,10 +228,11 @@ class ResourceRow:
 class Batch:
     """Everything one transaction writes. ``Store.write`` commits all of it or nothing.
 
-    Checkpoints (artifacts, task rows, pipeline rows) and history (attempts, events) may
-    share a batch; the store writes artifacts before the task rows that name them and task
-    rows before the pipeline rows whose cursor they advance — inside one transaction the
-    order does not matter for durability, but a store without transactions must keep it.
+    Checkpoints (task rows with their outputs, pipeline rows, seed artifacts) and history
+    (attempts, events) may share a batch. Inside one transaction the order does not matter
+    for durability; the stores write pipelines first, because the other rows find their
+    pipeline's row by its id. A store without transactions would have to write a task row
+    (and its output) before the pipeline row whose cursor it advances.
     """
 
     artifacts: list[ArtifactRow] = field(default_factory=list)

@@ -257,6 +257,8 @@ def as_sqlite_stores(table: Table, values: Values) -> Values:
     for value in values:
         if not isinstance(value, _BINDABLE):
             raise TypeError(f"{table.kind}: cannot store a {type(value).__name__}")
+        if isinstance(value, str):
+            value.encode("utf-8")  # a lone surrogate: SQLite refuses it, so do we
         if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
             raise OverflowError(f"{table.kind}: {value} does not fit in 64 bits")
     stored = tuple(None if v != v else v for v in values)  # only NaN differs from itself
@@ -349,11 +351,12 @@ def with_ok_attempts(
     attempts: Iterator[dict[str, Any]], tasks: Iterator[dict[str, Any]], *, scoped: bool
 ) -> Iterator[dict[str, Any]]:
     """Every attempt: the stored rows, then the successful ones carried by task rows; for
-    one pipeline (``scoped``), all of them in ``(seq, attempt)`` order."""
+    one pipeline (``scoped``), all of them by task, then in the order they started
+    (attempt numbers restart in each run, so they alone do not order a resumed task)."""
     ok = (found for found in map(ok_attempt, tasks) if found is not None)
     if not scoped:
         return itertools.chain(attempts, ok)
-    return iter(sorted([*attempts, *ok], key=lambda a: (a["seq"], a["attempt"])))
+    return iter(sorted([*attempts, *ok], key=lambda a: (a["seq"], a["started_at"], a["attempt"])))
 
 
 def to_artifact(row: Mapping[str, Any]) -> ArtifactRow:
