@@ -1,4 +1,7 @@
-"""One run, executed: admission, one coroutine per live pipeline, attempts, parking, stop.
+"""One run, executed: a coroutine per live pipeline, its attempts, parking and stopping.
+
+Admission (reading the input, looking pipelines up, resume) is ``_admission``, which
+``Execution`` inherits.
 
 The promises (each pinned by a test in ``tests/test_run_runner.py``):
 
@@ -26,47 +29,41 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pyattacker._secrets import mask
 from pyattacker.clock import Clock, LoopClock, epoch_time
 from pyattacker.errors import (
     CodecError,
-    ConfigError,
     LeaseLeakError,
     StoreError,
     error_class_of,
 )
 from pyattacker.pool import Pool, PoolEvent, TaskContext
+from pyattacker.run._admission import Admission, Job, Settings
 from pyattacker.run._codecs import CodecRegistry, artifact_digest
 from pyattacker.run._commit import Committer
-from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
 from pyattacker.store import (
     OK_DECISION,
-    ArtifactRow,
     AttemptRow,
     EventRow,
     PipelineRow,
     PipelineState,
     ResourceRow,
-    RowKind,
     Store,
     TaskRow,
     TaskState,
 )
-from pyattacker.store._tables import ok_attempt  # a task row's carried attempt, as a row
 
 __all__ = ["STORED_POOL_EVENTS", "Execution", "Settings"]
 
-_CHUNK = 64  # input items read (and looked up in the store) at a time, at most
 _TIMING = "pyattacker.attempt_timing"  # (clock start, epoch start)
 _OK = "pyattacker.attempt_ok"  # (epoch start, epoch end, duration, leases) of a success
-_NO_DATA: Mapping[str, Any] = {}  # ctx.meta key: (clock start, epoch start)
+_NO_DATA: Mapping[str, Any] = {}
 
 # Pool events worth keeping in the record; lease.acquired/released/reported are one per
 # call and already summed up by the attempts' `resources` column, and the Runner records
@@ -84,16 +81,6 @@ STORED_POOL_EVENTS = frozenset(
 )
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    concurrency: int
-    admission: int
-    grace_s: float
-    strict_leases: bool
-    stop_after_failures: int | None
-    report_failures: int
-
-
 class _Interrupted(Exception):
     """The run is stopping; the pipeline records itself ``interrupted``."""
 
@@ -105,20 +92,7 @@ class _TaskFailed(Exception):
         self.attempts = attempts
 
 
-@dataclasses.dataclass(slots=True)
-class _Job:
-    """One admitted pipeline: its identity, its row as last staged, and where it stands."""
-
-    template: PipelineTemplate
-    row: PipelineRow
-    value: Any  # the input of task `row.cursor`
-    input_digest: str
-    # On a restart from the seed: the successful attempts that the old task rows carry,
-    # by seq. Each becomes an attempts row of its own when its task row is replaced.
-    carried: dict[int, AttemptRow] = dataclasses.field(default_factory=dict)
-
-
-class Execution:
+class Execution(Admission):
     """Drives one ``Runner.run``; not reusable. See the module docstring."""
 
     def __init__(
@@ -156,10 +130,6 @@ class Execution:
 
     # -- stopping -------------------------------------------------------------------------
 
-    @property
-    def stopping(self) -> bool:
-        return self.stop_reason is not None
-
     def stop(self, reason: str) -> None:
         """Stop admitting, wake parked pipelines, give running attempts ``grace_s``."""
         if self.stop_reason is not None:
@@ -178,233 +148,7 @@ class Execution:
 
     # -- admission ------------------------------------------------------------------------
 
-    async def admit_all(self, specs: Iterable[Any], *, resume: bool) -> None:
-        """Admit every spec (then, on resume, the store's unfinished pipelines of the same
-        templates), wait for all of them, and return. Raises ``ConfigError`` for a key whose
-        stored digests differ, after draining what was already running.
-
-        The input is read in chunks as large as the room free at that moment (at most
-        ``_CHUNK``), each looked up in the store with one query.
-        """
-        templates: dict[str, PipelineTemplate] = {}
-        items = _each(specs, self)
-        try:
-            while True:
-                room = await self._wait_room()
-                if self.stopping:
-                    break
-                chunk = list(itertools.islice(items, min(room, _CHUNK)))
-                if not chunk:
-                    break
-                for item in chunk:
-                    template = item if isinstance(item, PipelineTemplate) else item.template
-                    if template.chain_digest not in templates:
-                        self._check_template(template)
-                        templates[template.chain_digest] = template
-                self._admit_chunk([i for i in chunk if isinstance(i, PipelineSpec)])
-            # A failing input ends admission; what was admitted finishes (Runner raises after).
-            if resume and not self.stopping and self.input_error is None:
-                await self._admit_stored(templates)
-        except asyncio.CancelledError:
-            self.stop("cancelled")
-            self.cancel_live()
-            raise
-        except BaseException as exc:
-            self.stop(f"refused: {exc}" if isinstance(exc, ConfigError) else f"failed: {exc!r}")
-            raise
-        finally:
-            await self._drain()
-
-    def _check_template(self, template: PipelineTemplate) -> None:
-        """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
-        bad input, found before anything of that template runs or is written."""
-        for each in _every_task(template.tasks):
-            if each.resource is not None and each.resource not in self._pools:
-                known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
-                raise ConfigError(
-                    f"task {each.name!r} of {template.name!r} names pool {each.resource!r}",
-                    field="resource",
-                    hint=f"the Runner's pools are: {known}",
-                )
-
-    async def _wait_room(self) -> int:
-        """Wait until fewer than ``admission`` pipelines are live; the free room."""
-        while self.counters.live >= self._settings.admission:
-            self._room.clear()
-            await self._room.wait()
-        return self._settings.admission - self.counters.live
-
-    async def _admit_stored(self, templates: Mapping[str, PipelineTemplate]) -> None:
-        # Pipelines admitted above were staged with this run's id: flush so that the store
-        # does not offer them again.
-        await self._commit.checkpoint()
-        for row in self._store.unfinished(list(templates)):
-            if row.run_id == self.run_id or row.pipeline_id in self._live:
-                continue
-            await self._wait_room()
-            if self.stopping:
-                return
-            job = self._resume_job(templates[row.chain_digest], row)
-            if job is not None:
-                self._start(job)
-
-    def _admit_chunk(self, specs: list[PipelineSpec]) -> None:
-        """Start the pipelines of ``specs`` that need running; there is room for all."""
-        prepared = [self._prepare(spec) for spec in specs]
-        stored = self._store.pipelines([p.pipeline_id for p in prepared])
-        for spec, prep in zip(specs, prepared, strict=True):
-            pid = prep.pipeline_id
-            if pid in self._live:
-                self.counters.duplicates += 1
-                continue
-            row = stored.get(pid)
-            if row is None:
-                self._start(self._new_job(spec, prep))
-                continue
-            self._check_key(spec, prep.chain_digest, prep.seed_digest, row)
-            if row.state is PipelineState.SUCCEEDED:
-                self.counters.skipped += 1
-            elif row.run_id == self.run_id:
-                self.counters.duplicates += 1
-            else:
-                job = self._resume_job(spec.template, row, seed=spec.seed)
-                if job is not None:
-                    self._start(job)
-
-    def _prepare(self, spec: PipelineSpec) -> Any:
-        if spec.key is not None and not _storable(spec.key):
-            raise ConfigError(
-                f"key {spec.key!r} of {spec.template.name!r} cannot be stored as text",
-                field="key",
-                hint="keys are text: decode bytes properly (a lone surrogate is not text)",
-            )
-        try:
-            return spec.prepare(self._codecs)
-        except CodecError as exc:
-            raise ConfigError(
-                f"an input row of {spec.template.name!r} cannot be stored: {exc.message}",
-                field="seed",
-                hint="pass JSON-able rows, dataclasses or bytes, or register a codec",
-            ) from exc
-
-    def _check_key(
-        self, spec: PipelineSpec, chain_digest: str, seed_digest: str, stored: PipelineRow
-    ) -> None:
-        if spec.key is None:
-            return
-        if stored.chain_digest == chain_digest and stored.seed_digest == seed_digest:
-            return
-        what = "tasks" if stored.chain_digest != chain_digest else "input row"
-        raise ConfigError(
-            f"key {spec.key!r} is already in the store with different {what}",
-            field="key",
-            hint=(
-                "a key names one computation: use a new key (or a new template name) for "
-                "changed tasks or input, or a new store; the stored pipeline was left as it is"
-            ),
-        )
-
-    def _new_job(self, spec: PipelineSpec, prepared: Any) -> _Job:
-        now = epoch_time()
-        seed_artifact = ArtifactRow(
-            pipeline_id=prepared.pipeline_id,
-            seq=-1,
-            digest=prepared.seed_digest,
-            codec=prepared.seed_codec,
-            data=prepared.seed_bytes,
-            created_at=now,
-        )
-        row = PipelineRow(
-            pipeline_id=prepared.pipeline_id,
-            template=spec.template.name,
-            chain_digest=spec.template.chain_digest,
-            seed_digest=prepared.seed_digest,
-            seed_artifact=prepared.seed_digest,
-            repeat=spec.repeat,
-            key=spec.key,
-            state=PipelineState.PENDING,
-            cursor=0,
-            ntasks=len(spec.template.tasks),
-            run_id=self.run_id,
-            ordinal=self._next_ordinal(),
-            created_at=now,
-            updated_at=now,
-        )
-        self._commit.stage(artifacts=[seed_artifact], pipeline=row)
-        return _Job(spec.template, row, spec.seed, prepared.seed_digest)
-
-    def _resume_job(
-        self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
-    ) -> _Job | None:
-        """Continue ``stored`` at its cursor, reading the input from the store; from the seed
-        (with a ``pipeline.restarted`` event) when that checkpoint cannot be read."""
-        now = epoch_time()
-        pid, cursor = stored.pipeline_id, stored.cursor
-        if cursor >= len(template.tasks):  # every checkpoint is in: it only lacked the label
-            done = dataclasses.replace(stored, state=PipelineState.SUCCEEDED, updated_at=now)
-            self._commit.checkpoint(pipeline=done)
-            self.counters.skipped += 1
-            return None
-        value, digest_in, problem = self._load(pid, cursor - 1)
-        carried: dict[int, AttemptRow] = {}
-        if problem is not None and cursor > 0:
-            self._event("pipeline.restarted", pid, None, {"reason": problem})
-            self.counters.restarted += 1
-            carried = self._carried_attempts(pid)
-            cursor = 0
-            value, digest_in, problem = self._load(pid, -1)
-        row = dataclasses.replace(
-            stored,
-            state=PipelineState.PENDING,
-            cursor=cursor,
-            run_id=self.run_id,
-            updated_at=now,
-            error=None,
-        )
-        if problem is None:
-            self._commit.checkpoint(pipeline=row)
-        elif seed is not None and cursor == 0:  # the input has it: store it again
-            codec, data = self._codecs.encode(seed)
-            again = ArtifactRow(
-                pipeline_id=pid, seq=-1, digest=stored.seed_artifact, codec=codec, data=data,
-                created_at=now,
-            )  # fmt: skip
-            self._commit.checkpoint(artifacts=[again], pipeline=row)
-            value, digest_in = seed, stored.seed_artifact
-        else:
-            self._fail_unreadable(stored, problem, now)
-            return None
-        return _Job(template, row, value, digest_in, carried)
-
-    def _carried_attempts(self, pipeline_id: str) -> dict[int, AttemptRow]:
-        found = (ok_attempt(t) for t in self._store.rows(RowKind.TASKS, pipeline_id=pipeline_id))
-        return {a["seq"]: AttemptRow(**a) for a in found if a is not None}
-
-    def _load(self, pipeline_id: str, seq: int) -> tuple[Any, str, str | None]:
-        """``(value, digest, None)`` for the stored output of task ``seq`` (-1: the seed),
-        or ``(None, "", why not)``."""
-        what = "the seed" if seq < 0 else f"the output of task {seq}"
-        stored = self._store.artifact(pipeline_id, seq)
-        if stored is None:
-            return None, "", f"{what} is missing"
-        try:
-            return self._codecs.decode(stored.codec, stored.data), stored.digest, None
-        except CodecError as exc:
-            return None, "", f"{what} does not decode: {exc}"
-
-    def _fail_unreadable(self, stored: PipelineRow, problem: str, now: float) -> None:
-        error = self._scrub.text(f"cannot resume: {problem}, and the seed is not in the input")
-        row = dataclasses.replace(
-            stored, state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
-        )
-        self._commit.checkpoint(pipeline=row)
-        self.counters.pipelines[PipelineState.FAILED.value] += 1
-
-    def _next_ordinal(self) -> int:
-        self._ordinal += 1
-        return self._ordinal
-
-    def _start(self, job: _Job) -> None:
+    def _start(self, job: Job) -> None:
         self.counters.admitted += 1
         self.counters.live += 1
         pid = job.row.pipeline_id
@@ -423,7 +167,7 @@ class Execution:
 
     # -- one pipeline ---------------------------------------------------------------------
 
-    async def _pipeline(self, job: _Job) -> None:
+    async def _pipeline(self, job: Job) -> None:
         try:
             await self._steps(job)
         except (_Interrupted, asyncio.CancelledError):
@@ -442,7 +186,7 @@ class Execution:
             self._event("run.framework_error", job.row.pipeline_id, job.row.cursor, data)
             self._finish(job, PipelineState.FAILED, error=bug)
 
-    async def _steps(self, job: _Job) -> None:
+    async def _steps(self, job: Job) -> None:
         tasks = job.template.tasks
         while job.row.cursor < len(tasks):
             seq = job.row.cursor
@@ -481,7 +225,7 @@ class Execution:
         self.counters.pipelines[PipelineState.SUCCEEDED.value] += 1
 
     def _encode(
-        self, job: _Job, task: Task, seq: int, ctx: TaskContext, value: Any, started_at: float
+        self, job: Job, task: Task, seq: int, ctx: TaskContext, value: Any, started_at: float
     ) -> tuple[str, bytes, Any]:
         """The output as stored, and as the next task gets it: read back from those bytes,
         so a resumed run and an uninterrupted one hand the next task the same value."""
@@ -499,7 +243,7 @@ class Execution:
             raise _TaskFailed(error, ctx.attempt) from exc
 
     def _finish(
-        self, job: _Job, state: PipelineState, *, error: BaseException | None = None
+        self, job: Job, state: PipelineState, *, error: BaseException | None = None
     ) -> None:
         """Record how the pipeline ended (its failed/interrupted task row is staged by
         ``_task``); written with the next flush."""
@@ -510,7 +254,7 @@ class Execution:
         if state is PipelineState.FAILED and error is not None:
             self._note_failure(job, error)
 
-    def _note_failure(self, job: _Job, error: BaseException) -> None:
+    def _note_failure(self, job: Job, error: BaseException) -> None:
         if len(self.failures) < self._settings.report_failures:
             tasks = job.template.tasks
             self.failures.append(
@@ -527,7 +271,7 @@ class Execution:
 
     # -- one task: attempts, decisions, parking -------------------------------------------
 
-    async def _task(self, job: _Job, task: Task, seq: int) -> tuple[Any, int, TaskContext]:
+    async def _task(self, job: Job, task: Task, seq: int) -> tuple[Any, int, TaskContext]:
         first = self._now()
         started_at = epoch_time()
         attempt = 1
@@ -563,7 +307,7 @@ class Execution:
                 raise _Interrupted
             attempt += 1
 
-    def _context(self, job: _Job, task: Task, seq: int, attempt: int) -> TaskContext:
+    def _context(self, job: Job, task: Task, seq: int, attempt: int) -> TaskContext:
         pid = job.row.pipeline_id
         return TaskContext(
             self._pools,
@@ -584,7 +328,7 @@ class Execution:
         )
 
     async def _attempt(
-        self, job: _Job, task: Task, seq: int, ctx: TaskContext
+        self, job: Job, task: Task, seq: int, ctx: TaskContext
     ) -> tuple[Any, BaseException | None]:
         """Run one attempt in a worker slot: ``(value, None)`` or ``(None, error)``.
 
@@ -652,7 +396,7 @@ class Execution:
 
     def _record(
         self,
-        job: _Job,
+        job: Job,
         task: Task,
         seq: int,
         ctx: TaskContext,
@@ -691,7 +435,7 @@ class Execution:
         )
         self._commit.attempt(row)
 
-    def _ok_row(self, job: _Job, task: Task, seq: int, ctx: TaskContext) -> AttemptRow:
+    def _ok_row(self, job: Job, task: Task, seq: int, ctx: TaskContext) -> AttemptRow:
         """The successful attempt of ``ctx`` as an attempts row (when no task row carries it)."""
         started_at, ended_at, duration_s, leased = ctx.meta[_OK]
         return AttemptRow(
@@ -710,7 +454,7 @@ class Execution:
 
     def _task_row(
         self,
-        job: _Job,
+        job: Job,
         task: Task,
         seq: int,
         state: TaskState,
@@ -737,7 +481,7 @@ class Execution:
         self._commit.checkpoint(task=row)
         self.counters.tasks[state.value] += 1
 
-    def _keep_carried(self, job: _Job, seq: int) -> None:
+    def _keep_carried(self, job: Job, seq: int) -> None:
         """Before task ``seq``'s row is replaced, keep the successful attempt it carried (from
         an earlier run) as an attempts row, in the same transaction."""
         old = job.carried.pop(seq, None)
@@ -826,46 +570,6 @@ def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: b
     )
 
 
-def _storable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _every_task(tasks: Iterable[Task]) -> Iterator[Task]:
-    """``tasks`` and, depth first, the branches of every fanout among them."""
-    for task in tasks:
-        yield task
-        yield from _every_task(getattr(task, "tasks", ()))
-
-
 def _wake(woken: asyncio.Future[bool]) -> None:
     if not woken.done():
         woken.set_result(True)
-
-
-def _each(specs: Iterable[Any], execution: Execution) -> Iterator[Any]:
-    """The input, item by item; an exception from the user's iterable stops admission and
-    is kept (``execution.input_error``) to be raised once the admitted pipelines ended."""
-    iterator = iter(specs)
-    count = 0
-    while True:
-        try:
-            item = next(iterator)
-        except StopIteration:
-            return
-        except ConfigError:
-            raise
-        except Exception as exc:
-            execution.input_error = exc
-            return
-        count += 1
-        if not isinstance(item, PipelineSpec | PipelineTemplate):
-            raise ConfigError(
-                f"item {count} of the input is a {type(item).__name__}",
-                field="specs",
-                hint="pass template.map(rows), template.bind(seed) or a list of those",
-            )
-        yield item
