@@ -9,6 +9,7 @@ from pyattacker.cli._attack import attack_command
 from pyattacker.cli._demo import demo
 from pyattacker.cli._echo import echo_server
 from pyattacker.cli._kernel_demo import kernel_demo
+from pyattacker.cli._run import run_command
 from pyattacker.cli._run_commands import export_command, report_command
 
 __all__ = ["cli"]
@@ -33,3 +34,4 @@ cli.add_command(echo_server)
 cli.add_command(export_command)
 cli.add_command(kernel_demo)
 cli.add_command(report_command)
+cli.add_command(run_command)

@@ -1,0 +1,117 @@
+"""`pyattacker run`: a user's pipeline over a JSON Lines file, durably, from the shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pyattacker.cli import run_cli
+from pyattacker.store import RowKind, SQLiteStore
+
+MODULE = """
+from pyattacker import Pool, Resource, TaskContext, pipeline, task
+
+CALLS = []
+
+
+@task
+def prepare(row: dict) -> str:
+    return row["question"].strip()
+
+
+@task("ask", resource="llm")
+async def ask(question: str, ctx: TaskContext) -> dict:
+    CALLS.append(question)
+    async with ctx.acquire() as lease:
+        lease.report(ok=True)
+        return {"question": question, "answer": "42"}
+
+
+evaluation = pipeline("eval", prepare, ask)
+
+
+def pools():
+    return [Pool("llm", [Resource.create("openai", id="k1", capacity=4)])]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals.py").write_text(MODULE)
+    rows = [{"id": i, "question": f" question {i}? "} for i in range(20)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def _run(*args: str) -> int:
+    return run_cli(["run", "evals.py:evaluation", "--pools", "evals.py:pools", *args])
+
+
+def test_every_row_becomes_a_pipeline_recorded_in_the_store(project: Path) -> None:
+    assert _run("--input", "items.jsonl", "--store", "eval.db") == 0
+    with SQLiteStore(project / "eval.db", read_only=True) as store:
+        assert store.count_by_state() == {"succeeded": 20}
+        assert len(list(store.rows(RowKind.TASKS))) == 40
+
+
+def test_a_second_run_needs_resume_and_then_skips_what_succeeded(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "eval.db") == 0
+    capsys.readouterr()
+    assert _run("--input", "items.jsonl", "--store", "eval.db") == 2
+    assert "--resume" in capsys.readouterr().err
+    assert _run("--store", "eval.db", "--resume") == 0  # no input needed to continue
+    with SQLiteStore(project / "eval.db", read_only=True) as store:
+        assert store.count_by_state() == {"succeeded": 20}
+        assert len(store.runs()) == 2
+
+
+def test_a_line_that_is_not_json_is_bad_input_naming_the_line_and_keeps_the_rest(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with (project / "items.jsonl").open("a") as f:
+        f.write("{not json\n")
+    assert _run("--input", "items.jsonl", "--store", "eval.db") == 2
+    assert "line 21 of items.jsonl is not JSON" in capsys.readouterr().err
+    with SQLiteStore(project / "eval.db", read_only=True) as store:
+        assert set(store.count_by_state()) <= {"succeeded", "interrupted"}
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["run", "evals.py:nope", "--input", "items.jsonl"], "TARGET"),
+        (["run", "evals.py:CALLS", "--input", "items.jsonl"], "TARGET"),
+        (["run", "missing.py:evaluation", "--input", "items.jsonl"], "TARGET"),
+        (["run", "evals.py:evaluation", "--input", "items.jsonl"], "--pools"),
+        (["run", "evals.py:evaluation", "--pools", "evals.py:pools"], "--input"),
+        (
+            ["run", "evals.py:evaluation", "--pools", "evals.py:pools", "--input", "no.jsonl"],
+            "--input",
+        ),
+        (
+            ["run", "evals.py:evaluation", "--pools", "evals.py:CALLS", "--input", "items.jsonl"],
+            "--pools",
+        ),
+        (["run", "evals.py:evaluation", "--pools", "evals.py:pools", "--resume"], "--resume"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_field_and_creates_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str], args: list[str], field: str
+) -> None:
+    before = sorted(p.name for p in project.iterdir())
+    assert run_cli(args) == 2
+    assert f"error: {field}:" in capsys.readouterr().err
+    after = sorted(p.name for p in project.iterdir() if p.name != "__pycache__")
+    assert after == [n for n in before if n != "__pycache__"]
+
+
+def test_key_names_each_pipeline_by_a_row_field(project: Path) -> None:
+    assert _run("--input", "items.jsonl", "--store", "eval.db", "--key", "id") == 0
+    with SQLiteStore(project / "eval.db", read_only=True) as store:
+        keys = sorted(int(p["key"]) for p in store.rows(RowKind.PIPELINES))
+    assert keys == list(range(20))
