@@ -59,7 +59,12 @@ Exit codes: 0 all succeeded, 1 some pipelines failed, 2 bad input, 130 interrupt
 @click.option("--resume", is_flag=True, help="Continue the run recorded in --store.")
 @click.option("--pools", "pools_target", metavar="TARGET", help="The pools tasks lease from.")
 @click.option(
-    "--concurrency", default=16, show_default=True, type=click.IntRange(min=1), metavar="N"
+    "--concurrency",
+    default=16,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Attempts in flight at most.",
 )
 @click.option(
     "--repeats",
