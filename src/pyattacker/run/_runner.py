@@ -238,12 +238,8 @@ class Runner:
         try:
             with self._watchers(execution, committer):
                 try:
+                    # Cancelled from outside, it stops and cancels what runs, then drains.
                     await execution.admit_all(_as_iterable(specs), resume=resume)
-                except asyncio.CancelledError:
-                    execution.stop("cancelled")
-                    execution.cancel_live()
-                    await execution._drain()
-                    raise
                 finally:
                     committer.flush()
         finally:
