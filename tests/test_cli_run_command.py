@@ -70,15 +70,14 @@ def test_a_second_run_needs_resume_and_then_skips_what_succeeded(
         assert len(store.runs()) == 2
 
 
-def test_a_line_that_is_not_json_is_bad_input_naming_the_line_and_keeps_the_rest(
+def test_a_line_that_is_not_json_is_bad_input_found_before_anything_is_written(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with (project / "items.jsonl").open("a") as f:
         f.write("{not json\n")
     assert _run("--input", "items.jsonl", "--store", "eval.db") == 2
-    assert "line 21 of items.jsonl is not JSON" in capsys.readouterr().err
-    with SQLiteStore(project / "eval.db", read_only=True) as store:
-        assert set(store.count_by_state()) <= {"succeeded", "interrupted"}
+    assert "error: --input: line 21 of items.jsonl is not JSON" in capsys.readouterr().err
+    assert not (project / "eval.db").exists()
 
 
 @pytest.mark.parametrize(
@@ -108,6 +107,84 @@ def test_bad_input_exits_2_naming_the_field_and_creates_nothing(
     assert f"error: {field}:" in capsys.readouterr().err
     after = sorted(p.name for p in project.iterdir() if p.name != "__pycache__")
     assert after == [n for n in before if n != "__pycache__"]
+
+
+@pytest.mark.parametrize(
+    ("extra_line", "args", "field"),
+    [
+        ('{"id": 3, "question": "another"}', ["--key", "id"], "--key"),
+        ('{"question": "no id"}', ["--key", "id"], "--key"),
+    ],
+)
+def test_key_problems_are_bad_input_naming_key(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra_line: str,
+    args: list[str],
+    field: str,
+) -> None:
+    with (project / "items.jsonl").open("a") as f:
+        f.write(extra_line + "\n")
+    assert _run("--input", "items.jsonl", "--store", "eval.db", *args) == 2
+    assert f"error: {field}:" in capsys.readouterr().err
+
+
+def test_user_code_that_fails_to_import_or_to_build_pools_is_bad_input(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "broken.py").write_text("def oops(:\n")
+    assert run_cli(["run", "broken.py:x", "--input", "items.jsonl"]) == 2
+    assert "error: TARGET: importing broken.py failed: SyntaxError" in capsys.readouterr().err
+    (project / "nokey.py").write_text("def pools():\n    raise RuntimeError('no key in env')\n")
+    args = ["run", "evals.py:evaluation", "--pools", "nokey.py:pools", "--input", "items.jsonl"]
+    assert run_cli(args) == 2
+    assert "no key in env" in capsys.readouterr().err
+    (project / "latin1.jsonl").write_bytes(b'{"question": "caf\xe9"}\n')
+    args = ["run", "evals.py:evaluation", "--pools", "evals.py:pools", "--input", "latin1.jsonl"]
+    assert run_cli(args) == 2
+    assert "line 1 of latin1.jsonl is not UTF-8" in capsys.readouterr().err
+    assert not (project / "runs").exists()
+
+
+def test_a_file_named_twice_is_loaded_once_so_its_dataclasses_round_trip(
+    project: Path,
+) -> None:
+    (project / "typed.py").write_text(
+        MODULE
+        + """
+from dataclasses import dataclass
+
+
+@dataclass
+class Answer:
+    text: str
+
+
+@task
+def answer(row: dict) -> Answer:
+    return Answer(row["question"])
+
+
+@task
+def length(a: Answer) -> int:
+    return len(a.text)
+
+
+typed = pipeline("typed", answer, length)
+"""
+    )
+    args = ["run", "typed.py:typed", "--pools", "typed.py:pools", "--input", "items.jsonl"]
+    assert run_cli([*args, "--store", "typed.db"]) == 0
+
+
+def test_the_resume_command_printed_is_the_one_given_plus_resume() -> None:
+    from pyattacker.cli._run import _again
+
+    given = ["run", "e.py:p", "--input", "my items.jsonl", "--pools", "e.py:pools", "--key", "id"]
+    assert _again(given, "e.py:p", Path("runs/x.db")) == (
+        "pyattacker run e.py:p --input 'my items.jsonl' --pools e.py:pools --key id"
+        " --store runs/x.db --resume"
+    )
 
 
 def test_key_names_each_pipeline_by_a_row_field(project: Path) -> None:

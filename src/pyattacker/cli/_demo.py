@@ -35,8 +35,8 @@ _EPILOG = f"""\b
 Examples:
   pyattacker demo
   pyattacker demo --pipelines 2000 --concurrency 64 --seed 3
-  pyattacker demo --store runs/mine.db            (press Ctrl-C halfway, then:)
-  pyattacker demo --store runs/mine.db --resume
+  pyattacker demo --store mine.db            (press Ctrl-C halfway, then:)
+  pyattacker demo --store mine.db --resume
   pyattacker demo --pipelines 50 --json > demo.json
 
 \b

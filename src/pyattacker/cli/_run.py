@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import shlex
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -32,8 +33,8 @@ __all__ = ["run_command"]
 _EPILOG = """\b
 Examples:
   pyattacker run evals.py:evaluation --input items.jsonl --pools evals.py:pools \\
-      --store runs/eval.db --concurrency 32
-  pyattacker run evals.py:evaluation --pools evals.py:pools --store runs/eval.db --resume
+      --store eval.db --concurrency 32
+  pyattacker run evals.py:evaluation --pools evals.py:pools --store eval.db --resume
   pyattacker run mypkg.evals:judge --input items.jsonl --key id --repeats 3
 
 \b
@@ -90,33 +91,31 @@ def run_command(
     """Run a pipeline over every row of a JSON Lines file, with a durable record."""
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
-    leasing = sorted({t.resource for t in template.tasks if t.resource is not None})
-    if leasing and not pools:
-        raise ConfigError(
-            f"the pipeline leases from {', '.join(map(repr, leasing))} and no pools were given",
-            field="--pools",
-            hint="pass --pools FILE.py:NAME (a Pool, a list of Pools or a function)",
-        )
+    _check_pools(template, pools)
     if input_path is None and not resume:
         raise ConfigError(
             "which rows? pass --input FILE",
             field="--input",
             hint="or --resume with --store to continue a run without its input",
         )
-    rows = _Rows(Path(input_path)) if input_path is not None else None
+    rows = _Rows(Path(input_path), key_field) if input_path is not None else None
+    count = rows.check() if rows is not None else 0  # every line, before anything is written
     path = _store_path(store, template, resume=resume)
     specs: Any = template
     if rows is not None:
         key_of = None if key_field is None else _key_of(key_field)
         specs = template.map(rows, repeats=repeats, key_of=key_of)
+    again = _again(sys.argv[1:] if _invoked_as_cli() else None, target, path)
     with Runner(path, pools=pools, concurrency=concurrency) as runner:
-        total = rows.count() * repeats if rows is not None else runner.store.count_pipelines()
-        report = _run(runner, specs, total=total, resume=resume, quiet=as_json)
+        total = count * repeats if rows is not None else runner.store.count_pipelines()
+        report = _flags_named(
+            lambda: _run(runner, specs, total=total, resume=resume, quiet=as_json)
+        )
         if as_json:
             click.echo(json.dumps({"run": report.to_dict(), "report": summarize(runner.store)}))
         else:
             print_run_report(runner.store, as_json=False, errors=5)
-    click.echo(_outcome(report, target, path), err=True)
+    click.echo(_outcome(report, path, again), err=True)
     return report.exit_code
 
 
@@ -136,9 +135,27 @@ def load_target(spec: str, *, field: str) -> Any:
     return found
 
 
+_LOADED: dict[Path, Any] = {}  # a file is run once, however many targets name it
+
+
 def _module(where: str, *, field: str) -> Any:
+    try:
+        return _load_module(where, field=field)
+    except ConfigError:
+        raise
+    except Exception as exc:  # the user's module failed: their code, their message
+        raise ConfigError(
+            f"importing {where} failed: {type(exc).__name__}: {exc}",
+            field=field,
+            hint="run `python -c 'import ...'` on it to see the whole traceback",
+        ) from exc
+
+
+def _load_module(where: str, *, field: str) -> Any:
     if where.endswith(".py") or "/" in where:
-        path = Path(where)
+        path = Path(where).resolve()
+        if path in _LOADED:
+            return _LOADED[path]
         if not path.is_file():
             raise ConfigError(f"{where} does not exist", field=field, hint="check the path")
         name = f"pyattacker_user_{path.stem}"
@@ -147,10 +164,13 @@ def _module(where: str, *, field: str) -> Any:
             raise ConfigError(f"cannot import {where}", field=field)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module  # dataclasses and codecs look modules up by name
-        sys.path.insert(0, str(path.resolve().parent))  # its own imports of siblings
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))  # its own imports of siblings
         module_spec.loader.exec_module(module)
+        _LOADED[path] = module
         return module
-    sys.path.insert(0, str(Path.cwd()))
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
     try:
         return importlib.import_module(where)
     except ImportError as exc:
@@ -171,7 +191,12 @@ def _template(found: Any) -> PipelineTemplate:
 
 def _pools(found: Any) -> list[Pool]:
     if callable(found) and not isinstance(found, Pool):
-        found = found()
+        try:
+            found = found()
+        except Exception as exc:
+            raise ConfigError(
+                f"the pools function failed: {type(exc).__name__}: {exc}", field="--pools"
+            ) from exc
     pools = [found] if isinstance(found, Pool) else list(found) if _iterable(found) else None
     if pools is None or not all(isinstance(p, Pool) for p in pools):
         raise ConfigError(
@@ -181,35 +206,82 @@ def _pools(found: Any) -> list[Pool]:
     return pools
 
 
+def _check_pools(template: PipelineTemplate, pools: list[Pool]) -> None:
+    """Every pool a task (or a fanout branch, at any depth) leases from is among ``pools``."""
+    names = {pool.name for pool in pools}
+    for task in _every_task(template.tasks):
+        if task.resource is not None and task.resource not in names:
+            given = ", ".join(sorted(names)) or "none"
+            raise ConfigError(
+                f"task {task.name!r} leases from pool {task.resource!r}; --pools gave: {given}",
+                field="--pools",
+                hint="pass --pools FILE.py:NAME (a Pool, a list of Pools or a function)",
+            )
+
+
+def _every_task(tasks: Iterable[Task]) -> Iterator[Task]:
+    for task in tasks:
+        yield task
+        yield from _every_task(getattr(task, "tasks", ()))
+
+
 def _iterable(found: Any) -> bool:
     return isinstance(found, Iterable) and not isinstance(found, str | bytes)
 
 
 class _Rows:
-    """The rows of a JSON Lines file, read lazily (again on each iteration)."""
+    """The rows of a JSON Lines file, read lazily (again on each iteration).
 
-    def __init__(self, path: Path) -> None:
+    ``check()`` reads the whole file once before the run (one row in memory at a time):
+    a line that is not JSON, not UTF-8, or lacks the ``--key`` field is bad input found
+    before anything is written.
+    """
+
+    def __init__(self, path: Path, key_field: str | None) -> None:
         if not path.is_file():
             raise ConfigError(f"{path} does not exist", field="--input", hint="check the path")
         self.path = path
+        self.key_field = key_field
 
-    def count(self) -> int:
-        with self.path.open(encoding="utf-8") as lines:
-            return sum(1 for line in lines if line.strip())
+    def check(self) -> int:
+        """How many rows; ``ConfigError`` naming the first bad line."""
+        count = 0
+        for number, row in self._numbered():
+            if self.key_field is not None and not (isinstance(row, dict) and self.key_field in row):
+                raise ConfigError(
+                    f"line {number} of {self.path} has no field {self.key_field!r}",
+                    field="--key",
+                    hint="every row needs the key field, or leave --key out",
+                )
+            count += 1
+        return count
 
     def __iter__(self) -> Iterator[Any]:
+        return (row for _, row in self._numbered())
+
+    def _numbered(self) -> Iterator[tuple[int, Any]]:
         with self.path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield json.loads(line)
-                except ValueError as exc:
-                    raise ConfigError(
-                        f"line {number} of {self.path} is not JSON: {exc}",
-                        field="--input",
-                        hint="one JSON value per line; fix the line and run with --resume",
-                    ) from exc
+            number = 0
+            try:
+                for number, line in enumerate(lines, 1):
+                    if line.strip():
+                        yield number, _row(line, number, self.path)
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"line {number + 1} of {self.path} is not UTF-8: {exc.reason}",
+                    field="--input",
+                ) from exc
+
+
+def _row(line: str, number: int, path: Path) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise ConfigError(
+            f"line {number} of {path} is not JSON: {exc}",
+            field="--input",
+            hint="one JSON value per line",
+        ) from exc
 
 
 def _key_of(field: str) -> Any:
@@ -249,11 +321,43 @@ def _run(runner: Runner, specs: Any, *, total: int, resume: bool, quiet: bool) -
         return runner.run(specs, resume=resume)
 
 
-def _outcome(report: RunReport, target: str, path: Path) -> str:
+def _invoked_as_cli() -> bool:
+    return Path(sys.argv[0]).name in {"pyattacker", "__main__.py"}
+
+
+def _again(argv: list[str] | None, target: str, path: Path) -> str:
+    """The command that continues this run: the one given, with --store and --resume."""
+    if argv is None:  # called in-process (tests, embedding): the essentials only
+        argv = ["run", target]
+    words = [w for w in argv if w != "--resume"]
+    if "--store" not in words:
+        words += ["--store", str(path)]
+    return shlex.join(["pyattacker", *words, "--resume"])
+
+
+_FLAGS = {"key": "--key", "key_of": "--key", "resource": "--pools", "store": "--store"}
+
+
+def _flags_named(run: Any) -> RunReport:
+    """Run it; a ConfigError naming a library argument is re-raised naming the flag."""
+    try:
+        report: RunReport = run()
+    except ConfigError as exc:
+        flag = _FLAGS.get(exc.field or "", "--input" if exc.field == "specs" else exc.field)
+        if flag == exc.field:
+            raise
+        raise ConfigError(exc.message, field=flag, hint=exc.hint) from exc
+    return report
+
+
+def _outcome(report: RunReport, path: Path, again: str) -> str:
     by_state = report.by_state
-    counts = ", ".join(f"{n} {state}" for state, n in sorted(by_state.items()))
-    head = f"Run {report.run_id} {report.state.value} in {report.elapsed_s:.1f} s: {counts}."
-    again = f"pyattacker run {target} --store {path} --resume  (plus --pools as before)"
+    counts = ", ".join(f"{n} {state}" for state, n in sorted(by_state.items())) or "0 pipelines"
+    duplicates = report.stats["pipelines"]["duplicates"]
+    if duplicates:
+        counts += f" ({duplicates} duplicate rows ran once)"
+    took = _took(report.elapsed_s)
+    head = f"Run {report.run_id} {report.state.value} in {took}: {counts}."
     if report.resume_hint is not None:
         why = f" ({report.stop_reason})" if report.stop_reason else ""
         return f"{head}\nInterrupted{why}; every finished task is kept. Continue with:\n  {again}"
@@ -261,3 +365,7 @@ def _outcome(report: RunReport, target: str, path: Path) -> str:
     if by_state.get("failed"):
         lines.append(f"Retry the failed ones from their last checkpoint: {again}")
     return "\n".join(lines)
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"

@@ -38,8 +38,10 @@ Examples:
   pyattacker export runs/eval.db tasks.parquet --rows tasks     (needs pyattacker[parquet])
 
 \b
-Rows come oldest first; in csv and parquet, JSON-shaped columns hold JSON text. Pipelines
-come nested, each with its tasks and their attempts; artifacts with their decoded value.
+Rows come in the order Store.rows gives (oldest first; attempts and artifacts in two
+parts, see docs/run.md); in csv and parquet, JSON-shaped columns hold JSON text. Pipelines
+come nested, each with its tasks and their attempts; artifacts with the JSON they hold as
+`value`, other bytes as `data_base64`.
 The count of rows written is printed on stderr. The store is opened read-only, and OUT
 appears whole or not at all.
 """

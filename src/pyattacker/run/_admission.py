@@ -81,6 +81,7 @@ class Admission:
     _scrub: Scrubber
     _room: asyncio.Event
     _live: dict[str, asyncio.Task[None]]
+    _live_seeds: dict[str, str]
     _ordinal: int
 
     @property
@@ -164,6 +165,12 @@ class Admission:
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
             if pid in self._live:
+                if spec.key is not None and self._live_seeds.get(pid) != prep.seed_digest:
+                    raise ConfigError(
+                        f"key {spec.key!r} names two different rows of the input",
+                        field="key",
+                        hint="keys must be unique per row (or per row and repeat)",
+                    )
                 self.counters.duplicates += 1
                 continue
             row = stored.get(pid)

@@ -122,6 +122,7 @@ class Execution(Admission):
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._room = asyncio.Event()  # set when a live pipeline ends
         self._live: dict[str, asyncio.Task[None]] = {}
+        self._live_seeds: dict[str, str] = {}  # seed digest of each live pipeline
         self._parked: set[asyncio.Future[bool]] = set()
         self._ordinal = 0
         self.stop_reason: str | None = None
@@ -154,10 +155,12 @@ class Execution(Admission):
         pid = job.row.pipeline_id
         task = asyncio.get_running_loop().create_task(self._pipeline(job))
         self._live[pid] = task
+        self._live_seeds[pid] = job.row.seed_digest
         task.add_done_callback(lambda _: self._ended(pid))
 
     def _ended(self, pipeline_id: str) -> None:
         self._live.pop(pipeline_id, None)
+        self._live_seeds.pop(pipeline_id, None)
         self.counters.live -= 1
         self._room.set()
 
