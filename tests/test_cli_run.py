@@ -196,6 +196,27 @@ def test_export_takes_the_format_from_the_file_name(
         assert {"pipeline_id", "seq", "name", "state"} <= set(next(csv.reader(f)))
 
 
+def test_export_to_dash_writes_the_rows_on_stdout(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["export", str(store), "-", "--rows", "runs"]) == 0
+    captured = capsys.readouterr()
+    (run,) = [json.loads(line) for line in captured.out.splitlines()]
+    assert run["state"] in {"succeeded", "failed"}
+    assert captured.err.strip() == "1 runs rows written to stdout"
+    assert run_cli(["export", str(store), "-", "--rows", "runs", "--format", "parquet"]) == 2
+
+
+def test_duplicate_input_rows_count_as_done_on_the_bar() -> None:
+    stats = {
+        "elapsed_s": 0.5,
+        "in_flight": 0,
+        "pipelines": {"skipped": 0, "parked": 0, "duplicates": 9, "ended": {"succeeded": 1}},
+        "attempts": {"total": 1, "retries": 0, "by_error_class": {}},
+    }
+    assert progress_counts(stats)["done"] == 10
+
+
 # -- bad input: exit 2, a message naming the problem, nothing created ---------------------------
 
 

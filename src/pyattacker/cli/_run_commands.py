@@ -9,6 +9,9 @@ computed from the stored rows every time.
 from __future__ import annotations
 
 import json
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -110,14 +113,30 @@ def report_command(store: str, as_json: bool, errors: int) -> None:
     help="File format (default: from OUT's extension, e.g. .csv; else jsonl).",
 )
 def export_command(store: str, out: str, kind: str, fmt: str | None) -> None:
-    """Write one kind of a store's rows to a file OUT (replaced atomically)."""
+    """Write one kind of a store's rows to a file OUT (replaced atomically), or to stdout
+    when OUT is -."""
     fmt = fmt or _format_of(out)
     reader = open_reader(store)
     try:
-        written = export_rows(reader, out, kind=RowKind(kind), fmt=fmt)
+        if out == "-":
+            written = _to_stdout(reader, kind, fmt)
+        else:
+            written = export_rows(reader, out, kind=RowKind(kind), fmt=fmt)
     finally:
         reader.close()
-    click.echo(f"{written} {kind} rows written to {out}", err=True)
+    click.echo(f"{written} {kind} rows written to {'stdout' if out == '-' else out}", err=True)
+
+
+def _to_stdout(reader: Store, kind: str, fmt: str) -> int:
+    """The export, through a temporary file (the writers are atomic file writers)."""
+    if fmt == "parquet":
+        raise ConfigError("parquet is binary: name a file", field="OUT")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"export.{fmt}"
+        written = export_rows(reader, path, kind=RowKind(kind), fmt=fmt)
+        with path.open(encoding="utf-8") as exported:
+            shutil.copyfileobj(exported, sys.stdout)
+    return written
 
 
 def _format_of(out: str) -> str:

@@ -27,7 +27,8 @@ def progress_counts(stats: Mapping[str, Any]) -> dict[str, int | float]:
     """The figures the bar shows, from one ``Runner.stats()`` snapshot.
 
     ``done`` counts every pipeline that needs nothing more from this run: ended in it (any
-    state) or skipped because the store already had it succeeded.
+    state), skipped because the store already had it succeeded, or a duplicate of one in
+    the input (it runs once; the bar's total counts input rows).
     """
     pipelines = stats["pipelines"]
     ended = pipelines["ended"]
@@ -36,7 +37,7 @@ def progress_counts(stats: Mapping[str, Any]) -> dict[str, int | float]:
     failed = ended.get("failed", 0)
     interrupted = ended.get("interrupted", 0)
     return {
-        "done": succeeded + failed + interrupted,
+        "done": succeeded + failed + interrupted + pipelines.get("duplicates", 0),
         "succeeded": succeeded,
         "failed": failed,
         "interrupted": interrupted,
