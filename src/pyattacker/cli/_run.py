@@ -209,20 +209,14 @@ def _pools(found: Any) -> list[Pool]:
 def _check_pools(template: PipelineTemplate, pools: list[Pool]) -> None:
     """Every pool a task (or a fanout branch, at any depth) leases from is among ``pools``."""
     names = {pool.name for pool in pools}
-    for task in _every_task(template.tasks):
-        if task.resource is not None and task.resource not in names:
-            given = ", ".join(sorted(names)) or "none"
-            raise ConfigError(
-                f"task {task.name!r} leases from pool {task.resource!r}; --pools gave: {given}",
-                field="--pools",
-                hint="pass --pools FILE.py:NAME (a Pool, a list of Pools or a function)",
-            )
-
-
-def _every_task(tasks: Iterable[Task]) -> Iterator[Task]:
-    for task in tasks:
-        yield task
-        yield from _every_task(getattr(task, "tasks", ()))
+    missing = template.missing_pool(names)
+    if missing is not None:
+        given = ", ".join(sorted(names)) or "none"
+        raise ConfigError(
+            f"task {missing[0]!r} leases from pool {missing[1]!r}; --pools gave: {given}",
+            field="--pools",
+            hint="pass --pools FILE.py:NAME (a Pool, a list of Pools or a function)",
+        )
 
 
 def _iterable(found: Any) -> bool:

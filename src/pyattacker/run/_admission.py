@@ -23,7 +23,6 @@ from pyattacker.run._commit import Committer
 from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
-from pyattacker.run._task import Task
 from pyattacker.store import (
     ArtifactRow,
     AttemptRow,
@@ -128,14 +127,14 @@ class Admission:
     def _check_template(self, template: PipelineTemplate) -> None:
         """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
         bad input, found before anything of that template runs or is written."""
-        for each in _every_task(template.tasks):
-            if each.resource is not None and each.resource not in self._pools:
-                known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
-                raise ConfigError(
-                    f"task {each.name!r} of {template.name!r} names pool {each.resource!r}",
-                    field="resource",
-                    hint=f"the Runner's pools are: {known}",
-                )
+        missing = template.missing_pool(self._pools)
+        if missing is not None:
+            known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
+            raise ConfigError(
+                f"task {missing[0]!r} of {template.name!r} names pool {missing[1]!r}",
+                field="resource",
+                hint=f"the Runner's pools are: {known}",
+            )
 
     async def _wait_room(self) -> int:
         """Wait until fewer than ``admission`` pipelines are live; the free room."""
@@ -346,13 +345,6 @@ def _storable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _every_task(tasks: Iterable[Task]) -> Iterator[Task]:
-    """``tasks`` and, depth first, the branches of every fanout among them."""
-    for task in tasks:
-        yield task
-        yield from _every_task(getattr(task, "tasks", ()))
 
 
 def _each(specs: Iterable[Any], execution: Admission) -> Iterator[Any]:

@@ -67,7 +67,6 @@ class Committer:
         self._done: asyncio.Future[None] | None = None
         self._scheduled = False
         self.failure: StoreError | None = None
-        self.flushes = 0
 
     # -- staging ------------------------------------------------------------------------
 
@@ -159,8 +158,6 @@ class Committer:
             self._fail(exc)
         except Exception as exc:  # sqlite3 or a third-party store: same meaning
             self._fail(StoreError(f"the store could not record: {exc}", location=self._location))
-        else:
-            self.flushes += 1
         self._settle(done, self.failure)
 
     def _fail(self, exc: StoreError) -> None:

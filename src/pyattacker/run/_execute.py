@@ -407,7 +407,6 @@ class Execution(Admission):
         decision: Mapping[str, Any] | None,
         *,
         outcome: str | None = None,
-        counted: bool = False,
     ) -> None:
         outcome = outcome or ("ok" if error is None else "failed")
         t0, started_at = ctx.meta[_TIMING]
@@ -415,11 +414,10 @@ class Execution(Admission):
         error_class = None if error is None else error_class_of(error).value
         if decision is None:
             decision = {"retry": False, "reason": outcome}
-        if not counted:
-            counters.outcomes[outcome] += 1
-            if error_class is not None:
-                counters.error_classes[error_class] += 1
-            counters.decisions[str(decision["reason"])] += 1
+        counters.outcomes[outcome] += 1
+        if error_class is not None:
+            counters.error_classes[error_class] += 1
+        counters.decisions[str(decision["reason"])] += 1
         row = AttemptRow(
             run_id=self.run_id,
             pipeline_id=job.row.pipeline_id,

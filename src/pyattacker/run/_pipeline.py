@@ -89,6 +89,14 @@ class PipelineTemplate:
             "tasks": [t.describe() for t in self.tasks],
         }
 
+    def missing_pool(self, pools: Iterable[str]) -> tuple[str, str] | None:
+        """``(task name, pool)`` of the first task — or fanout branch, at any depth — that
+        leases from a pool not in ``pools``; None when every pool it names is there."""
+        known = set(pools)
+        found = (t for t in _every_task(self.tasks) if t.resource not in (None, *known))
+        first = next(found, None)
+        return None if first is None or first.resource is None else (first.name, first.resource)
+
     def __or__(self, other: object) -> PipelineTemplate:
         if not isinstance(other, Task | PipelineTemplate):
             return NotImplemented
@@ -328,3 +336,10 @@ class PipelineSpecs:
     def __repr__(self) -> str:
         size = "?" if self.total is None else self.total
         return f"<PipelineSpecs {self.template.name!r} x{self.repeats} total={size}>"
+
+
+def _every_task(tasks: Iterable[Task]) -> Iterator[Task]:
+    """``tasks`` and, depth first, the branches of every fanout among them."""
+    for task in tasks:
+        yield task
+        yield from _every_task(getattr(task, "tasks", ()))
