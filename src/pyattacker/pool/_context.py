@@ -151,11 +151,7 @@ class TaskContext:
         Bad input (unknown pool or algorithm, negative timeout, a selector path no resource
         has) raises ``ConfigError`` here, before anything is waited for.
         """
-        target = self.pool(pool)
-        chosen = self._algorithm_for(target, algorithm)
-        check_timeout(timeout, "timeout")
-        wanted = Selector.build(where, **selector)
-        target.check_selector(wanted)
+        target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector)
         return AcquireCall(lambda: self._acquire(target, chosen, wanted, timeout))
 
     async def acquire_lease(
@@ -168,9 +164,27 @@ class TaskContext:
         **selector: Any,
     ) -> Lease:
         """The escape hatch: a lease you release yourself (``lease.release_now()``)."""
-        return await self.acquire(
-            pool, algorithm=algorithm, timeout=timeout, where=where, **selector
-        )
+        # What ``await self.acquire(...)`` does, without the AcquireCall and its closure:
+        # the benchmark harness leases through here on every simulated call.
+        target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector)
+        return await self._acquire(target, chosen, wanted, timeout)
+
+    def _checked(
+        self,
+        pool: str | None,
+        algorithm: AlgorithmSpec | None,
+        timeout: float | None,
+        where: Callable[[Resource], bool] | None,
+        selector: dict[str, Any],
+    ) -> tuple[Pool, AcquireAlgorithm, Selector]:
+        """The pool, algorithm and selector of an acquire, or ``ConfigError`` for bad input."""
+        target = self.pool(pool)
+        chosen = self._algorithm_for(target, algorithm)
+        if timeout is not None:
+            check_timeout(timeout, "timeout")
+        wanted = Selector.build(where, **selector)
+        target.check_selector(wanted)
+        return target, chosen, wanted
 
     def _algorithm_for(self, pool: Pool, spec: AlgorithmSpec | None) -> AcquireAlgorithm:
         if spec is not None:

@@ -1,0 +1,523 @@
+"""One benchmark run: a scenario's workload, one acquire algorithm, one seed.
+
+``scenario -> simulated provider -> closed-loop workers -> metrics``. ``concurrency``
+workers claim jobs in order; a job is ``steps_per_job`` sequential steps, a step
+``calls_per_step`` leases through ``ctx.acquire_lease`` with the algorithm under test, each
+followed by one request to the provider. A failed step attempt (a refusal, an error, an
+acquisition that gave up) goes to the scenario's ``Retrying``, and a retry repeats the whole
+step. The pool, ``TaskContext``, the algorithms, ``Retrying`` and ``error_class_of`` are the
+real ones; the Runner is not used (its storing and checkpointing are the same for every
+algorithm and would only cost time).
+
+What the algorithm is handed is a ``TaskContext`` with the pools and nothing else: the
+provider model is private to this module. Client randomness follows the logical identity —
+``acquire_stream(job, step, attempt)`` and ``retry_stream(...)`` — never the worker, so
+scheduling order cannot change a draw. A job's affinity (what ``sticky`` remembers) lives as
+long as the job, across its steps and retries, as a pipeline's would in a real run.
+
+Time is the event loop's: on the virtual loop (default) every sleep, cooldown timer and
+acquisition timeout happens at its simulated instant and the run costs only the CPU it
+needs; ``clock="real"`` runs the same code on a :class:`~pyattacker.testing.ScaledClock`
+as the differential check. A run that cannot finish raises: :class:`BenchmarkTimeout` when
+the wall budget runs out, :class:`BenchmarkStalled` when nothing can ever move again (every
+endpoint retired and the workers parked) — never partial metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pyattacker._gc import quiet_gc
+from pyattacker._rng import LazyRandom
+from pyattacker.benchmark._metrics import METRICS
+from pyattacker.benchmark._result import RunResult, TraceRow
+from pyattacker.clock import Clock, wall_time
+from pyattacker.errors import (
+    ConfigError,
+    SimulationStalled,
+    WallBudgetExceeded,
+)
+from pyattacker.pool import Pool, Resource, TaskContext, resolve_algorithm
+from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec
+from pyattacker.pool._health import Health
+from pyattacker.testing import ScaledClock, VirtualClock
+from pyattacker.world import ProviderModel, Scenario
+
+__all__ = ["BenchmarkStalled", "BenchmarkTimeout", "Harness", "algorithm_spec"]
+
+#: The names the seed uses for the kernel's two ways a simulation cannot finish.
+BenchmarkTimeout = WallBudgetExceeded
+BenchmarkStalled = SimulationStalled
+
+ClockKind = Literal["virtual", "real"]
+_REFUSAL_WINDOW_S = 10.0
+_SUPERVISOR_TICK_S = 0.05  # real seconds between the real-clock supervisor's looks
+
+
+def algorithm_spec(name: str, scenario: Scenario) -> AlgorithmSpec:
+    """The spec ``name`` runs with in ``scenario``: the multi-pool algorithms are handed
+    every pool of the world in order, the others their defaults."""
+    if name in ("failover", "least_busy"):
+        return {"name": name, "pools": list(scenario.vendors)}
+    return name
+
+
+@dataclass
+class _Tally:
+    """The counters one run accumulates (plain attributes: the hot path adds to them)."""
+
+    requests: int = 0
+    refused: int = 0
+    errored: int = 0
+    cache_hits: int = 0
+    busy_s: float = 0.0
+    step_attempts: int = 0
+    failed_attempts: int = 0
+    retries: int = 0
+    attempted_steps: int = 0
+    jobs_started: int = 0
+    jobs_done: int = 0
+    jobs_failed: int = 0
+    job_latencies: list[float] = field(default_factory=list)
+    acquire_waits: list[float] = field(default_factory=list)
+    served: list[float] = field(default_factory=list)
+    refusal_times: list[float] = field(default_factory=list)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    admitted: dict[str, int] = field(default_factory=dict)
+    sent: dict[str, int] = field(default_factory=dict)
+    trace: list[TraceRow] = field(default_factory=list)
+
+
+class Harness:
+    """Run ``algorithm`` through ``scenario`` once, with ``seed`` (default: the scenario's).
+
+    ``run()`` returns a :class:`RunResult` whose ``metrics`` has exactly the keys of
+    ``METRICS``; the same scenario, algorithm and seed give the same numbers, ``wall_s``
+    aside. ``wall_budget_s`` (default: the scenario's) bounds the real seconds a run may
+    take. ``trace=True`` keeps every decided request in ``RunResult.trace``.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        algorithm: str,
+        *,
+        seed: int | None = None,
+        clock: ClockKind = "virtual",
+        speedup: float = 10.0,
+        wall_budget_s: float | None = None,
+        trace: bool = False,
+    ) -> None:
+        if clock not in ("virtual", "real"):
+            raise ConfigError(f"must be 'virtual' or 'real', got {clock!r}", field="clock")
+        self.scenario = scenario
+        self.algorithm = algorithm
+        self.seed = scenario.seed if seed is None else seed
+        self.clock_kind: ClockKind = clock
+        self.speedup = speedup
+        self.wall_budget_s = scenario.wall_budget_s if wall_budget_s is None else wall_budget_s
+        self.trace = trace
+        self._spec = algorithm_spec(algorithm, scenario)
+        resolve_algorithm(self._spec)  # a typo fails here, before any loop exists
+        if clock == "real":
+            ScaledClock(speedup)  # validates the speedup now
+
+    # -- client randomness: by logical identity ------------------------------------------
+
+    def acquire_stream(self, job: int, step: int, attempt: int) -> random.Random:
+        """The acquire algorithm's randomness for one step attempt (seeded on first draw)."""
+        return LazyRandom(f"{self.seed}:acquire:{job}:{step}:{attempt}")
+
+    def retry_stream(self, job: int, step: int, attempt: int) -> random.Random:
+        """The retry policy's randomness after one failed step attempt."""
+        return LazyRandom(f"{self.seed}:retry:{job}:{step}:{attempt}")
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        """Simulate the run; raise :data:`BenchmarkTimeout` or :data:`BenchmarkStalled`
+        rather than return numbers from a run that could not finish."""
+        started = wall_time()
+        runner: VirtualClock | ScaledClock
+        if self.clock_kind == "virtual":
+            runner = VirtualClock(wall_budget_s=self.wall_budget_s)
+        else:
+            runner = ScaledClock(self.speedup, wall_budget_s=self.wall_budget_s)
+        simulation = _Simulation(self)
+        try:
+            with quiet_gc(), _pool_warnings_muted():
+                runner.run(simulation.main())
+        except WallBudgetExceeded as exc:
+            raise simulation.timed_out(exc, wall_time() - started) from exc
+        except SimulationStalled as exc:
+            raise simulation.stalled(exc) from exc
+        return simulation.result(wall_time() - started)
+
+
+@contextlib.contextmanager
+def _pool_warnings_muted() -> Iterator[None]:
+    """A simulated endpoint going DEAD is the world doing its job, not news for the log."""
+    logger = logging.getLogger("pyattacker.pool")
+    quiet = logging.Filter("pyattacker.pool.never")  # passes nothing from pyattacker.pool
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+class _LoopTime:
+    """The running simulation loop's time as a :class:`~pyattacker.clock.Clock`.
+
+    What ``LoopClock`` returns on a simulated loop, without looking the loop up on every
+    reading: the pool asks for the time several times per lease.
+    """
+
+    __slots__ = ("now",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.now = loop.time
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))  # noqa: TID251 - the simulated loop's timer
+
+
+class _Simulation:
+    """The state of one run: pools, provider, workers and their tally."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+        self.scenario = harness.scenario
+        self.tally = _Tally()
+        self.next_job = 0
+        self.makespan = 0.0
+        self.now_s = 0.0
+        self.workers_left = 0
+        self.pools: dict[str, Pool] = {}
+        self.leases_at_end = 0
+
+    # -- set-up: the environment the algorithm may see ----------------------------------
+
+    def _build_pools(self, clock: Clock) -> dict[str, Pool]:
+        pools: dict[str, list[Resource]] = {}
+        for endpoint in self.scenario.endpoints:
+            options: dict[str, Any] = {}
+            if endpoint.quota_units is not None:
+                options["quota"] = {"tokens": endpoint.quota_units}
+            resource = Resource.create(
+                "endpoint",
+                id=endpoint.id,
+                capacity=max(1, round(endpoint.capacity * endpoint.weight)),
+                options=options,
+                degrade_after=self.scenario.degrade_after,
+                dead_after=self.scenario.dead_after,
+                cooldown_s=self.scenario.cooldown_s,
+            )
+            pools.setdefault(endpoint.vendor, []).append(resource)
+        return {
+            name: Pool(name, resources, clock=clock, deadlock_warn_s=None)
+            for name, resources in pools.items()
+        }
+
+    def _context(self, job: int, step: int, attempt: int, affinity: dict[str, str]) -> TaskContext:
+        """Everything the algorithm is handed: the pools, its rng, the job's affinity."""
+        ctx = TaskContext(
+            self.pools,
+            rng=self.harness.acquire_stream(job, step, attempt),
+            clock=self.clock,
+            pool=self.primary,
+            algorithm=self.algorithm,
+        )
+        ctx.affinity = affinity
+        return ctx
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.clock: Clock = _LoopTime(self.loop)
+        self.pools = self._build_pools(self.clock)
+        self.primary = self.scenario.vendors[0]
+        self.algorithm: AcquireAlgorithm = resolve_algorithm(self.harness._spec)
+        self.provider = ProviderModel(self.scenario, self.harness.seed)
+        workers = [asyncio.ensure_future(self._worker()) for _ in range(self.scenario.concurrency)]
+        self.workers_left = len(workers)
+        supervisor = None
+        if self.harness.clock_kind == "real":
+            supervisor = asyncio.ensure_future(self._supervise())
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            if supervisor is not None:
+                supervisor.cancel()
+            for worker in workers:
+                worker.cancel()
+        self.leases_at_end = sum(pool.active for pool in self.pools.values())
+
+    async def _supervise(self) -> None:
+        """Real clock only (the virtual loop sees a stall by itself): a world where every
+        endpoint is retired for good, with nothing in flight, can never hand out a lease."""
+        while True:
+            await self.clock.sleep(_SUPERVISOR_TICK_S * self.harness.speedup)
+            retired = all(
+                slot.health.state in (Health.DEAD, Health.REVOKED)
+                for pool in self.pools.values()
+                for slot in pool._slots
+            )
+            if retired and not any(pool.active for pool in self.pools.values()):
+                raise SimulationStalled(
+                    "every endpoint is retired (DEAD or REVOKED) and nothing is in flight: "
+                    "no lease can ever be handed out again",
+                    workers=self.workers_left,
+                    now=self.loop.time(),
+                )
+
+    async def _worker(self) -> None:
+        scenario = self.scenario
+        loop = self.loop
+        try:
+            while loop.time() < scenario.horizon_s and self.next_job < scenario.jobs:
+                job = self.next_job
+                self.next_job = job + 1
+                await self._job(job)
+        finally:
+            self.workers_left -= 1
+            self.makespan = max(self.makespan, loop.time())
+
+    async def _job(self, job: int) -> None:
+        tally = self.tally
+        tally.jobs_started += 1
+        start = self.loop.time()
+        affinity: dict[str, str] = {}
+        for step in range(self.scenario.steps_per_job):
+            if not await self._step(job, step, affinity):
+                tally.jobs_failed += 1
+                return
+        tally.jobs_done += 1
+        tally.job_latencies.append(self.loop.time() - start)
+
+    async def _step(self, job: int, step: int, affinity: dict[str, str]) -> bool:
+        tally = self.tally
+        tally.attempted_steps += 1
+        retry = self.scenario.retry
+        attempt = 1
+        while True:
+            tally.step_attempts += 1
+            ctx = self._context(job, step, attempt, affinity)
+            try:
+                for _ in range(self.scenario.calls_per_step):
+                    await self._call(ctx, job)
+            except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as exc:
+                tally.failed_attempts += 1
+                decision = retry.decide(
+                    exc, attempts_used=attempt, rng=self.harness.retry_stream(job, step, attempt)
+                )
+                if not decision.retry:
+                    return False
+                tally.retries += 1
+                await self.clock.sleep(decision.delay_s)
+                attempt += 1
+                continue
+            return True
+
+    async def _call(self, ctx: TaskContext, job: int) -> None:
+        """One lease and the request made with it (one function: this is the hot path)."""
+        loop = self.loop
+        tally = self.tally
+        asked = loop.time()
+        lease = await ctx.acquire_lease(timeout=self.scenario.acquire_timeout_s)
+        try:
+            now = loop.time()
+            tally.acquire_waits.append(now - asked)
+            endpoint = lease.resource.id
+            verdict = self.provider.admit(endpoint, now, key=job)
+            tally.requests += 1
+            tally.sent[endpoint] = tally.sent.get(endpoint, 0) + 1
+            if self.harness.trace:
+                tally.trace.append(
+                    (
+                        endpoint,
+                        verdict.ordinal,
+                        now,
+                        verdict.refused,
+                        verdict.failure,
+                        verdict.draws,
+                    )
+                )
+            if verdict.refused:
+                tally.refused += 1
+                tally.refusal_times.append(now)
+                self._count_error("rate_limit")
+                # the Retry-After the 429 carries, as a client reads it off the response
+                lease.report(ok=False, retry_after=verdict.seconds)
+                raise verdict.error()  # type: ignore[misc]  # a refusal always has one
+            tally.admitted[endpoint] = tally.admitted.get(endpoint, 0) + 1
+            served = loop.create_future()
+            timer = loop.call_at(now + verdict.seconds, _wake, served)
+            try:
+                await served  # the request's service time, on the simulated loop's timer
+            finally:
+                timer.cancel()
+                self.provider.finish(endpoint)
+            tally.busy_s += verdict.seconds
+            tally.served.append(verdict.seconds)
+            if verdict.cache_hit:
+                tally.cache_hits += 1
+            if verdict.failure is not None:
+                tally.errored += 1
+                self._count_error(verdict.failure)  # the class error_class_of gives (tested)
+                error = verdict.error()
+                lease.report(ok=False, error=error)
+                raise error  # type: ignore[misc]
+            lease.report(
+                ok=True, latency_ms=verdict.seconds * 1000.0, usage={"tokens": verdict.cost}
+            )
+        finally:
+            lease.release_now()
+
+    def _count_error(self, name: str) -> None:
+        self.tally.error_classes[name] = self.tally.error_classes.get(name, 0) + 1
+
+    # -- the outcome ---------------------------------------------------------------------
+
+    def result(self, wall_s: float) -> RunResult:
+        tally = self.tally
+        scenario = self.scenario
+        metrics = _metrics(tally, scenario, self.makespan, self.leases_at_end, wall_s)
+        assert metrics.keys() == METRICS.keys(), "the harness must emit exactly METRICS"
+        return RunResult(
+            scenario=scenario.name,
+            algorithm=self.harness.algorithm,
+            seed=self.harness.seed,
+            metrics=metrics,
+            error_classes=dict(sorted(tally.error_classes.items())),
+            endpoint_admitted={e.id: tally.admitted.get(e.id, 0) for e in scenario.endpoints},
+            endpoint_requests={e.id: tally.sent.get(e.id, 0) for e in scenario.endpoints},
+            trace=tuple(tally.trace),
+        )
+
+    def _progress(self) -> str:
+        return (
+            f"{self.tally.jobs_done} of {self.scenario.jobs} jobs done, "
+            f"{self.tally.requests} requests"
+        )
+
+    def timed_out(self, exc: WallBudgetExceeded, wall_s: float) -> WallBudgetExceeded:
+        simulated = self._now()
+        if simulated > 0.0:
+            message = (
+                f"{self.harness.algorithm} on {self.scenario.name}: the wall budget of "
+                f"{self.harness.wall_budget_s:g}s ran out after {simulated:.1f} simulated s "
+                f"({self._progress()}); try fewer --jobs or --seeds, a shorter --horizon, "
+                "or a larger --wall-budget"
+            )
+        else:
+            message = (
+                f"{self.harness.algorithm} on {self.scenario.name}: stalled, not slow — "
+                f"simulated time never advanced in {wall_s:.1f}s of wall clock "
+                f"({self.workers_left} workers still running)"
+            )
+        return BenchmarkTimeout(
+            message, simulated_s=simulated, wall_s=wall_s, workers=self.workers_left
+        )
+
+    def stalled(self, exc: SimulationStalled) -> SimulationStalled:
+        parked = sum(pool.waiting for pool in self.pools.values())
+        return BenchmarkStalled(
+            f"{self.harness.algorithm} on {self.scenario.name}: the simulation can never "
+            f"progress at {self._now():.1f} simulated s ({self._progress()}): "
+            f"{self.workers_left} workers left, {parked} parked waiting for a lease, "
+            f"no timer pending; {exc}",
+            workers=self.workers_left,
+            parked=parked,
+            simulated_s=self._now(),
+        )
+
+    def _now(self) -> float:
+        loop = getattr(self, "loop", None)
+        return 0.0 if loop is None or loop.is_closed() else float(loop.time())
+
+
+# -- metrics ----------------------------------------------------------------------------
+
+
+def _metrics(
+    tally: _Tally, scenario: Scenario, makespan: float, leases: int, wall_s: float
+) -> dict[str, float]:
+    requests = tally.requests
+    attempts = tally.step_attempts
+    jobs = sorted(tally.job_latencies)
+    waits = sorted(tally.acquire_waits)
+    offered = scenario.capacity_seconds(0.0, makespan)
+    return {
+        "jobs_done": float(tally.jobs_done),
+        "jobs_failed": float(tally.jobs_failed),
+        "jobs_unstarted": float(scenario.jobs - tally.jobs_started),
+        "makespan_s": makespan,
+        "throughput_rps": _ratio(tally.jobs_done, makespan),
+        "requests": float(requests),
+        "attempts_per_completed_job": attempts / max(1, tally.jobs_done),
+        "attempt_inflation": _ratio(attempts, tally.attempted_steps),
+        "failed_attempt_rate": _ratio(tally.failed_attempts, attempts),
+        "retry_rate": _ratio(tally.retries, attempts),
+        "refusal_rate": _ratio(tally.refused, requests),
+        "refusal_peak_per_s": _peak_rate(tally.refusal_times, _REFUSAL_WINDOW_S),
+        "error_rate": _ratio(tally.errored, requests),
+        "cache_hit_rate": _ratio(tally.cache_hits, len(tally.served)),
+        "successful_job_latency_p50_ms": _percentile(jobs, 50.0) * 1000.0,
+        "successful_job_latency_p95_ms": _percentile(jobs, 95.0) * 1000.0,
+        "successful_job_latency_p99_ms": _percentile(jobs, 99.0) * 1000.0,
+        "acquire_wait_p50_ms": _percentile(waits, 50.0) * 1000.0,
+        "acquire_wait_p99_ms": _percentile(waits, 99.0) * 1000.0,
+        "request_latency_p50_ms": _percentile(sorted(tally.served), 50.0) * 1000.0,
+        "utilization": _ratio(tally.busy_s, offered),
+        "endpoint_spread": _spread([tally.admitted.get(e.id, 0) for e in scenario.endpoints]),
+        "leases_active_at_end": float(leases),
+        "wall_s": wall_s,
+    }
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():  # cancelled meanwhile: nothing to wake
+        future.set_result(None)
+
+
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default); 0 for no samples."""
+    if not ordered:
+        return 0.0
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _peak_rate(times: list[float], window: float) -> float:
+    """Most events in any fixed window of ``window`` seconds, per second."""
+    counts: dict[int, int] = {}
+    for t in times:
+        key = int(t // window)
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts.values(), default=0) / window
+
+
+def _spread(counts: list[int]) -> float:
+    """Population coefficient of variation: 0 when every endpoint got the same share."""
+    if not counts or sum(counts) == 0:
+        return 0.0
+    mean = sum(counts) / len(counts)
+    variance = sum((c - mean) ** 2 for c in counts) / len(counts)
+    return math.sqrt(variance) / mean

@@ -1,0 +1,136 @@
+"""``run_benchmark``: every algorithm on every seed, serially or on several processes.
+
+The runs are independent simulations, so a sweep parallelises perfectly across processes
+(``jobs_parallel``); each run is deterministic, so the parallel report equals the serial
+one in everything but ``wall_s``. Results are assembled in (algorithm, seed) order
+whatever order the processes finish in.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.context
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+
+from pyattacker._checks import check_whole
+from pyattacker.benchmark._harness import ClockKind, Harness
+from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
+from pyattacker.benchmark._result import RunResult
+from pyattacker.errors import ConfigError
+from pyattacker.pool import ALGORITHMS
+from pyattacker.world import Scenario
+
+__all__ = ["check_algorithms", "run_benchmark", "seeds_of"]
+
+OnResult = Callable[[RunResult], None]
+
+
+def seeds_of(scenario: Scenario, seeds: int) -> list[int]:
+    """The seed list of a sweep: ``scenario.seed + 0 .. seeds - 1``."""
+    check_whole(seeds, "seeds")
+    return [scenario.seed + i for i in range(seeds)]
+
+
+def check_algorithms(names: Iterable[str]) -> list[str]:
+    """``names`` as a list, or ``ConfigError`` naming the unknown ones and the valid ones."""
+    chosen = list(dict.fromkeys(names))
+    unknown = [n for n in chosen if n not in ALGORITHMS]
+    if unknown or not chosen:
+        raise ConfigError(
+            f"unknown algorithm(s): {', '.join(unknown)}" if unknown else "no algorithm given",
+            field="algorithms",
+            hint=f"valid: {', '.join(ALGORITHMS)}",
+        )
+    return chosen
+
+
+def run_benchmark(
+    scenario: Scenario,
+    algorithms: Sequence[str] | None = None,
+    *,
+    seeds: int = 3,
+    jobs_parallel: int = 1,
+    clock: ClockKind = "virtual",
+    speedup: float = 10.0,
+    wall_budget_s: float | None = None,
+    on_result: OnResult | None = None,
+) -> BenchmarkReport:
+    """Run each algorithm (default: every one the scenario can exercise) on ``seeds`` seeds.
+
+    ``jobs_parallel`` processes share the runs (1: in this process). ``on_result`` is called
+    in this process after each run, in completion order. A run that cannot finish raises
+    (``BenchmarkTimeout``/``BenchmarkStalled``) and the sweep stops.
+    """
+    names = check_algorithms(algorithms) if algorithms is not None else default_algorithms(scenario)
+    seed_list = seeds_of(scenario, seeds)
+    check_whole(jobs_parallel, "jobs_parallel")
+    plan = [(name, seed) for name in names for seed in seed_list]
+    # Build every harness now: a bad clock or speedup fails before any process starts.
+    harnesses = [
+        Harness(
+            scenario,
+            name,
+            seed=seed,
+            clock=clock,
+            speedup=speedup,
+            wall_budget_s=wall_budget_s,
+        )
+        for name, seed in plan
+    ]
+    workers = min(jobs_parallel, len(harnesses))
+    if workers <= 1:
+        runs = []
+        for harness in harnesses:
+            run = harness.run()
+            if on_result is not None:
+                on_result(run)
+            runs.append(run)
+    else:
+        runs = _in_processes(harnesses, workers, on_result)
+    return BenchmarkReport(scenario, names, seed_list, runs)
+
+
+def _run_one(harness: Harness) -> RunResult:
+    return harness.run()
+
+
+def _process_context() -> multiprocessing.context.BaseContext:
+    """``fork`` where it is safe (POSIX, no other thread alive): the children start with
+    everything imported and no main module to re-run. Otherwise ``forkserver`` (POSIX) or
+    ``spawn``, which re-import the main module: a script must then guard its entry point
+    with ``if __name__ == "__main__":``, as multiprocessing always asks."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["pyattacker.benchmark"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _in_processes(
+    harnesses: list[Harness], workers: int, on_result: OnResult | None
+) -> list[RunResult]:
+    context = _process_context()
+    results: dict[int, RunResult] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: dict[Future[RunResult], int] = {
+            pool.submit(_run_one, harness): index for index, harness in enumerate(harnesses)
+        }
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in done:
+                error = future.exception()
+                if error is not None:
+                    for other in pending:
+                        other.cancel()
+                    raise error
+                run = future.result()
+                results[futures[future]] = run
+                if on_result is not None:
+                    on_result(run)
+    return [results[index] for index in range(len(harnesses))]

@@ -1,0 +1,296 @@
+"""The provider model: for an endpoint at time ``t``, refuse or admit, and with what outcome.
+
+:class:`ProviderModel` is the decider (DESIGN.md §6), synchronous and free of I/O: ``admit``
+returns a :class:`Verdict` and changes only the model's own state (the request counter, the
+in-flight count, the token bucket, the cache); ``finish`` ends an admitted request. A driver
+(the benchmark's simulated provider, a mock server) does the waiting.
+
+Objectivity, by construction:
+
+- **The weather is a function of time.** ``capacity_at`` is arithmetic in ``t`` and
+  ``storm_until`` a pure function of ``(seed, endpoint, t)``: a storm covers its whole time
+  window, so it does not depend on when (or whether) anybody asked.
+- **Common random numbers.** Request number ``n`` at an endpoint (counting refusals) uses
+  draws ``[5n, 5n + 5)`` of the stream ``random.Random(f"{seed}:{endpoint}")``, all five
+  drawn whatever the outcome. The dice of ordinal ``n`` are therefore fixed by
+  ``(seed, endpoint, n)`` alone, and two algorithms that both reach ordinal ``n`` roll the
+  same ones; what differs is the provider state their own traffic built (bucket, in-flight,
+  cache). One seeded stream per endpoint instead of one ``Random`` per request gives the
+  same guarantee at a twentieth of the cost (seeding a ``Random`` from a string costs ~7 µs).
+- **It tells the client nothing** but what a vendor would: a 429 with ``Retry-After``, or an
+  error shaped like a vendor SDK's (:class:`ProviderError` with a status, ``ConnectionError``,
+  ``TimeoutError``), which ``pyattacker.errors.error_class_of`` classifies.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from typing import NamedTuple
+
+from pyattacker.world._profiles import EndpointProfile
+from pyattacker.world._scenario import Scenario
+
+__all__ = ["DRAWS_PER_REQUEST", "ProviderError", "ProviderModel", "Verdict"]
+
+#: uniforms consumed per request ordinal: latency body (2), tail, failure, failure kind.
+DRAWS_PER_REQUEST = 5
+
+
+class ProviderError(Exception):
+    """An error as a vendor SDK raises it: an HTTP status, a message, response headers."""
+
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(f"{status} {message}")
+        self.status_code = status
+        self.retry_after = retry_after
+        self.headers: dict[str, str] = (
+            {} if retry_after is None else {"retry-after": f"{retry_after:.3f}"}
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        message = str(self).split(" ", 1)[1]
+        return (_rebuild, (self.status_code, message, self.retry_after))
+
+
+def _rebuild(status: int, message: str, retry_after: float | None) -> ProviderError:
+    return ProviderError(status, message, retry_after=retry_after)
+
+
+class Verdict(NamedTuple):
+    """What the provider decided for one request.
+
+    ``refused``: a 429 (``reason`` says why, ``seconds`` is the Retry-After). Otherwise the
+    request is admitted and occupies the endpoint for ``seconds``, after which it fails with
+    ``failure`` (``"upstream"``, ``"connection"`` or ``"timeout"``) or succeeds, costing
+    ``cost`` tokens. ``draws`` are the ordinal's uniforms (the common random numbers).
+    """
+
+    endpoint: str
+    ordinal: int
+    refused: bool
+    seconds: float
+    failure: str | None
+    reason: str
+    cost: float
+    cache_hit: bool
+    draws: tuple[float, ...]
+
+    def error(self) -> BaseException | None:
+        """The exception a client sees for this verdict, or ``None`` for a success."""
+        if self.refused:
+            return ProviderError(429, self.reason, retry_after=self.seconds)
+        if self.failure is None:
+            return None
+        if self.failure == "connection":
+            return ConnectionError(f"{self.endpoint}: {self.reason}")
+        if self.failure == "timeout":
+            return TimeoutError(f"{self.endpoint}: {self.reason}")
+        return ProviderError(503, f"{self.endpoint}: {self.reason}")
+
+
+class _Endpoint:
+    """The live state of one endpoint."""
+
+    __slots__ = (
+        "allowance",
+        "cache",
+        "draw",
+        "in_flight",
+        "ordinal",
+        "profile",
+        "stamp",
+        "storms",
+        "tokens",
+    )
+
+    def __init__(self, profile: EndpointProfile, seed: int) -> None:
+        self.profile = profile
+        self.draw = random.Random(f"{seed}:{profile.id}").random
+        self.ordinal = 0
+        self.in_flight = 0
+        limit = profile.rate_limit
+        self.tokens = limit.burst if limit is not None else 0.0
+        self.allowance = 1.0
+        self.stamp = 0.0
+        self.cache: OrderedDict[object, float] = OrderedDict()
+        self.storms: dict[int, bool] = {}
+
+
+class ProviderModel:
+    """The provider of one scenario and seed; see the module docstring for its rules."""
+
+    def __init__(self, scenario: Scenario, seed: int) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self._endpoints = {e.id: _Endpoint(e, seed) for e in scenario.endpoints}
+        self._cycle = scenario.cycle
+
+    # -- the weather: pure functions of time ---------------------------------------------
+
+    def capacity_at(self, endpoint_id: str, t: float) -> int:
+        """Requests ``endpoint_id`` holds in flight at ``t`` before refusing (0 when down)."""
+        profile = self._endpoints[endpoint_id].profile
+        for outage in self.scenario.outages:
+            if outage.covers(endpoint_id, t):
+                return 0
+        capacity = profile.capacity * profile.weight * self._cycle.factor(t)
+        if profile.degradation is not None:
+            drop = 1.0 - profile.degradation.capacity_factor
+            capacity *= 1.0 - drop * profile.degradation.progress(t)
+        return max(1, round(capacity))
+
+    def storm_until(self, endpoint_id: str, t: float) -> float | None:
+        """When the storm over ``endpoint_id`` at ``t`` ends, or ``None`` if there is none.
+
+        Time is cut into windows of ``storm_duration_s`` from 0; window ``w`` is a storm
+        with probability ``storm_rate``, decided by ``Random(f"{seed}:{endpoint}:storm:{w}")``
+        and lasting the whole window.
+        """
+        state = self._endpoints[endpoint_id]
+        failures = state.profile.failures
+        window = int(t // failures.storm_duration_s)
+        stormy = state.storms.get(window)
+        if stormy is None:
+            roll = random.Random(f"{self.seed}:{endpoint_id}:storm:{window}").random()
+            stormy = state.storms[window] = roll < failures.storm_rate
+        return (window + 1) * failures.storm_duration_s if stormy else None
+
+    def down(self, endpoint_id: str, t: float) -> bool:
+        """Whether an outage covers ``endpoint_id`` at ``t``."""
+        return any(o.covers(endpoint_id, t) for o in self.scenario.outages)
+
+    # -- one request ----------------------------------------------------------------------
+
+    def admit(self, endpoint_id: str, now: float, key: object = None) -> Verdict:
+        """Decide request number ``ordinal`` at ``endpoint_id``, sent at ``now``.
+
+        In order: an outage fails it fast (a connection error); a full endpoint or an empty
+        token bucket refuses it (429; every refusal tightens the bucket); otherwise it is
+        admitted, holds a unit of capacity until :meth:`finish`, and its draws decide its
+        latency and whether it fails. ``key`` (the job, like a prompt prefix) is what a
+        cache remembers.
+        """
+        state = self._endpoints[endpoint_id]
+        profile = state.profile
+        draw = state.draw
+        draws = (draw(), draw(), draw(), draw(), draw())
+        ordinal = state.ordinal
+        state.ordinal = ordinal + 1
+        self._refill(state, now)
+        if self.scenario.outages and self.down(endpoint_id, now):
+            fail_after = next(
+                o.fail_after_s for o in self.scenario.outages if o.covers(endpoint_id, now)
+            )
+            state.in_flight += 1
+            return Verdict(
+                endpoint_id,
+                ordinal,
+                False,
+                fail_after,
+                "connection",
+                "connection refused (outage)",
+                0.0,
+                False,
+                draws,
+            )
+        if state.in_flight >= self.capacity_at(endpoint_id, now):
+            self._tighten(state)
+            return Verdict(
+                endpoint_id,
+                ordinal,
+                True,
+                self.scenario.busy_retry_after_s,
+                None,
+                "over capacity",
+                0.0,
+                False,
+                draws,
+            )
+        limit = profile.rate_limit
+        if limit is not None:
+            if state.tokens < 1.0:
+                self._tighten(state)
+                wait = limit.retry_after_s
+                if wait is None:
+                    wait = (1.0 - state.tokens) / (limit.rate * state.allowance)
+                return Verdict(
+                    endpoint_id,
+                    ordinal,
+                    True,
+                    wait,
+                    None,
+                    "rate limit exceeded",
+                    0.0,
+                    False,
+                    draws,
+                )
+            state.tokens -= 1.0
+        seconds = profile.latency.sample(draws[0], draws[1], draws[2])
+        cost = self.scenario.tokens_per_call
+        hit = False
+        cache = profile.cache
+        if cache is not None and key is not None:
+            seen = state.cache.get(key)
+            hit = seen is not None and now - seen <= cache.ttl_s
+            if hit:
+                seconds *= cache.hit_latency_factor
+                cost *= cache.hit_cost_factor
+            state.cache[key] = now
+            state.cache.move_to_end(key)
+            if len(state.cache) > cache.entries:
+                state.cache.popitem(last=False)
+        error_rate = profile.failures.error_rate
+        storm = self.storm_until(endpoint_id, now)
+        if storm is not None:
+            error_rate = profile.failures.storm_error_rate
+        if profile.degradation is not None:
+            error_rate += profile.degradation.error_rate * profile.degradation.progress(now)
+        failure: str | None = None
+        reason = "ok"
+        if draws[3] < error_rate:
+            kind = draws[4]
+            if kind < 0.5:
+                failure, reason = "upstream", "service unavailable"
+            elif kind < 0.8:
+                failure, reason = "connection", "connection reset by peer"
+            else:
+                failure, reason = "timeout", "read timed out"
+                seconds *= 2.0  # a timeout is the slow way to fail
+            if storm is not None:
+                reason += " (storm)"
+        state.in_flight += 1
+        return Verdict(endpoint_id, ordinal, False, seconds, failure, reason, cost, hit, draws)
+
+    def finish(self, endpoint_id: str) -> None:
+        """An admitted request left ``endpoint_id``: its unit of capacity is free again."""
+        self._endpoints[endpoint_id].in_flight -= 1
+
+    def in_flight(self, endpoint_id: str) -> int:
+        return self._endpoints[endpoint_id].in_flight
+
+    def requests_at(self, endpoint_id: str) -> int:
+        """How many requests (ordinals) ``endpoint_id`` has decided so far."""
+        return self._endpoints[endpoint_id].ordinal
+
+    # -- the bucket -------------------------------------------------------------------------
+
+    @staticmethod
+    def _refill(state: _Endpoint, now: float) -> None:
+        limit = state.profile.rate_limit
+        if limit is None:
+            return
+        elapsed = now - state.stamp
+        if elapsed <= 0.0:
+            return
+        state.stamp = now
+        if state.allowance < 1.0:
+            recovered = limit.recovery_per_window * elapsed / limit.window_s
+            state.allowance = min(1.0, state.allowance + recovered)
+        state.tokens = min(limit.burst, state.tokens + elapsed * limit.rate * state.allowance)
+
+    @staticmethod
+    def _tighten(state: _Endpoint) -> None:
+        limit = state.profile.rate_limit
+        if limit is not None:
+            state.allowance = max(limit.tightening_floor, state.allowance * limit.tightening)
