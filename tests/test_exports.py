@@ -83,6 +83,8 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "report",
         "run",
         "store",
+        "benchmark",
+        "world",
     }
     for name in vars(pyattacker):
         if not name.startswith("_") and name not in PUBLIC:
@@ -97,6 +99,8 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "pyattacker.retry",
         "pyattacker.run",
         "pyattacker.store",
+        "pyattacker.benchmark",
+        "pyattacker.world",
     ],
 )
 def test_each_public_module_exports_names_that_exist_in_sorted_order(module: str) -> None:

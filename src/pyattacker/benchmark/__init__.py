@@ -8,6 +8,7 @@ algorithms per row where the data can tell them apart, "no winner" where it cann
 composite score, no sockets. See ``docs/benchmark.md``.
 """
 
+from pyattacker.benchmark._file import load_scenario_file
 from pyattacker.benchmark._harness import BenchmarkStalled, BenchmarkTimeout, Harness
 from pyattacker.benchmark._metrics import METRICS, Metric
 from pyattacker.benchmark._report import BenchmarkReport
@@ -48,5 +49,6 @@ __all__ = [
     "Scenario",
     "VirtualClock",
     "get_scenario",
+    "load_scenario_file",
     "run_benchmark",
 ]

@@ -198,8 +198,8 @@ class _Simulation:
         self.tally = _Tally()
         self.next_job = 0
         self.makespan = 0.0
-        self.now_s = 0.0
         self.workers_left = 0
+        self.acquiring = 0  # workers inside an acquisition right now
         self.pools: dict[str, Pool] = {}
         self.leases_at_end = 0
 
@@ -249,16 +249,19 @@ class _Simulation:
         self.provider = ProviderModel(self.scenario, self.harness.seed)
         workers = [asyncio.ensure_future(self._worker()) for _ in range(self.scenario.concurrency)]
         self.workers_left = len(workers)
-        supervisor = None
+        everyone = asyncio.gather(*workers)
+        everyone.add_done_callback(_retrieved)  # torn down, it ends "cancelled": no log noise
+        watched: set[asyncio.Future[Any]] = {everyone}
         if self.harness.clock_kind == "real":
-            supervisor = asyncio.ensure_future(self._supervise())
+            watched.add(asyncio.ensure_future(self._supervise()))
         try:
-            await asyncio.gather(*workers)
+            # the supervisor only ever ends by raising BenchmarkStalled
+            done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            for finished in done:
+                finished.result()
         finally:
-            if supervisor is not None:
-                supervisor.cancel()
-            for worker in workers:
-                worker.cancel()
+            for task in (*watched, *workers):
+                task.cancel()
         self.leases_at_end = sum(pool.active for pool in self.pools.values())
 
     async def _supervise(self) -> None:
@@ -282,14 +285,14 @@ class _Simulation:
     async def _worker(self) -> None:
         scenario = self.scenario
         loop = self.loop
-        try:
-            while loop.time() < scenario.horizon_s and self.next_job < scenario.jobs:
-                job = self.next_job
-                self.next_job = job + 1
-                await self._job(job)
-        finally:
-            self.workers_left -= 1
-            self.makespan = max(self.makespan, loop.time())
+        while loop.time() < scenario.horizon_s and self.next_job < scenario.jobs:
+            job = self.next_job
+            self.next_job = job + 1
+            await self._job(job)
+        # Not in a ``finally``: a run torn down by a stall or the wall budget reports how
+        # many workers were still at it.
+        self.workers_left -= 1
+        self.makespan = max(self.makespan, loop.time())
 
     async def _job(self, job: int) -> None:
         tally = self.tally
@@ -334,7 +337,14 @@ class _Simulation:
         loop = self.loop
         tally = self.tally
         asked = loop.time()
-        lease = await ctx.acquire_lease(timeout=self.scenario.acquire_timeout_s)
+        self.acquiring += 1
+        try:
+            lease = await ctx.acquire_lease(timeout=self.scenario.acquire_timeout_s)
+        except Exception:
+            self.acquiring -= 1
+            raise
+        # (a cancelled acquisition stays counted: a torn-down run reports who was parked)
+        self.acquiring -= 1
         try:
             now = loop.time()
             tally.acquire_waits.append(now - asked)
@@ -412,7 +422,7 @@ class _Simulation:
         )
 
     def timed_out(self, exc: WallBudgetExceeded, wall_s: float) -> WallBudgetExceeded:
-        simulated = self._now()
+        simulated = float(exc.context.get("now", self._now()))
         if simulated > 0.0:
             message = (
                 f"{self.harness.algorithm} on {self.scenario.name}: the wall budget of "
@@ -431,15 +441,16 @@ class _Simulation:
         )
 
     def stalled(self, exc: SimulationStalled) -> SimulationStalled:
-        parked = sum(pool.waiting for pool in self.pools.values())
+        parked = self.acquiring
+        now = float(exc.context.get("now", self._now()))
         return BenchmarkStalled(
             f"{self.harness.algorithm} on {self.scenario.name}: the simulation can never "
-            f"progress at {self._now():.1f} simulated s ({self._progress()}): "
+            f"progress at {now:.1f} simulated s ({self._progress()}): "
             f"{self.workers_left} workers left, {parked} parked waiting for a lease, "
             f"no timer pending; {exc}",
             workers=self.workers_left,
             parked=parked,
-            simulated_s=self._now(),
+            simulated_s=now,
         )
 
     def _now(self) -> float:
@@ -471,6 +482,9 @@ def _metrics(
         "retry_rate": _ratio(tally.retries, attempts),
         "refusal_rate": _ratio(tally.refused, requests),
         "refusal_peak_per_s": _peak_rate(tally.refusal_times, _REFUSAL_WINDOW_S),
+        "recovery_refusals_per_s": _after_recoveries(
+            tally.refusal_times, _recoveries(scenario, makespan), _REFUSAL_WINDOW_S
+        ),
         "error_rate": _ratio(tally.errored, requests),
         "cache_hit_rate": _ratio(tally.cache_hits, len(tally.served)),
         "successful_job_latency_p50_ms": _percentile(jobs, 50.0) * 1000.0,
@@ -484,6 +498,11 @@ def _metrics(
         "leases_active_at_end": float(leases),
         "wall_s": wall_s,
     }
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _wake(future: asyncio.Future[None]) -> None:
@@ -512,6 +531,20 @@ def _peak_rate(times: list[float], window: float) -> float:
         key = int(t // window)
         counts[key] = counts.get(key, 0) + 1
     return max(counts.values(), default=0) / window
+
+
+def _recoveries(scenario: Scenario, until: float) -> list[float]:
+    """The instants an outage ended with at least a full window of the run left after."""
+    ends = {end for o in scenario.outages for end in o.recoveries(until - _REFUSAL_WINDOW_S)}
+    return sorted(ends)
+
+
+def _after_recoveries(times: list[float], recoveries: list[float], window: float) -> float:
+    """Mean events per second in the ``window`` after each recovery (0 without any)."""
+    if not recoveries:
+        return 0.0
+    hits = sum(1 for t in times for r in recoveries if r <= t < r + window)
+    return hits / (window * len(recoveries))
 
 
 def _spread(counts: list[int]) -> float:

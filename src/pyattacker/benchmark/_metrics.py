@@ -124,8 +124,17 @@ METRICS: Mapping[str, Metric] = _table(
         "refusal_peak_per_s",
         "refusals/s",
         "lower",
-        "Refusals per second in the worst 10 simulated seconds: the spike a herd of "
-        "clients provokes when a provider comes back",
+        "Refusals per second in the worst 10 simulated seconds of the run: how hard the "
+        "client's worst moment hit the provider's limits",
+        _GATED,
+    ),
+    Metric(
+        "recovery_refusals_per_s",
+        "refusals/s",
+        "lower",
+        "Refusals per second in the 10 simulated seconds after each outage ends (mean over "
+        "the outages the run lived through; 0 in a world without outages): the herd at the "
+        "door when the provider comes back",
         _GATED,
     ),
     Metric(

@@ -28,6 +28,7 @@ from typing import Any
 from pyattacker.benchmark._metrics import METRICS, Metric
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._stats import Aggregate, PairedDifference, aggregate, paired_difference
+from pyattacker.errors import ConfigError
 from pyattacker.pool import ALGORITHMS
 from pyattacker.world import Scenario
 
@@ -401,7 +402,15 @@ class BenchmarkReport:
 
     def _scenario_dict(self) -> dict[str, Any]:
         s = self.scenario
-        return {"name": s.name, "summary": s.summary, "problem": s.problem, "seeds": [*self.seeds]}
+        return {
+            "name": s.name,
+            "summary": s.summary,
+            "problem": s.problem,
+            "seeds": [*self.seeds],
+            # the whole world and workload, as a scenario file would hold it: a run with
+            # overrides or from a file can be repeated from its JSON alone
+            "definition": _definition(s),
+        }
 
     def _aggregates_dict(self, name: str) -> dict[str, dict[str, Any] | None]:
         found = self._aggregates[name]
@@ -412,6 +421,15 @@ class BenchmarkReport:
 
 
 # -- module helpers -------------------------------------------------------------------------
+
+
+def _definition(scenario: Scenario) -> dict[str, Any] | None:
+    from pyattacker.benchmark._file import to_mapping  # _file imports the registry
+
+    try:
+        return to_mapping(scenario)
+    except ConfigError:  # a retry policy naming exception types has no file form
+        return None
 
 
 def _unique(items: Sequence[Any], what: str) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ import multiprocessing
 import multiprocessing.context
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from pyattacker._checks import check_whole
 from pyattacker.benchmark._harness import ClockKind, Harness
@@ -116,21 +116,22 @@ def _in_processes(
 ) -> list[RunResult]:
     context = _process_context()
     results: dict[int, RunResult] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
         futures: dict[Future[RunResult], int] = {
             pool.submit(_run_one, harness): index for index, harness in enumerate(harnesses)
         }
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                error = future.exception()
-                if error is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise error
-                run = future.result()
+                run = future.result()  # a run that could not finish raises here
                 results[futures[future]] = run
                 if on_result is not None:
                     on_result(run)
+    except BaseException:
+        # An error or Ctrl-C: drop the queued runs instead of waiting for them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return [results[index] for index in range(len(harnesses))]

@@ -160,12 +160,12 @@ def _dead_endpoint() -> Scenario:
 def _thundering_herd() -> Scenario:
     return Scenario(
         name="thundering_herd",
-        summary="Every endpoint drops out together for a minute, twice; then the herd "
-        "comes back at once",
+        summary="Every endpoint drops out together for a minute, every four minutes, and "
+        "comes back cold; the herd comes back at once",
         problem="A provider-wide outage: every client retries the moment it ends, and the "
         "provider's limits answer the stampede with refusals",
         cycle=LoadCycle(period_s=120.0, trough=0.8, peak=1.0),
-        outages=(Outage(start_s=90.0, duration_s=60.0, every_s=240.0),),
+        outages=(Outage(start_s=90.0, duration_s=60.0, every_s=240.0, warmup_s=20.0),),
         endpoints=tuple(
             EndpointProfile(
                 id=f"endpoint-{n}",

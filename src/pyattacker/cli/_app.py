@@ -6,6 +6,7 @@ import click
 
 from pyattacker._version import __version__
 from pyattacker.cli._attack import attack_command
+from pyattacker.cli._bench import bench_command
 from pyattacker.cli._demo import demo
 from pyattacker.cli._echo import echo_server
 from pyattacker.cli._kernel_demo import kernel_demo
@@ -29,6 +30,7 @@ def cli() -> None:
 
 
 cli.add_command(attack_command)
+cli.add_command(bench_command)
 cli.add_command(demo)
 cli.add_command(echo_server)
 cli.add_command(export_command)

@@ -65,11 +65,26 @@ class LoadCycle:
 
     def integral(self, t0: float, t1: float) -> float:
         """``∫ factor(t) dt`` from ``t0`` to ``t1``, in closed form (no sum over arrivals)."""
+        return self.weighted_integral(t0, t1, 1.0, 0.0)
+
+    def weighted_integral(self, t0: float, t1: float, p: float, q: float) -> float:
+        """``∫ factor(t) * (p + q t) dt`` from ``t0`` to ``t1``, in closed form.
+
+        With ``factor(t) = A - B cos(k t + φ)`` the antiderivative is
+        ``A (p t + q t²/2) - B [p sin(k t + φ)/k + q (t sin(k t + φ)/k + cos(k t + φ)/k²)]``;
+        a capacity that also ramps linearly in time (a :class:`Degradation`) integrates
+        exactly, piece by piece.
+        """
         swing = (self.peak - self.trough) * 0.5
+        level = self.trough + swing
         k = _TAU / self.period_s
+        phi = _TAU * self.phase
 
         def antiderivative(t: float) -> float:
-            return (self.trough + swing) * t - swing * math.sin(k * t + _TAU * self.phase) / k
+            angle = k * t + phi
+            sin, cos = math.sin(angle), math.cos(angle)
+            smooth = level * (p * t + q * t * t * 0.5)
+            return smooth - swing * (p * sin / k + q * (t * sin / k + cos / (k * k)))
 
         return antiderivative(t1) - antiderivative(t0)
 
@@ -217,7 +232,9 @@ class Outage:
     """Every named endpoint (all of them when ``endpoints`` is empty) is down together.
 
     From ``start_s`` for ``duration_s`` seconds (repeating every ``every_s`` if given) a
-    request fails fast with a connection error after ``fail_after_s``.
+    request fails fast with a connection error after ``fail_after_s``. The provider comes
+    back cold: its capacity climbs linearly from nothing to normal over ``warmup_s``, and
+    its rate limiter restarts with an empty bucket.
     """
 
     start_s: float
@@ -225,6 +242,7 @@ class Outage:
     every_s: float | None = None
     endpoints: tuple[str, ...] = ()
     fail_after_s: float = 0.05
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         check_number(self.start_s, "outage.start_s", at_least=0.0)
@@ -237,7 +255,36 @@ class Outage:
                 hint="longer than duration_s, or null for a single outage",
             )
         check_number(self.fail_after_s, "outage.fail_after_s", at_least=0.0)
+        check_number(self.warmup_s, "outage.warmup_s", at_least=0.0)
         object.__setattr__(self, "endpoints", tuple(self.endpoints))
+
+    def _since_end(self, endpoint: str, t: float) -> float | None:
+        """Seconds since the latest end of this outage at or before ``t`` (None: none yet)."""
+        if self.endpoints and endpoint not in self.endpoints:
+            return None
+        since = t - self.start_s - self.duration_s
+        if since < 0.0:
+            return None
+        if self.every_s is not None:
+            since %= self.every_s
+            if since > self.every_s - self.duration_s:  # inside the next outage
+                return None
+        return since
+
+    def warmup(self, endpoint: str, t: float) -> float:
+        """The share of normal capacity ``endpoint`` has at ``t``: below 1 only while it
+        warms up after this outage."""
+        if self.warmup_s <= 0.0:
+            return 1.0
+        since = self._since_end(endpoint, t)
+        if since is None or since >= self.warmup_s:
+            return 1.0
+        return since / self.warmup_s
+
+    def last_end(self, endpoint: str, t: float) -> float | None:
+        """When this outage last ended for ``endpoint``, at or before ``t``."""
+        since = self._since_end(endpoint, t)
+        return None if since is None else t - since
 
     def covers(self, endpoint: str, t: float) -> bool:
         """Whether ``endpoint`` is down at ``t``."""
@@ -249,6 +296,23 @@ class Outage:
         if self.every_s is not None:
             since %= self.every_s
         return since < self.duration_s
+
+    def intervals(self, endpoint: str, t0: float, t1: float) -> list[tuple[float, float]]:
+        """The parts of ``[t0, t1]`` during which ``endpoint`` is down."""
+        if (self.endpoints and endpoint not in self.endpoints) or t1 <= self.start_s:
+            return []
+        found = []
+        start = self.start_s
+        if self.every_s is not None and t0 > start:
+            start += math.floor((t0 - start) / self.every_s) * self.every_s
+        while start < t1:
+            a, b = max(t0, start), min(t1, start + self.duration_s)
+            if a < b:
+                found.append((a, b))
+            if self.every_s is None:
+                break
+            start += self.every_s
+        return found
 
     def recoveries(self, until: float) -> list[float]:
         """The instants up to ``until`` at which this outage ends."""

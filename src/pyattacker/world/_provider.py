@@ -135,6 +135,8 @@ class ProviderModel:
             if outage.covers(endpoint_id, t):
                 return 0
         capacity = profile.capacity * profile.weight * self._cycle.factor(t)
+        for outage in self.scenario.outages:
+            capacity *= outage.warmup(endpoint_id, t)
         if profile.degradation is not None:
             drop = 1.0 - profile.degradation.capacity_factor
             capacity *= 1.0 - drop * profile.degradation.progress(t)
@@ -275,14 +277,18 @@ class ProviderModel:
 
     # -- the bucket -------------------------------------------------------------------------
 
-    @staticmethod
-    def _refill(state: _Endpoint, now: float) -> None:
+    def _refill(self, state: _Endpoint, now: float) -> None:
         limit = state.profile.rate_limit
         if limit is None:
             return
         elapsed = now - state.stamp
         if elapsed <= 0.0:
             return
+        for outage in self.scenario.outages:
+            ended = outage.last_end(state.profile.id, now)
+            if ended is not None and ended > state.stamp:  # back from an outage: empty
+                state.tokens = 0.0
+                elapsed = min(elapsed, now - ended)
         state.stamp = now
         if state.allowance < 1.0:
             recovered = limit.recovery_per_window * elapsed / limit.window_s

@@ -9,12 +9,14 @@ every algorithm shares, the seed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._checks import check_number, check_whole
 from pyattacker.errors import ConfigError
+from pyattacker.pool import ALGORITHMS
 from pyattacker.retry import Retrying
 from pyattacker.world._profiles import EndpointProfile, LoadCycle, Outage
 
@@ -125,6 +127,13 @@ class Scenario:
                 "must map algorithm names to the reason the world cannot exercise them",
                 field="unsuited",
             )
+        for name in self.unsuited:
+            if name not in ALGORITHMS:
+                raise ConfigError(
+                    f"names no acquire algorithm: {name!r}",
+                    field=f"unsuited.{name}",
+                    hint=f"known: {', '.join(ALGORITHMS)}",
+                )
         object.__setattr__(self, "unsuited", dict(self.unsuited))
 
     # -- derived facts --------------------------------------------------------------------
@@ -143,19 +152,26 @@ class Scenario:
     def capacity_seconds(self, t0: float, t1: float) -> float:
         """Capacity on offer between ``t0`` and ``t1`` (request-seconds), in closed form.
 
-        ``Σ capacity * weight * ∫ cycle`` (times a degrading endpoint's average capacity
-        factor over the span): a smooth approximation of the integer capacity the provider
-        enforces, the same for every algorithm since it depends on time only.
+        ``Σ capacity * weight * ∫ cycle(t) * drift(t) dt``, where ``drift`` is a degrading
+        endpoint's capacity multiplier (piecewise linear in time): a smooth approximation of
+        the integer capacity the provider enforces, the same for every algorithm since it
+        depends on time only. While an outage covers an endpoint it offers nothing.
         """
         if t1 <= t0:
             return 0.0
-        cycle = self.cycle.integral(t0, t1)
         total = 0.0
         for endpoint in self.endpoints:
-            share = endpoint.capacity * endpoint.weight * cycle
-            if endpoint.degradation is not None:
-                share *= _mean_drift(endpoint, t0, t1)
-            total += share
+            down = _merged(span for o in self.outages for span in o.intervals(endpoint.id, t0, t1))
+            up = _complement(down, t0, t1)
+            total += (
+                endpoint.capacity
+                * endpoint.weight
+                * sum(
+                    self.cycle.weighted_integral(a, b, p, q)
+                    for lo, hi in up
+                    for a, b, p, q in _drift_pieces(endpoint, lo, hi)
+                )
+            )
         return total
 
     def with_overrides(self, **changes: Any) -> Scenario:
@@ -171,19 +187,40 @@ class Scenario:
         return dataclasses.replace(self, **changes)
 
 
-def _mean_drift(endpoint: EndpointProfile, t0: float, t1: float) -> float:
-    """The mean capacity multiplier of a degrading endpoint over ``[t0, t1]`` (exact: it
-    is piecewise linear in time)."""
+def _merged(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _complement(down: list[tuple[float, float]], t0: float, t1: float) -> list[tuple[float, float]]:
+    up, cursor = [], t0
+    for a, b in down:
+        if a > cursor:
+            up.append((cursor, a))
+        cursor = max(cursor, b)
+    if cursor < t1:
+        up.append((cursor, t1))
+    return up
+
+
+def _drift_pieces(
+    endpoint: EndpointProfile, t0: float, t1: float
+) -> list[tuple[float, float, float, float]]:
+    """``[t0, t1]`` cut where the endpoint's capacity multiplier changes slope, each piece
+    as ``(a, b, p, q)`` with multiplier ``p + q t`` on ``[a, b]``."""
     d = endpoint.degradation
-    assert d is not None
-    low = 1.0 - d.capacity_factor  # drop at full progress
-
-    def integral(t: float) -> float:  # ∫_0^t progress(s) ds
-        if t <= d.start_s:
-            return 0.0
-        ramp = min(t, d.end_s) - d.start_s
-        area = ramp * ramp / (2.0 * (d.end_s - d.start_s))
-        return area + max(0.0, t - d.end_s)
-
-    mean_progress = (integral(t1) - integral(t0)) / (t1 - t0)
-    return 1.0 - low * mean_progress
+    if d is None:
+        return [(t0, t1, 1.0, 0.0)]
+    drop = 1.0 - d.capacity_factor
+    slope = drop / (d.end_s - d.start_s)
+    lines = (
+        (-math.inf, d.start_s, 1.0, 0.0),
+        (d.start_s, d.end_s, 1.0 + slope * d.start_s, -slope),
+        (d.end_s, math.inf, d.capacity_factor, 0.0),
+    )
+    return [(max(t0, a), min(t1, b), p, q) for a, b, p, q in lines if max(t0, a) < min(t1, b)]
