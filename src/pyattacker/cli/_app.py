@@ -1,22 +1,51 @@
-"""The ``pyattacker`` command group; each subcommand lives in its own module."""
+"""The ``pyattacker`` command group; each subcommand lives in its own module.
+
+A subcommand's module is imported only when that command runs (or ``--help`` lists them
+all): ``pyattacker bench`` need not load the HTTP client and the load engine, nor
+``pyattacker attack`` the benchmark. That halves the start-up of every command.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from pyattacker._version import __version__
-from pyattacker.cli._attack import attack_command
-from pyattacker.cli._bench import bench_command
-from pyattacker.cli._demo import demo
-from pyattacker.cli._echo import echo_server
-from pyattacker.cli._kernel_demo import kernel_demo
-from pyattacker.cli._run import run_command
-from pyattacker.cli._run_commands import export_command, report_command
 
 __all__ = ["cli"]
 
+#: command name -> "module:attribute" of its click command
+_COMMANDS = {
+    "attack": "pyattacker.cli._attack:attack_command",
+    "bench": "pyattacker.cli._bench:bench_command",
+    "demo": "pyattacker.cli._demo:demo",
+    "echo-server": "pyattacker.cli._echo:echo_server",
+    "export": "pyattacker.cli._run_commands:export_command",
+    "kernel-demo": "pyattacker.cli._kernel_demo:kernel_demo",
+    "report": "pyattacker.cli._run_commands:report_command",
+    "run": "pyattacker.cli._run:run_command",
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*_COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _COMMANDS:
+            module, _, attribute = _COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            assert isinstance(command, click.Command), cmd_name
+            assert command.name == cmd_name, cmd_name
+            self.add_command(command)
+        return self.commands.get(cmd_name)
+
 
 @click.group(
+    cls=_LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, "-V", "--version", prog_name="pyattacker")
@@ -27,13 +56,3 @@ def cli() -> None:
     \b
     Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted.
     """
-
-
-cli.add_command(attack_command)
-cli.add_command(bench_command)
-cli.add_command(demo)
-cli.add_command(echo_server)
-cli.add_command(export_command)
-cli.add_command(kernel_demo)
-cli.add_command(report_command)
-cli.add_command(run_command)

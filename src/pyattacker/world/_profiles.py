@@ -65,28 +65,50 @@ class LoadCycle:
 
     def integral(self, t0: float, t1: float) -> float:
         """``∫ factor(t) dt`` from ``t0`` to ``t1``, in closed form (no sum over arrivals)."""
-        return self.weighted_integral(t0, t1, 1.0, 0.0)
+        return self.weighted_integral(t0, t1, (1.0,))
 
-    def weighted_integral(self, t0: float, t1: float, p: float, q: float) -> float:
-        """``∫ factor(t) * (p + q t) dt`` from ``t0`` to ``t1``, in closed form.
+    def weighted_integral(self, t0: float, t1: float, poly: tuple[float, ...]) -> float:
+        """``∫ factor(t) * P(t - t0) dt`` from ``t0`` to ``t1``, in closed form, where
+        ``P(s) = poly[0] + poly[1] s + poly[2] s² + ...``.
 
-        With ``factor(t) = A - B cos(k t + φ)`` the antiderivative is
-        ``A (p t + q t²/2) - B [p sin(k t + φ)/k + q (t sin(k t + φ)/k + cos(k t + φ)/k²)]``;
-        a capacity that also ramps linearly in time (a :class:`Degradation`) integrates
-        exactly, piece by piece.
+        A capacity that also moves with time in straight lines (a degradation, a warm-up
+        after an outage) integrates exactly this way, piece by piece. With
+        ``factor = L - B cos(k t + φ)`` the cosine part is integrated by parts until the
+        polynomial's derivatives run out (the tabular method).
         """
         swing = (self.peak - self.trough) * 0.5
         level = self.trough + swing
         k = _TAU / self.period_s
-        phi = _TAU * self.phase
+        phi = k * t0 + _TAU * self.phase  # the phase at s = 0
+        span = t1 - t0
+        smooth = sum(c * span ** (i + 1) / (i + 1) for i, c in enumerate(poly))
 
-        def antiderivative(t: float) -> float:
-            angle = k * t + phi
+        def cosine_antiderivative(s: float) -> float:  # ∫ P(s) cos(k s + φ) ds
+            angle = k * s + phi
             sin, cos = math.sin(angle), math.cos(angle)
-            smooth = level * (p * t + q * t * t * 0.5)
-            return smooth - swing * (p * sin / k + q * (t * sin / k + cos / (k * k)))
+            total, derivative, sign, power = 0.0, list(poly), 1.0, k
+            while derivative:
+                total += sign * _evaluate(derivative, s) * sin / power
+                derivative = _derive(derivative)
+                if not derivative:
+                    break
+                total += sign * _evaluate(derivative, s) * cos / (power * k)
+                derivative = _derive(derivative)
+                sign, power = -sign, power * k * k
+            return total
 
-        return antiderivative(t1) - antiderivative(t0)
+        return level * smooth - swing * (cosine_antiderivative(span) - cosine_antiderivative(0.0))
+
+
+def _evaluate(poly: list[float], s: float) -> float:
+    value = 0.0
+    for c in reversed(poly):
+        value = value * s + c
+    return value
+
+
+def _derive(poly: list[float]) -> list[float]:
+    return [i * c for i, c in enumerate(poly)][1:]
 
 
 def _finite(value: object) -> bool:
@@ -313,6 +335,14 @@ class Outage:
                 break
             start += self.every_s
         return found
+
+    def breakpoints(self, endpoint: str, t0: float, t1: float) -> list[float]:
+        """The instants in ``(t0, t1)`` where this outage changes ``endpoint``'s capacity
+        curve: where it starts, where it ends, where the warm-up ends."""
+        points = []
+        for a, b in self.intervals(endpoint, t0 - self.duration_s - self.warmup_s, t1):
+            points += [a, b, b + self.warmup_s]
+        return [p for p in points if t0 < p < t1]
 
     def recoveries(self, until: float) -> list[float]:
         """The instants up to ``until`` at which this outage ends."""

@@ -28,7 +28,7 @@ import random
 from collections import OrderedDict
 from typing import NamedTuple
 
-from pyattacker.world._profiles import EndpointProfile
+from pyattacker.world._profiles import EndpointProfile, Outage
 from pyattacker.world._scenario import Scenario
 
 __all__ = ["DRAWS_PER_REQUEST", "ProviderError", "ProviderModel", "Verdict"]
@@ -94,18 +94,23 @@ class _Endpoint:
 
     __slots__ = (
         "allowance",
+        "base",
         "cache",
         "draw",
         "in_flight",
         "ordinal",
+        "outages",
         "profile",
         "stamp",
         "storms",
         "tokens",
     )
 
-    def __init__(self, profile: EndpointProfile, seed: int) -> None:
+    def __init__(self, profile: EndpointProfile, seed: int, outages: tuple[Outage, ...]) -> None:
         self.profile = profile
+        self.base = profile.capacity * profile.weight
+        #: the outages that concern this endpoint
+        self.outages = tuple(o for o in outages if not o.endpoints or profile.id in o.endpoints)
         self.draw = random.Random(f"{seed}:{profile.id}").random
         self.ordinal = 0
         self.in_flight = 0
@@ -123,23 +128,27 @@ class ProviderModel:
     def __init__(self, scenario: Scenario, seed: int) -> None:
         self.scenario = scenario
         self.seed = seed
-        self._endpoints = {e.id: _Endpoint(e, seed) for e in scenario.endpoints}
+        self._endpoints = {e.id: _Endpoint(e, seed, scenario.outages) for e in scenario.endpoints}
         self._cycle = scenario.cycle
 
     # -- the weather: pure functions of time ---------------------------------------------
 
     def capacity_at(self, endpoint_id: str, t: float) -> int:
         """Requests ``endpoint_id`` holds in flight at ``t`` before refusing (0 when down)."""
-        profile = self._endpoints[endpoint_id].profile
-        for outage in self.scenario.outages:
-            if outage.covers(endpoint_id, t):
-                return 0
-        capacity = profile.capacity * profile.weight * self._cycle.factor(t)
-        for outage in self.scenario.outages:
-            capacity *= outage.warmup(endpoint_id, t)
-        if profile.degradation is not None:
-            drop = 1.0 - profile.degradation.capacity_factor
-            capacity *= 1.0 - drop * profile.degradation.progress(t)
+        return self._capacity(self._endpoints[endpoint_id], t)
+
+    def _capacity(self, state: _Endpoint, t: float) -> int:
+        capacity = state.base * self._cycle.factor(t)
+        if state.outages:
+            endpoint = state.profile.id
+            for outage in state.outages:
+                if outage.covers(endpoint, t):
+                    return 0
+                capacity *= outage.warmup(endpoint, t)
+        degradation = state.profile.degradation
+        if degradation is not None:
+            drop = 1.0 - degradation.capacity_factor
+            capacity *= 1.0 - drop * degradation.progress(t)
         return max(1, round(capacity))
 
     def storm_until(self, endpoint_id: str, t: float) -> float | None:
@@ -179,11 +188,11 @@ class ProviderModel:
         draws = (draw(), draw(), draw(), draw(), draw())
         ordinal = state.ordinal
         state.ordinal = ordinal + 1
-        self._refill(state, now)
-        if self.scenario.outages and self.down(endpoint_id, now):
-            fail_after = next(
-                o.fail_after_s for o in self.scenario.outages if o.covers(endpoint_id, now)
-            )
+        if profile.rate_limit is not None:
+            self._refill(state, now)
+        down = [o for o in state.outages if o.covers(endpoint_id, now)] if state.outages else ()
+        if down:
+            fail_after = down[0].fail_after_s
             state.in_flight += 1
             return Verdict(
                 endpoint_id,
@@ -196,7 +205,7 @@ class ProviderModel:
                 False,
                 draws,
             )
-        if state.in_flight >= self.capacity_at(endpoint_id, now):
+        if state.in_flight >= self._capacity(state, now):
             self._tighten(state)
             return Verdict(
                 endpoint_id,
@@ -238,10 +247,6 @@ class ProviderModel:
             if hit:
                 seconds *= cache.hit_latency_factor
                 cost *= cache.hit_cost_factor
-            state.cache[key] = now
-            state.cache.move_to_end(key)
-            if len(state.cache) > cache.entries:
-                state.cache.popitem(last=False)
         error_rate = profile.failures.error_rate
         storm = self.storm_until(endpoint_id, now)
         if storm is not None:
@@ -261,6 +266,12 @@ class ProviderModel:
                 seconds *= 2.0  # a timeout is the slow way to fail
             if storm is not None:
                 reason += " (storm)"
+        if cache is not None and key is not None and failure is None:
+            # only a request that was served leaves its key in the cache
+            state.cache[key] = now
+            state.cache.move_to_end(key)
+            if len(state.cache) > cache.entries:
+                state.cache.popitem(last=False)
         state.in_flight += 1
         return Verdict(endpoint_id, ordinal, False, seconds, failure, reason, cost, hit, draws)
 
@@ -284,7 +295,7 @@ class ProviderModel:
         elapsed = now - state.stamp
         if elapsed <= 0.0:
             return
-        for outage in self.scenario.outages:
+        for outage in state.outages:
             ended = outage.last_end(state.profile.id, now)
             if ended is not None and ended > state.stamp:  # back from an outage: empty
                 state.tokens = 0.0
