@@ -226,17 +226,12 @@ class _Simulation:
             for name, resources in pools.items()
         }
 
-    def _context(self, job: int, step: int, attempt: int, affinity: dict[str, str]) -> TaskContext:
-        """Everything the algorithm is handed: the pools, its rng, the job's affinity."""
-        ctx = TaskContext(
-            self.pools,
-            rng=self.harness.acquire_stream(job, step, attempt),
-            clock=self.clock,
-            pool=self.primary,
-            algorithm=self.algorithm,
+    def _context(self) -> TaskContext:
+        """Everything the algorithm is handed: the pools, and (set per step attempt by
+        ``_step``) its rng. One context per job, so the affinity lives as long as the job."""
+        return TaskContext(
+            self.pools, clock=self.clock, pool=self.primary, algorithm=self.algorithm
         )
-        ctx.affinity = affinity
-        return ctx
 
     # -- the run ------------------------------------------------------------------------
 
@@ -298,22 +293,23 @@ class _Simulation:
         tally = self.tally
         tally.jobs_started += 1
         start = self.loop.time()
-        affinity: dict[str, str] = {}
+        ctx = self._context()
         for step in range(self.scenario.steps_per_job):
-            if not await self._step(job, step, affinity):
+            if not await self._step(job, step, ctx):
                 tally.jobs_failed += 1
                 return
         tally.jobs_done += 1
         tally.job_latencies.append(self.loop.time() - start)
 
-    async def _step(self, job: int, step: int, affinity: dict[str, str]) -> bool:
+    async def _step(self, job: int, step: int, ctx: TaskContext) -> bool:
         tally = self.tally
         tally.attempted_steps += 1
         retry = self.scenario.retry
         attempt = 1
         while True:
             tally.step_attempts += 1
-            ctx = self._context(job, step, attempt, affinity)
+            ctx.rng = self.harness.acquire_stream(job, step, attempt)
+            ctx.attempt = attempt
             try:
                 for _ in range(self.scenario.calls_per_step):
                     await self._call(ctx, job)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Pool", "Score"]
 
 log = logging.getLogger("pyattacker.pool")
+_NOTHING: frozenset[str] = frozenset()
 
 #: Ranks a candidate: higher is preferred, None ranks after every number.
 Score = Callable[[Resource], float | None]
@@ -239,7 +240,7 @@ class Pool:
     ) -> Lease | None:
         """A lease on the best usable resource now, or None. Never waits."""
         now = self.clock.now()
-        skip = frozenset(exclude)
+        skip = frozenset(exclude) if exclude else _NOTHING
         while True:
             slot = self._pick(selector, score, skip, now)
             if slot is None:
@@ -257,7 +258,10 @@ class Pool:
             )
             if owner is not None:
                 owner._adopt(lease)
-            self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
+            if self._bus.wants("lease.acquired"):  # no keyword dict when nobody listens
+                self._emit(
+                    "lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm
+                )
             return lease
 
     def _client_of(self, slot: Slot, now: float) -> object | None:
@@ -341,15 +345,16 @@ class Pool:
                 retry_after = retry_after_of(error)
         if not ok and retry_after is not None:
             error_class = ErrorClass.RATE_LIMIT
-        self._emit(
-            "lease.reported",
-            slot.resource.id,
-            ok=ok,
-            latency_ms=latency_ms,
-            usage=dict(usage) if usage else None,
-            error_class=error_class,
-            retry_after=retry_after,
-        )
+        if self._bus.wants("lease.reported"):
+            self._emit(
+                "lease.reported",
+                slot.resource.id,
+                ok=ok,
+                latency_ms=latency_ms,
+                usage=dict(usage) if usage else None,
+                error_class=error_class,
+                retry_after=retry_after,
+            )
         if slot.health.state is Health.REVOKED:
             return
         if ok:
