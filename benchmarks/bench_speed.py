@@ -15,8 +15,10 @@ Our ``bursty_provider`` states the seed's assumptions (capacities, latencies, fa
 storm rates, quotas, tightening factors, the retry policy, 3000 jobs of 3 x 2 calls on 12
 workers for 600 s); the bucket sizes, which the seed does not give, were set so that the
 request volume is of the seed's order (about 8,000-9,000 requests per run for ``wait``
-against the seed's 12,246), so the comparison is not won by simulating less traffic. The
-script prints both sides' request counts when the peer's JSON reports them.
+against the seed's 12,246): the worlds are alike but not identical, so the script also
+prints both sides' simulated requests per run and the cost per simulated request (each
+run's own ``wall_s`` over its requests), the ratio that does not depend on how much
+traffic each world generates.
 """
 
 from __future__ import annotations
@@ -37,16 +39,34 @@ SHARED = ROOT.parent / "shared" / "bench"
 ALGORITHMS = "immediate,wait,backoff,sticky,quota_aware"
 
 
-def peer_seconds() -> float:
-    done = subprocess.run(
-        ["bash", str(SHARED / "anchor_bench.sh")], capture_output=True, text=True, check=True
-    )
+def _per_request(report: dict[str, object]) -> tuple[float, float]:
+    """Mean simulated requests per run, and the runs' own seconds per request (the sum of
+    every run's ``wall_s`` over the sum of its requests: cost per unit of simulated work,
+    without interpreter start-up or process scheduling)."""
+    runs = report["runs"]
+    assert isinstance(runs, list)
+    requests = sum(run["metrics"]["requests"] for run in runs)
+    seconds = sum(run["metrics"]["wall_s"] for run in runs)
+    return requests / len(runs), seconds / requests
+
+
+def peer_seconds() -> tuple[float, float, float]:
+    """Wall seconds of the peer's command, its mean requests per run, seconds per request."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "peer.json"
+        done = subprocess.run(
+            ["bash", str(SHARED / "anchor_bench.sh"), "--json", str(out)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        volume, cost = _per_request(json.loads(out.read_text()))
     line = [x for x in done.stdout.splitlines() if x.startswith("peer_bench_wall_s")][-1]
-    return float(line.split()[1])
+    return float(line.split()[1]), volume, cost
 
 
-def our_seconds(parallel: int | None) -> tuple[float, float]:
-    """Wall seconds of the command, and the mean requests per run it reported."""
+def our_seconds(parallel: int | None) -> tuple[float, float, float]:
+    """Wall seconds of our command, its mean requests per run, seconds per request."""
     exe = Path(sys.executable).parent / "pyattacker"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
@@ -56,9 +76,8 @@ def our_seconds(parallel: int | None) -> tuple[float, float]:
         start = wall_time()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         seconds = wall_time() - start
-        report = json.loads(out.read_text())
-    requests = [run["metrics"]["requests"] for run in report["runs"]]
-    return seconds, statistics.fmean(requests)
+        volume, cost = _per_request(json.loads(out.read_text()))
+    return seconds, volume, cost
 
 
 def main() -> None:
@@ -66,29 +85,42 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-peer", action="store_true")
     args = parser.parse_args()
-    peer: list[float] = []
-    ours: list[float] = []
-    serial: list[float] = []
-    volume = 0.0
+    peer: list[tuple[float, float, float]] = []
+    ours: list[tuple[float, float, float]] = []
+    serial: list[tuple[float, float, float]] = []
     for round_ in range(args.rounds):
         if not args.no_peer:
             peer.append(peer_seconds())
-        seconds, volume = our_seconds(None)
-        ours.append(seconds)
-        serial.append(our_seconds(1)[0])
+        ours.append(our_seconds(None))
+        serial.append(our_seconds(1))
         print(
-            f"round {round_ + 1}: peer {peer[-1] if peer else float('nan'):.2f}s  "
-            f"ours {ours[-1]:.2f}s (every core)  ours {serial[-1]:.2f}s (one process)",
+            f"round {round_ + 1}: peer {peer[-1][0] if peer else float('nan'):.2f}s  "
+            f"ours {ours[-1][0]:.2f}s (every core)  ours {serial[-1][0]:.2f}s (one process)",
             flush=True,
         )
-    print(f"cores: {os.cpu_count()}  our mean requests per run: {volume:,.0f}")
-    ours_m, serial_m = statistics.median(ours), statistics.median(serial)
-    print(f"ours median {ours_m:.2f}s (every core), {serial_m:.2f}s (one process)")
+
+    def median(rows: list[tuple[float, float, float]], i: int) -> float:
+        return statistics.median(row[i] for row in rows)
+
+    print(f"cores: {os.cpu_count()}")
+    print(
+        f"ours: median {median(ours, 0):.2f}s (every core), {median(serial, 0):.2f}s (one "
+        f"process); {median(serial, 1):,.0f} requests per run, "
+        f"{median(serial, 2) * 1e6:.1f} us per simulated request"
+    )
     if peer:
-        peer_m = statistics.median(peer)
-        print(f"peer median {peer_m:.2f}s")
-        print(f"ratio (peer / ours, every core): {peer_m / ours_m:.2f}x  (budget: 4x)")
-        print(f"ratio (peer / ours, one process): {peer_m / serial_m:.2f}x")
+        print(
+            f"peer: median {median(peer, 0):.2f}s; {median(peer, 1):,.0f} requests per run, "
+            f"{median(peer, 2) * 1e6:.1f} us per simulated request"
+        )
+        print(
+            f"ratio (peer / ours, every core): {median(peer, 0) / median(ours, 0):.2f}x  "
+            "(budget: 4x)"
+        )
+        print(f"ratio (peer / ours, one process): {median(peer, 0) / median(serial, 0):.2f}x")
+        print(
+            f"ratio per simulated request (one process): {median(peer, 2) / median(serial, 2):.2f}x"
+        )
 
 
 if __name__ == "__main__":

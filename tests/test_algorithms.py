@@ -197,6 +197,27 @@ def test_wait_times_out_at_exactly_the_simulated_timeout() -> None:
     run(main)
 
 
+@pytest.mark.parametrize("algorithm", ["wait", "backoff", "least_busy", "sticky"])
+@pytest.mark.parametrize("timeout", [0.1, 0.3, 0.5, 1.0])
+def test_a_timeout_that_starts_at_an_awkward_instant_still_ends(
+    algorithm: str, timeout: float
+) -> None:
+    """``timeout - (now - started)`` can leave a crumb like 5.6e-17 that no timer can wait
+    out (``now + crumb == now``): on virtual time that was a livelock. The deadline is
+    absolute, so the wait ends at it."""
+
+    async def main() -> None:
+        pool = Pool("p", [res("a")])
+        fill(pool)
+        await asyncio.sleep(0.4449829481589869)  # virtual time
+        started = now()
+        with pytest.raises(AcquireTimeout):
+            await TaskContext([pool]).acquire_lease(algorithm=algorithm, timeout=timeout)
+        assert now() == pytest.approx(started + timeout, abs=1e-12)
+
+    run(main)
+
+
 def test_wait_takes_the_resource_in_the_instant_it_is_released() -> None:
     async def main() -> None:
         pool = Pool("p", [res("a")])

@@ -104,11 +104,19 @@ class AcquireRequest:
         )
 
     def remaining(self, timeout: float | None = None) -> float | None:
-        """Seconds left before the tighter of the request's and ``timeout`` (None: no limit)."""
+        """Seconds left before the tighter of the request's and ``timeout`` (None: no limit).
+
+        Measured against the absolute deadline ``started + limit``: ``deadline - now`` is
+        exact near the deadline, where ``limit - (now - started)`` can leave a rounding
+        crumb like 5.6e-17 that a timer cannot wait out (``now + crumb == now``), which on a
+        simulated clock is a livelock. A remainder too small to move the clock is 0.
+        """
         limits = [t for t in (self.timeout, timeout) if t is not None]
         if not limits:
             return None
-        return min(limits) - (self.clock.now() - self.started)
+        now = self.clock.now()
+        left = (self.started + min(limits)) - now
+        return left if now + left > now else 0.0
 
     def unavailable(
         self, message: str, *, timeout: float | None = None, pools: Sequence[Pool] = ()
