@@ -485,11 +485,39 @@ def test_the_harness_emits_exactly_the_declared_metrics(scenario_name: str) -> N
     small = SCENARIOS[scenario_name].with_overrides(jobs=30, concurrency=6, horizon_s=20.0)
     result = Harness(small, "wait", seed=1).run()
     assert set(result.metrics) == set(METRICS)
+    world = SCENARIOS[scenario_name]
+    # undefined in this world, so NaN (the report shows "-"), never a flattering zero
+    undefined = set()
+    if not any(e.cache for e in world.endpoints):
+        undefined.add("cache_hit_rate")
+    if not world.outages or result.metrics["makespan_s"] < 10.0 + min(
+        o.start_s + o.duration_s for o in world.outages
+    ):
+        undefined.add("recovery_refusals_per_s")
     for name, value in result.metrics.items():
         assert type(value) is float, name
-        assert math.isfinite(value), name
-    assert result.to_dict()["metrics"] == dict(result.metrics)
+        assert math.isnan(value) == (name in undefined), name
+        assert not math.isinf(value), name
     assert result.trace == ()  # kept only when asked for
+
+
+def test_a_metric_with_nothing_to_measure_is_nan_not_zero() -> None:
+    """A run that completes nothing has no job latency and no cost per completed job: NaN,
+    which the report leaves out of its means, instead of a 0 that would look best."""
+    world = _dying_world(dead_after=1_000, retry=Retrying(max_attempts=1))
+    metrics = Harness(world.with_overrides(jobs=4, horizon_s=5.0), "wait", seed=1).run().metrics
+    assert metrics["jobs_done"] == 0.0
+    for name in (
+        "attempts_per_completed_job",
+        "successful_job_latency_p50_ms",
+        "successful_job_latency_p99_ms",
+        "throughput_rps",
+    ):
+        if name == "throughput_rps":
+            assert metrics[name] == 0.0  # no job done per second of a real makespan
+        else:
+            assert math.isnan(metrics[name]), name
+    assert metrics["refusal_peak_per_s"] == 0.0  # nothing refused is a count, not undefined
 
 
 # ------------------------------------------------------------------- simulated time
@@ -695,4 +723,32 @@ def test_a_run_of_one_job_accounts_for_it() -> None:
     assert m["requests"] >= one.steps_per_job * one.calls_per_step * m["jobs_done"]
     assert 0 < m["makespan_s"] < one.horizon_s
     assert m["leases_active_at_end"] == 0
-    assert all(math.isfinite(v) for v in m.values())
+    undefined = {"cache_hit_rate", "recovery_refusals_per_s"}  # no cache, no outage here
+    assert all(math.isfinite(v) for k, v in m.items() if k not in undefined)
+
+
+def test_a_run_whose_time_stands_still_is_called_a_livelock_not_slow() -> None:
+    """An algorithm that keeps yielding at one instant never lets simulated time move: the
+    wall budget runs out, and the error says time stood still, not "try fewer jobs"."""
+    name = f"spinner-{uuid.uuid4().hex}"
+
+    class Spinner(AcquireAlgorithm):
+        async def acquire(self, request: AcquireRequest) -> Lease:
+            if request.clock.now() < 5.0:
+                return await Wait().acquire(request)
+            while True:  # noqa: ASYNC110 - from t=5 on: yield forever, never sleeping (the point)
+                await asyncio.sleep(0)
+
+    Spinner.name = name  # type: ignore[misc]
+    register_algorithm(Spinner)
+    try:
+        scenario = SCENARIOS["bursty_provider"].with_overrides(jobs=200, horizon_s=60.0)
+        with pytest.raises(BenchmarkTimeout) as caught:
+            Harness(scenario, name, seed=1, wall_budget_s=2.0).run()
+    finally:
+        ALGORITHMS.pop(name, None)
+    message = str(caught.value)
+    assert "stalled, not slow" in message
+    assert "simulated time stopped at 5.0" in message
+    assert "try fewer" not in message
+    assert caught.value.context["frozen_s"] >= 1.0

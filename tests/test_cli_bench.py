@@ -239,22 +239,32 @@ def test_a_run_that_cannot_finish_exits_1_with_one_line(
     assert "Traceback" not in err
 
 
-def test_ctrl_c_stops_the_sweep_and_exits_130() -> None:
+@pytest.mark.parametrize("processes", ["1", "2"])
+@pytest.mark.parametrize("whole_group", [False, True], ids=["parent", "process-group"])
+def test_ctrl_c_stops_the_sweep_and_exits_130(processes: str, whole_group: bool) -> None:
+    """Ctrl-C at a terminal signals the whole process group, workers included; either way
+    the parent stops every worker, prints no table and no traceback, and exits 130."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyattacker", "bench", "--seeds", "5"],
+        [sys.executable, "-m", "pyattacker", "bench", "--seeds", "5", "--jobs-parallel", processes],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     assert proc.stderr is not None
     for line in proc.stderr:
         if line.startswith("bench [1/"):
             break
-    proc.send_signal(signal.SIGINT)
+    if whole_group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert out == ""  # no table of a sweep that did not finish
     assert "interrupted" in err.splitlines()
+    assert "Traceback" not in err
+    assert "never retrieved" not in err
 
 
 def test_on_a_terminal_progress_is_a_bar_naming_the_last_run() -> None:

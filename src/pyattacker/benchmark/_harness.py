@@ -30,10 +30,13 @@ import contextlib
 import logging
 import math
 import random
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pyattacker._checks import check_number
 from pyattacker._gc import quiet_gc
 from pyattacker._rng import LazyRandom
 from pyattacker.benchmark._metrics import METRICS
@@ -58,7 +61,10 @@ BenchmarkStalled = SimulationStalled
 
 ClockKind = Literal["virtual", "real"]
 _REFUSAL_WINDOW_S = 10.0
+_NAN = math.nan
 _SUPERVISOR_TICK_S = 0.05  # real seconds between the real-clock supervisor's looks
+_QUIET_S = 60.0  # simulated seconds without a lease before the supervisor calls a stall
+_RETIRED = (Health.DEAD, Health.REVOKED)
 
 
 def algorithm_spec(name: str, scenario: Scenario) -> AlgorithmSpec:
@@ -117,6 +123,10 @@ class Harness:
     ) -> None:
         if clock not in ("virtual", "real"):
             raise ConfigError(f"must be 'virtual' or 'real', got {clock!r}", field="clock")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ConfigError(f"must be a whole number, got {seed!r}", field="seed")
+        if wall_budget_s is not None:
+            check_number(wall_budget_s, "wall_budget_s", above=0.0)
         self.scenario = scenario
         self.algorithm = algorithm
         self.seed = scenario.seed if seed is None else seed
@@ -249,32 +259,62 @@ class _Simulation:
         watched: set[asyncio.Future[Any]] = {everyone}
         if self.harness.clock_kind == "real":
             watched.add(asyncio.ensure_future(self._supervise()))
+        interrupted: list[bool] = []
+
+        def interrupt() -> None:
+            interrupted.append(True)
+            everyone.cancel()
+
+        catching = _takes_ctrl_c(self.loop, interrupt)
         try:
             # the supervisor only ever ends by raising BenchmarkStalled
             done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            if interrupted:
+                raise KeyboardInterrupt  # here, between two callbacks: nothing half-done
             for finished in done:
                 finished.result()
         finally:
+            if catching:
+                self.loop.remove_signal_handler(signal.SIGINT)
             for task in (*watched, *workers):
                 task.cancel()
         self.leases_at_end = sum(pool.active for pool in self.pools.values())
 
     async def _supervise(self) -> None:
-        """Real clock only (the virtual loop sees a stall by itself): a world where every
-        endpoint is retired for good, with nothing in flight, can never hand out a lease."""
+        """Real clock only (the virtual loop sees a stall by itself). Raises when no lease
+        can ever be handed out again: every endpoint retired for good with nothing in
+        flight; or every worker waiting for a lease, nothing in flight, no endpoint coming
+        back on a timer, and no lease granted for ``_QUIET_S`` simulated seconds (a pool
+        the workers ask for is dead while another is alive)."""
+        slots = [slot for pool in self.pools.values() for slot in pool._slots]
+        granted, quiet_since = -1, self.loop.time()
         while True:
             await self.clock.sleep(_SUPERVISOR_TICK_S * self.harness.speedup)
-            retired = all(
-                slot.health.state in (Health.DEAD, Health.REVOKED)
-                for pool in self.pools.values()
-                for slot in pool._slots
-            )
-            if retired and not any(pool.active for pool in self.pools.values()):
+            now = self.loop.time()
+            busy = any(pool.active for pool in self.pools.values())
+            if not busy and all(s.health.state in _RETIRED for s in slots):
                 raise SimulationStalled(
                     "every endpoint is retired (DEAD or REVOKED) and nothing is in flight: "
                     "no lease can ever be handed out again",
                     workers=self.workers_left,
-                    now=self.loop.time(),
+                    now=now,
+                )
+            leases = sum(s.leases for s in slots)
+            waiting = 0 < self.workers_left == self.acquiring
+            if (
+                leases != granted
+                or busy
+                or not waiting
+                or any(s.comes_back_at(now) is not None for s in slots)
+            ):
+                granted, quiet_since = leases, now
+            elif now - quiet_since >= _QUIET_S:
+                raise SimulationStalled(
+                    f"every worker has waited for a lease for {now - quiet_since:.0f} "
+                    "simulated s with nothing in flight and no endpoint coming back: the "
+                    "endpoints they ask for are gone",
+                    workers=self.workers_left,
+                    now=now,
                 )
 
     async def _worker(self) -> None:
@@ -306,6 +346,7 @@ class _Simulation:
         tally.attempted_steps += 1
         retry = self.scenario.retry
         attempt = 1
+        started = self.loop.time()  # the policy's max_total_s counts from the first attempt
         while True:
             tally.step_attempts += 1
             ctx.rng = self.harness.acquire_stream(job, step, attempt)
@@ -318,7 +359,10 @@ class _Simulation:
             except Exception as exc:
                 tally.failed_attempts += 1
                 decision = retry.decide(
-                    exc, attempts_used=attempt, rng=self.harness.retry_stream(job, step, attempt)
+                    exc,
+                    attempts_used=attempt,
+                    rng=self.harness.retry_stream(job, step, attempt),
+                    elapsed=self.loop.time() - started,
                 )
                 if not decision.retry:
                     return False
@@ -366,7 +410,8 @@ class _Simulation:
                 # the Retry-After the 429 carries, as a client reads it off the response
                 lease.report(ok=False, retry_after=verdict.seconds)
                 raise verdict.error()  # type: ignore[misc]  # a refusal always has one
-            tally.admitted[endpoint] = tally.admitted.get(endpoint, 0) + 1
+            if verdict.served:  # an outage turns a request away without serving it
+                tally.admitted[endpoint] = tally.admitted.get(endpoint, 0) + 1
             served = loop.create_future()
             timer = loop.call_at(now + verdict.seconds, _wake, served)
             try:
@@ -374,8 +419,9 @@ class _Simulation:
             finally:
                 timer.cancel()
                 self.provider.finish(endpoint)
-            tally.busy_s += verdict.seconds
-            tally.served.append(verdict.seconds)
+            if verdict.served:
+                tally.busy_s += verdict.seconds
+                tally.served.append(verdict.seconds)
             if verdict.cache_hit:
                 tally.cache_hits += 1
             if verdict.failure is not None:
@@ -398,7 +444,9 @@ class _Simulation:
     def result(self, wall_s: float) -> RunResult:
         tally = self.tally
         scenario = self.scenario
-        metrics = _metrics(tally, scenario, self.makespan, self.leases_at_end, wall_s)
+        metrics = _metrics(
+            tally, scenario, self.provider, self.makespan, self.leases_at_end, wall_s
+        )
         assert metrics.keys() == METRICS.keys(), "the harness must emit exactly METRICS"
         return RunResult(
             scenario=scenario.name,
@@ -419,21 +467,27 @@ class _Simulation:
 
     def timed_out(self, exc: WallBudgetExceeded, wall_s: float) -> WallBudgetExceeded:
         simulated = float(exc.context.get("now", self._now()))
-        if simulated > 0.0:
+        frozen = exc.context.get("frozen_s")  # real seconds simulated time stood still
+        who = f"{self.harness.algorithm} on {self.scenario.name}"
+        if isinstance(frozen, float | int) and frozen >= min(1.0, 0.5 * wall_s):
             message = (
-                f"{self.harness.algorithm} on {self.scenario.name}: the wall budget of "
-                f"{self.harness.wall_budget_s:g}s ran out after {simulated:.1f} simulated s "
-                f"({self._progress()}); try fewer --jobs or --seeds, a shorter --horizon, "
-                "or a larger --wall-budget"
+                f"{who}: stalled, not slow: simulated time stopped at {simulated:.3f} s and "
+                f"stood still for the last {frozen:.1f} s of wall clock ({self._progress()}; "
+                f"{self.workers_left} workers still running): something keeps scheduling "
+                "work at one instant"
             )
         else:
             message = (
-                f"{self.harness.algorithm} on {self.scenario.name}: stalled, not slow — "
-                f"simulated time never advanced in {wall_s:.1f}s of wall clock "
-                f"({self.workers_left} workers still running)"
+                f"{who}: the wall budget of {self.harness.wall_budget_s:g}s ran out after "
+                f"{simulated:.1f} simulated s ({self._progress()}); try fewer --jobs or "
+                "--seeds, a shorter --horizon, or a larger --wall-budget"
             )
         return BenchmarkTimeout(
-            message, simulated_s=simulated, wall_s=wall_s, workers=self.workers_left
+            message,
+            simulated_s=simulated,
+            wall_s=wall_s,
+            workers=self.workers_left,
+            frozen_s=frozen,
         )
 
     def stalled(self, exc: SimulationStalled) -> SimulationStalled:
@@ -458,13 +512,21 @@ class _Simulation:
 
 
 def _metrics(
-    tally: _Tally, scenario: Scenario, makespan: float, leases: int, wall_s: float
+    tally: _Tally,
+    scenario: Scenario,
+    provider: ProviderModel,
+    makespan: float,
+    leases: int,
+    wall_s: float,
 ) -> dict[str, float]:
+    """Every metric of ``METRICS``; NaN where a value is undefined (no completed job, no
+    request, no cache, no outage...), never a flattering zero: the report leaves NaN out
+    of its means and shows it as "-"."""
     requests = tally.requests
     attempts = tally.step_attempts
     jobs = sorted(tally.job_latencies)
     waits = sorted(tally.acquire_waits)
-    offered = scenario.capacity_seconds(0.0, makespan)
+    cached = any(e.cache is not None for e in scenario.endpoints)
     return {
         "jobs_done": float(tally.jobs_done),
         "jobs_failed": float(tally.jobs_failed),
@@ -472,7 +534,7 @@ def _metrics(
         "makespan_s": makespan,
         "throughput_rps": _ratio(tally.jobs_done, makespan),
         "requests": float(requests),
-        "attempts_per_completed_job": attempts / max(1, tally.jobs_done),
+        "attempts_per_completed_job": _ratio(attempts, tally.jobs_done),
         "attempt_inflation": _ratio(attempts, tally.attempted_steps),
         "failed_attempt_rate": _ratio(tally.failed_attempts, attempts),
         "retry_rate": _ratio(tally.retries, attempts),
@@ -482,18 +544,32 @@ def _metrics(
             tally.refusal_times, _recoveries(scenario, makespan), _REFUSAL_WINDOW_S
         ),
         "error_rate": _ratio(tally.errored, requests),
-        "cache_hit_rate": _ratio(tally.cache_hits, len(tally.served)),
+        "cache_hit_rate": _ratio(tally.cache_hits, len(tally.served)) if cached else _NAN,
         "successful_job_latency_p50_ms": _percentile(jobs, 50.0) * 1000.0,
         "successful_job_latency_p95_ms": _percentile(jobs, 95.0) * 1000.0,
         "successful_job_latency_p99_ms": _percentile(jobs, 99.0) * 1000.0,
         "acquire_wait_p50_ms": _percentile(waits, 50.0) * 1000.0,
         "acquire_wait_p99_ms": _percentile(waits, 99.0) * 1000.0,
         "request_latency_p50_ms": _percentile(sorted(tally.served), 50.0) * 1000.0,
-        "utilization": _ratio(tally.busy_s, offered),
+        "utilization": _ratio(tally.busy_s, provider.offered_seconds(0.0, makespan)),
         "endpoint_spread": _spread([tally.admitted.get(e.id, 0) for e in scenario.endpoints]),
         "leases_active_at_end": float(leases),
         "wall_s": wall_s,
     }
+
+
+def _takes_ctrl_c(loop: asyncio.AbstractEventLoop, stop: Callable[[], object]) -> bool:
+    """Turn Ctrl-C into ``stop()`` at the loop's next look (between callbacks), instead of a
+    KeyboardInterrupt at whatever bytecode runs: a run torn in the middle of a pool update
+    or of the loop's own clean-up leaves noise and unclosed objects behind. Only in the main
+    thread, and only where Ctrl-C would raise (a worker process that ignores it keeps
+    ignoring it)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return False
+    loop.add_signal_handler(signal.SIGINT, stop)
+    return True
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
@@ -507,13 +583,14 @@ def _wake(future: asyncio.Future[None]) -> None:
 
 
 def _ratio(part: float, whole: float) -> float:
-    return part / whole if whole > 0 else 0.0
+    """``part / whole``; NaN (undefined) when there is no whole."""
+    return part / whole if whole > 0 else _NAN
 
 
 def _percentile(ordered: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); 0 for no samples."""
+    """Linear interpolation between closest ranks (numpy's default); NaN for no samples."""
     if not ordered:
-        return 0.0
+        return _NAN
     rank = (len(ordered) - 1) * q / 100.0
     low = math.floor(rank)
     high = min(low + 1, len(ordered) - 1)
@@ -521,12 +598,15 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 
 def _peak_rate(times: list[float], window: float) -> float:
-    """Most events in any fixed window of ``window`` seconds, per second."""
-    counts: dict[int, int] = {}
-    for t in times:
-        key = int(t // window)
-        counts[key] = counts.get(key, 0) + 1
-    return max(counts.values(), default=0) / window
+    """Most events in any ``window`` seconds (a sliding window: ``[t, t + window)`` for
+    every event time ``t``), per second. ``times`` is in order (simulated time only
+    moves forward)."""
+    most, first = 0, 0
+    for last, t in enumerate(times):
+        while times[first] <= t - window:
+            first += 1
+        most = max(most, last - first + 1)
+    return most / window
 
 
 def _recoveries(scenario: Scenario, until: float) -> list[float]:
@@ -536,17 +616,18 @@ def _recoveries(scenario: Scenario, until: float) -> list[float]:
 
 
 def _after_recoveries(times: list[float], recoveries: list[float], window: float) -> float:
-    """Mean events per second in the ``window`` after each recovery (0 without any)."""
+    """Mean events per second in the ``window`` after each recovery (NaN without any)."""
     if not recoveries:
-        return 0.0
+        return _NAN
     hits = sum(1 for t in times for r in recoveries if r <= t < r + window)
     return hits / (window * len(recoveries))
 
 
 def _spread(counts: list[int]) -> float:
-    """Population coefficient of variation: 0 when every endpoint got the same share."""
+    """Population coefficient of variation: 0 when every endpoint got the same share (NaN
+    when none got anything)."""
     if not counts or sum(counts) == 0:
-        return 0.0
+        return _NAN
     mean = sum(counts) / len(counts)
     variance = sum((c - mean) ** 2 for c in counts) / len(counts)
     return math.sqrt(variance) / mean

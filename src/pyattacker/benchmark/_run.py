@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
+import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from pyattacker._checks import check_whole
 from pyattacker.benchmark._harness import ClockKind, Harness
@@ -92,8 +92,20 @@ def run_benchmark(
     return BenchmarkReport(scenario, names, seed_list, runs)
 
 
-def _run_one(harness: Harness) -> RunResult:
-    return harness.run()
+def _run_indexed(item: tuple[int, Harness]) -> tuple[int, RunResult | BaseException]:
+    """One run in a worker process; a run that could not finish comes back as its error,
+    so the parent can decide which failure the serial sweep would have met first."""
+    index, harness = item
+    try:
+        return index, harness.run()
+    except Exception as exc:
+        return index, exc
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them all (a terminal sends SIGINT to
+    the whole process group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _process_context() -> multiprocessing.context.BaseContext:
@@ -114,24 +126,21 @@ def _process_context() -> multiprocessing.context.BaseContext:
 def _in_processes(
     harnesses: list[Harness], workers: int, on_result: OnResult | None
 ) -> list[RunResult]:
-    context = _process_context()
+    """Run on ``workers`` processes; results in plan order. The first failure *in plan
+    order* is raised (what the serial sweep would have met), once every run before it has
+    finished; on any error or Ctrl-C the worker processes are terminated at once."""
     results: dict[int, RunResult] = {}
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-    try:
-        futures: dict[Future[RunResult], int] = {
-            pool.submit(_run_one, harness): index for index, harness in enumerate(harnesses)
-        }
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                run = future.result()  # a run that could not finish raises here
-                results[futures[future]] = run
+    failures: dict[int, BaseException] = {}
+    with _process_context().Pool(workers, initializer=_ignore_sigint) as pool:
+        for index, outcome in pool.imap_unordered(_run_indexed, enumerate(harnesses)):
+            if isinstance(outcome, BaseException):
+                failures[index] = outcome
+            else:
+                results[index] = outcome
                 if on_result is not None:
-                    on_result(run)
-    except BaseException:
-        # An error or Ctrl-C: drop the queued runs instead of waiting for them.
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+                    on_result(outcome)
+            if failures:
+                first = min(failures)
+                if all(i in results for i in range(first)):
+                    raise failures[first]  # leaving the block terminates the workers
     return [results[index] for index in range(len(harnesses))]

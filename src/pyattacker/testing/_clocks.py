@@ -66,7 +66,11 @@ class _LoopOwner(Generic[_L]):
         if asyncio._get_running_loop() is not None:  # public get_running_loop() raises
             coro.close()  # never started: closing it avoids a "never awaited" warning
             raise RuntimeError(f"{self!r}.run() called from a running loop: await instead")
-        loop = self._loop = self._new_loop()
+        try:
+            loop = self._loop = self._new_loop()
+        except BaseException:  # Ctrl-C while the loop is built: coro never started
+            coro.close()
+            raise
         try:
             task = loop.create_task(coro)
             try:

@@ -107,12 +107,15 @@ class _WallBudget:
         self.started = time.monotonic()
         self.deadline = _INF if limit_s is None else self.started + limit_s
 
-    def exceeded(self, now: float) -> WallBudgetExceeded:
+    def exceeded(self, now: float, frozen_s: float | None = None) -> WallBudgetExceeded:
+        """``frozen_s``: real seconds the loop's time had stood still when the budget ran
+        out (a livelock: work keeps being scheduled at one instant), when it knows."""
         return WallBudgetExceeded(
             "the simulation ran out of real time before it finished",
             wall_budget_s=self.limit_s,
             real_s=round(time.monotonic() - self.started, 3),
             now=now,
+            frozen_s=None if frozen_s is None else round(frozen_s, 3),
         )
 
 
@@ -184,7 +187,12 @@ class _SimulationLoop(asyncio.SelectorEventLoop):
     ) -> None:
         self._start = float(start)
         self._budget = _WallBudget(wall_budget_s)
-        super().__init__(selector)
+        try:
+            super().__init__(selector)
+        except BaseException:  # e.g. Ctrl-C half-way: no close() on a half-built loop later
+            self._closed = True
+            selector.close()
+            raise
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed() else f"now={self.time()!r}"
@@ -215,6 +223,8 @@ class VirtualEventLoop(_SimulationLoop):
         self._timers: list[tuple[float, int, asyncio.TimerHandle]] = []
         self._timer_seq = itertools.count()
         self._countdown = _HOUSEKEEPING_EVERY
+        self._seen_now = self._now  # the time at the last housekeeping that saw it move
+        self._seen_moving = time.monotonic()  # ... and the real time of that look
         selector = _VirtualSelector()
         super().__init__(selector, start, wall_budget_s)
         selector.sealed = True  # the self-pipe is in; nothing else may be
@@ -288,8 +298,11 @@ class VirtualEventLoop(_SimulationLoop):
 
     def _housekeeping(self) -> None:
         self._countdown = _HOUSEKEEPING_EVERY
-        if time.monotonic() > self._budget.deadline:
-            raise self._budget.exceeded(self._now)
+        real = time.monotonic()
+        if self._now != self._seen_now:  # time moved since the last look
+            self._seen_now, self._seen_moving = self._now, real
+        if real > self._budget.deadline:
+            raise self._budget.exceeded(self._now, frozen_s=real - self._seen_moving)
         # Only a signal handler writes to the self-pipe here (_write_to_self is a no-op).
         if self._signal_handlers and (events := self._selector.select(0)):
             self._process_events(events)  # type: ignore[attr-defined]

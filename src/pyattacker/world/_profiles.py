@@ -278,7 +278,15 @@ class Outage:
             )
         check_number(self.fail_after_s, "outage.fail_after_s", at_least=0.0)
         check_number(self.warmup_s, "outage.warmup_s", at_least=0.0)
-        object.__setattr__(self, "endpoints", tuple(self.endpoints))
+        given: object = self.endpoints  # a lone string is one name, not its letters
+        names = (given,) if isinstance(given, str) else tuple(self.endpoints)
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise ConfigError(
+                    f"must name endpoints by their id (strings), got {name!r}",
+                    field="outage.endpoints",
+                )
+        object.__setattr__(self, "endpoints", names)
 
     def _since_end(self, endpoint: str, t: float) -> float | None:
         """Seconds since the latest end of this outage at or before ``t`` (None: none yet)."""

@@ -61,9 +61,10 @@ class Verdict(NamedTuple):
     """What the provider decided for one request.
 
     ``refused``: a 429 (``reason`` says why, ``seconds`` is the Retry-After). Otherwise the
-    request is admitted and occupies the endpoint for ``seconds``, after which it fails with
-    ``failure`` (``"upstream"``, ``"connection"`` or ``"timeout"``) or succeeds, costing
-    ``cost`` tokens. ``draws`` are the ordinal's uniforms (the common random numbers).
+    request takes ``seconds``, after which it fails with ``failure`` (``"upstream"``,
+    ``"connection"`` or ``"timeout"``) or succeeds, costing ``cost`` tokens. ``served`` is
+    False for a request an outage turned away (it used none of the endpoint's capacity).
+    ``draws`` are the ordinal's uniforms (the common random numbers).
     """
 
     endpoint: str
@@ -75,6 +76,7 @@ class Verdict(NamedTuple):
     cost: float
     cache_hit: bool
     draws: tuple[float, ...]
+    served: bool = True
 
     def error(self) -> BaseException | None:
         """The exception a client sees for this verdict, or ``None`` for a success."""
@@ -151,6 +153,24 @@ class ProviderModel:
             capacity *= 1.0 - drop * degradation.progress(t)
         return max(1, round(capacity))
 
+    def offered_seconds(self, t0: float, t1: float, step: float = 0.25) -> float:
+        """Capacity the provider enforced between ``t0`` and ``t1``, in request-seconds:
+        ``capacity_at`` (the integer limit, 0 while down) summed over every endpoint on a
+        fixed grid of ``step`` seconds anchored at 0, each cell valued at its middle.
+
+        A function of time only, like the weather: it does not depend on when anybody sent
+        a request. :meth:`Scenario.capacity_seconds` is the smooth closed form of the same.
+        """
+        total = 0.0
+        cell = int(t0 // step)
+        while cell * step < t1:
+            a, b = max(t0, cell * step), min(t1, (cell + 1) * step)
+            if b > a:
+                middle = (cell + 0.5) * step
+                total += (b - a) * sum(self._capacity(s, middle) for s in self._endpoints.values())
+            cell += 1
+        return total
+
     def storm_until(self, endpoint_id: str, t: float) -> float | None:
         """When the storm over ``endpoint_id`` at ``t`` ends, or ``None`` if there is none.
 
@@ -204,6 +224,7 @@ class ProviderModel:
                 0.0,
                 False,
                 draws,
+                False,
             )
         if state.in_flight >= self._capacity(state, now):
             self._tighten(state)

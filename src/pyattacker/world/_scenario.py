@@ -116,6 +116,12 @@ class Scenario:
         check_number(self.busy_retry_after_s, "busy_retry_after_s", at_least=0.0)
         check_whole(self.degrade_after, "degrade_after")
         check_whole(self.dead_after, "dead_after")
+        if self.dead_after < self.degrade_after:
+            raise ConfigError(
+                f"must be >= degrade_after ({self.degrade_after}), got {self.dead_after}",
+                field="dead_after",
+                hint="an endpoint is degraded before it is declared dead",
+            )
         check_number(self.cooldown_s, "cooldown_s", above=0.0)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ConfigError(f"must be a whole number, got {self.seed!r}", field="seed")
@@ -134,7 +140,8 @@ class Scenario:
                     field=f"unsuited.{name}",
                     hint=f"known: {', '.join(ALGORITHMS)}",
                 )
-        object.__setattr__(self, "unsuited", dict(self.unsuited))
+        # read-only, so SCENARIOS' entries cannot be changed through it
+        object.__setattr__(self, "unsuited", _FrozenDict(self.unsuited))
 
     # -- derived facts --------------------------------------------------------------------
 
@@ -181,6 +188,19 @@ class Scenario:
                 hint=f"known: {', '.join(sorted(known))}",
             )
         return dataclasses.replace(self, **changes)
+
+
+class _FrozenDict(dict[str, str]):
+    """A dict that refuses changes (and still pickles, unlike ``MappingProxyType``)."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a scenario is immutable: use with_overrides(unsuited=...)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_FrozenDict, (dict(self),))
 
 
 def _pieces(
