@@ -474,15 +474,25 @@ def test_every_shipped_scenario_is_registered_and_says_what_it_is_for() -> None:
             assert reason.strip(), (name, algorithm)
 
 
-def test_multi_vendor_has_two_pools_one_degrading_and_declares_nothing_unsuited() -> None:
+def test_multi_vendor_has_two_pools_one_degrading_and_only_quota_aware_unsuited() -> None:
     s = get_scenario("multi_vendor")
     assert len(s.vendors) == 2
     primary, backup = s.vendors
     degrading = {e.vendor for e in s.endpoints if e.degradation is not None}
     assert degrading == {primary}
     assert all(e.degradation is None for e in s.endpoints if e.vendor == backup)
-    assert s.unsuited == {}
+    # failover and least_busy, the reason this world exists, run; only quota_aware, with
+    # no quota declared anywhere, has nothing to do
+    assert set(s.unsuited) == {"quota_aware"}
+    assert all(e.quota_units is None for e in s.endpoints)
     assert s.horizon_s > max(e.degradation.start_s for e in s.endpoints if e.degradation)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_world_without_declared_quotas_declares_quota_aware_unsuited(name: str) -> None:
+    s = SCENARIOS[name]
+    quotas = any(e.quota_units is not None for e in s.endpoints)
+    assert ("quota_aware" in s.unsuited) == (not quotas)
 
 
 @pytest.mark.parametrize("algorithm", ["failover", "least_busy"])

@@ -8,6 +8,10 @@ rank). ``requires_comparable_completion`` marks a quality claim: such a row may 
 algorithms that completed a comparable amount of work (the completion gate in
 :mod:`pyattacker.benchmark._report`), because the client controls the denominator of
 almost every rate — an algorithm that asks for little is refused little.
+
+A value that is undefined in a run (a latency percentile without a completed job, a hit
+rate without a cache) is NaN there: the report leaves it out of the mean, never counts it
+as a zero.
 """
 
 from __future__ import annotations
@@ -133,8 +137,8 @@ METRICS: Mapping[str, Metric] = _table(
         "refusals/s",
         "lower",
         "Refusals per second in the 10 simulated seconds after each outage ends (mean over "
-        "the outages the run lived through; 0 in a world without outages): the herd at the "
-        "door when the provider comes back",
+        "the outages the run lived through; undefined in a world without outages): the "
+        "herd at the door when the provider comes back",
         _GATED,
     ),
     Metric(
@@ -148,7 +152,8 @@ METRICS: Mapping[str, Metric] = _table(
         "cache_hit_rate",
         "ratio",
         "higher",
-        "Admitted requests served from the endpoint's cache (0 in a world without one)",
+        "Admitted requests served from the endpoint's cache (undefined in a world without "
+        "caches)",
         _GATED,
     ),
     Metric(
@@ -196,8 +201,8 @@ METRICS: Mapping[str, Metric] = _table(
         "utilization",
         "ratio",
         "higher",
-        "Admitted request-seconds over the capacity-seconds on offer during the run's own "
-        "makespan (the capacity cycle integrated in closed form)",
+        "Admitted request-seconds over the capacity the provider enforced during the run's "
+        "own makespan (its integer in-flight limit, summed over time, not over arrivals)",
         _GATED,
     ),
     Metric(

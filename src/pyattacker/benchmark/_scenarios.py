@@ -25,6 +25,10 @@ from pyattacker.world import (
 
 __all__ = ["SCENARIOS", "get_scenario"]
 
+_NO_QUOTAS = {
+    "quota_aware": "no endpoint declares a quota: it has nothing to rank by, so it is the "
+    "same code path as wait",
+}
 _ONE_POOL = {
     "failover": "one pool: there is nothing to fail over to",
     "least_busy": "one pool: the pool's own choice is already least-busy first, so it is "
@@ -76,8 +80,8 @@ def _bursty_provider() -> Scenario:
 def _multi_vendor() -> Scenario:
     return Scenario(
         name="multi_vendor",
-        summary="Two vendors, two pools; the primary degrades from minute two to minute "
-        "six while the backup stays steady",
+        summary="Two vendors, two pools; the primary degrades from minute one to minute "
+        "four and stays bad while the backup stays steady",
         problem="A primary LLM vendor having a bad afternoon with a second vendor under "
         "contract: does the client move its traffic, and how soon?",
         cycle=LoadCycle(period_s=180.0, trough=0.6, peak=1.0),
@@ -90,7 +94,7 @@ def _multi_vendor() -> Scenario:
                 failures=FailureProfile(error_rate=0.01, storm_rate=0.03),
                 rate_limit=RateLimitProfile(per_window=1800.0, burst=30.0),
                 degradation=Degradation(
-                    start_s=120.0, end_s=360.0, capacity_factor=0.15, error_rate=0.4
+                    start_s=60.0, end_s=240.0, capacity_factor=0.15, error_rate=0.4
                 ),
             ),
             EndpointProfile(
@@ -101,7 +105,7 @@ def _multi_vendor() -> Scenario:
                 failures=FailureProfile(error_rate=0.01, storm_rate=0.03),
                 rate_limit=RateLimitProfile(per_window=1800.0, burst=30.0),
                 degradation=Degradation(
-                    start_s=120.0, end_s=360.0, capacity_factor=0.15, error_rate=0.4
+                    start_s=60.0, end_s=240.0, capacity_factor=0.15, error_rate=0.4
                 ),
             ),
             EndpointProfile(
@@ -113,8 +117,9 @@ def _multi_vendor() -> Scenario:
                 rate_limit=RateLimitProfile(per_window=1200.0, burst=20.0),
             ),
         ),
-        jobs=500,
+        jobs=900,
         horizon_s=480.0,
+        unsuited=_NO_QUOTAS,
     )
 
 
@@ -153,7 +158,7 @@ def _dead_endpoint() -> Scenario:
         ),
         jobs=400,
         horizon_s=420.0,
-        unsuited=_ONE_POOL,
+        unsuited=_ONE_POOL | _NO_QUOTAS,
     )
 
 
@@ -183,7 +188,7 @@ def _thundering_herd() -> Scenario:
         # every endpoint in the first outage (the run then stalls): probe again after 15 s.
         dead_after=1_000_000,
         cooldown_s=15.0,
-        unsuited=_ONE_POOL,
+        unsuited=_ONE_POOL | _NO_QUOTAS,
     )
 
 
@@ -211,7 +216,7 @@ def _cache_affinity() -> Scenario:
         calls_per_step=1,
         concurrency=10,
         horizon_s=420.0,
-        unsuited=_ONE_POOL,
+        unsuited=_ONE_POOL | _NO_QUOTAS,
     )
 
 
