@@ -314,3 +314,136 @@ def test_a_missing_file_is_refused_with_the_fix(tmp_path: Path) -> None:
     assert "cannot read" in caught.value.message
     assert caught.value.hint == "check the path"
     assert list(tmp_path.iterdir()) == []
+
+
+# -- duplicate keys, YAML 1.2 scalars, nesting ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "field", "line"),
+    [
+        ("s.json", '{"name": "x", "jobs": 5, "jobs": 6, "endpoints": [{"id": "a"}]}', "jobs", ""),
+        (
+            "s.json",
+            '{"name": "x", "endpoints": [{"id": "a", "capacity": 2, "capacity": 3}]}',
+            "endpoints[0].capacity",
+            "",
+        ),
+        ("s.yaml", "name: x\njobs: 5\njobs: 6\nendpoints: [{id: a}]\n", "jobs", ", line 3"),
+        (
+            "s.yaml",
+            "name: x\nendpoints:\n  - id: a\n    latency: {median_s: 1, median_s: 2}\n",
+            "endpoints[0].latency.median_s",
+            ", line 4",
+        ),
+    ],
+)
+def test_a_key_given_twice_is_refused_naming_its_path_in_json_and_yaml(
+    tmp_path: Path, name: str, content: str, field: str, line: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ConfigError) as caught:
+        load_scenario_file(path)
+    assert caught.value.field == field
+    key = field.rsplit(".", 1)[-1]
+    assert caught.value.message == f"duplicate key {key!r} (in {path}{line})"
+
+
+def test_a_yaml_merge_may_still_override_a_merged_key(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: x\n"
+        "endpoints:\n"
+        "  - &a {id: a, capacity: 2, weight: 3}\n"
+        "  - {<<: *a, id: b, capacity: 5}\n"
+    )
+    first, second = load_scenario_file(path).endpoints
+    assert (first.id, first.capacity, first.weight) == ("a", 2, 3.0)
+    assert (second.id, second.capacity, second.weight) == ("b", 5, 3.0)
+
+
+def test_yaml_integers_follow_yaml_1_2_leading_zeros_are_decimal(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: x\nseed: 010\njobs: 0o17\nconcurrency: 0x10\nendpoints: [{id: a}]\n")
+    scenario = load_scenario_file(path)
+    assert (scenario.seed, scenario.jobs, scenario.concurrency) == (10, 15, 16)
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "says"),
+    [
+        ("horizon_s: 1:30", "horizon_s", "must be a number, got a string '1:30'"),
+        ("seed: 1_000", "seed", "must be a whole number, got a string '1_000'"),
+        ("summary: 2024-01-01", None, None),  # a string in YAML 1.2, not a date
+    ],
+)
+def test_yaml_1_1_only_scalars_are_plain_strings(
+    tmp_path: Path, line: str, field: str | None, says: str | None
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: x\n{line}\nendpoints: [{{id: a}}]\n")
+    if field is None:
+        assert load_scenario_file(path).summary == "2024-01-01"
+        return
+    with pytest.raises(ConfigError) as caught:
+        load_scenario_file(path)
+    assert caught.value.field == field
+    assert says is not None
+    assert says in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("s.json", "[" * 200_000), ("s.yaml", "[" * 200_000), ("s.toml", "a = " + "[" * 200_000)],
+)
+def test_input_nested_too_deeply_is_a_config_error_naming_the_file(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ConfigError) as caught:
+        load_scenario_file(path)
+    assert caught.value.field is None
+    assert caught.value.message == f"{path} is nested too deeply to read"
+
+
+# -- naming, and reading a report back --------------------------------------------------------
+
+
+def test_a_file_with_a_base_and_no_name_is_named_after_itself_and_its_base(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "my_provider.toml"
+    path.write_text('base = "bursty_provider"\n\n[[endpoints]]\nid = "mine"\n')
+    scenario = load_scenario_file(path)
+    assert scenario.name == "my_provider (from bursty_provider)"
+    path.write_text('base = "bursty_provider"\nname = "mine"\n')
+    assert load_scenario_file(path).name == "mine"
+
+
+def test_a_bench_report_is_read_back_as_the_scenario_it_ran(tmp_path: Path) -> None:
+    scenario = SCENARIOS["thundering_herd"].with_overrides(jobs=77)
+    report = {"scenario": {"name": scenario.name, "definition": to_mapping(scenario)}, "runs": []}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    assert load_scenario_file(path) == scenario
+
+
+def test_a_mistake_in_a_report_definition_names_the_definition(tmp_path: Path) -> None:
+    definition = {**to_mapping(SCENARIOS["bursty_provider"]), "jobs": 0}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"scenario": {"definition": definition}}))
+    with pytest.raises(ConfigError) as caught:
+        load_scenario_file(path)
+    assert caught.value.field == "jobs"
+    assert f"(in {path}, scenario.definition)" in caught.value.message
+
+
+def test_a_report_without_a_definition_is_refused_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"scenario": {"name": "x", "definition": None}}))
+    with pytest.raises(ConfigError) as caught:
+        load_scenario_file(path)
+    assert caught.value.field is None
+    assert "has no scenario definition" in caught.value.message

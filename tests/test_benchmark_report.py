@@ -293,10 +293,95 @@ def test_the_paired_interval_in_the_report_matches_the_hand_computation() -> Non
     assert found["backoff"].mean == pytest.approx(7.0 / 3.0)
     assert found["backoff"].ci_low == pytest.approx(7.0 / 3.0 - half, abs=1e-7)
     assert found["backoff"].ci_high == pytest.approx(7.0 / 3.0 + half, abs=1e-7)
-    entry = report.to_dict()["paired_differences"][metric]["backoff"]
+    entry = report.to_dict()["paired_differences"][metric]["challengers"]["backoff"]
     assert entry["df"] == 2
     assert entry["n"] == 3
     assert entry["se"] == pytest.approx(math.sqrt(7.0 / 9.0))
+
+
+def test_the_json_paired_row_names_the_leader_the_confidence_and_who_shares_the_mark() -> None:
+    metric = "error_rate"  # lower is better
+    report = report_of(
+        {
+            "wait": {metric: 10.0},
+            "backoff": {metric: [9.0, 12.0, 15.0]},  # noisy: shares
+            "sticky": {metric: [20.0, 20.5, 21.0]},  # consistently worse: does not
+        }
+    )
+    row = json.loads(json.dumps(report.to_dict(), allow_nan=False))["paired_differences"][metric]
+    assert row["leader"] == "wait"
+    assert row["confidence"] == 0.95
+    assert row["seeds"] == list(SEEDS)
+    assert {alg: d["shares"] for alg, d in row["challengers"].items()} == {
+        "backoff": True,
+        "sticky": False,
+    }
+    assert report.winners(metric) == ("wait", "backoff")
+
+
+def test_a_json_row_without_a_leader_says_so_with_no_challengers() -> None:
+    report = report_of({"wait": {}})
+    row = report.to_dict()["paired_differences"]["refusal_rate"]
+    assert row == {"leader": None, "confidence": 0.95, "seeds": [], "challengers": {}}
+
+
+# -- undefined values: a row is ranked on the seeds every candidate shares --------------------
+
+
+def test_the_leader_is_picked_on_the_seeds_every_candidate_has_a_value_for() -> None:
+    # Lower is better; backoff is better on both seeds the two share, and wait's mean over
+    # all three only looks better because of the seed backoff has no value on.
+    metric = "successful_job_latency_p50_ms"
+    report = report_of(
+        {"wait": {metric: [10.0, 10.0, 1.0]}, "backoff": {metric: [9.0, 9.0, math.nan]}}
+    )
+    assert report.aggregates()[metric]["wait"].mean == pytest.approx(7.0)  # the cell: a fact
+    assert report.winners(metric) == ("backoff",)
+    assert report.ranked_seeds(metric) == SEEDS[:2]
+    paired = report.paired_differences(metric)["wait"]
+    assert (paired.n, paired.mean) == (2, pytest.approx(1.0))
+    assert report.ranked_seeds("refusal_rate") == SEEDS  # other rows keep every seed
+
+
+def test_a_row_ranked_on_fewer_seeds_than_run_says_so_and_each_cell_gives_its_n() -> None:
+    metric = "successful_job_latency_p50_ms"
+    report = report_of(
+        {"wait": {metric: [10.0, 10.0, 1.0]}, "backoff": {metric: [9.0, 9.0, math.nan]}}
+    )
+    table, markdown = report.render_table(), report.render_markdown()
+    assert table_rows(table, metric)[0].split()[-3:] == ["backoff", "†", "*"]
+    assert "† best decided only on the seeds where every candidate has a value (of 3): " in table
+    assert f"{metric} (2)" in table
+    cells = markdown_rows(markdown, metric)[0].split(" | ")
+    assert cells[3].endswith(" n=2")  # backoff's cell
+    assert not cells[2].endswith("n=3")  # wait has every seed: no n shown
+    assert "Leader: **backoff** (9.00, over 2 of 3 seeds)." in markdown
+    assert report.to_dict()["paired_differences"][metric]["seeds"] == list(SEEDS[:2])
+
+
+def test_candidates_with_no_seed_in_common_crown_nobody() -> None:
+    metric = "cache_hit_rate"
+    report = report_of(
+        {"wait": {metric: [0.9, math.nan, math.nan]}, "backoff": {metric: [math.nan, 0.5, 0.5]}}
+    )
+    assert report.winners(metric) == ()
+    assert report.ranked_seeds(metric) == ()
+    assert metric not in report.not_compared()
+    assert "no seed with a value in common" in report.render_markdown()
+
+
+def test_an_algorithm_with_no_value_on_a_row_is_not_a_candidate_there() -> None:
+    metric = "cache_hit_rate"
+    report = report_of(
+        {
+            "wait": {metric: math.nan},
+            "backoff": {metric: [0.5, 0.6, 0.7]},
+            "sticky": {metric: [0.8, 0.9, 0.95]},
+        }
+    )
+    assert report.winners(metric) == ("sticky",)
+    assert report.ranked_seeds(metric) == SEEDS  # wait's missing values do not shrink it
+    assert "wait" not in report.paired_differences(metric)
 
 
 @given(
@@ -424,3 +509,33 @@ def test_the_markdown_has_the_story_the_spreads_and_the_admissions() -> None:
     assert f"## {title}" in markdown
     assert "| fast | 20.00 | 20.00 |" in markdown
     assert "| steady | 5.00 | 5.00 |" in markdown
+
+
+def test_the_headline_calls_the_summed_run_time_what_it_is() -> None:
+    runs = runs_of({"wait": {"wall_s": 2.0}, "backoff": {"wall_s": 0.5}})
+    headline = BenchmarkReport(SCENARIO, ["wait", "backoff"], SEEDS, runs).render_table()
+    assert headline.splitlines()[0].endswith("· run time 7.50s summed over 6 runs")
+    assert "wall" not in headline.splitlines()[0]
+
+
+def test_markdown_cells_escape_pipes_and_turn_line_breaks_into_spaces() -> None:
+    scenario = dataclasses.replace(
+        SCENARIO,
+        name="odd|name",
+        endpoints=(EndpointProfile(id="a|b"), EndpointProfile(id="steady")),
+        summary="two lines\nand a | pipe",
+        unsuited={"failover": "why\n| not"},
+    )
+    runs = [
+        dataclasses.replace(r, scenario=scenario.name, endpoint_admitted={"a|b": 3, "steady": 1})
+        for r in runs_of({"wait": {}, "backoff": {}}, scenario=scenario)
+    ]
+    report = BenchmarkReport(scenario, ["wait", "backoff", "failover"], SEEDS, runs)
+    text = report.render_markdown()
+    assert text.startswith("# Benchmark: odd\\|name\n")
+    assert "two lines and a \\| pipe" in text
+    assert "- **failover** (N/A): why \\| not" in text
+    section = text.split("## Admitted requests per endpoint (mean per run)")[1]
+    header, _, *rows = section.strip().splitlines()
+    assert rows[0] == "| a\\|b | 3.00 | 3.00 | N/A |"
+    assert all(row.replace("\\|", "").count("|") == header.count("|") for row in rows)

@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyattacker.benchmark._stats import aggregate, paired_difference, t_quantile
+from pyattacker.benchmark._stats import (
+    aggregate,
+    on_shared_keys,
+    paired_difference,
+    t_quantile,
+)
 
 PROBABILITIES = st.floats(min_value=1e-9, max_value=1 - 1e-9)
 DEGREES = st.one_of(st.integers(1, 60), st.integers(60, 200_000))
@@ -176,3 +181,35 @@ def test_pairing_needs_a_shared_seed_and_a_sensible_confidence() -> None:
         paired_difference({1: 1.0}, {2: 1.0})
     with pytest.raises(ValueError, match="confidence"):
         paired_difference({1: 1.0}, {1: 1.0}, confidence=1.0)
+
+
+# -- shared keys ------------------------------------------------------------------------------
+
+
+def test_samples_are_cut_to_the_keys_every_one_of_them_has_in_the_given_order() -> None:
+    samples = {"wait": {1: 10.0, 2: 10.0, 3: 1.0}, "backoff": {2: 9.0, 1: 9.0}}
+    shared = on_shared_keys(samples, [3, 2, 1, 4])
+    assert shared == {"wait": {2: 10.0, 1: 10.0}, "backoff": {2: 9.0, 1: 9.0}}
+    assert [list(v) for v in shared.values()] == [[2, 1], [2, 1]]
+    assert statistics.fmean(shared["wait"].values()) == 10.0  # not 7.0: seed 3 is not shared
+
+
+def test_samples_with_no_key_in_common_come_back_empty() -> None:
+    assert on_shared_keys({"a": {1: 1.0}, "b": {2: 2.0}}, [1, 2]) == {"a": {}, "b": {}}
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from("abc"),
+        st.dictionaries(st.integers(0, 5), st.floats(allow_nan=False)),
+        min_size=1,
+    )
+)
+def test_every_sample_keeps_exactly_the_same_keys(
+    samples: dict[str, dict[int, float]],
+) -> None:
+    shared = on_shared_keys(samples, range(6))
+    key_sets = [set(v) for v in shared.values()]
+    assert all(keys == key_sets[0] for keys in key_sets)
+    assert key_sets[0] == set.intersection(*(set(v) for v in samples.values()))
+    assert all(shared[n][k] == samples[n][k] for n in shared for k in shared[n])

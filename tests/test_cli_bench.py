@@ -156,7 +156,7 @@ def test_by_default_the_runs_are_shared_by_one_process_per_core(
     code, _, err = _bench(capsys, *default, "--seeds", "2")
     assert code == 0
     plan = err.splitlines()[0]
-    processes = min(os.cpu_count() or 1, 4)
+    processes = min(len(os.sched_getaffinity(0)), 4)
     expected = "1 process" if processes == 1 else f"{processes} processes"
     assert plan.endswith(f"= 4 run(s) of 40 jobs on {expected}")
 
@@ -275,3 +275,219 @@ def test_on_a_terminal_progress_is_a_bar_naming_the_last_run() -> None:
     shown = stream.getvalue()
     assert "1/2" in shown
     assert "wait seed=7 jobs_done=3 wall_s=0.25" in shown
+
+
+# -- --list and --scenario refuse what they would ignore ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--scenario", "nope"], "--scenario"),
+        (["--algorithms", "wait", "-q"], "--algorithms, --quiet"),
+        (["--seeds", "3"], "--seeds"),  # even a default value, given on purpose
+    ],
+)
+def test_list_with_another_flag_exits_2_naming_it(
+    flags: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _bench(capsys, "--list", *flags)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(
+        f"error: --list: prints the lists and exits, so it takes no other flag (got {named})"
+    )
+
+
+def test_an_empty_scenario_name_exits_2_naming_the_valid_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _bench(capsys, "--scenario", "", *SMALL)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: --scenario: no scenario called ''")
+    assert all(name in err for name in SCENARIOS)
+
+
+# -- output paths: resolved once, distinct, written all together -------------------------------
+
+
+def test_a_home_relative_output_is_written_where_it_was_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    code, _, err = _bench(capsys, *SMALL, "-q", "--json", "ok.json", "--markdown", "~/x.md")
+    assert code == 0, err
+    assert (home / "x.md").read_text().startswith("# Benchmark: bursty_provider")
+    assert json.loads((cwd / "ok.json").read_text())["algorithms"] == ["wait", "immediate"]
+    assert sorted(p.name for p in cwd.iterdir()) == ["ok.json"]  # no folder called "~"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--json", "r.out", "--markdown", "./r.out"],
+        ["--json", "r.out", "--markdown", "sub/../r.out"],
+        ["--json", "r.out", "--markdown", "link.out"],  # a symlink to r.out
+        ["--json", "r.out", "--markdown", "~/r.out"],
+        ["--scenario-file", "s.json", "--json", "s.json"],
+        ["--scenario-file", "s.json", "--markdown", "./s.json"],
+    ],
+)
+def test_two_flags_naming_one_file_exit_2_before_anything_runs(
+    flags: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.out").symlink_to(tmp_path / "r.out")
+    scenario = json.dumps({"base": "bursty_provider", "name": "mine"})
+    (tmp_path / "s.json").write_text(scenario)
+    code, out, err = _bench(capsys, *SMALL, *flags)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"error: {flags[-2]}: ")
+    assert "name the same file" in err
+    assert len(err.splitlines()) == 1  # no plan, no progress: nothing ran
+    assert (tmp_path / "s.json").read_text() == scenario
+    assert not (tmp_path / "r.out").exists()
+
+
+def test_a_report_over_an_existing_file_needs_a_writable_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file is writable, its folder is not: the rename that replaces it would fail.
+    # (Simulated through os.access: the tests may run as root, whom permissions do not stop.)
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "r.json").write_text("old")
+    real_access = os.access
+
+    def access(path: Any, mode: int, **kwargs: Any) -> bool:
+        return Path(path) != folder and real_access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    code, out, err = _bench(capsys, *SMALL, "--json", str(folder / "r.json"))
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"error: --json: cannot write {folder / 'r.json'}: the folder")
+    assert len(err.splitlines()) == 1
+
+
+def test_when_one_report_cannot_be_written_no_report_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
+    out_json.write_text("old json")
+    out_md.write_text("old markdown")
+    real_fsync, calls = os.fsync, []
+
+    def fsync(fd: int) -> None:  # the disk fills up while the second report is written
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    code, out, err = _bench(
+        capsys, *SMALL, "-q", "--json", str(out_json), "--markdown", str(out_md)
+    )
+    assert code == 1
+    assert err == f"error: could not write {out_md}: No space left on device\n"
+    assert out == ""  # not even the table: all or nothing
+    assert out_json.read_text() == "old json"
+    assert out_md.read_text() == "old markdown"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.md"]
+
+
+def test_reports_respect_the_umask_and_keep_an_existing_files_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = tmp_path / "kept.md"
+    kept.write_text("old")
+    kept.chmod(0o600)
+    previous = os.umask(0o027)
+    try:
+        code, _, _ = _bench(
+            capsys, *SMALL, "-q", "--json", str(tmp_path / "new.json"), "--markdown", str(kept)
+        )
+    finally:
+        os.umask(previous)
+    assert code == 0
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert kept.read_text().startswith("# Benchmark")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_by_default_one_process_per_core_this_process_may_use(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    default = SMALL[: SMALL.index("--jobs-parallel")]
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})  # as `taskset -c N` or a container would
+    try:
+        code, _, err = _bench(capsys, *default, "--seeds", "2")
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert code == 0
+    assert err.splitlines()[0].endswith("= 4 run(s) of 40 jobs on 1 process")
+
+
+def test_the_elapsed_time_goes_to_stderr_and_the_headline_does_not_call_summed_time_wall(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _bench(capsys, *SMALL)
+    assert code == 0
+    headline = out.splitlines()[0]
+    assert " wall " not in headline
+    assert "run time" in headline
+    assert "summed over 2 runs" in headline
+    assert any(
+        line.startswith("bench: 2 run(s) in ") and line.endswith("s elapsed")
+        for line in err.splitlines()
+    )
+
+
+# -- scenario files: reports read back, mistakes as exit 2 -------------------------------------
+
+
+def test_a_json_report_repeats_its_run_when_given_as_the_scenario_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    assert _bench(capsys, *SMALL, "-q", "--json", str(first))[0] == 0
+    flags = [*SMALL[:4], "--jobs-parallel", "1", "-q"]  # no overrides: the report has them
+    code, _, err = _bench(capsys, "--scenario-file", str(first), *flags, "--json", str(again))
+    assert code == 0, err
+    original, repeated = json.loads(first.read_text()), json.loads(again.read_text())
+    assert repeated["scenario"]["definition"]["jobs"] == 40
+    assert _without_wall_time(repeated) == _without_wall_time(original)
+
+
+def test_a_scenario_file_nested_too_deeply_exits_2_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 200_000)
+    code, out, err = _bench(capsys, "--scenario-file", str(path), *SMALL)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"error: --scenario-file: {path} is nested too deeply to read")
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1
+
+
+def test_no_message_counts_the_algorithms_of_the_default_sweep_as_five(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _bench(capsys, "--help")
+    assert code == 0
+    assert "five" not in out.lower()

@@ -2,7 +2,7 @@
 
 The file mirrors the dataclasses, one table per dataclass, keys named like their fields::
 
-    name = "my_provider"            # required, unless `base` names a shipped scenario
+    name = "my_provider"            # required without `base`; with it, see below
     base = "bursty_provider"        # optional: start from it, override what follows
     jobs = 500
     retry = { max_attempts = 3 }    # Retrying settings, over the scenario's policy
@@ -27,6 +27,17 @@ else over the dataclass defaults); a list replaces. ``retry`` is a table of
 numbers are accepted where a float is wanted, lists where a tuple is. A key left out that
 may be ``None`` is ``None`` when its default is (TOML has no null: use JSON or YAML to
 set ``retry_after_s`` to null).
+
+A file with ``base`` and no ``name`` is named after itself and its base
+(``my_provider.toml`` -> ``my_provider (from bursty_provider)``): its endpoints may differ
+from the shipped scenario's, so it must not be reported under the shipped name. A JSON
+report of ``pyattacker bench`` is read too: its ``scenario.definition`` is the scenario it
+ran (that is what makes a run repeatable from its report).
+
+A key given twice in one table is a mistake in every format (TOML's parser says so; for
+JSON and YAML this module does). YAML is read with YAML 1.2's core schema, not PyYAML's
+1.1 defaults: ``true``/``false`` only, ``010`` is ten (decimal; ``0o``/``0x`` prefixes for
+octal and hex), no sexagesimal ``1:30``, no timestamps.
 
 Every mistake is one :class:`~pyattacker.errors.ConfigError` whose ``field`` is the full
 path (``endpoints[1].latency.median_s``) and whose message names the file. Nothing here
@@ -55,11 +66,13 @@ __all__ = ["load_scenario_file", "scenario_from_mapping", "to_mapping"]
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
-    """The scenario in ``path`` (``.toml``, ``.json``, ``.yaml`` or ``.yml``).
+    """The scenario in ``path`` (``.toml``, ``.json``, ``.yaml`` or ``.yml``), or the one a
+    JSON report of ``pyattacker bench`` ran (its ``scenario.definition``).
 
     Raises ``ConfigError`` naming the file for an unknown suffix, an unreadable file, bad
-    syntax (with line and column), or any mistake :func:`scenario_from_mapping` finds. A
-    file-level error has no ``field``; a mistake inside has the path of the key.
+    syntax (with line and column), nesting too deep to read, or any mistake
+    :func:`scenario_from_mapping` finds. A file-level error has no ``field``; a mistake
+    inside (a duplicate key too) has the path of the key.
     """
     path = Path(path)
     parse = _PARSERS.get(path.suffix.lower())
@@ -68,15 +81,49 @@ def load_scenario_file(path: str | Path) -> Scenario:
             f"cannot tell the format of {path} from its suffix {path.suffix or '(none)'!r}",
             hint=f"name it *{', *'.join(_PARSERS)}",
         )
+    text = _read(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        data, source = _report_definition(parse(text, path), path)
+        return scenario_from_mapping(_named_after(data, path), source=source)
+    except RecursionError:  # the parsers recurse per level: `[` x 200000 exhausts the stack
+        raise ConfigError(
+            f"{path} is nested too deeply to read", hint="a scenario is a few levels deep"
+        ) from None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(
             f"cannot read {path}: {exc.strerror or exc}", hint="check the path"
         ) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8: {exc.reason}", hint="save it as UTF-8") from None
-    return scenario_from_mapping(parse(text, path), source=str(path))
+
+
+def _report_definition(data: Any, path: Path) -> tuple[Any, str]:
+    """``data`` and how to name it, or, when ``data`` is a bench report (a table whose
+    ``scenario`` holds a ``definition``), that definition, named as such."""
+    scenario = data.get("scenario") if isinstance(data, Mapping) else None
+    if not isinstance(scenario, Mapping) or "definition" not in scenario:
+        return data, str(path)
+    if scenario["definition"] is None:
+        raise ConfigError(
+            f"the report {path} has no scenario definition: its retry policy names an "
+            "exception type, which a file cannot",
+            hint="write the scenario as a file, naming error classes",
+        )
+    return scenario["definition"], f"{path}, scenario.definition"
+
+
+def _named_after(data: Any, path: Path) -> Any:
+    """A file that starts from a shipped scenario and names none of its own is called
+    after itself: ``mine.toml`` with ``base = "bursty_provider"`` is
+    ``mine (from bursty_provider)``, never ``bursty_provider`` (its endpoints may differ)."""
+    if not isinstance(data, Mapping) or "name" in data or not isinstance(data.get("base"), str):
+        return data
+    return {**data, "name": f"{path.stem} (from {data['base']})"}
 
 
 def scenario_from_mapping(
@@ -125,11 +172,48 @@ def _parse_toml(text: str, path: Path) -> Any:
 
 def _parse_json(text: str, path: Path) -> Any:
     try:
-        return json.loads(text)
+        return _unique_keys(json.loads(text, object_pairs_hook=_Pairs), "")
     except json.JSONDecodeError as exc:
         raise _syntax(
             path, "JSON", f"{exc.msg} (at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except _DuplicateKey as exc:
+        raise exc.in_file(path) from None
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as parsed: its pairs, before its keys are known to be unique."""
+
+
+def _unique_keys(value: Any, path: str) -> Any:
+    """``value`` with every ``_Pairs`` made a dict; ``_DuplicateKey`` at a repeated key."""
+    if isinstance(value, _Pairs):
+        table: dict[str, Any] = {}
+        for key, item in value:
+            at = _join(path, key)
+            if key in table:
+                raise _DuplicateKey(key, at)
+            table[key] = _unique_keys(item, at)
+        return table
+    if isinstance(value, list):
+        return [_unique_keys(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    return value
+
+
+class _DuplicateKey(Exception):
+    """A key given twice in one table, at ``field``; ``line`` (1-based) when known."""
+
+    def __init__(self, key: str, field: str, line: int | None = None) -> None:
+        super().__init__(key, field, line)
+        self.key, self.field, self.line = key, field, line
+
+    def in_file(self, path: Path) -> ConfigError:
+        where = "" if self.line is None else f", line {self.line}"
+        return ConfigError(
+            f"duplicate key {self.key!r} (in {path}{where})",
+            field=self.field,
+            hint="give each key once per table",
+        )
 
 
 def _parse_yaml(text: str, path: Path) -> Any:
@@ -137,6 +221,8 @@ def _parse_yaml(text: str, path: Path) -> Any:
 
     try:
         return yaml.load(text, Loader=_yaml_loader())  # a SafeLoader (subclass)
+    except _DuplicateKey as exc:
+        raise exc.in_file(path) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = "" if mark is None else f" (at line {mark.line + 1}, column {mark.column + 1})"
@@ -147,28 +233,66 @@ def _parse_yaml(text: str, path: Path) -> Any:
 
 @functools.cache
 def _yaml_loader() -> Any:
-    """PyYAML's ``SafeLoader`` reading booleans and floats as YAML 1.2 does.
+    """PyYAML's ``SafeLoader`` reading plain scalars as YAML 1.2's core schema does, and
+    refusing a key given twice in one mapping (``_DuplicateKey``).
 
     YAML 1.1 reads ``on``/``off``/``yes``/``no`` as booleans, so ``retry: {on: [timeout]}``
-    would have a key ``True``, and ``1e3`` as a string; 1.2 reads only ``true``/``false``
-    as booleans and ``1e3`` as a float.
+    would have a key ``True``; ``1e3`` as a string; ``010`` as eight and ``1:30`` as
+    ninety; ``2024-01-01`` as a date. 1.2 reads only ``true``/``false`` as booleans,
+    ``1e3`` as a float, ``010`` as ten, and the other two as strings. PyYAML itself keeps
+    the last of two equal keys.
     """
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_document(self, node: Any) -> Any:
+            _check_yaml_keys(node, "", set())
+            return super().construct_document(node)
 
-    replaced = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"}
+        def construct_yaml_int(self, node: Any) -> int:
+            text = str(self.construct_scalar(node))
+            if not _YAML_INT.match(text):
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{text!r} is not a YAML 1.2 integer", node.start_mark
+                )
+            return int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
+
+    replaced = {f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp")}
     Loader.yaml_implicit_resolvers = {
         first: [(tag, regexp) for tag, regexp in resolvers if tag not in replaced]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
     Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _YAML_BOOL, list("tTfF"))
+    # int before float: a resolver list is tried in order, and the float pattern matches 10
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int", _YAML_INT, list("-+0123456789"))
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML_FLOAT, list("-+.0123456789"))
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     return Loader
 
 
+def _check_yaml_keys(node: Any, path: str, seen: set[int]) -> None:
+    """``_DuplicateKey`` at the first plain key given twice in one mapping of the node
+    graph (a ``<<`` merge may repeat a key: that is what merging is for). ``seen`` holds
+    the nodes visited, so an alias is walked once and a recursive one ends."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if node.id == "sequence":
+        for index, item in enumerate(node.value):
+            _check_yaml_keys(item, f"{path}[{index}]", seen)
+    elif node.id == "mapping":
+        keys: set[tuple[str, str]] = set()
+        for key, value in node.value:
+            at = _join(path, str(key.value) if key.id == "scalar" else "?")
+            if key.id == "scalar" and key.tag != "tag:yaml.org,2002:merge":
+                if (key.tag, key.value) in keys:
+                    raise _DuplicateKey(key.value, at, key.start_mark.line + 1)
+                keys.add((key.tag, key.value))
+            _check_yaml_keys(value, at, seen)
+
+
 _YAML_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_YAML_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _YAML_FLOAT = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"

@@ -152,8 +152,7 @@ METRICS: Mapping[str, Metric] = _table(
         "cache_hit_rate",
         "ratio",
         "higher",
-        "Admitted requests served from the endpoint's cache (undefined in a world without "
-        "caches)",
+        "Admitted requests served from the endpoint's cache (undefined in a world without caches)",
         _GATED,
     ),
     Metric(

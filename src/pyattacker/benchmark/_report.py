@@ -4,16 +4,26 @@ The winner rule in one sentence: a quality row is decided among the algorithms t
 comparable work, and only when at least two of them could be compared at all. In steps, for
 each directional row of :data:`METRICS` (a neutral row describes and crowns nobody):
 
-1. candidates are the algorithms that ran and have a value, minus those the scenario
-   declares ``unsuited`` (never ranked, ``N/A`` everywhere), minus — on a row that
-   ``requires_comparable_completion`` — those whose mean ``jobs_done`` is below
-   ``COMPLETION_FLOOR`` of the best suited algorithm's (the completion gate);
+1. candidates are the algorithms that ran and have a finite value on the row on at least
+   one seed, minus those the scenario declares ``unsuited`` (never ranked, ``N/A``
+   everywhere), minus — on a row that ``requires_comparable_completion`` — those whose
+   mean ``jobs_done`` is below ``COMPLETION_FLOOR`` of the best suited algorithm's (the
+   completion gate);
 2. fewer than two candidates crowns nobody (a lone one is named ``not_compared``: silence
-   would read as "nobody did well"), and so does a row where every candidate's mean is 0;
-3. the leader is the best mean; a challenger shares the mark when its gap is within
-   ``TIE_TOLERANCE`` of the leader's mean, or its paired per-seed difference (seeds both
-   ran, at least two) is within ``SIGNIFICANCE_K`` standard errors of zero. With one seed
-   only the tolerance applies: the best mean wins.
+   would read as "nobody did well");
+3. the row is ranked on its *shared seeds* only: the seeds on which every candidate has a
+   finite value (a metric is NaN where it is undefined, e.g. a latency percentile on a
+   seed where an algorithm completed nothing). Every mean compared below is over exactly
+   those seeds, so no algorithm is judged on a seed another one lacks. No shared seed, or
+   every candidate's shared-seed mean 0, crowns nobody;
+4. the leader is the best shared-seed mean; a challenger shares the mark when its gap is
+   within ``TIE_TOLERANCE`` of the leader's mean, or its paired per-seed difference (over
+   the shared seeds, at least two) is within ``SIGNIFICANCE_K`` standard errors of zero.
+   With one shared seed only the tolerance applies: the best value wins.
+
+The cells still show each algorithm's mean over all its defined seeds (facts, with ``n``
+in the JSON and the Markdown); a row ranked on fewer seeds than were run says so in a
+footnote (``†``), naming how many.
 
 There is deliberately no composite score: its weights would be the opinion, hidden.
 """
@@ -21,13 +31,20 @@ There is deliberately no composite score: its weights would be the opinion, hidd
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyattacker.benchmark._metrics import METRICS, Metric
 from pyattacker.benchmark._result import RunResult
-from pyattacker.benchmark._stats import Aggregate, PairedDifference, aggregate, paired_difference
+from pyattacker.benchmark._stats import (
+    Aggregate,
+    PairedDifference,
+    aggregate,
+    on_shared_keys,
+    paired_difference,
+)
 from pyattacker.errors import ConfigError
 from pyattacker.pool import ALGORITHMS
 from pyattacker.world import Scenario
@@ -53,6 +70,7 @@ _CONFIDENCE = 0.95
 _NOT_RANKED = "N/A"
 _UNDEFINED = "-"
 _NOBODY = "—"
+_FEWER = "†"
 
 
 def default_algorithms(scenario: Scenario) -> list[str]:
@@ -62,15 +80,19 @@ def default_algorithms(scenario: Scenario) -> list[str]:
 
 @dataclass(frozen=True)
 class _Verdict:
-    """One row's decision: who was compared, who can claim it, and the paired evidence.
+    """One row's decision: who was compared, on which seeds, who can claim it, and why.
 
-    ``winners`` is empty exactly when ``paired`` is, and then ``reason`` says why.
+    ``winners`` is empty exactly when ``reason`` is set. ``seeds`` are the shared seeds
+    the row was ranked on and ``means`` each candidate's mean over them (both empty when
+    the row was not ranked); ``paired`` has every challenger, over the same seeds.
     """
 
     candidates: tuple[str, ...]
     winners: tuple[str, ...] = ()
     paired: Mapping[str, PairedDifference] = field(default_factory=dict)
     reason: str | None = None
+    seeds: tuple[int, ...] = ()
+    means: Mapping[str, float] = field(default_factory=dict)
 
 
 class BenchmarkReport:
@@ -146,9 +168,16 @@ class BenchmarkReport:
         return self._verdict(metric).winners
 
     def paired_differences(self, metric: str) -> dict[str, PairedDifference]:
-        """candidate -> its paired difference against the row's leader (95% CI); the leader
-        itself is omitted, and a row without winners has no leader, hence ``{}``."""
+        """candidate -> its paired difference against the row's leader (95% CI) over the
+        row's :meth:`ranked_seeds`; the leader itself is omitted, and a row without winners
+        has no leader, hence ``{}``."""
         return dict(self._verdict(metric).paired)
+
+    def ranked_seeds(self, metric: str) -> tuple[int, ...]:
+        """The seeds ``metric``'s verdict was decided on: those where every candidate has a
+        finite value. Empty when the row was not ranked (neutral, fewer than two candidates,
+        or no seed they all share)."""
+        return self._verdict(metric).seeds
 
     def not_compared(self) -> dict[str, str]:
         """Directional metric -> the one algorithm left eligible on it, which is therefore
@@ -167,18 +196,15 @@ class BenchmarkReport:
         candidates = self._candidates(metric)
         if len(candidates) < 2:
             return _Verdict(candidates, reason="unrivaled")
-        means = {alg: self._aggregates[metric.name][alg].mean for alg in candidates}
+        values = {alg: self._values[metric.name][alg] for alg in candidates}
+        shared = on_shared_keys(values, self.seeds)
+        seeds = tuple(shared[candidates[0]])
+        if not seeds:
+            return _Verdict(candidates, reason="disjoint")
+        means = {alg: statistics.fmean(v.values()) for alg, v in shared.items()}
         if all(mean == 0.0 for mean in means.values()):
-            return _Verdict(candidates, reason="zero")
-        sign = 1.0 if metric.better == "lower" else -1.0
-        leader, *challengers = sorted(candidates, key=lambda alg: sign * means[alg])
-        paired = self._paired(metric.name, leader, challengers)
-        sharers = [
-            alg
-            for alg in challengers
-            if _shares(means[alg] - means[leader], means[leader], paired.get(alg))
-        ]
-        return _Verdict(candidates, (leader, *sharers), paired)
+            return _Verdict(candidates, reason="zero", seeds=seeds, means=means)
+        return _rank(metric, shared, means)
 
     def _candidates(self, metric: Metric) -> tuple[str, ...]:
         gated = self.excluded_by_completion() if metric.requires_comparable_completion else {}
@@ -188,16 +214,6 @@ class BenchmarkReport:
             for alg in self.algorithms
             if alg in measured and self._suited(alg) and alg not in gated
         )
-
-    def _paired(
-        self, name: str, leader: str, challengers: Sequence[str]
-    ) -> dict[str, PairedDifference]:
-        ours, by_alg = self._values[name][leader], self._values[name]
-        return {
-            alg: paired_difference(by_alg[alg], ours, _CONFIDENCE)
-            for alg in challengers
-            if by_alg[alg].keys() & ours.keys()
-        }
 
     def _suited(self, algorithm: str) -> bool:
         return algorithm not in self.scenario.unsuited
@@ -218,10 +234,11 @@ class BenchmarkReport:
         """Markdown: summary and problem, mean ±stdev (min .. max) per cell, the paired
         differences per directional row, exclusions, unsuited algorithms with their reasons,
         and the mean admitted requests per endpoint."""
+        s = self.scenario
         parts = [
-            f"# Benchmark: {self.scenario.name}",
-            *_paragraphs(self.scenario.summary, _bold("Problem.", self.scenario.problem)),
-            self._headline(),
+            f"# Benchmark: {_md_text(s.name)}",
+            *_paragraphs(_md_text(s.summary), _bold("Problem.", _md_text(s.problem))),
+            _md_text(self._headline()),
             self._markdown_metrics(),
             self._markdown_paired(),
             self._markdown_exclusions(),
@@ -243,9 +260,7 @@ class BenchmarkReport:
             "excluded_by_completion": self.excluded_by_completion(),
             "not_compared": self.not_compared(),
             "paired_differences": {
-                name: {alg: _paired_dict(d) for alg, d in self.paired_differences(name).items()}
-                for name in METRICS
-                if METRICS[name].directional
+                name: self._paired_row_dict(name) for name in METRICS if METRICS[name].directional
             },
             "runs": [_finite(run.to_dict()) for run in self.runs],
         }
@@ -256,10 +271,12 @@ class BenchmarkReport:
         s = self.scenario
         wall = sum(a for run in self.runs if math.isfinite(a := run.metrics["wall_s"]))
         seeds = ", ".join(str(seed) for seed in self.seeds)
+        # The sum of every run's own wall_s: with processes sharing the runs it exceeds the
+        # elapsed time, which only the caller knows.
         return (
             f"{s.name} · {len(self.seeds)} seed(s) ({seeds}) · {s.jobs:,} jobs x "
             f"{s.steps_per_job} steps x {s.calls_per_step} calls, {s.concurrency} workers, "
-            f"horizon {s.horizon_s:g}s · wall {wall:.2f}s"
+            f"horizon {s.horizon_s:g}s · run time {wall:.2f}s summed over {len(self.runs)} runs"
         )
 
     def _mean_cell(self, name: str, algorithm: str) -> str:
@@ -277,6 +294,8 @@ class BenchmarkReport:
             text += f" ±{_number(found.stdev, metric)}"
         if found.n > 1:
             text += f" ({_number(found.min, metric)} .. {_number(found.max, metric)})"
+        if found.n < len(self.seeds):
+            text += f" n={found.n}"
         return text
 
     def _best(self, name: str, *, markdown: bool = False) -> str:
@@ -284,6 +303,8 @@ class BenchmarkReport:
         text = ", ".join(verdict.winners) or _NOBODY
         if markdown and verdict.reason == "unrivaled" and verdict.candidates:
             text += f" (only {verdict.candidates[0]} was eligible)"
+        if name in self._ranked_on_fewer_seeds():
+            text += f" {_FEWER}"
         if METRICS[name].requires_comparable_completion:
             text += " \\*" if markdown else " *"
         return text
@@ -304,8 +325,24 @@ class BenchmarkReport:
         if lone := self.not_compared():
             listed = ", ".join(f"{name} (only {alg})" for name, alg in lone.items())
             notes.append(f"not compared, one eligible algorithm: {listed}")
+        notes += self._seed_notes()
         notes += [f"{_NOT_RANKED} {alg}: {why}" for alg, why in self._unsuited_run().items()]
         return notes
+
+    def _seed_notes(self) -> list[str]:
+        fewer = self._ranked_on_fewer_seeds()
+        if not fewer:
+            return []
+        listed = ", ".join(f"{name} ({len(seeds)})" for name, seeds in fewer.items())
+        return [
+            f"{_FEWER} best decided only on the seeds where every candidate has a value "
+            f"(of {len(self.seeds)}): {listed}"
+        ]
+
+    def _ranked_on_fewer_seeds(self) -> dict[str, tuple[int, ...]]:
+        """Ranked rows decided on fewer seeds than were run -> the seeds they were."""
+        seeds = {name: self.ranked_seeds(name) for name in METRICS}
+        return {name: s for name, s in seeds.items() if s and len(s) < len(self.seeds)}
 
     def _unsuited_run(self) -> dict[str, str]:
         unsuited = self.scenario.unsuited
@@ -324,9 +361,11 @@ class BenchmarkReport:
         header = ["metric", "unit", *self.algorithms, "best"]
         aligns = ["---", "---", *("---:" for _ in self.algorithms), "---"]
         legend = (
-            "Cells: mean ±sample stdev (min .. max) over the seeds. \\* marks a row that "
-            "requires comparable completion; — means the row separates nobody; "
-            "N/A means the scenario cannot exercise the algorithm (never ranked)."
+            "Cells: mean ±sample stdev (min .. max) over the seeds with a value; n=K when "
+            "that is fewer than were run. \\* marks a row that requires comparable "
+            f"completion; {_FEWER} a row decided only on the seeds where every candidate has "
+            "a value; — means the row separates nobody; N/A means the scenario cannot "
+            "exercise the algorithm (never ranked)."
         )
         return _md_table(header, aligns, rows) + "\n\n" + legend
 
@@ -335,7 +374,8 @@ class BenchmarkReport:
             "## Paired differences against the leader (95% CI, Student t at n-1 degrees of freedom)"
         )
         intro = (
-            "d = challenger - leader per seed, over the seeds both ran. A challenger shares "
+            "d = challenger - leader per seed, over the seeds where every candidate has a "
+            "value (the leader is the best mean over those seeds). A challenger shares "
             f"the mark when its gap is within {TIE_TOLERANCE:.0%} of the leader's mean or "
             f"|mean d| ≤ {SIGNIFICANCE_K} x se(d)."
         )
@@ -347,8 +387,9 @@ class BenchmarkReport:
         heading = f"### {name} ({metric.better} is better)"
         if not verdict.winners:
             return f"{heading}\n\nNo comparison: {self._no_winner_reason(verdict)}."
-        leader = verdict.winners[0]
-        lead = f"Leader: **{leader}** ({_number(self._aggregates[name][leader].mean, metric)})."
+        leader, seeds = verdict.winners[0], len(verdict.seeds)
+        lead = f"Leader: **{leader}** ({_number(verdict.means[leader], metric)}"
+        lead += f", over {seeds} of {len(self.seeds)} seeds)." if seeds < len(self.seeds) else ")."
         rows = [
             _paired_row(alg, d, metric, alg in verdict.winners) for alg, d in verdict.paired.items()
         ]
@@ -360,6 +401,8 @@ class BenchmarkReport:
     def _no_winner_reason(verdict: _Verdict) -> str:
         if verdict.reason == "zero":
             return "every eligible algorithm scored 0"
+        if verdict.reason == "disjoint":
+            return "the eligible algorithms have no seed with a value in common"
         if verdict.candidates:
             return f"only {verdict.candidates[0]} was eligible"
         return "no algorithm was eligible"
@@ -381,7 +424,7 @@ class BenchmarkReport:
         unsuited = self._unsuited_run()
         if not unsuited:
             return ""
-        items = "\n".join(f"- **{alg}** (N/A): {why}" for alg, why in unsuited.items())
+        items = "\n".join(f"- **{alg}** (N/A): {_md_text(why)}" for alg, why in unsuited.items())
         return f"## Not ranked: algorithms the scenario cannot exercise\n\n{items}"
 
     def _markdown_endpoints(self) -> str:
@@ -412,10 +455,22 @@ class BenchmarkReport:
             "definition": _definition(s),
         }
 
+    def _paired_row_dict(self, name: str) -> dict[str, Any]:
+        verdict = self._verdict(name)
+        return {
+            "leader": verdict.winners[0] if verdict.winners else None,
+            "confidence": _CONFIDENCE,
+            "seeds": list(verdict.seeds),
+            "challengers": {
+                alg: {**asdict(d), "shares": alg in verdict.winners}
+                for alg, d in verdict.paired.items()
+            },
+        }
+
     def _aggregates_dict(self, name: str) -> dict[str, dict[str, Any] | None]:
         found = self._aggregates[name]
         return {
-            alg: _aggregate_dict(found[alg]) if self._suited(alg) and alg in found else None
+            alg: asdict(found[alg]) if self._suited(alg) and alg in found else None
             for alg in self.algorithms
         }
 
@@ -484,15 +539,27 @@ def _per_seed_values(runs: Sequence[RunResult]) -> dict[str, dict[str, dict[int,
     return values
 
 
-def _shares(gap: float, leader_mean: float, paired: PairedDifference | None) -> bool:
+def _rank(
+    metric: Metric, shared: Mapping[str, Mapping[int, float]], means: Mapping[str, float]
+) -> _Verdict:
+    """The leader (best mean), then the challengers that share the mark, by mean; every
+    candidate's values are over the same seeds (``shared``), in ``ALGORITHMS`` order."""
+    sign = 1.0 if metric.better == "lower" else -1.0
+    leader, *challengers = sorted(shared, key=lambda alg: sign * means[alg])
+    paired = {
+        alg: paired_difference(shared[alg], shared[leader], _CONFIDENCE) for alg in challengers
+    }
+    gap = {alg: means[alg] - means[leader] for alg in challengers}
+    sharers = [alg for alg in challengers if _shares(gap[alg], means[leader], paired[alg])]
+    seeds = tuple(shared[leader])
+    return _Verdict(tuple(shared), (leader, *sharers), paired, seeds=seeds, means=means)
+
+
+def _shares(gap: float, leader_mean: float, paired: PairedDifference) -> bool:
     """Within tolerance of the leader, or indistinguishable from it by the paired test."""
     if abs(gap) <= TIE_TOLERANCE * abs(leader_mean):
         return True
-    return (
-        paired is not None
-        and paired.se is not None
-        and (abs(paired.mean) <= SIGNIFICANCE_K * paired.se)
-    )
+    return paired.se is not None and abs(paired.mean) <= SIGNIFICANCE_K * paired.se
 
 
 def _decimals(metric: Metric) -> int:
@@ -522,8 +589,14 @@ def _align(rows: list[list[str]]) -> list[str]:
 
 
 def _md_table(header: list[str], aligns: list[str], rows: list[list[str]]) -> str:
-    lines = [header, aligns, *rows]
+    lines = [[_md_text(c) for c in header], aligns, *([_md_text(c) for c in r] for r in rows)]
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def _md_text(text: str) -> str:
+    """``text`` safe in a Markdown table cell or one paragraph: line breaks become spaces
+    (a newline ends a table row) and ``|`` is escaped (it separates cells)."""
+    return " ".join(text.splitlines()).replace("|", "\\|")
 
 
 def _paragraphs(*texts: str) -> list[str]:
@@ -548,28 +621,6 @@ def _metric_dict(metric: Metric) -> dict[str, Any]:
         "better": metric.better,
         "meaning": metric.meaning,
         "gated": metric.requires_comparable_completion,
-    }
-
-
-def _aggregate_dict(found: Aggregate) -> dict[str, Any]:
-    return {
-        "mean": found.mean,
-        "min": found.min,
-        "max": found.max,
-        "stdev": found.stdev,
-        "n": found.n,
-        "values": list(found.values),
-    }
-
-
-def _paired_dict(d: PairedDifference) -> dict[str, Any]:
-    return {
-        "mean": d.mean,
-        "ci_low": d.ci_low,
-        "ci_high": d.ci_high,
-        "df": d.df,
-        "se": d.se,
-        "n": d.n,
     }
 
 

@@ -16,9 +16,17 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["Aggregate", "PairedDifference", "aggregate", "paired_difference", "t_quantile"]
+__all__ = [
+    "Aggregate",
+    "PairedDifference",
+    "aggregate",
+    "on_shared_keys",
+    "paired_difference",
+    "t_quantile",
+]
 
 K = TypeVar("K", bound=Hashable)
+N = TypeVar("N", bound=Hashable)
 
 #: above this many degrees of freedom the Cornish-Fisher series (Abramowitz & Stegun 26.7.5,
 #: four correction terms) is exact to double precision for any quantile a report asks for,
@@ -58,6 +66,19 @@ def aggregate(values: Iterable[float]) -> Aggregate:
         raise ValueError(f"aggregate() needs finite values, got {data!r}")
     stdev = statistics.stdev(data) if len(data) >= 2 else None
     return Aggregate(len(data), statistics.fmean(data), min(data), max(data), stdev, data)
+
+
+def on_shared_keys(
+    samples: Mapping[N, Mapping[K, float]], keys: Iterable[K]
+) -> dict[N, dict[K, float]]:
+    """Each sample restricted to those of ``keys`` (in that order) that *every* sample has.
+
+    Means taken over the result are over the same keys, so they can be compared: a sample
+    missing a key (a seed it has no value for) drops that key for all. A key no sample has
+    is dropped too; with no key shared, every sample comes back empty.
+    """
+    shared = [key for key in keys if all(key in sample for sample in samples.values())]
+    return {name: {key: sample[key] for key in shared} for name, sample in samples.items()}
 
 
 # -- Student's t ------------------------------------------------------------------------------

@@ -7,6 +7,12 @@ stderr (a bar on a terminal, one plain line per finished run otherwise), the tab
 stdout. ``--list`` is generated from ``SCENARIOS``, ``ALGORITHMS`` and ``METRICS``, never a
 second list. A run that cannot finish (wall budget, stalled simulation) is an error with
 exit code 1, never partial numbers.
+
+Output paths are resolved once (``~`` expanded, symlinks followed) before the first run;
+the resolved path is the one checked, compared with the other outputs and the scenario
+file, and written. Every report is rendered and written to a temporary file beside its
+target before anything is printed or renamed, so a failure to write (a full disk) leaves
+stdout empty and every old file in place; only the renames, one per file, come after.
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import secrets
 import shutil
+import stat
 import sys
-import tempfile
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -34,6 +43,7 @@ from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._run import check_algorithms, run_benchmark
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
+from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError, PyAttackerError, SimulationError
 from pyattacker.pool import ALGORITHMS
 from pyattacker.world import Scenario
@@ -55,7 +65,11 @@ Examples:
 A scenario file (.toml, .json, .yaml) mirrors pyattacker.world.Scenario: top-level fields,
 [[endpoints]] tables with latency, failures, rate_limit, cache and degradation tables,
 [cycle], [[outages]], [retry] (Retrying settings) and [unsuited]; base = "NAME" starts from
-a shipped scenario and overrides what the file names. --jobs, --concurrency, --horizon and
+a shipped scenario and overrides what the file names. A file with a base and no name is
+reported under its own name, never the shipped one: my_provider.toml is
+"my_provider (from NAME)". A JSON report of this command (--json) is a scenario file too:
+its scenario.definition is the scenario it ran. A key may appear once per table, and YAML
+reads as YAML 1.2 (010 is ten, 1:30 a string). --jobs, --concurrency, --horizon and
 --wall-budget then override the scenario.
 
 \b
@@ -78,9 +92,15 @@ Exit codes: 0 done, 1 a run could not finish (wall budget, stalled), 2 bad input
 @click.option(
     "--scenario-file",
     metavar="PATH",
-    help="Your own scenario, from a .toml, .json or .yaml file (instead of --scenario).",
+    help="Your own scenario, from a .toml, .json or .yaml file, or the JSON report of an "
+    "earlier run (instead of --scenario).",
 )
-@click.option("--list", "list_", is_flag=True, help="Print scenarios, algorithms, metrics; exit.")
+@click.option(
+    "--list",
+    "list_",
+    is_flag=True,
+    help="Print scenarios, algorithms, metrics; exit (takes no other flag).",
+)
 @click.option(
     "--algorithms",
     metavar="A,B,...",
@@ -124,8 +144,8 @@ Exit codes: 0 done, 1 a run could not finish (wall budget, stalled), 2 bad input
     default=0,
     type=click.IntRange(min=0),
     metavar="N",
-    help="Processes sharing the runs [default: 0, one per core]; the numbers do not "
-    "change, only wall_s.",
+    help="Processes sharing the runs [default: 0, one per core this process may use]; the "
+    "numbers do not change, only wall_s.",
 )
 @click.option(
     "--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-': stdout)."
@@ -163,6 +183,7 @@ def bench_command(
     metric, the algorithms that can claim it (or nobody), over several seeds.
     """
     if list_:
+        _check_list_alone()
         click.echo(render_list(), nl=False)
         return 0
     overrides = {
@@ -177,25 +198,9 @@ def bench_command(
         raise ConfigError(
             "applies to the real clock only", field="--speedup", hint="add --clock real"
         )
-    outputs = _Outputs(json_path, markdown_path)
-    jobs_parallel = jobs_parallel or os.cpu_count() or 1
-    runs = len(names) * seeds
-    progress = None if quiet else _progress_for_stderr(runs)
-    if progress is not None:
-        click.echo(_plan(scenario, names, seeds, jobs_parallel), err=True)
-    try:
-        with progress or _nothing():
-            report = run_benchmark(
-                scenario,
-                names,
-                seeds=seeds,
-                jobs_parallel=jobs_parallel,
-                clock="real" if clock == "real" else "virtual",
-                speedup=10.0 if speedup is None else speedup,
-                on_result=None if progress is None else progress.finished,
-            )
-    except SimulationError as exc:  # its message has the numbers; the context repeats them
-        raise type(exc)(exc.message) from None
+    outputs = _Outputs(json_path, markdown_path, scenario_file)
+    plan = _Plan(scenario, names, seeds, jobs_parallel or _usable_cores())
+    report = _sweep(plan, real_clock=clock == "real", speedup=speedup, quiet=quiet)
     outputs.write(report, quiet=quiet)
     return 0
 
@@ -212,6 +217,31 @@ _FLAGS = {
 }
 
 T = TypeVar("T")
+
+
+def _check_list_alone() -> None:
+    """``--list`` prints and exits: a flag beside it would be silently ignored, so refuse."""
+    ctx = click.get_current_context()
+    given = [
+        max(param.opts, key=len)
+        for param in ctx.command.params
+        if param.name != "list_"
+        and ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise ConfigError(
+            f"prints the lists and exits, so it takes no other flag (got {', '.join(given)})",
+            field="--list",
+            hint="run the lists and the benchmark separately",
+        )
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a container or ``taskset``
+    limits it), else every core of the machine."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _flagged(make: Callable[[], T]) -> T:
@@ -239,14 +269,14 @@ def _scenario(name: str | None, path: str | None, overrides: Mapping[str, Any]) 
     if path is not None:
         scenario = _from_file(path)
     else:
-        scenario = _flagged(lambda: get_scenario(name or DEFAULT_SCENARIO))
+        scenario = _flagged(lambda: get_scenario(DEFAULT_SCENARIO if name is None else name))
     changes = {field: value for field, value in overrides.items() if value is not None}
     return _flagged(lambda: scenario.with_overrides(**changes)) if changes else scenario
 
 
 def _from_file(path: str) -> Scenario:
     try:
-        return load_scenario_file(path)
+        return load_scenario_file(_resolved(path, "--scenario-file"))
     except ConfigError as exc:
         if exc.field is not None:
             raise  # a mistake inside the file: its field is the path of the key
@@ -259,88 +289,229 @@ def _algorithms(text: str | None, scenario: Scenario) -> list[str]:
     return _flagged(lambda: check_algorithms(n.strip() for n in text.split(",") if n.strip()))
 
 
-def _plan(scenario: Scenario, names: list[str], seeds: int, processes: int) -> str:
-    runs = len(names) * seeds
-    where = "1 process" if processes == 1 else f"{min(processes, runs)} processes"
-    return (
-        f"bench {scenario.name}: {len(names)} algorithm(s) ({', '.join(names)}) x {seeds} "
-        f"seed(s) = {runs} run(s) of {scenario.jobs:,} jobs on {where}"
-    )
+@dataclass(frozen=True)
+class _Plan:
+    """What the sweep will run: ``names`` x ``seeds`` on ``processes`` processes."""
+
+    scenario: Scenario
+    names: list[str]
+    seeds: int
+    processes: int
+
+    @property
+    def runs(self) -> int:
+        return len(self.names) * self.seeds
+
+    def __str__(self) -> str:
+        s, runs = self.scenario, self.runs
+        where = "1 process" if self.processes == 1 else f"{min(self.processes, runs)} processes"
+        return (
+            f"bench {s.name}: {len(self.names)} algorithm(s) ({', '.join(self.names)}) x "
+            f"{self.seeds} seed(s) = {runs} run(s) of {s.jobs:,} jobs on {where}"
+        )
+
+
+def _sweep(plan: _Plan, *, real_clock: bool, speedup: float | None, quiet: bool) -> BenchmarkReport:
+    """Run ``plan``, with the plan, the progress and the elapsed time on stderr unless
+    ``quiet``. The report's headline only knows the runs' summed time; the elapsed time
+    is known here."""
+    progress = None if quiet else _progress_for_stderr(plan.runs)
+    if progress is not None:
+        click.echo(str(plan), err=True)
+    started = wall_time()
+    try:
+        with progress or _nothing():
+            report = run_benchmark(
+                plan.scenario,
+                plan.names,
+                seeds=plan.seeds,
+                jobs_parallel=plan.processes,
+                clock="real" if real_clock else "virtual",
+                speedup=10.0 if speedup is None else speedup,
+                on_result=None if progress is None else progress.finished,
+            )
+    except SimulationError as exc:  # its message has the numbers; the context repeats them
+        raise type(exc)(exc.message) from None
+    if progress is not None:
+        click.echo(f"bench: {plan.runs} run(s) in {wall_time() - started:.2f}s elapsed", err=True)
+    return report
 
 
 # -------------------------------------------------------------------------- the outputs
 
 
-class _Outputs:
-    """Where the reports go. Built before the first run: a path that could not be written
-    is refused (exit 2) while nothing has run; files are replaced atomically after."""
+@dataclass(frozen=True)
+class _Target:
+    """One report file: the flag that named it, the text given, and the resolved path."""
 
-    def __init__(self, json_path: str | None, markdown_path: str | None) -> None:
+    flag: str
+    given: str
+    path: Path
+
+
+class _Outputs:
+    """Where the reports go. Built before the first run: a path that could not be written,
+    or that names the same file as another output or the scenario file, is refused (exit
+    2) while nothing has run. Files are replaced all together, atomically each, after."""
+
+    def __init__(
+        self, json_path: str | None, markdown_path: str | None, scenario_file: str | None
+    ) -> None:
         if json_path == "-" and markdown_path == "-":
             raise ConfigError(
                 "only one report can go to stdout", field="--markdown", hint="name a file"
             )
-        if json_path is not None and json_path == markdown_path:
-            raise ConfigError("--json and --markdown name the same file", field="--markdown")
-        for path, flag in ((json_path, "--json"), (markdown_path, "--markdown")):
-            if path is not None and path != "-":
-                _check_writable(path, flag)
-        self.json_path = json_path
-        self.markdown_path = markdown_path
+        given = {"--json": json_path, "--markdown": markdown_path}
+        self.to_stdout = next((flag for flag, path in given.items() if path == "-"), None)
+        self.files = [
+            _Target(flag, path, _resolved(path, flag))
+            for flag, path in given.items()
+            if path is not None and path != "-"
+        ]
+        _check_distinct(self.files, scenario_file)
+        for target in self.files:
+            _check_writable(target)
 
     def write(self, report: BenchmarkReport, *, quiet: bool) -> None:
-        """The table on stdout, unless a report goes there (then on stderr), and the files."""
-        reports: list[tuple[str | None, Callable[[], str]]] = [
-            (self.json_path, lambda: json.dumps(report.to_dict(), indent=2, allow_nan=False)),
-            (self.markdown_path, report.render_markdown),
-        ]
-        to_stdout = [render for path, render in reports if path == "-"]
+        """Every report rendered, the files staged beside their targets, then the table on
+        stdout (on stderr when a report goes there) and the files renamed into place."""
+        renderers: dict[str, Callable[[], str]] = {
+            "--json": lambda: json.dumps(report.to_dict(), indent=2, allow_nan=False),
+            "--markdown": report.render_markdown,
+        }
+        texts = {t.flag: renderers[t.flag]() for t in self.files}
         table = report.render_table()
-        if to_stdout:
-            if not quiet:
-                click.echo(table, err=True, nl=False)
-            click.echo(to_stdout[0]())
-        else:
-            click.echo(table, nl=False)
-        for path, render in reports:
-            if path is not None and path != "-":
-                _write_atomically(Path(path), render() + "\n")
+        stdout = None if self.to_stdout is None else renderers[self.to_stdout]()
+        with _Staged() as staged:
+            for target in self.files:
+                staged.add(target, texts[target.flag] + "\n")
+            _print(table, stdout, quiet=quiet)
+            staged.commit()
 
 
-def _check_writable(path: str, flag: str) -> None:
-    target = Path(path).expanduser()
-    parent = target.absolute().parent
-    if target.is_dir():
-        raise ConfigError(f"{path} is a folder", field=flag, hint="name a file in it")
+def _print(table: str, report: str | None, *, quiet: bool) -> None:
+    """The table on stdout; or, when a report goes there, the report, and the table on
+    stderr unless ``quiet``."""
+    if report is None:
+        click.echo(table, nl=False)
+        return
+    if not quiet:
+        click.echo(table, err=True, nl=False)
+    click.echo(report)
+
+
+def _resolved(given: str, flag: str) -> Path:
+    """``given`` with ``~`` expanded and symlinks followed: the one path used from here on."""
+    try:
+        return Path(given).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # no home for ``~user``; a symlink loop
+        raise ConfigError(f"cannot resolve {given}: {exc}", field=flag) from None
+
+
+def _check_distinct(targets: list[_Target], scenario_file: str | None) -> None:
+    """Two outputs naming one file would overwrite each other, and an output naming the
+    scenario file would replace the input with the report: refuse either."""
+    named = [(t.flag, t.path) for t in targets]
+    if scenario_file is not None:
+        named.insert(0, ("--scenario-file", _resolved(scenario_file, "--scenario-file")))
+    for index, (flag, path) in enumerate(named):
+        for other_flag, other in named[:index]:
+            if _same_file(path, other):
+                raise ConfigError(
+                    f"{other_flag} and {flag} name the same file, {path}",
+                    field=flag,
+                    hint="write each report to a file of its own",
+                )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same resolved path, or two names of one existing file (a hard link)."""
+    return a == b or (a.exists() and b.exists() and os.path.samefile(a, b))
+
+
+def _check_writable(target: _Target) -> None:
+    """A report is renamed into place from a file created beside it, so what must be
+    writable is the folder, whether or not the file exists."""
+    path, flag, parent = target.path, target.flag, target.path.parent
+    if path.is_dir():
+        raise ConfigError(f"{target.given} is a folder", field=flag, hint="name a file in it")
     if not parent.is_dir():
         raise ConfigError(
             f"the folder {parent} does not exist", field=flag, hint="create it, or write elsewhere"
         )
-    if not os.access(target if target.exists() else parent, os.W_OK):
-        raise ConfigError(f"cannot write {path}", field=flag, hint="check its permissions")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"cannot write {target.given}: the folder {parent} is not writable",
+            field=flag,
+            hint="check its permissions, or write elsewhere",
+        )
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """A temporary file beside ``path``, flushed, then renamed over it: a reader sees the
-    old file or the whole new one."""
+class _Staged:
+    """Reports written to temporary files beside their targets, renamed over them by
+    :meth:`commit`; leaving the ``with`` block removes every one not renamed."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[Path, _Target]] = []
+
+    def __enter__(self) -> _Staged:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for temporary, _ in self._pending:
+            temporary.unlink(missing_ok=True)
+
+    def add(self, target: _Target, text: str) -> None:
+        self._pending.append((_write_beside(target, text), target))
+
+    def commit(self) -> None:
+        while self._pending:
+            temporary, target = self._pending[0]
+            try:
+                os.replace(temporary, target.path)
+            except OSError as exc:
+                raise _unwritable(target, exc) from None
+            self._pending.pop(0)
+
+
+def _write_beside(target: _Target, text: str) -> Path:
+    """A new file beside ``target`` holding ``text``, flushed to disk. Its mode is the
+    target's when that exists, else what the umask leaves of 0666 (as ``open()`` would)."""
     try:
-        fd, name = tempfile.mkstemp(dir=path.absolute().parent, prefix=f".{path.name}.")
+        temporary, fd = _create_beside(target.path)
     except OSError as exc:
-        raise PyAttackerError(f"could not write {path}: {exc.strerror or exc}") from None
-    temporary = Path(name)
+        raise _unwritable(target, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
-        temporary.chmod(0o644)  # mkstemp makes it private; a report is an ordinary file
-        os.replace(temporary, path)
+        if target.path.exists():
+            temporary.chmod(stat.S_IMODE(target.path.stat().st_mode))
     except OSError as exc:
         temporary.unlink(missing_ok=True)
-        raise PyAttackerError(f"could not write {path}: {exc.strerror or exc}") from None
-    except BaseException:
+        raise _unwritable(target, exc) from None
+    except BaseException:  # Ctrl-C mid-write: leave no half-written file behind
         temporary.unlink(missing_ok=True)
         raise
+    return temporary
+
+
+def _create_beside(path: Path) -> tuple[Path, int]:
+    """A fresh hidden file in ``path``'s folder, opened for writing; the kernel applies the
+    umask to its 0666 (``mkstemp`` would make it 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    for _ in range(16):
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return temporary, os.open(temporary, flags, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
+def _unwritable(target: _Target, exc: OSError) -> PyAttackerError:
+    return PyAttackerError(f"could not write {target.given}: {exc.strerror or exc}")
 
 
 # ------------------------------------------------------------------------- the progress
