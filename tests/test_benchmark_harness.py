@@ -38,6 +38,7 @@ from pyattacker.benchmark import (
 )
 from pyattacker.benchmark import _harness as harness_module
 from pyattacker.benchmark._report import default_algorithms
+from pyattacker.benchmark._tally import Tally
 from pyattacker.clock import wall_time
 from pyattacker.pool import (
     ALGORITHMS,
@@ -208,7 +209,7 @@ _FORBIDDEN: tuple[type, ...] = (
     ProviderModel,
     Harness,
     harness_module._Simulation,
-    harness_module._Tally,
+    Tally,
 )
 
 
