@@ -18,7 +18,7 @@ from pyattacker.benchmark._metrics import METRICS
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._scenarios import SCENARIOS
 from pyattacker.cli import run_cli
-from pyattacker.cli._bench import _Bar
+from pyattacker.cli._bench_output import _Bar
 from pyattacker.pool import ALGORITHMS
 
 SMALL = ["--algorithms", "wait,immediate", "--seeds", "1", "--jobs", "40"]

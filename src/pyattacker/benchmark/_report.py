@@ -26,6 +26,9 @@ in the JSON and the Markdown); a row ranked on fewer seeds than were run says so
 footnote (``†``), naming how many.
 
 There is deliberately no composite score: its weights would be the opinion, hidden.
+
+The plain table and the JSON document are rendered here; the Markdown report, which only
+reads these verdicts, in :mod:`pyattacker.benchmark._markdown`.
 """
 
 from __future__ import annotations
@@ -234,18 +237,12 @@ class BenchmarkReport:
         """Markdown: summary and problem, mean ±stdev (min .. max) per cell, the paired
         differences per directional row, exclusions, unsuited algorithms with their reasons,
         and the mean admitted requests per endpoint."""
-        s = self.scenario
-        parts = [
-            f"# Benchmark: {_md_text(s.name)}",
-            *_paragraphs(_md_text(s.summary), _bold("Problem.", _md_text(s.problem))),
-            _md_text(self._headline()),
-            self._markdown_metrics(),
-            self._markdown_paired(),
-            self._markdown_exclusions(),
-            self._markdown_unsuited(),
-            self._markdown_endpoints(),
-        ]
-        return "\n\n".join(part for part in parts if part) + "\n"
+        # Imported here, not at the top: _markdown needs this module's rule constants,
+        # cell formatting and _Verdict, so it imports _report; a top-level import back
+        # would be a cycle. The method stays here because it is the public API.
+        from pyattacker.benchmark._markdown import render_markdown
+
+        return render_markdown(self)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable document (``json.dumps(..., allow_nan=False)`` works): an
@@ -285,20 +282,9 @@ class BenchmarkReport:
         found = self._aggregates[name].get(algorithm)
         return _UNDEFINED if found is None else _number(found.mean, METRICS[name])
 
-    def _spread_cell(self, name: str, algorithm: str) -> str:
-        found = self._aggregates[name].get(algorithm)
-        if not self._suited(algorithm) or found is None:
-            return self._mean_cell(name, algorithm)
-        metric, text = METRICS[name], self._mean_cell(name, algorithm)
-        if found.stdev is not None:
-            text += f" ±{_number(found.stdev, metric)}"
-        if found.n > 1:
-            text += f" ({_number(found.min, metric)} .. {_number(found.max, metric)})"
-        if found.n < len(self.seeds):
-            text += f" n={found.n}"
-        return text
-
     def _best(self, name: str, *, markdown: bool = False) -> str:
+        """The ``best`` cell of either rendering; the Markdown one also names a lone
+        eligible algorithm and escapes the gated row's ``*``."""
         verdict = self._verdict(name)
         text = ", ".join(verdict.winners) or _NOBODY
         if markdown and verdict.reason == "unrivaled" and verdict.candidates:
@@ -347,101 +333,6 @@ class BenchmarkReport:
     def _unsuited_run(self) -> dict[str, str]:
         unsuited = self.scenario.unsuited
         return {alg: unsuited[alg] for alg in self.algorithms if alg in unsuited}
-
-    def _markdown_metrics(self) -> str:
-        rows = [
-            [
-                name,
-                METRICS[name].unit,
-                *(self._spread_cell(name, alg) for alg in self.algorithms),
-                self._best(name, markdown=True),
-            ]
-            for name in METRICS
-        ]
-        header = ["metric", "unit", *self.algorithms, "best"]
-        aligns = ["---", "---", *("---:" for _ in self.algorithms), "---"]
-        legend = (
-            "Cells: mean ±sample stdev (min .. max) over the seeds with a value; n=K when "
-            "that is fewer than were run. \\* marks a row that requires comparable "
-            f"completion; {_FEWER} a row decided only on the seeds where every candidate has "
-            "a value; — means the row separates nobody; N/A means the scenario cannot "
-            "exercise the algorithm (never ranked)."
-        )
-        return _md_table(header, aligns, rows) + "\n\n" + legend
-
-    def _markdown_paired(self) -> str:
-        title = (
-            "## Paired differences against the leader (95% CI, Student t at n-1 degrees of freedom)"
-        )
-        intro = (
-            "d = challenger - leader per seed, over the seeds where every candidate has a "
-            "value (the leader is the best mean over those seeds). A challenger shares "
-            f"the mark when its gap is within {TIE_TOLERANCE:.0%} of the leader's mean or "
-            f"|mean d| ≤ {SIGNIFICANCE_K} x se(d)."
-        )
-        sections = [self._paired_section(n) for n in METRICS if METRICS[n].directional]
-        return "\n\n".join([title, intro, *sections])
-
-    def _paired_section(self, name: str) -> str:
-        metric, verdict = METRICS[name], self._verdict(name)
-        heading = f"### {name} ({metric.better} is better)"
-        if not verdict.winners:
-            return f"{heading}\n\nNo comparison: {self._no_winner_reason(verdict)}."
-        leader, seeds = verdict.winners[0], len(verdict.seeds)
-        lead = f"Leader: **{leader}** ({_number(verdict.means[leader], metric)}"
-        lead += f", over {seeds} of {len(self.seeds)} seeds)." if seeds < len(self.seeds) else ")."
-        rows = [
-            _paired_row(alg, d, metric, alg in verdict.winners) for alg, d in verdict.paired.items()
-        ]
-        header = ["challenger", "mean d", "95% CI", "se", "n", "shares the mark"]
-        table = _md_table(header, ["---", "---:", "---:", "---:", "---:", "---"], rows)
-        return f"{heading}\n\n{lead}\n\n{table}"
-
-    @staticmethod
-    def _no_winner_reason(verdict: _Verdict) -> str:
-        if verdict.reason == "zero":
-            return "every eligible algorithm scored 0"
-        if verdict.reason == "disjoint":
-            return "the eligible algorithms have no seed with a value in common"
-        if verdict.candidates:
-            return f"only {verdict.candidates[0]} was eligible"
-        return "no algorithm was eligible"
-
-    def _markdown_exclusions(self) -> str:
-        excluded = self.excluded_by_completion()
-        if not excluded:
-            return ""
-        lines = [
-            "## Excluded by the completion gate",
-            f"Baseline: {_plain(self.completion_baseline())} jobs (the best mean jobs_done "
-            "among the algorithms the scenario can exercise). Below "
-            f"{COMPLETION_FLOOR:.0%} of it an algorithm is not ranked on any \\* row.",
-            "\n".join(f"- {alg}: {ratio:.1%} of the baseline" for alg, ratio in excluded.items()),
-        ]
-        return "\n\n".join(lines)
-
-    def _markdown_unsuited(self) -> str:
-        unsuited = self._unsuited_run()
-        if not unsuited:
-            return ""
-        items = "\n".join(f"- **{alg}** (N/A): {_md_text(why)}" for alg, why in unsuited.items())
-        return f"## Not ranked: algorithms the scenario cannot exercise\n\n{items}"
-
-    def _markdown_endpoints(self) -> str:
-        endpoints = list(dict.fromkeys([e.id for e in self.scenario.endpoints]))
-        endpoints += sorted({e for r in self.runs for e in r.endpoint_admitted} - set(endpoints))
-        rows = [[e, *(self._admitted_cell(e, alg) for alg in self.algorithms)] for e in endpoints]
-        aligns = ["---", *("---:" for _ in self.algorithms)]
-        table = _md_table(["endpoint", *self.algorithms], aligns, rows)
-        return f"## Admitted requests per endpoint (mean per run)\n\n{table}"
-
-    def _admitted_cell(self, endpoint: str, algorithm: str) -> str:
-        if not self._suited(algorithm):
-            return _NOT_RANKED
-        runs = [r for r in self.runs if r.algorithm == algorithm]
-        if not runs:
-            return _UNDEFINED
-        return f"{sum(r.endpoint_admitted.get(endpoint, 0) for r in runs) / len(runs):,.2f}"
 
     def _scenario_dict(self) -> dict[str, Any]:
         s = self.scenario
@@ -586,33 +477,6 @@ def _align(rows: list[list[str]]) -> list[str]:
         ).rstrip()
         for row in rows
     ]
-
-
-def _md_table(header: list[str], aligns: list[str], rows: list[list[str]]) -> str:
-    lines = [[_md_text(c) for c in header], aligns, *([_md_text(c) for c in r] for r in rows)]
-    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
-
-
-def _md_text(text: str) -> str:
-    """``text`` safe in a Markdown table cell or one paragraph: line breaks become spaces
-    (a newline ends a table row) and ``|`` is escaped (it separates cells)."""
-    return " ".join(text.splitlines()).replace("|", "\\|")
-
-
-def _paragraphs(*texts: str) -> list[str]:
-    return [text for text in texts if text]
-
-
-def _bold(label: str, text: str) -> str:
-    return f"**{label}** {text}" if text else ""
-
-
-def _paired_row(alg: str, d: PairedDifference, metric: Metric, shares: bool) -> list[str]:
-    def fmt(value: float | None) -> str:
-        return "n/a" if value is None else _number(value, metric)
-
-    ci = "n/a (one seed)" if d.ci_low is None else f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]"
-    return [alg, fmt(d.mean), ci, fmt(d.se), str(d.n), "yes" if shares else "no"]
 
 
 def _metric_dict(metric: Metric) -> dict[str, Any]:

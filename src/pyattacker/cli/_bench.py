@@ -3,10 +3,9 @@
 A shell over :mod:`pyattacker.benchmark`: it resolves the scenario (a shipped name or a
 file) and the flags, checks every name and output path before the first run, calls
 :func:`~pyattacker.benchmark._run.run_benchmark`, and prints the report. Progress goes to
-stderr (a bar on a terminal, one plain line per finished run otherwise), the table to
-stdout. ``--list`` is generated from ``SCENARIOS``, ``ALGORITHMS`` and ``METRICS``, never a
-second list. A run that cannot finish (wall budget, stalled simulation) is an error with
-exit code 1, never partial numbers.
+stderr, the table to stdout; the progress display and the ``--list`` text are in
+:mod:`pyattacker.cli._bench_output`. A run that cannot finish (wall budget, stalled
+simulation) is an error with exit code 1, never partial numbers.
 
 Output paths are resolved once (``~`` expanded, symlinks followed) before the first run;
 the resolved path is the one checked, compared with the other outputs and the scenario
@@ -17,14 +16,10 @@ stdout empty and every old file in place; only the renames, one per file, come a
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import secrets
-import shutil
 import stat
-import sys
-import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,22 +28,18 @@ from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pyattacker._units import parse_duration
 from pyattacker.benchmark._file import load_scenario_file
-from pyattacker.benchmark._metrics import METRICS
 from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
-from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._run import check_algorithms, run_benchmark
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
+from pyattacker.cli._bench_output import progress_for_stderr, render_list
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError, PyAttackerError, SimulationError
-from pyattacker.pool import ALGORITHMS
 from pyattacker.world import Scenario
 
-__all__ = ["bench_command", "render_list"]
+__all__ = ["bench_command"]
 
 DEFAULT_SCENARIO = "bursty_provider"
 
@@ -184,7 +175,7 @@ def bench_command(
     """
     if list_:
         _check_list_alone()
-        click.echo(render_list(), nl=False)
+        click.echo(render_list(DEFAULT_SCENARIO), nl=False)
         return 0
     overrides = {
         "jobs": jobs,
@@ -315,7 +306,7 @@ def _sweep(plan: _Plan, *, real_clock: bool, speedup: float | None, quiet: bool)
     """Run ``plan``, with the plan, the progress and the elapsed time on stderr unless
     ``quiet``. The report's headline only knows the runs' summed time; the elapsed time
     is known here."""
-    progress = None if quiet else _progress_for_stderr(plan.runs)
+    progress = None if quiet else progress_for_stderr(plan.runs)
     if progress is not None:
         click.echo(str(plan), err=True)
     started = wall_time()
@@ -335,6 +326,11 @@ def _sweep(plan: _Plan, *, real_clock: bool, speedup: float | None, quiet: bool)
     if progress is not None:
         click.echo(f"bench: {plan.runs} run(s) in {wall_time() - started:.2f}s elapsed", err=True)
     return report
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 # -------------------------------------------------------------------------- the outputs
@@ -512,127 +508,3 @@ def _create_beside(path: Path) -> tuple[Path, int]:
 
 def _unwritable(target: _Target, exc: OSError) -> PyAttackerError:
     return PyAttackerError(f"could not write {target.given}: {exc.strerror or exc}")
-
-
-# ------------------------------------------------------------------------- the progress
-
-
-class _Lines:
-    """One plain line per finished run on stderr (for logs and pipes)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-
-    def __enter__(self) -> _Lines:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-    def finished(self, run: RunResult) -> None:
-        self.done += 1
-        click.echo(f"bench [{self.done}/{self.total}] {_run_line(run)}", err=True)
-
-
-class _Bar(_Lines):
-    """A rich progress bar on a terminal; the last finished run beside it."""
-
-    def __init__(self, total: int, console: Console) -> None:
-        super().__init__(total)
-        self._progress = Progress(
-            TextColumn("bench"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=console,
-            transient=True,
-        )
-        self._task = self._progress.add_task("", total=total)
-
-    def __enter__(self) -> _Bar:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._progress.stop()
-
-    def finished(self, run: RunResult) -> None:
-        self.done += 1
-        self._progress.update(self._task, advance=1, description=_run_line(run))
-
-
-def _progress_for_stderr(total: int) -> _Lines:
-    console = Console(file=sys.stderr)
-    return _Bar(total, console) if console.is_terminal else _Lines(total)
-
-
-def _run_line(run: RunResult) -> str:
-    m = run.metrics
-    return f"{run.algorithm} seed={run.seed} jobs_done={m['jobs_done']:g} wall_s={m['wall_s']:.2f}"
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-# ----------------------------------------------------------------------------- --list
-
-
-def render_list(width: int | None = None) -> str:
-    """Scenarios, algorithms and metrics, from ``SCENARIOS``, ``ALGORITHMS``, ``METRICS``,
-    wrapped to ``width`` (default: the terminal's, between 80 and 140)."""
-    if width is None:
-        width = min(max(shutil.get_terminal_size((100, 24)).columns, 80), 140)
-    return (
-        "\n".join(
-            [*_scenario_lines(width), "", *_algorithm_lines(width), "", *_metric_lines(width)]
-        )
-        + "\n"
-    )
-
-
-def _scenario_lines(width: int) -> list[str]:
-    lines = [f"Scenarios (--scenario NAME; default {DEFAULT_SCENARIO}):"]
-    pad = max(map(len, SCENARIOS)) + 4
-    for name, scenario in SCENARIOS.items():
-        lines += _wrapped(f"  {name:<{pad - 2}}", scenario.summary, width)
-        for algorithm, reason in scenario.unsuited.items():
-            lines += _wrapped(" " * pad + "unsuited: ", f"{algorithm} ({reason})", width)
-    return lines
-
-
-def _algorithm_lines(width: int) -> list[str]:
-    lines = ["Algorithms (--algorithms A,B,...; default: all but a scenario's unsuited):"]
-    pad = max(map(len, ALGORITHMS)) + 4
-    for name, cls in ALGORITHMS.items():
-        doc = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("``", "`")
-        lines += _wrapped(f"  {name:<{pad - 2}}", " ".join(doc.split()), width)
-    return lines
-
-
-def _metric_lines(width: int) -> list[str]:
-    lines = [
-        "Metrics (better: higher, lower or neutral; * ranked only among algorithms that",
-        "completed comparable work):",
-    ]
-    name_w = max(map(len, METRICS))
-    unit_w = max(len(m.unit) for m in METRICS.values())
-    lines.append(f"  {'metric':<{name_w}}  {'unit':<{unit_w}}  better    meaning")
-    for m in METRICS.values():
-        gated = "*" if m.requires_comparable_completion else " "
-        head = f"  {m.name:<{name_w}}  {m.unit:<{unit_w}}  {m.better:<7} {gated} "
-        lines += _wrapped(head, m.meaning, max(width, len(head) + 40))
-    return lines
-
-
-def _wrapped(head: str, text: str, width: int) -> list[str]:
-    return textwrap.wrap(
-        text,
-        width=width,
-        initial_indent=head,
-        subsequent_indent=" " * len(head),
-        break_on_hyphens=False,
-    ) or [head.rstrip()]
