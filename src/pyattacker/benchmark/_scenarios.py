@@ -117,7 +117,7 @@ def _multi_vendor() -> Scenario:
                 rate_limit=RateLimitProfile(per_window=1200.0, burst=20.0),
             ),
         ),
-        jobs=900,
+        jobs=500,
         horizon_s=480.0,
         unsuited=_NO_QUOTAS,
     )
