@@ -86,27 +86,19 @@ def _multi_vendor() -> Scenario:
         "contract: does the client move its traffic, and how soon?",
         cycle=LoadCycle(period_s=180.0, trough=0.6, peak=1.0),
         endpoints=(
-            EndpointProfile(
-                id="primary-1",
-                vendor="primary",
-                capacity=6,
-                latency=LatencyProfile(median_s=0.3, sigma=0.4),
-                failures=FailureProfile(error_rate=0.01, storm_rate=0.03),
-                rate_limit=RateLimitProfile(per_window=1800.0, burst=30.0),
-                degradation=Degradation(
-                    start_s=60.0, end_s=240.0, capacity_factor=0.15, error_rate=0.4
-                ),
-            ),
-            EndpointProfile(
-                id="primary-2",
-                vendor="primary",
-                capacity=6,
-                latency=LatencyProfile(median_s=0.3, sigma=0.4),
-                failures=FailureProfile(error_rate=0.01, storm_rate=0.03),
-                rate_limit=RateLimitProfile(per_window=1800.0, burst=30.0),
-                degradation=Degradation(
-                    start_s=60.0, end_s=240.0, capacity_factor=0.15, error_rate=0.4
-                ),
+            *(
+                EndpointProfile(
+                    id=f"primary-{n}",
+                    vendor="primary",
+                    capacity=6,
+                    latency=LatencyProfile(median_s=0.3, sigma=0.4),
+                    failures=FailureProfile(error_rate=0.01, storm_rate=0.03),
+                    rate_limit=RateLimitProfile(per_window=1800.0, burst=30.0),
+                    degradation=Degradation(
+                        start_s=60.0, end_s=240.0, capacity_factor=0.15, error_rate=0.4
+                    ),
+                )
+                for n in (1, 2)
             ),
             EndpointProfile(
                 id="backup-1",
@@ -132,17 +124,14 @@ def _dead_endpoint() -> Scenario:
         "strategies notice and which keep aiming at it",
         cycle=LoadCycle(period_s=120.0, trough=0.7, peak=1.0),
         endpoints=(
-            EndpointProfile(
-                id="alive-1",
-                capacity=5,
-                latency=LatencyProfile(median_s=0.4, sigma=0.4),
-                rate_limit=RateLimitProfile(per_window=1200.0, burst=20.0),
-            ),
-            EndpointProfile(
-                id="alive-2",
-                capacity=5,
-                latency=LatencyProfile(median_s=0.4, sigma=0.4),
-                rate_limit=RateLimitProfile(per_window=1200.0, burst=20.0),
+            *(
+                EndpointProfile(
+                    id=f"alive-{n}",
+                    capacity=5,
+                    latency=LatencyProfile(median_s=0.4, sigma=0.4),
+                    rate_limit=RateLimitProfile(per_window=1200.0, burst=20.0),
+                )
+                for n in (1, 2)
             ),
             EndpointProfile(
                 id="dead",
