@@ -618,3 +618,25 @@ def _send_to(model: ProviderModel, endpoint: str, t: float) -> Verdict:
     if not verdict.refused:
         model.finish(endpoint)
     return verdict
+
+
+def test_a_request_an_outage_turns_away_holds_no_capacity_after_it() -> None:
+    """Turned away at 14.9 s by an outage that ends at 15 s, two requests must not count
+    against the endpoint's two slots at 15.1 s: they were never served."""
+    world = Scenario(
+        name="brief-outage",
+        cycle=LoadCycle(trough=1.0, peak=1.0),
+        endpoints=(
+            EndpointProfile(
+                id="e", capacity=2, failures=FailureProfile(error_rate=0.0, storm_rate=0.0)
+            ),
+        ),
+        outages=(Outage(start_s=10.0, duration_s=5.0),),
+    )
+    model = ProviderModel(world, 1)
+    turned_away = [model.admit("e", 14.9), model.admit("e", 14.9)]
+    assert [v.served for v in turned_away] == [False, False]
+    assert [v.failure for v in turned_away] == ["connection", "connection"]
+    after = model.admit("e", 15.1)
+    assert not after.refused
+    assert after.served

@@ -303,14 +303,12 @@ class _Simulation:
 
     async def _job(self, job: int) -> None:
         tally = self.tally
-        tally.jobs_started += 1
         start = self.loop.time()
         ctx = self._context()
         for step in range(self.scenario.steps_per_job):
             if not await self._step(job, step, ctx):
                 tally.jobs_failed += 1
                 return
-        tally.jobs_done += 1
         tally.job_latencies.append(self.loop.time() - start)
 
     async def _step(self, job: int, step: int, ctx: TaskContext) -> bool:
@@ -362,7 +360,6 @@ class _Simulation:
             tally.acquire_waits.append(now - asked)
             endpoint = lease.resource.id
             verdict = self.provider.admit(endpoint, now, key=job)
-            tally.requests += 1
             tally.sent[endpoint] = tally.sent.get(endpoint, 0) + 1
             if self.harness.trace:
                 tally.trace.append(
@@ -376,7 +373,6 @@ class _Simulation:
                     )
                 )
             if verdict.refused:
-                tally.refused += 1
                 tally.refusal_times.append(now)
                 self._count_error("rate_limit")
                 # the Retry-After the 429 carries, as a client reads it off the response
@@ -390,9 +386,9 @@ class _Simulation:
                 await served  # the request's service time, on the simulated loop's timer
             finally:
                 timer.cancel()
-                self.provider.finish(endpoint)
+                if verdict.served:
+                    self.provider.finish(endpoint)
             if verdict.served:
-                tally.busy_s += verdict.seconds
                 tally.served.append(verdict.seconds)
             if verdict.cache_hit:
                 tally.cache_hits += 1
@@ -433,8 +429,8 @@ class _Simulation:
 
     def _progress(self) -> str:
         return (
-            f"{self.tally.jobs_done} of {self.scenario.jobs} jobs done, "
-            f"{self.tally.requests} requests"
+            f"{len(self.tally.job_latencies)} of {self.scenario.jobs} jobs done, "
+            f"{sum(self.tally.sent.values())} requests"
         )
 
     def timed_out(self, exc: WallBudgetExceeded, wall_s: float) -> WallBudgetExceeded:
@@ -478,9 +474,6 @@ class _Simulation:
     def _now(self) -> float:
         loop = getattr(self, "loop", None)
         return 0.0 if loop is None or loop.is_closed() else float(loop.time())
-
-
-# -- metrics ----------------------------------------------------------------------------
 
 
 def _takes_ctrl_c(loop: asyncio.AbstractEventLoop, stop: Callable[[], object]) -> bool:

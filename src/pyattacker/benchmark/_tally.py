@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from pyattacker.benchmark._result import TraceRow
+from pyattacker.measure import exact_percentile
 from pyattacker.world import ProviderModel, Scenario
 
 __all__ = ["REFUSAL_WINDOW_S", "Tally", "metrics"]
@@ -23,22 +24,21 @@ _NAN = math.nan
 
 @dataclass
 class Tally:
-    """The counters one run accumulates (plain attributes: the hot path adds to them)."""
+    """What one run accumulates (plain attributes: the hot path adds to them). Nothing that
+    can be derived is kept: requests are ``sum(sent)``, refusals ``len(refusal_times)``,
+    completed jobs ``len(job_latencies)``, busy seconds ``sum(served)``."""
 
-    requests: int = 0
-    refused: int = 0
     errored: int = 0
     cache_hits: int = 0
-    busy_s: float = 0.0
     step_attempts: int = 0
     failed_attempts: int = 0
     retries: int = 0
     attempted_steps: int = 0
-    jobs_started: int = 0
-    jobs_done: int = 0
     jobs_failed: int = 0
+    #: each completed job's time, start to last step
     job_latencies: list[float] = field(default_factory=list)
     acquire_waits: list[float] = field(default_factory=list)
+    #: each served request's service time
     served: list[float] = field(default_factory=list)
     refusal_times: list[float] = field(default_factory=list)
     error_classes: dict[str, int] = field(default_factory=dict)
@@ -58,23 +58,24 @@ def metrics(
     """Every metric of ``METRICS``; NaN where a value is undefined (no completed job, no
     request, no cache, no outage...), never a flattering zero: the report leaves NaN out
     of its means and shows it as "-"."""
-    requests = tally.requests
+    requests = sum(tally.sent.values())
+    done = len(tally.job_latencies)
     attempts = tally.step_attempts
     jobs = sorted(tally.job_latencies)
     waits = sorted(tally.acquire_waits)
     cached = any(e.cache is not None for e in scenario.endpoints)
     return {
-        "jobs_done": float(tally.jobs_done),
+        "jobs_done": float(done),
         "jobs_failed": float(tally.jobs_failed),
-        "jobs_unstarted": float(scenario.jobs - tally.jobs_started),
+        "jobs_unstarted": float(scenario.jobs - done - tally.jobs_failed),
         "makespan_s": makespan,
-        "throughput_rps": _ratio(tally.jobs_done, makespan),
+        "throughput_rps": _ratio(done, makespan),
         "requests": float(requests),
-        "attempts_per_completed_job": _ratio(attempts, tally.jobs_done),
+        "attempts_per_completed_job": _ratio(attempts, done),
         "attempt_inflation": _ratio(attempts, tally.attempted_steps),
         "failed_attempt_rate": _ratio(tally.failed_attempts, attempts),
         "retry_rate": _ratio(tally.retries, attempts),
-        "refusal_rate": _ratio(tally.refused, requests),
+        "refusal_rate": _ratio(len(tally.refusal_times), requests),
         "refusal_peak_per_s": _peak_rate(tally.refusal_times, REFUSAL_WINDOW_S),
         "recovery_refusals_per_s": _after_recoveries(
             tally.refusal_times, _recoveries(scenario, makespan), REFUSAL_WINDOW_S
@@ -87,7 +88,7 @@ def metrics(
         "acquire_wait_p50_ms": _percentile(waits, 50.0) * 1000.0,
         "acquire_wait_p99_ms": _percentile(waits, 99.0) * 1000.0,
         "request_latency_p50_ms": _percentile(sorted(tally.served), 50.0) * 1000.0,
-        "utilization": _ratio(tally.busy_s, provider.offered_seconds(0.0, makespan)),
+        "utilization": _ratio(math.fsum(tally.served), provider.offered_seconds(0.0, makespan)),
         "endpoint_spread": _spread([tally.admitted.get(e.id, 0) for e in scenario.endpoints]),
         "leases_active_at_end": float(leases),
         "wall_s": wall_s,
@@ -100,13 +101,9 @@ def _ratio(part: float, whole: float) -> float:
 
 
 def _percentile(ordered: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); NaN for no samples."""
-    if not ordered:
-        return _NAN
-    rank = (len(ordered) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    """The project's one percentile definition (nearest rank,
+    :func:`pyattacker.measure.exact_percentile`); NaN for no samples."""
+    return exact_percentile(ordered, q) if ordered else _NAN
 
 
 def _peak_rate(times: list[float], window: float) -> float:

@@ -210,10 +210,9 @@ class ProviderModel:
         state.ordinal = ordinal + 1
         if profile.rate_limit is not None:
             self._refill(state, now)
-        down = [o for o in state.outages if o.covers(endpoint_id, now)] if state.outages else ()
-        if down:
-            fail_after = down[0].fail_after_s
-            state.in_flight += 1
+        capacity = self._capacity(state, now)
+        if capacity == 0:  # down: an outage turns it away, using none of the capacity
+            fail_after = next(o.fail_after_s for o in state.outages if o.covers(endpoint_id, now))
             return Verdict(
                 endpoint_id,
                 ordinal,
@@ -226,7 +225,7 @@ class ProviderModel:
                 draws,
                 False,
             )
-        if state.in_flight >= self._capacity(state, now):
+        if state.in_flight >= capacity:
             self._tighten(state)
             return Verdict(
                 endpoint_id,
@@ -297,7 +296,8 @@ class ProviderModel:
         return Verdict(endpoint_id, ordinal, False, seconds, failure, reason, cost, hit, draws)
 
     def finish(self, endpoint_id: str) -> None:
-        """An admitted request left ``endpoint_id``: its unit of capacity is free again."""
+        """A served request (``verdict.served``) left ``endpoint_id``: its unit of capacity
+        is free again. Refusals and requests an outage turned away never held one."""
         self._endpoints[endpoint_id].in_flight -= 1
 
     def in_flight(self, endpoint_id: str) -> int:
