@@ -177,7 +177,7 @@ def test_a_retry_preset_name_is_a_policy() -> None:
         (
             _with(endpoints=[{"id": "a", "rate_limit": {"tightening": 2}}]),
             "endpoints[0].rate_limit.tightening",
-            "< 1",
+            "<= 1",
         ),
         (
             _with(endpoints=[{"id": "a", "cache": {"entries": True}}]),

@@ -393,8 +393,7 @@ def test_a_tiny_capacity_rounds_up_to_one_and_an_outage_to_zero() -> None:
         8,
     ]
     assert model.capacity_at("small", 12.0) == 1  # the outage names only "big"
-    assert model.down("big", 12.0)
-    assert not model.down("small", 12.0)
+    assert model.capacity_at("big", 12.0) == 0  # down: nothing, not the floor of one
 
 
 def test_an_outage_without_endpoints_covers_them_all() -> None:

@@ -37,3 +37,10 @@ def test_seconds_accept_none_as_no_limit() -> None:
     with pytest.raises(ConfigError) as info:
         check_seconds(-1, "t")
     assert info.value.hint == "seconds, or None for no limit"
+
+
+def test_at_most_is_an_inclusive_upper_bound() -> None:
+    assert check_number(1.0, "p", at_least=0.0, at_most=1.0) == 1.0
+    with pytest.raises(ConfigError, match=r"<= 1") as caught:
+        check_number(1.0000001, "p", at_least=0.0, at_most=1.0)
+    assert caught.value.field == "p"

@@ -22,6 +22,7 @@ def check_number(
     above: float | None = None,
     at_least: float | None = None,
     below: float | None = None,
+    at_most: float | None = None,
     hint: str | None = None,
 ) -> float:
     """``value`` as a float, or ``ConfigError`` unless it is a finite number in range."""
@@ -31,10 +32,11 @@ def check_number(
         or (above is not None and not number > above)
         or (at_least is not None and not number >= at_least)
         or (below is not None and not number < below)
+        or (at_most is not None and not number <= at_most)
     ):
         bounds = [
             f"{op} {bound:g}"
-            for op, bound in ((">", above), (">=", at_least), ("<", below))
+            for op, bound in ((">", above), (">=", at_least), ("<", below), ("<=", at_most))
             if bound is not None
         ]
         wanted = " and ".join(bounds) or "that is finite"

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pyattacker.benchmark._file import to_mapping
 from pyattacker.benchmark._metrics import METRICS, Metric
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._stats import (
@@ -370,8 +371,6 @@ class BenchmarkReport:
 
 
 def _definition(scenario: Scenario) -> dict[str, Any] | None:
-    from pyattacker.benchmark._file import to_mapping  # _file imports the registry
-
     try:
         return to_mapping(scenario)
     except ConfigError:  # a retry policy naming exception types has no file form

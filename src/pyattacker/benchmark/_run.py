@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -22,7 +23,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.pool import ALGORITHMS
 from pyattacker.world import Scenario
 
-__all__ = ["check_algorithms", "run_benchmark", "seeds_of"]
+__all__ = ["check_algorithms", "run_benchmark", "seeds_of", "usable_cores"]
 
 OnResult = Callable[[RunResult], None]
 
@@ -59,13 +60,15 @@ def run_benchmark(
 ) -> BenchmarkReport:
     """Run each algorithm (default: every one the scenario can exercise) on ``seeds`` seeds.
 
-    ``jobs_parallel`` processes share the runs (1: in this process). ``on_result`` is called
+    ``jobs_parallel`` processes share the runs (1: in this process; 0: one per usable
+    core, see :func:`usable_cores`). ``on_result`` is called
     in this process after each run, in completion order. A run that cannot finish raises
     (``BenchmarkTimeout``/``BenchmarkStalled``) and the sweep stops.
     """
     names = check_algorithms(algorithms) if algorithms is not None else default_algorithms(scenario)
     seed_list = seeds_of(scenario, seeds)
-    check_whole(jobs_parallel, "jobs_parallel")
+    check_whole(jobs_parallel, "jobs_parallel", at_least=0)
+    jobs_parallel = jobs_parallel or usable_cores()
     plan = [(name, seed) for name in names for seed in seed_list]
     # Build every harness now: a bad clock or speedup fails before any process starts.
     harnesses = [
@@ -90,6 +93,14 @@ def run_benchmark(
     else:
         runs = _in_processes(harnesses, workers, on_result)
     return BenchmarkReport(scenario, names, seed_list, runs)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a container or ``taskset``
+    limits it), else every core of the machine."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _run_indexed(item: tuple[int, Harness]) -> tuple[int, RunResult | BaseException]:

@@ -32,7 +32,7 @@ from click.core import ParameterSource
 from pyattacker._units import parse_duration
 from pyattacker.benchmark._file import load_scenario_file
 from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
-from pyattacker.benchmark._run import check_algorithms, run_benchmark
+from pyattacker.benchmark._run import check_algorithms, run_benchmark, usable_cores
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
 from pyattacker.cli._bench_output import progress_for_stderr, render_list
 from pyattacker.clock import wall_time
@@ -190,7 +190,7 @@ def bench_command(
             "applies to the real clock only", field="--speedup", hint="add --clock real"
         )
     outputs = _Outputs(json_path, markdown_path, scenario_file)
-    plan = _Plan(scenario, names, seeds, jobs_parallel or _usable_cores())
+    plan = _Plan(scenario, names, seeds, jobs_parallel or usable_cores())
     report = _sweep(plan, real_clock=clock == "real", speedup=speedup, quiet=quiet)
     outputs.write(report, quiet=quiet)
     return 0
@@ -225,14 +225,6 @@ def _check_list_alone() -> None:
             field="--list",
             hint="run the lists and the benchmark separately",
         )
-
-
-def _usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, as a container or ``taskset``
-    limits it), else every core of the machine."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _flagged(make: Callable[[], T]) -> T:

@@ -159,7 +159,7 @@ class ProviderModel:
         fixed grid of ``step`` seconds anchored at 0, each cell valued at its middle.
 
         A function of time only, like the weather: it does not depend on when anybody sent
-        a request. :meth:`Scenario.capacity_seconds` is the smooth closed form of the same.
+        a request.
         """
         total = 0.0
         cell = int(t0 // step)
@@ -187,10 +187,6 @@ class ProviderModel:
             stormy = state.storms[window] = roll < failures.storm_rate
         return (window + 1) * failures.storm_duration_s if stormy else None
 
-    def down(self, endpoint_id: str, t: float) -> bool:
-        """Whether an outage covers ``endpoint_id`` at ``t``."""
-        return any(o.covers(endpoint_id, t) for o in self.scenario.outages)
-
     # -- one request ----------------------------------------------------------------------
 
     def admit(self, endpoint_id: str, now: float, key: object = None) -> Verdict:
@@ -205,7 +201,7 @@ class ProviderModel:
         state = self._endpoints[endpoint_id]
         profile = state.profile
         draw = state.draw
-        draws = (draw(), draw(), draw(), draw(), draw())
+        draws = (draw(), draw(), draw(), draw(), draw())  # DRAWS_PER_REQUEST, unrolled
         ordinal = state.ordinal
         state.ordinal = ordinal + 1
         if profile.rate_limit is not None:
@@ -299,9 +295,6 @@ class ProviderModel:
         """A served request (``verdict.served``) left ``endpoint_id``: its unit of capacity
         is free again. Refusals and requests an outage turned away never held one."""
         self._endpoints[endpoint_id].in_flight -= 1
-
-    def in_flight(self, endpoint_id: str) -> int:
-        return self._endpoints[endpoint_id].in_flight
 
     def requests_at(self, endpoint_id: str) -> int:
         """How many requests (ordinals) ``endpoint_id`` has decided so far."""

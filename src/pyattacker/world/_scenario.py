@@ -9,7 +9,6 @@ every algorithm shares, the seed.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,33 +149,6 @@ class Scenario:
         """The pools of this world, in the order their first endpoint appears."""
         return tuple(dict.fromkeys(e.vendor for e in self.endpoints))
 
-    def endpoint(self, endpoint_id: str) -> EndpointProfile:
-        for endpoint in self.endpoints:
-            if endpoint.id == endpoint_id:
-                return endpoint
-        raise KeyError(endpoint_id)
-
-    def capacity_seconds(self, t0: float, t1: float) -> float:
-        """Capacity on offer between ``t0`` and ``t1`` (request-seconds), in closed form.
-
-        ``Σ capacity * weight * ∫ cycle(t) * drift(t) * warmup(t) dt``: nothing while an
-        outage covers an endpoint, a straight-line climb while it warms up afterwards, a
-        straight-line fall while it degrades. Cut where any of those changes, each piece is
-        the cycle times a polynomial, integrated exactly (``LoadCycle.weighted_integral``).
-        A smooth approximation of the integer capacity the provider enforces, the same for
-        every algorithm since it depends on time only.
-        """
-        if t1 <= t0:
-            return 0.0
-        total = 0.0
-        for endpoint in self.endpoints:
-            scale = endpoint.capacity * endpoint.weight
-            for a, b in _pieces(self, endpoint, t0, t1):
-                poly = _multiplier(self, endpoint, a, b)
-                if poly is not None:
-                    total += scale * self.cycle.weighted_integral(a, b, poly)
-        return total
-
     def with_overrides(self, **changes: Any) -> Scenario:
         """A validated copy with ``changes`` applied (``SCENARIOS`` is left alone)."""
         known = {f.name for f in dataclasses.fields(self)}
@@ -201,49 +173,3 @@ class _FrozenDict(dict[str, str]):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_FrozenDict, (dict(self),))
-
-
-def _pieces(
-    scenario: Scenario, endpoint: EndpointProfile, t0: float, t1: float
-) -> list[tuple[float, float]]:
-    """``[t0, t1]`` cut wherever the endpoint's capacity curve changes shape."""
-    cuts = {t0, t1}
-    for outage in scenario.outages:
-        cuts.update(outage.breakpoints(endpoint.id, t0, t1))
-    d = endpoint.degradation
-    if d is not None:
-        cuts.update(t for t in (d.start_s, d.end_s) if t0 < t < t1)
-    ordered = sorted(cuts)
-    return [(a, b) for a, b in itertools.pairwise(ordered) if b > a]
-
-
-def _multiplier(
-    scenario: Scenario, endpoint: EndpointProfile, a: float, b: float
-) -> tuple[float, ...] | None:
-    """The capacity multiplier on ``[a, b]`` as a polynomial in ``s = t - a`` (None: the
-    endpoint is down). Within one piece nothing changes shape, so the middle decides."""
-    middle = (a + b) / 2.0
-    poly: tuple[float, ...] = (1.0,)
-    for outage in scenario.outages:
-        if outage.covers(endpoint.id, middle):
-            return None
-        ended = outage.last_end(endpoint.id, middle)
-        if outage.warmup_s > 0.0 and ended is not None and middle - ended < outage.warmup_s:
-            poly = _times(poly, ((a - ended) / outage.warmup_s, 1.0 / outage.warmup_s))
-    d = endpoint.degradation
-    if d is not None and middle > d.start_s:
-        drop = 1.0 - d.capacity_factor
-        if middle >= d.end_s:
-            poly = _times(poly, (d.capacity_factor,))
-        else:
-            length = d.end_s - d.start_s
-            poly = _times(poly, (1.0 - drop * (a - d.start_s) / length, -drop / length))
-    return poly
-
-
-def _times(p: tuple[float, ...], q: tuple[float, ...]) -> tuple[float, ...]:
-    product = [0.0] * (len(p) + len(q) - 1)
-    for i, x in enumerate(p):
-        for j, y in enumerate(q):
-            product[i + j] += x * y
-    return tuple(product)
