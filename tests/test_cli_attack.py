@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -100,6 +101,27 @@ def test_a_report_in_every_format_agrees_with_the_server_count(
     text = capsys.readouterr().out
     for row in ("scheduled", "sent", "dispatch delay"):
         assert row in text
+
+
+def test_a_report_that_cannot_be_written_leaves_the_previous_one_whole(
+    echo: EchoServerProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("the previous report\n")
+
+    def fsync(fd: int) -> None:  # the disk fills up while the report is written
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    argv = ["attack", echo.url, "--rate", "200/s", "--requests", "5", "-q", "--json", str(out)]
+    assert run_cli(argv) == 1
+    err = capsys.readouterr().err
+    assert f"could not write the report to {str(out)!r}: No space left on device" in err
+    assert out.read_text() == "the previous report\n"
+    assert list(tmp_path.iterdir()) == [out]
 
 
 def test_json_to_stdout_is_only_json(

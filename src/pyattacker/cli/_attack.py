@@ -9,13 +9,13 @@ bad input, 130 interrupted (the report of what ran is still printed).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
+from pyattacker._atomic import check_output, write_atomically
 from pyattacker._units import parse_duration, parse_rate
 from pyattacker.attack import (
     AttackPlan,
@@ -366,21 +366,22 @@ def _retry(text: str) -> Retrying:
 
 def _check_writable(path: str, field: str) -> None:
     """Refuse, before any traffic, an output path the report could not be written to."""
-    target = Path(path).expanduser()
-    parent = target.resolve().parent
-    if target.is_dir():
-        raise ConfigError(f"{path!r} is a folder", field=field, hint="name a file in it")
-    if not parent.is_dir():
-        raise ConfigError(f"folder {str(parent)!r} does not exist", field=field, hint="create it")
-    if not os.access(target if target.exists() else parent, os.W_OK):
-        raise ConfigError(f"cannot write {path!r}", field=field, hint="check its permissions")
+    check_output(_output(path), field, path)
+
+
+def _output(path: str) -> Path:
+    """Where a report named ``path`` goes: ``~`` expanded and symlinks followed, so the
+    rename replaces the file a link points to, as writing through the link would."""
+    return Path(path).expanduser().resolve()
 
 
 def _write(path: str, text: str) -> None:
+    """The report on stdout for ``-``; else replaced atomically (a Ctrl-C or a full disk
+    mid-write leaves the previous report whole)."""
     if path == "-":
         sys.stdout.write(text + "\n")
         return
     try:
-        Path(path).write_text(text + "\n", encoding="utf-8")
+        write_atomically(_output(path), lambda t: t.write_text(text + "\n", encoding="utf-8"))
     except OSError as exc:
         raise PyAttackerError(f"could not write the report to {path!r}: {exc.strerror}") from None

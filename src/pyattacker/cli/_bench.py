@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from pyattacker._atomic import check_output, replace, stage
 from pyattacker._units import parse_duration
 from pyattacker.benchmark._file import load_scenario_file
 from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
@@ -358,7 +357,7 @@ class _Outputs:
         ]
         _check_distinct(self.files, scenario_file)
         for target in self.files:
-            _check_writable(target)
+            check_output(target.path, target.flag, target.given)
 
     def write(self, report: BenchmarkReport, *, quiet: bool) -> None:
         """Every report rendered, the files staged beside their targets, then the table on
@@ -417,24 +416,6 @@ def _same_file(a: Path, b: Path) -> bool:
     return a == b or (a.exists() and b.exists() and os.path.samefile(a, b))
 
 
-def _check_writable(target: _Target) -> None:
-    """A report is renamed into place from a file created beside it, so what must be
-    writable is the folder, whether or not the file exists."""
-    path, flag, parent = target.path, target.flag, target.path.parent
-    if path.is_dir():
-        raise ConfigError(f"{target.given} is a folder", field=flag, hint="name a file in it")
-    if not parent.is_dir():
-        raise ConfigError(
-            f"the folder {parent} does not exist", field=flag, hint="create it, or write elsewhere"
-        )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(
-            f"cannot write {target.given}: the folder {parent} is not writable",
-            field=flag,
-            hint="check its permissions, or write elsewhere",
-        )
-
-
 class _Staged:
     """Reports written to temporary files beside their targets, renamed over them by
     :meth:`commit`; leaving the ``with`` block removes every one not renamed."""
@@ -450,52 +431,20 @@ class _Staged:
             temporary.unlink(missing_ok=True)
 
     def add(self, target: _Target, text: str) -> None:
-        self._pending.append((_write_beside(target, text), target))
+        try:
+            temporary, _ = stage(target.path, lambda t: t.write_text(text, encoding="utf-8"))
+        except OSError as exc:
+            raise _unwritable(target, exc) from None
+        self._pending.append((temporary, target))
 
     def commit(self) -> None:
         while self._pending:
             temporary, target = self._pending[0]
             try:
-                os.replace(temporary, target.path)
+                replace(temporary, target.path)
             except OSError as exc:
                 raise _unwritable(target, exc) from None
             self._pending.pop(0)
-
-
-def _write_beside(target: _Target, text: str) -> Path:
-    """A new file beside ``target`` holding ``text``, flushed to disk. Its mode is the
-    target's when that exists, else what the umask leaves of 0666 (as ``open()`` would)."""
-    try:
-        temporary, fd = _create_beside(target.path)
-    except OSError as exc:
-        raise _unwritable(target, exc) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        if target.path.exists():
-            temporary.chmod(stat.S_IMODE(target.path.stat().st_mode))
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise _unwritable(target, exc) from None
-    except BaseException:  # Ctrl-C mid-write: leave no half-written file behind
-        temporary.unlink(missing_ok=True)
-        raise
-    return temporary
-
-
-def _create_beside(path: Path) -> tuple[Path, int]:
-    """A fresh hidden file in ``path``'s folder, opened for writing; the kernel applies the
-    umask to its 0666 (``mkstemp`` would make it 0600)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    for _ in range(16):
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return temporary, os.open(temporary, flags, 0o666)
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def _unwritable(target: _Target, exc: OSError) -> PyAttackerError:

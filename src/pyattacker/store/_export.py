@@ -27,11 +27,11 @@ import csv
 import importlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pyattacker._atomic import check_output, create_beside, fill, replace
 from pyattacker.errors import ConfigError
 from pyattacker.store._protocol import Store
 from pyattacker.store._rows import RowKind
@@ -52,13 +52,15 @@ def export_rows(
 
     Raises ``ConfigError`` naming the valid choices for an unknown ``kind`` (field
     ``kind``) or ``fmt`` (field ``format``, also when Parquet is asked for without
-    ``pyarrow``), and when ``out``'s folder does not exist, ``out`` is a folder or the store's
-    own file (field ``out``). Errors while writing propagate after the temporary file is
-    removed.
+    ``pyarrow``), and when ``out``'s folder does not exist or is not writable, ``out`` is a
+    folder or the store's own file (field ``out``). Errors while writing propagate after the
+    temporary file is removed. The file's mode is the replaced file's, else what the umask
+    leaves of 0666.
     """
     resolved = resolve_kind(kind)
     write = _writer(fmt)
-    target = _target(Path(out))
+    target = Path(out)
+    check_output(target, "out")
     _not_the_store(store, target)
     return _atomically(target, lambda path: write(_view(store, resolved), path))
 
@@ -218,48 +220,16 @@ def _writer(fmt: str) -> Callable[[Iterable[Row], Path], int]:
 # -- the file ---------------------------------------------------------------------------
 
 
-def _target(out: Path) -> Path:
-    if out.is_dir():
-        raise ConfigError(f"{out} is a folder", field="out", hint="name a file inside it")
-    if not out.absolute().parent.is_dir():
-        raise ConfigError(
-            f"the folder {out.absolute().parent} does not exist",
-            field="out",
-            hint="create it first, or choose another path",
-        )
-    return out
-
-
 def _atomically(out: Path, write: Callable[[Path], int]) -> int:
     """Run ``write`` on a temporary file beside ``out``, then move it over ``out``."""
     try:
-        fd, name = tempfile.mkstemp(
-            dir=out.absolute().parent, prefix=f".{out.name}.", suffix=".tmp"
-        )
+        temporary = create_beside(out)
     except OSError as exc:
         raise ConfigError(
             f"cannot write in {out.absolute().parent}: {exc.strerror}",
             field="out",
             hint="choose a writable folder",
         ) from exc
-    os.close(fd)
-    temporary = Path(name)
-    try:
-        count = write(temporary)
-        _fsync(temporary)
-        temporary.chmod(0o644)  # mkstemp makes it private; an export is an ordinary file
-        os.replace(temporary, out)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    count = fill(temporary, out, write)
+    replace(temporary, out)
     return count
-
-
-def _fsync(path: Path) -> None:
-    """Flush the file's bytes to disk before the rename makes it visible: after a crash,
-    ``out`` is the old file or the whole new one, never a truncated one."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
