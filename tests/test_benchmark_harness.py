@@ -755,3 +755,27 @@ def test_a_run_whose_time_stands_still_is_called_a_livelock_not_slow() -> None:
     assert "simulated time stopped at 5.0" in message
     assert "try fewer" not in message
     assert caught.value.context["frozen_s"] >= 1.0
+
+
+def test_keys_of_one_rate_group_are_one_quota_group_to_the_client() -> None:
+    """multi_vendor's two primary keys share an account-wide limit; the client is told, so
+    the pool pauses both on a 429 from either (the kernel's quota groups take part)."""
+    seen: dict[str, str | None] = {}
+    name = f"peek-{uuid.uuid4().hex}"
+
+    class Peek(AcquireAlgorithm):
+        async def acquire(self, request: AcquireRequest) -> Lease:
+            for pool in request.pools.values():
+                seen.update({r.id: r.quota_group for r in pool.resources})
+            return await Wait().acquire(request)
+
+    Peek.name = name  # type: ignore[misc]
+    register_algorithm(Peek)
+    try:
+        world = SCENARIOS["multi_vendor"].with_overrides(jobs=5, horizon_s=10.0)
+        Harness(world, name, seed=1).run()
+    finally:
+        ALGORITHMS.pop(name, None)
+    groups = {e.id: e.rate_group for e in world.endpoints}
+    assert seen == groups
+    assert groups["primary-1"] == groups["primary-2"] == "primary-account"

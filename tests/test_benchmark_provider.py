@@ -8,6 +8,7 @@ harness) except the one that checks the harness counts error classes the way
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 import random
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from pyattacker.benchmark import SCENARIOS, Harness
 from pyattacker.benchmark import _harness as harness_module
-from pyattacker.errors import error_class_of, retry_after_of
+from pyattacker.errors import ConfigError, error_class_of, retry_after_of
 from pyattacker.world import (
     DRAWS_PER_REQUEST,
     CacheProfile,
@@ -639,3 +640,53 @@ def test_a_request_an_outage_turns_away_holds_no_capacity_after_it() -> None:
     after = model.admit("e", 15.1)
     assert not after.refused
     assert after.served
+
+
+def test_endpoints_of_one_rate_group_share_one_bucket() -> None:
+    """Two keys of one account: what one spends, the other no longer has."""
+    limit = RateLimitProfile(per_window=60.0, burst=2.0, retry_after_s=1.0)
+    world = Scenario(
+        name="one-account",
+        cycle=LoadCycle(trough=1.0, peak=1.0),
+        endpoints=tuple(
+            EndpointProfile(
+                id=key,
+                capacity=8,
+                failures=FailureProfile(error_rate=0.0, storm_rate=0.0),
+                rate_limit=limit,
+                rate_group="account",
+            )
+            for key in ("key-1", "key-2")
+        ),
+    )
+    shared = ProviderModel(world, 1)
+    assert not shared.admit("key-1", 0.0).refused
+    assert not shared.admit("key-1", 0.0).refused  # the burst of 2 is spent ...
+    refused = shared.admit("key-2", 0.0)  # ... for the other key too
+    assert refused.refused
+    assert refused.reason == "rate limit exceeded"
+    separate = ProviderModel(
+        world.with_overrides(
+            endpoints=tuple(dataclasses.replace(e, rate_group=None) for e in world.endpoints)
+        ),
+        1,
+    )
+    separate.admit("key-1", 0.0)
+    separate.admit("key-1", 0.0)
+    assert not separate.admit("key-2", 0.0).refused  # without the group: its own bucket
+
+
+def test_a_rate_group_must_describe_one_bucket() -> None:
+    with pytest.raises(ConfigError) as caught:
+        Scenario(
+            name="mismatch",
+            endpoints=(
+                EndpointProfile(
+                    id="a", rate_limit=RateLimitProfile(per_window=60.0), rate_group="g"
+                ),
+                EndpointProfile(
+                    id="b", rate_limit=RateLimitProfile(per_window=90.0), rate_group="g"
+                ),
+            ),
+        )
+    assert caught.value.field == "endpoints[1].rate_limit"

@@ -198,6 +198,7 @@ class _Simulation:
                 id=endpoint.id,
                 capacity=max(1, round(endpoint.capacity * endpoint.weight)),
                 options=options,
+                quota_group=endpoint.rate_group,  # the client knows which keys share a limit
                 degrade_after=self.scenario.degrade_after,
                 dead_after=self.scenario.dead_after,
                 cooldown_s=self.scenario.cooldown_s,

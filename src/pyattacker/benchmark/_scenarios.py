@@ -93,7 +93,10 @@ def _multi_vendor() -> Scenario:
                     capacity=6,
                     latency=LatencyProfile(median_s=0.3, sigma=0.4),
                     failures=FailureProfile(error_rate=0.01, storm_rate=0.03),
-                    rate_limit=RateLimitProfile(per_window=1800.0, burst=30.0),
+                    # two keys of one account: one organisation-wide limit, which the
+                    # client knows (a quota group: a 429 on one key pauses both)
+                    rate_limit=RateLimitProfile(per_window=2400.0, burst=40.0),
+                    rate_group="primary-account",
                     degradation=Degradation(
                         start_s=60.0, end_s=240.0, capacity_factor=0.15, error_rate=0.4
                     ),

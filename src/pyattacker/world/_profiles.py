@@ -297,7 +297,9 @@ class EndpointProfile:
 
     Capacity at ``t`` is ``max(1, round(capacity * weight * cycle.factor(t) * drift))``
     requests in flight. ``quota_units`` is declared metadata (``options["quota"]["tokens"]``
-    on the resource), not what the provider enforces.
+    on the resource), not what the provider enforces. Endpoints with the same
+    ``rate_group`` (keys of one account) share one token bucket, and the client knows it:
+    their resources are declared in one ``quota_group``, so a refusal on one blocks all.
     """
 
     id: str
@@ -310,6 +312,7 @@ class EndpointProfile:
     degradation: Degradation | None = None
     quota_units: float | None = None
     vendor: str = "provider"
+    rate_group: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -320,6 +323,12 @@ class EndpointProfile:
             check_number(self.quota_units, "quota_units", at_least=0.0)
         if not isinstance(self.vendor, str) or not self.vendor:
             raise ConfigError(f"must be a non-empty string, got {self.vendor!r}", field="vendor")
+        if self.rate_group is not None and (
+            not isinstance(self.rate_group, str) or not self.rate_group
+        ):
+            raise ConfigError(
+                f"must be a non-empty string or null, got {self.rate_group!r}", field="rate_group"
+            )
         for name, kind in (
             ("latency", LatencyProfile),
             ("failures", FailureProfile),

@@ -28,7 +28,7 @@ import random
 from collections import OrderedDict
 from typing import NamedTuple
 
-from pyattacker.world._profiles import EndpointProfile, Outage
+from pyattacker.world._profiles import EndpointProfile, Outage, RateLimitProfile
 from pyattacker.world._scenario import Scenario
 
 __all__ = ["DRAWS_PER_REQUEST", "ProviderError", "ProviderModel", "Verdict"]
@@ -91,24 +91,40 @@ class Verdict(NamedTuple):
         return ProviderError(503, f"{self.endpoint}: {self.reason}")
 
 
+class _Bucket:
+    """A token bucket's live state; endpoints of one ``rate_group`` share one."""
+
+    __slots__ = ("allowance", "limit", "stamp", "tokens")
+
+    def __init__(self, limit: RateLimitProfile) -> None:
+        self.limit = limit
+        self.tokens = limit.burst
+        self.allowance = 1.0
+        self.stamp = 0.0
+
+
 class _Endpoint:
     """The live state of one endpoint."""
 
     __slots__ = (
-        "allowance",
         "base",
+        "bucket",
         "cache",
         "draw",
         "in_flight",
         "ordinal",
         "outages",
         "profile",
-        "stamp",
         "storms",
-        "tokens",
     )
 
-    def __init__(self, profile: EndpointProfile, seed: int, outages: tuple[Outage, ...]) -> None:
+    def __init__(
+        self,
+        profile: EndpointProfile,
+        seed: int,
+        outages: tuple[Outage, ...],
+        bucket: _Bucket | None,
+    ) -> None:
         self.profile = profile
         self.base = profile.capacity * profile.weight
         #: the outages that concern this endpoint
@@ -116,10 +132,7 @@ class _Endpoint:
         self.draw = random.Random(f"{seed}:{profile.id}").random
         self.ordinal = 0
         self.in_flight = 0
-        limit = profile.rate_limit
-        self.tokens = limit.burst if limit is not None else 0.0
-        self.allowance = 1.0
-        self.stamp = 0.0
+        self.bucket = bucket
         self.cache: OrderedDict[object, float] = OrderedDict()
         self.storms: dict[int, bool] = {}
 
@@ -130,7 +143,16 @@ class ProviderModel:
     def __init__(self, scenario: Scenario, seed: int) -> None:
         self.scenario = scenario
         self.seed = seed
-        self._endpoints = {e.id: _Endpoint(e, seed, scenario.outages) for e in scenario.endpoints}
+        buckets: dict[str, _Bucket] = {}  # by rate_group: one bucket a group shares
+        self._endpoints: dict[str, _Endpoint] = {}
+        for e in scenario.endpoints:
+            bucket = None
+            if e.rate_limit is not None:
+                if e.rate_group is None:
+                    bucket = _Bucket(e.rate_limit)
+                else:
+                    bucket = buckets.setdefault(e.rate_group, _Bucket(e.rate_limit))
+            self._endpoints[e.id] = _Endpoint(e, seed, scenario.outages, bucket)
         self._cycle = scenario.cycle
 
     # -- the weather: pure functions of time ---------------------------------------------
@@ -204,8 +226,9 @@ class ProviderModel:
         draws = (draw(), draw(), draw(), draw(), draw())  # DRAWS_PER_REQUEST, unrolled
         ordinal = state.ordinal
         state.ordinal = ordinal + 1
-        if profile.rate_limit is not None:
-            self._refill(state, now)
+        bucket = state.bucket
+        if bucket is not None:
+            self._refill(state, bucket, now)
         capacity = self._capacity(state, now)
         if capacity == 0:  # down: an outage turns it away, using none of the capacity
             fail_after = next(o.fail_after_s for o in state.outages if o.covers(endpoint_id, now))
@@ -222,7 +245,8 @@ class ProviderModel:
                 False,
             )
         if state.in_flight >= capacity:
-            self._tighten(state)
+            if bucket is not None:
+                _tighten(bucket)
             return Verdict(
                 endpoint_id,
                 ordinal,
@@ -234,13 +258,13 @@ class ProviderModel:
                 False,
                 draws,
             )
-        limit = profile.rate_limit
-        if limit is not None:
-            if state.tokens < 1.0:
-                self._tighten(state)
+        if bucket is not None:
+            if bucket.tokens < 1.0:
+                _tighten(bucket)
+                limit = bucket.limit
                 wait = limit.retry_after_s
                 if wait is None:
-                    wait = (1.0 - state.tokens) / (limit.rate * state.allowance)
+                    wait = (1.0 - bucket.tokens) / (limit.rate * bucket.allowance)
                 return Verdict(
                     endpoint_id,
                     ordinal,
@@ -252,7 +276,7 @@ class ProviderModel:
                     False,
                     draws,
                 )
-            state.tokens -= 1.0
+            bucket.tokens -= 1.0
         seconds = profile.latency.sample(draws[0], draws[1], draws[2])
         cost = self.scenario.tokens_per_call
         hit = False
@@ -302,26 +326,27 @@ class ProviderModel:
 
     # -- the bucket -------------------------------------------------------------------------
 
-    def _refill(self, state: _Endpoint, now: float) -> None:
-        limit = state.profile.rate_limit
-        if limit is None:
-            return
-        elapsed = now - state.stamp
+    @staticmethod
+    def _refill(state: _Endpoint, bucket: _Bucket, now: float) -> None:
+        """Tokens and allowance regained since the bucket was last looked at; a bucket
+        whose endpoint came back from an outage in between restarts empty."""
+        elapsed = now - bucket.stamp
         if elapsed <= 0.0:
             return
         for outage in state.outages:
             ended = outage.last_end(state.profile.id, now)
-            if ended is not None and ended > state.stamp:  # back from an outage: empty
-                state.tokens = 0.0
+            if ended is not None and ended > bucket.stamp:  # back from an outage: empty
+                bucket.tokens = 0.0
                 elapsed = min(elapsed, now - ended)
-        state.stamp = now
-        if state.allowance < 1.0:
+        bucket.stamp = now
+        limit = bucket.limit
+        if bucket.allowance < 1.0:
             recovered = limit.recovery_per_window * elapsed / limit.window_s
-            state.allowance = min(1.0, state.allowance + recovered)
-        state.tokens = min(limit.burst, state.tokens + elapsed * limit.rate * state.allowance)
+            bucket.allowance = min(1.0, bucket.allowance + recovered)
+        bucket.tokens = min(limit.burst, bucket.tokens + elapsed * limit.rate * bucket.allowance)
 
-    @staticmethod
-    def _tighten(state: _Endpoint) -> None:
-        limit = state.profile.rate_limit
-        if limit is not None:
-            state.allowance = max(limit.tightening_floor, state.allowance * limit.tightening)
+
+def _tighten(bucket: _Bucket) -> None:
+    """A refusal: the allowance shrinks by ``tightening``, never below the floor."""
+    limit = bucket.limit
+    bucket.allowance = max(limit.tightening_floor, bucket.allowance * limit.tightening)

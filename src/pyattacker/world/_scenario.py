@@ -17,7 +17,7 @@ from pyattacker._checks import check_number, check_whole
 from pyattacker.errors import ConfigError
 from pyattacker.pool import ALGORITHMS
 from pyattacker.retry import Retrying
-from pyattacker.world._profiles import EndpointProfile, LoadCycle, Outage
+from pyattacker.world._profiles import EndpointProfile, LoadCycle, Outage, RateLimitProfile
 
 __all__ = ["Scenario"]
 
@@ -79,6 +79,7 @@ class Scenario:
                     f"two endpoints named {endpoint.id!r}", field=f"endpoints[{index}].id"
                 )
             seen.add(endpoint.id)
+        _check_rate_groups(endpoints)
         object.__setattr__(self, "endpoints", endpoints)
         outages = tuple(self.outages)
         for index, outage in enumerate(outages):
@@ -173,3 +174,20 @@ class _FrozenDict(dict[str, str]):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_FrozenDict, (dict(self),))
+
+
+def _check_rate_groups(endpoints: tuple[EndpointProfile, ...]) -> None:
+    """Endpoints sharing a bucket must describe the same bucket."""
+    first: dict[str, RateLimitProfile | None] = {}
+    for index, endpoint in enumerate(endpoints):
+        group = endpoint.rate_group
+        if group is None:
+            continue
+        limit = first.setdefault(group, endpoint.rate_limit)
+        if endpoint.rate_limit is None or endpoint.rate_limit != limit:
+            raise ConfigError(
+                f"endpoints of rate_group {group!r} share one bucket, so they need the same "
+                "rate_limit",
+                field=f"endpoints[{index}].rate_limit",
+                hint="give every endpoint of the group the same rate_limit table",
+            )
