@@ -15,7 +15,9 @@ import asyncio
 import dataclasses
 import itertools
 import math
+import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -779,3 +781,28 @@ def test_keys_of_one_rate_group_are_one_quota_group_to_the_client() -> None:
     groups = {e.id: e.rate_group for e in world.endpoints}
     assert seen == groups
     assert groups["primary-1"] == groups["primary-2"] == "primary-account"
+
+
+def test_ctrl_c_just_before_a_run_ends_still_stops_it() -> None:
+    """Ctrl-C during a run becomes a KeyboardInterrupt raised between loop callbacks, and
+    is not lost when the run ends before the loop would have looked at its signal pipe."""
+    name = f"interrupter-{uuid.uuid4().hex}"
+    sent: list[bool] = []
+
+    class Interrupter(AcquireAlgorithm):
+        async def acquire(self, request: AcquireRequest) -> Lease:
+            if not sent:
+                sent.append(True)
+                os.kill(os.getpid(), signal.SIGINT)
+            return await Wait().acquire(request)
+
+    Interrupter.name = name  # type: ignore[misc]
+    register_algorithm(Interrupter)
+    try:
+        tiny = SCENARIOS["bursty_provider"].with_overrides(jobs=1, concurrency=1)
+        with pytest.raises(KeyboardInterrupt):
+            Harness(tiny, name, seed=1).run()
+    finally:
+        ALGORITHMS.pop(name, None)
+    assert sent
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

@@ -234,11 +234,11 @@ class _Simulation:
             watched.add(asyncio.ensure_future(self._supervise()))
         interrupted: list[bool] = []
 
-        def interrupt() -> None:
+        def on_ctrl_c() -> None:  # in the signal handler: note it, act between callbacks
             interrupted.append(True)
-            everyone.cancel()
+            self.loop.call_soon_threadsafe(everyone.cancel)
 
-        catching = _takes_ctrl_c(self.loop, interrupt)
+        previous = _take_ctrl_c(on_ctrl_c)
         try:
             # the supervisor only ever ends by raising BenchmarkStalled
             done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
@@ -247,10 +247,12 @@ class _Simulation:
             for finished in done:
                 finished.result()
         finally:
-            if catching:
-                self.loop.remove_signal_handler(signal.SIGINT)
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             for task in (*watched, *workers):
                 task.cancel()
+        if interrupted:  # it came after the last worker finished: stop the sweep all the same
+            raise KeyboardInterrupt
         self.leases_at_end = sum(pool.active for pool in self.pools.values())
 
     async def _supervise(self) -> None:
@@ -477,18 +479,23 @@ class _Simulation:
         return 0.0 if loop is None or loop.is_closed() else float(loop.time())
 
 
-def _takes_ctrl_c(loop: asyncio.AbstractEventLoop, stop: Callable[[], object]) -> bool:
-    """Turn Ctrl-C into ``stop()`` at the loop's next look (between callbacks), instead of a
-    KeyboardInterrupt at whatever bytecode runs: a run torn in the middle of a pool update
-    or of the loop's own clean-up leaves noise and unclosed objects behind. Only in the main
-    thread, and only where Ctrl-C would raise (a worker process that ignores it keeps
-    ignoring it)."""
+def _take_ctrl_c(on_ctrl_c: Callable[[], None]) -> Any:
+    """Turn Ctrl-C into ``on_ctrl_c()`` (which must only note it and schedule the stop)
+    instead of a KeyboardInterrupt at whatever bytecode runs: a run torn in the middle of a
+    pool update or of the loop's own clean-up leaves noise and unclosed objects behind.
+    Returns the handler to restore, or None when it did not take over: outside the main
+    thread, or where Ctrl-C would not raise anyway (a worker process that ignores it).
+
+    A plain ``signal.signal`` handler rather than ``loop.add_signal_handler``: the virtual
+    loop reads its signal pipe only every few hundred iterations, so a signal arriving just
+    before a run ended was left in the pipe and lost when the handler was removed."""
     if threading.current_thread() is not threading.main_thread():
-        return False
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return False
-    loop.add_signal_handler(signal.SIGINT, stop)
-    return True
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, lambda signum, frame: on_ctrl_c())
+    return previous
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
