@@ -41,15 +41,22 @@ def _committed(store_path: Path) -> set[tuple[str, int]]:
         store.close()
 
 
-def _runs(store_path: Path) -> int:
-    """How many runs the store has recorded (a child killed before it began one adds none)."""
+def _runs(store_path: Path) -> list[str]:
+    """The states of the store's runs, oldest first."""
     if not store_path.exists():
-        return 0
+        return []
     store = SQLiteStore(store_path, read_only=True)
     try:
-        return sum(1 for _ in store.runs())
+        return [run.state.value for run in sorted(store.runs(), key=lambda r: r.started_at)]
     finally:
         store.close()
+
+
+def _killed_mid_run(before: list[str], after: list[str]) -> bool:
+    """Whether a SIGKILL landed mid-run: the child began a run (one more than before) and
+    left it ``running``, not during its imports (no run yet) nor after it had finished its
+    run and was only exiting."""
+    return len(after) > len(before) and after[-1] == "running"
 
 
 def _child(store: Path, log: Path, *, output: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
@@ -68,7 +75,7 @@ def test_sigkill_at_random_points_loses_nothing_and_reruns_no_committed_task(
 ) -> None:
     store, log = tmp_path / "crash.db", tmp_path / "effects.log"
     rng = random.Random(20261130)
-    kills = 0  # kills that landed mid-run (a busy machine may kill one during its imports)
+    kills = 0  # kills that landed mid-run (a busy machine may kill a child in its imports)
     for _ in range(5):
         committed_before = _committed(store)
         seen_before = len(_effects(log))
@@ -79,7 +86,7 @@ def test_sigkill_at_random_points_loses_nothing_and_reruns_no_committed_task(
             break
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-        kills += _runs(store) > runs_before
+        kills += _killed_mid_run(runs_before, _runs(store))
         rerun = [(p, s) for _, p, s in _effects(log)[seen_before:] if (p, s) in committed_before]
         assert rerun == [], f"tasks whose checkpoint had committed ran again: {rerun[:5]}"
     assert kills >= 3, "the child finished before it could be killed: raise N"
