@@ -2,7 +2,7 @@
 
 :class:`ProviderModel` is the decider (DESIGN.md §6), synchronous and free of I/O: ``admit``
 returns a :class:`Verdict` and changes only the model's own state (the request counter, the
-in-flight count, the token bucket, the cache); ``finish`` ends an admitted request. A driver
+in-flight count, the token bucket, the cache); ``finish`` ends a served request. A driver
 (the benchmark's simulated provider, a mock server) does the waiting.
 
 Objectivity, by construction:
