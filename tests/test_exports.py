@@ -80,6 +80,7 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "servers",
         "measure",
         "attack",
+        "llm",
         "report",
         "run",
         "store",
@@ -101,6 +102,7 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "pyattacker.store",
         "pyattacker.benchmark",
         "pyattacker.world",
+        "pyattacker.llm",
     ],
 )
 def test_each_public_module_exports_names_that_exist_in_sorted_order(module: str) -> None:

@@ -92,6 +92,9 @@ class Attempt:
     usage: dict[str, float] | None = None
     bytes_sent: int = 0
     bytes_received: int = 0
+    headers: dict[str, str] | None = None
+    """Rate-limit and utilisation headers the response carried (``retry-after``,
+    ``x-ratelimit-*``, ...; lower-case names), when the sender records them."""
 
     @property
     def wait(self) -> float | None:
@@ -127,8 +130,8 @@ class Attempt:
         """Every field and derived span as JSON-able values (``RequestRecord.to_dict()``
         makes the ``--samples`` rows; this is the per-attempt view).
 
-        Scalars throughout, except ``token_times`` (a list) and ``usage`` (a dict), which
-        are copies and ``None`` when absent. ``outcome`` is its string value.
+        Scalars throughout, except ``token_times`` (a list), ``usage`` and ``headers``
+        (dicts), which are copies and ``None`` when absent. ``outcome`` is its string value.
         """
         return {
             "request": self.request,
@@ -154,6 +157,7 @@ class Attempt:
             "bytes_received": self.bytes_received,
             "token_times": None if self.token_times is None else list(self.token_times),
             "usage": None if self.usage is None else dict(self.usage),
+            "headers": None if self.headers is None else dict(self.headers),
         }
 
 
