@@ -6,6 +6,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -36,18 +37,27 @@ def attempt(
     end: float | None = 0.010,
     status: int | None = None,
     error_class: str | None = None,
+    first_token: float | None = None,
+    token_times: list[float] | None = None,
+    usage: dict[str, float] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Attempt:
-    """An attempt scheduled at ``at`` with ``sent``, first byte and ``end`` as offsets."""
+    """An attempt scheduled at ``at`` with ``sent``, first byte, ``end`` and (LLM) first
+    token and token times as offsets."""
     return Attempt(
         request,
         n,
         scheduled=at,
         sent=None if sent is None else at + sent,
         first_byte=None if end is None else at + end / 2,
+        first_token=None if first_token is None else at + first_token,
+        token_times=None if token_times is None else [at + t for t in token_times],
         end=None if end is None else at + end,
         outcome=outcome,
         status=status,
         error_class=error_class,
+        usage=usage,
+        headers=headers,
         bytes_sent=10,
         bytes_received=20,
     )
@@ -155,9 +165,19 @@ def test_request_stats_from_dict_refuses_bad_data(key: str, value: object) -> No
         RequestStats.from_dict(data)
 
 
+USAGES = st.none() | st.fixed_dictionaries(
+    {"prompt_tokens": st.integers(0, 900).map(float)},
+    optional={"completion_tokens": st.sampled_from([0.0, 1.0, 2.0, 7.0, 2.5, -1.0])},
+)
+UTILISATION = st.none() | st.fixed_dictionaries(
+    {"azure-openai-deployment-utilization": st.sampled_from(["12.5%", "100%", " 7 % ", "n/a"])}
+)
+
+
 @st.composite
 def request_records(draw: st.DrawFn, request: int) -> RequestRecord:
-    """Any plausible request: 1-3 attempts, any outcomes, missing timestamps, early sends."""
+    """Any plausible request: 1-3 attempts, any outcomes, missing timestamps, early sends;
+    some streamed (first token, chunks in any order, usage) and some with headers."""
     at = ORIGIN + draw(st.floats(0.0, 20.0))
     attempts = []
     for n in range(1, draw(st.integers(1, 3)) + 1):
@@ -168,9 +188,24 @@ def request_records(draw: st.DrawFn, request: int) -> RequestRecord:
             end = max(end, sent)
         status = draw(st.sampled_from([None, 200, 404, 429, 500]))
         error_class = draw(st.sampled_from([None, *ErrorClass]))
+        first = chunks = None
+        if sent is not None and draw(st.booleans()):
+            first = sent + draw(st.floats(-0.001, 1.0))
+            chunks = [first + t for t in draw(st.lists(st.floats(-0.01, 0.5), max_size=4))]
+        llm = {"usage": draw(USAGES), "headers": draw(UTILISATION)}
         attempts.append(
             attempt(
-                request, n, at, outcome, sent=sent, end=end, status=status, error_class=error_class
+                request,
+                n,
+                at,
+                outcome,
+                sent=sent,
+                end=end,
+                status=status,
+                error_class=error_class,
+                first_token=first,
+                token_times=chunks,
+                **llm,
             )
         )
         at += (end or 0.0) + draw(st.floats(0.0, 1.0))
@@ -220,6 +255,61 @@ def test_request_stats_hold_exactly_the_spans_the_records_derive(
     assert stats.early_sends == sum((r.dispatch_delay or 0.0) < 0 for r in records)
     assert stats.throttled_requests == sum(r.throttled for r in records)
     assert stats.by_status == Counter(r.status for r in records if r.status is not None)
+
+
+def streams(records: list[RequestRecord]) -> list[tuple[RequestRecord, float]]:
+    """The streamed requests (answered, last attempt with a first token) and that token."""
+    return [
+        (r, r.last.first_token) for r in records if r.answered and r.last.first_token is not None
+    ]
+
+
+def tokens(value: float | None, default: int) -> int:
+    return default if value is None or value < 0 else round(value)
+
+
+def utilisation(a: Attempt) -> float | None:
+    text = (a.headers or {}).get("azure-openai-deployment-utilization", "n/a")
+    return None if text == "n/a" else float(text.strip().rstrip("%"))
+
+
+@given(tagged_records())
+def test_request_stats_hold_exactly_the_llm_figures_the_definitions_give(
+    tagged: list[tuple[RequestRecord, int]],
+) -> None:
+    records = [rec for rec, _ in tagged]
+    stats = stats_of(records)
+    streamed = streams(records)
+    assert stats.ttft == histogram_of(first - r.sent for r, first in streamed if r.sent)
+    assert stats.ttft_scheduled == histogram_of(first - r.scheduled for r, first in streamed)
+    assert stats.e2e == histogram_of(r.service_time for r, _ in streamed)
+    assert stats.e2e_scheduled == histogram_of(r.latency for r, _ in streamed)
+    chunks = [[first, *(r.last.token_times or [])] for r, first in streamed]
+    assert stats.itl == histogram_of(b - a for times in chunks for a, b in pairwise(times))
+    expected_tpot = []
+    for r, first in streamed:
+        n = 1 + len(r.last.token_times or [])
+        n = tokens((r.last.usage or {}).get("completion_tokens"), n)
+        if n >= 2:
+            expected_tpot.append(max(0.0, r.end - first) / (n - 1))  # type: ignore[operator]
+    assert stats.tpot == histogram_of(expected_tpot)
+    # Tokens count for every answered OK request, streamed or not (a whole-body answer).
+    ok = [
+        r.last.usage
+        for r in records
+        if r.answered and r.outcome == "ok" and r.last.usage is not None
+    ]
+    assert stats.usage_requests == len(ok)
+    assert stats.prompt_tokens == sum(tokens(u.get("prompt_tokens"), 0) for u in ok)
+    assert stats.completion_tokens == sum(tokens(u.get("completion_tokens"), 0) for u in ok)
+    read = [a for r in records for a in r.attempts if a.outcome is Outcome.THROTTLED]
+    with_llm_answer = [
+        r
+        for r in records
+        if r.answered and (r.last.first_token is not None or r.last.usage is not None)
+    ]
+    read += [r.last for r in with_llm_answer if r.outcome is not Outcome.THROTTLED]
+    assert stats.utilisation == histogram_of(utilisation(a) for a in read)
 
 
 @given(tagged_records())

@@ -4,6 +4,7 @@ See ``docs/attack.md``.
 """
 
 from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._result import AttackResult
@@ -20,6 +21,7 @@ __all__ = [
     "ClosedModel",
     "Engine",
     "HttpSender",
+    "LlmSpec",
     "LoadModel",
     "OpenModel",
     "Progress",

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyattacker._checks import check_number, check_whole
+from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
 from pyattacker.errors import ConfigError
 from pyattacker.http import URL, Timeouts, check_request
@@ -53,6 +54,11 @@ class AttackPlan:
     - ``keys``: API keys; each (URL, key) pair is one resource, and every ``{key}`` in a header
       value is replaced by that resource's key (``Authorization: Bearer {key}``). Keys are
       sent only in headers and never appear in a report.
+    - ``llm``: an :class:`LlmSpec` makes this an LLM attack: each target is an
+      OpenAI-compatible base URL (``http://host:8000/v1``), POSTed at its API's path
+      (``targets`` then hold those endpoint URLs); the body of request ``n`` is the spec's
+      prompt ``n``; with keys and no ``{key}`` header, the key goes where the endpoint
+      expects it (``Authorization: Bearer``, or ``api-key`` for Azure OpenAI).
     """
 
     targets: tuple[URL, ...]
@@ -71,6 +77,7 @@ class AttackPlan:
     seed: int = 0
     late_after: float = 0.010
     keys: tuple[str, ...] = field(default=(), repr=False)
+    llm: LlmSpec | None = None
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -107,6 +114,8 @@ class AttackPlan:
                 hint=f"use one of {', '.join(METHODS)}",
             )
         object.__setattr__(self, "method", method)
+        if self.llm is not None:
+            self._as_llm(self.llm)
         check_whole(self.connections, "connections", at_least=1)
         check_number(self.window, "window", above=0.0, hint="e.g. 1s")
         check_number(self.late_after, "late_after", at_least=0.0)
@@ -114,6 +123,26 @@ class AttackPlan:
         resolve_algorithm(self.algorithm)
         self._check_keys()
         self._check_requests()
+
+    def _as_llm(self, llm: LlmSpec) -> None:
+        """Point the targets at their LLM endpoints, POST, and place the key header."""
+        if not isinstance(llm, LlmSpec):
+            raise ConfigError(f"must be an LlmSpec, got {type(llm).__name__}", field="llm")
+        if self.method not in ("GET", "POST"):  # GET: the default, left unset
+            raise ConfigError(
+                f"an LLM attack POSTs its requests, not {self.method}", field="method"
+            )
+        if self.body is not None:
+            raise ConfigError(
+                "an LLM attack builds each body from its prompts",
+                field="body",
+                hint="use --shape CONTEXT:MAX_TOKENS or --prompts FILE.jsonl instead of --body",
+            )
+        object.__setattr__(self, "method", "POST")
+        object.__setattr__(self, "targets", llm.endpoints(self.targets))
+        if self.keys and not any(KEY_PLACEHOLDER in value for _, value in self.headers):
+            header = llm.key_header(self.targets)
+            object.__setattr__(self, "headers", (*self.headers, header))
 
     def _check_requests(self) -> None:
         """Refuse now, naming the field, any request the HTTP client would refuse later

@@ -1,7 +1,9 @@
 """``AttackResult``: the facts an attack measured, ready for any renderer.
 
 It holds aggregates (mergeable histograms and counters), never opinions: the renderers in
-:mod:`pyattacker.report` decide how to show them. ``to_dict()`` is the JSON report's body.
+:mod:`pyattacker.report` decide how to show them. ``to_dict()`` is the JSON report's body;
+its ``llm`` section exists only when the run has LLM data (``RequestStats.has_llm``), so
+an HTTP run's report is the same as before LLM figures existed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from pyattacker._version import __version__
 from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan
-from pyattacker.measure import Outcome, RequestStats, Window
+from pyattacker.measure import Histogram, Outcome, RequestStats, Window
 from pyattacker.retry import Retrying
 
 __all__ = ["AttackResult"]
@@ -75,6 +77,16 @@ class AttackResult:
         return None if planned is None or self.schedule_s <= 0 else planned / self.schedule_s
 
     @property
+    def has_llm(self) -> bool:
+        """Whether the report has an ``llm`` section: the plan was an LLM attack, or any
+        request streamed, reported token usage or carried a utilisation header."""
+        return (
+            self.plan.llm is not None
+            or self.total.has_llm
+            or any(s.has_llm for s in self.by_target.values())
+        )
+
+    @property
     def achieved_rate(self) -> float:
         """Requests sent per second (each counted once, at its first send), over the
         schedule or, if sending ran past it (a
@@ -110,7 +122,21 @@ class AttackResult:
                 "windows": [w.to_dict() for w in self.windows],
             }
         )
+        if self.has_llm:
+            report["llm"] = _json_safe(self._llm_dict())
         return report
+
+    def _llm_dict(self) -> dict[str, Any]:
+        section = llm_stats_dict(self.total, self.schedule_s)
+        section["per_minute"]["sent"] = _per_minute(self.sent, self.schedule_s)
+        if len(self.by_target) > 1:
+            section["targets"] = {
+                target: llm_stats_dict(stats, self.schedule_s)
+                for target, stats in self.by_target.items()
+                if stats.has_llm
+            }
+        section["windows"] = [llm_window_dict(w) for w in self.windows]
+        return section
 
 
 def _json_safe(value: Any) -> Any:
@@ -147,6 +173,68 @@ def stats_dict(stats: RequestStats) -> dict[str, Any]:
         "bytes_sent": stats.bytes_sent,
         "bytes_received": stats.bytes_received,
     }
+
+
+def llm_stats_dict(stats: RequestStats, span_s: float) -> dict[str, Any]:
+    """The LLM view of one aggregate (definitions: ``RequestStats``' docstring).
+
+    Durations in seconds; ``per_minute`` rates are over ``span_s`` (the schedule span),
+    ``None`` when it is 0; ``utilisation_pct`` is ``None`` when no attempt carried the header.
+    """
+    ok = stats.by_outcome[Outcome.OK.value]
+    return {
+        "streamed_requests": stats.ttft_scheduled.count,
+        "ttft_s": {"sent": _summary(stats.ttft), "scheduled": _summary(stats.ttft_scheduled)},
+        "itl_s": _summary(stats.itl),
+        "tpot_s": _summary(stats.tpot),
+        "e2e_s": {"sent": _summary(stats.e2e), "scheduled": _summary(stats.e2e_scheduled)},
+        "tokens": {
+            "prompt": stats.prompt_tokens,
+            "completion": stats.completion_tokens,
+            "requests_with_usage": stats.usage_requests,
+        },
+        "per_minute": {
+            "span_s": span_s,
+            "ok_requests": _per_minute(ok, span_s),
+            "prompt_tokens": _per_minute(stats.prompt_tokens, span_s),
+            "completion_tokens": _per_minute(stats.completion_tokens, span_s),
+        },
+        "throttled_requests": stats.throttled_requests,
+        "throttled_attempts": stats.throttled_attempts,
+        "attempts_per_request": stats.attempts / stats.requests if stats.requests else None,
+        "utilisation_pct": _summary(stats.utilisation) if stats.utilisation.count else None,
+    }
+
+
+def llm_window_dict(window: Window) -> dict[str, Any]:
+    """One row of the LLM time series, in the columns of seed 001's tool.
+
+    ``rpm``: requests first sent in the window, per minute. ``in_flight``: the most in
+    progress at an arrival. ``completed``, ``failures``, ``throttled``: answered requests by
+    the window of their end. ``ttft_s`` on the sent clock; ``e2e_s`` is the window's
+    latency on the scheduled clock (every answered request, refusals included).
+    """
+    return {
+        "start": window.start,
+        "width": window.width,
+        "rpm": window.sent * 60.0 / window.width,
+        "in_flight": window.max_in_flight,
+        "completed": window.completed,
+        "failures": window.failed,
+        "throttled": window.throttled,
+        "ttft_s": window.ttft.to_dict(),
+        "e2e_s": window.latency.to_dict(),
+        "prompt_tokens": window.prompt_tokens,
+        "completion_tokens": window.completion_tokens,
+    }
+
+
+def _summary(histogram: Histogram) -> dict[str, Any]:
+    return histogram.summary().to_dict()
+
+
+def _per_minute(count: float, span_s: float) -> float | None:
+    return count * 60.0 / span_s if span_s > 0 else None
 
 
 def retry_label(policy: Retrying) -> str:

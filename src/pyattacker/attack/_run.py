@@ -52,7 +52,11 @@ async def attack(
             max_connections=plan.connections * max(per_origin.values()),
             clock=clock,
         )
-        sender = HttpSender(client, method=plan.method, body=plan.body)
+        sender = (
+            _llm_sender(plan, client)
+            if plan.llm
+            else HttpSender(client, method=plan.method, body=plan.body)
+        )
     engine = Engine(plan, sender, clock=clock, on_record=on_record)
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
@@ -75,6 +79,22 @@ async def attack(
             loop.remove_signal_handler(signum)
         if client is not None:
             await client.aclose()
+
+
+def _llm_sender(plan: AttackPlan, client: HttpClient) -> Sender:
+    from pyattacker.llm import LlmClient, LlmSender  # only LLM attacks need it
+
+    spec = plan.llm
+    assert spec is not None
+    return LlmSender(
+        LlmClient(client),
+        spec.prompts,
+        model=spec.model,
+        max_tokens=spec.max_tokens,
+        api=spec.api,
+        stream=spec.stream,
+        extra=spec.extra,
+    )
 
 
 async def _tick(engine: Engine, on_progress: Callable[[Progress], None], every: float) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -20,6 +21,7 @@ from pyattacker._units import parse_duration, parse_rate
 from pyattacker.attack import (
     AttackPlan,
     ClosedModel,
+    LlmSpec,
     OpenModel,
     SampleWriter,
     Stage,
@@ -28,11 +30,14 @@ from pyattacker.attack import (
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Timeouts
+from pyattacker.llm import Api, JsonlPrompts, PromptSource, SyntheticPrompts, parse_shape
 from pyattacker.pool import ALGORITHMS
 from pyattacker.report import attack_json, attack_markdown, attack_text
 from pyattacker.retry import Retrying, resolve_retry
 
 __all__ = ["attack_command"]
+
+T = TypeVar("T")
 
 _EPILOG = """\b
 Examples:
@@ -41,12 +46,26 @@ Examples:
   pyattacker attack URL --stages 10s:100/s,30s:1000/s,10s:0/s
   pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
+  pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \
+      --shape 1000:200 --key $KEY
+  pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \
+      --retry exponential --window 60s
 
 \b
 Latency is reported on two clocks: "scheduled" counts from when the load model meant the
 request to start (what a user would see; a generator that falls behind cannot hide it),
 "sent" from when it actually left (service time). Retries are off unless --retry says so,
 and every attempt is counted.
+
+\b
+With --llm each URL is an OpenAI-compatible base (http://host:8000/v1, or an Azure OpenAI
+resource with --azure-deployment): requests are streamed chat completions (or
+--api completions) and the report adds time to first token, inter-token latency, time per
+output token and tokens per minute, on both clocks. Token counts are the server's own
+(its usage report); --shape prompts are CONTEXT common English words, about one token each
+in OpenAI's tokenizers, so no tokenizer is downloaded and nothing else touches the network.
+--retry none sends exactly one attempt per request: a throttled request is counted as
+throttled, not retried behind your back.
 """
 
 
@@ -93,7 +112,9 @@ and every attempt is counted.
     "--body", metavar="TEXT|@FILE", help="Request body text, or @FILE to read it from a file."
 )
 @click.option(
-    "--timeout", default="30s", metavar="DURATION", show_default=True, help="Whole-request timeout."
+    "--timeout",
+    metavar="DURATION",
+    help="Whole-request timeout (streams included).  [default: 30s; 10m with --llm]",
 )
 @click.option(
     "--connect-timeout",
@@ -133,9 +154,58 @@ and every attempt is counted.
     help="Let errors and Retry-After steer the algorithm (may slow the offered load).",
 )
 @click.option(
-    "--window", default="1s", metavar="DURATION", show_default=True, help="Time-series window."
+    "--window",
+    metavar="DURATION",
+    help="Time-series window.  [default: 1s; 10s with --llm]",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed for Poisson arrivals and jitter.")
+@click.option(
+    "--llm",
+    is_flag=True,
+    help="The URLs are OpenAI-compatible LLM endpoints (base URLs such as .../v1).",
+)
+@click.option("--model", metavar="NAME", help="LLM: the model every request asks for.")
+@click.option(
+    "--shape",
+    metavar="CONTEXT:MAX_TOKENS",
+    help="LLM: synthetic prompts of CONTEXT tokens asking for at most MAX_TOKENS, e.g. 1000:200.",
+)
+@click.option(
+    "--prompts",
+    "prompts_path",
+    metavar="FILE.jsonl",
+    help='LLM: prompts, one JSON object per line: {"messages": [...]} or {"prompt": "..."}, '
+    'optionally "max_tokens"; used in turn.',
+)
+@click.option(
+    "--max-tokens",
+    type=int,
+    metavar="N",
+    help="LLM: the output cap of a --prompts line that names none.",
+)
+@click.option(
+    "--api",
+    type=click.Choice(["chat", "completions"]),
+    default="chat",
+    show_default=True,
+    help="LLM: chat/completions or completions.",
+)
+@click.option(
+    "--stream/--no-stream",
+    default=True,
+    show_default=True,
+    help="LLM: stream the answer (TTFT and inter-token latency need it).",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="LLM: another request parameter (repeatable), VALUE as JSON if it parses, "
+    "e.g. temperature=0, ignore_eos=true.",
+)
+@click.option("--azure-deployment", metavar="NAME", help="LLM: the Azure OpenAI deployment.")
+@click.option("--api-version", metavar="VERSION", help="LLM: Azure OpenAI api-version.")
 @click.option(
     "--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-' for stdout)."
 )
@@ -160,15 +230,25 @@ def attack_command(
     keys: Sequence[str],
     keys_file: str | None,
     body: str | None,
-    timeout: str,
+    timeout: str | None,
     connect_timeout: str,
     retry: str,
     algorithm: str,
     connections: int,
     max_in_flight: int,
     feedback: bool,
-    window: str,
+    window: str | None,
     seed: int,
+    llm: bool,
+    model: str | None,
+    shape: str | None,
+    prompts_path: str | None,
+    max_tokens: int | None,
+    api: str,
+    stream: bool,
+    params: Sequence[str],
+    azure_deployment: str | None,
+    api_version: str | None,
     json_path: str | None,
     markdown_path: str | None,
     samples_path: str | None,
@@ -179,23 +259,43 @@ def attack_command(
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
     load = _load_model(rate, arrival, stages, clients, think, max_in_flight)
-    plan = AttackPlan.build(
-        urls,
-        load,
-        duration=None if duration is None else parse_duration(duration, field="--duration"),
-        requests=requests_,
-        method=method,
-        headers=[_header(h) for h in headers],
-        body=_body(body),
-        timeouts=_timeouts(timeout, connect_timeout),
-        retry=_retry(retry),
-        algorithm=algorithm,
-        connections=connections,
-        feedback=feedback,
-        window=parse_duration(window, field="--window"),
-        seed=seed,
-        keys=_keys(keys, keys_file),
-    )
+    if not llm:
+        _no_llm_flags(
+            model=model,
+            shape=shape,
+            prompts=prompts_path,
+            max_tokens=max_tokens,
+            param=params or None,
+            azure_deployment=azure_deployment,
+            api_version=api_version,
+        )
+    llm_spec = (
+        _llm_spec(model, shape, prompts_path, max_tokens, api, stream, params, seed,
+                  azure_deployment, api_version)
+        if llm
+        else None
+    )  # fmt: skip
+    try:
+        plan = AttackPlan.build(
+            urls,
+            load,
+            duration=None if duration is None else parse_duration(duration, field="--duration"),
+            requests=requests_,
+            method=method,
+            headers=[_header(h) for h in headers],
+            body=_body(body),
+            timeouts=_timeouts(timeout or ("10m" if llm_spec else "30s"), connect_timeout),
+            retry=_retry(retry),
+            algorithm=algorithm,
+            connections=connections,
+            feedback=feedback,
+            window=parse_duration(window or ("10s" if llm_spec else "1s"), field="--window"),
+            seed=seed,
+            keys=_keys(keys, keys_file),
+            llm=llm_spec,
+        )
+    except ConfigError as exc:
+        raise _renamed(exc) from None
     for path, field in (
         (json_path, "--json"),
         (markdown_path, "--markdown"),
@@ -268,6 +368,110 @@ def _load_model(
         arrival=arrival or "constant",  # type: ignore[arg-type]
         max_in_flight=max_in_flight,
     )
+
+
+def _llm_spec(
+    model: str | None,
+    shape: str | None,
+    prompts_path: str | None,
+    max_tokens: int | None,
+    api: str,
+    stream: bool,
+    params: Sequence[str],
+    seed: int,
+    azure_deployment: str | None,
+    api_version: str | None,
+) -> LlmSpec:
+    prompts: PromptSource
+    if (shape is None) == (prompts_path is None):
+        raise ConfigError(
+            "an LLM attack needs its prompts"
+            if shape is None
+            else "--shape and --prompts cannot both be given",
+            field="--shape",
+            hint="give --shape CONTEXT:MAX_TOKENS (e.g. 1000:200) or --prompts FILE.jsonl",
+        )
+    if shape is not None:
+        if max_tokens is not None:
+            raise ConfigError(
+                "--max-tokens applies to --prompts files; --shape names its own",
+                field="--max-tokens",
+                hint="write the cap in the shape: CONTEXT:MAX_TOKENS",
+            )
+        prompts = SyntheticPrompts.from_shape(_flag(parse_shape, shape, "--shape"), seed=seed)
+    else:
+        assert prompts_path is not None
+        prompts = _flag(JsonlPrompts, prompts_path, "--prompts")
+    extra = _params(params)
+    return _flag(
+        lambda _: LlmSpec(
+            model,
+            prompts,
+            max_tokens=max_tokens,
+            api=Api(api),
+            stream=stream,
+            azure_deployment=azure_deployment,
+            api_version=api_version,
+            extra=extra,
+        ),
+        None,
+        "--model",
+    )
+
+
+def _flag(make: Callable[[Any], T], value: Any, flag: str) -> T:
+    """``make(value)``, with a ConfigError's field renamed to the flag the user typed."""
+    try:
+        return make(value)
+    except ConfigError as exc:
+        renamed = _renamed(exc)
+        raise ConfigError(
+            exc.message, field=flag if renamed is exc else renamed.field, hint=exc.hint
+        ) from None
+
+
+def _renamed(exc: ConfigError) -> ConfigError:
+    """An error about an LlmSpec field (``llm.<name>...``) named by its flag; else ``exc``."""
+    field = exc.field or ""
+    if not field.startswith("llm."):
+        return exc
+    flag = _LLM_FLAGS.get(field.split(".")[1], "--llm")
+    return ConfigError(exc.message, field=flag, hint=exc.hint)
+
+
+# LlmSpec's fields (``llm.<name>...`` in its errors) and the flags that set them
+_LLM_FLAGS = {
+    "model": "--model",
+    "max_tokens": "--max-tokens",
+    "api": "--api",
+    "extra": "--param",
+    "prompts": "--prompts",
+    "prompt": "--prompts",
+}
+
+
+def _params(params: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for text in params:
+        name, sep, raw = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigError(
+                f"cannot read {text!r}", field="--param", hint="write it as NAME=VALUE"
+            )
+        try:
+            out[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[name] = raw
+    return out
+
+
+def _no_llm_flags(**given: object) -> None:
+    """Refuse LLM-only flags on an HTTP attack (they would be silently ignored)."""
+    for name, value in given.items():
+        if value is not None:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} applies to LLM attacks only", field=flag, hint="add --llm")
 
 
 def _timeouts(total: str, connect: str) -> Timeouts:

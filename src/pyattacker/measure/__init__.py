@@ -4,8 +4,9 @@
   request, with latency on two named clocks (``scheduled`` and ``sent``).
 * :class:`Histogram` — log-linear, bounded, exactly mergeable; percentiles within 0.05 %
   for values >= 1 µs. :func:`exact_percentile` is the one percentile definition.
-* :class:`RequestStats` — counts and histograms of many requests; :class:`WindowSeries`
-  — the same per fixed time window.
+* :class:`RequestStats` — counts and histograms of many requests, with TTFT, ITL, TPOT
+  and token counts for streamed LLM answers; :class:`WindowSeries` — the same per fixed
+  time window.
 
 Everything here merges exactly (also across processes, via ``to_dict``/``from_dict``), so
 workers aggregate locally and a coordinator adds them up. Nothing here reads a clock: the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -11,6 +12,12 @@ from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecor
 
 __all__ = ["RequestStats"]
 
+UTILISATION_HEADER = "azure-openai-deployment-utilization"
+
+# The LLM figures (see the class docstring). Stats written before they existed load with
+# these empty, so every name here is optional in `from_dict`.
+_LLM_TOTALS = ("prompt_tokens", "completion_tokens", "usage_requests")
+_LLM_HISTOGRAMS = ("ttft", "ttft_scheduled", "itl", "tpot", "e2e", "e2e_scheduled", "utilisation")
 _TOTALS = (
     "requests",
     "attempts",
@@ -19,6 +26,7 @@ _TOTALS = (
     "early_sends",
     "bytes_sent",
     "bytes_received",
+    *_LLM_TOTALS,
 )
 # What is stored. Each answered request goes into exactly one of the latency pair and one
 # of the service pair, so a one-attempt OK request costs four records, not six; the public
@@ -32,7 +40,9 @@ _HISTOGRAMS = (
     "_attempt_service_multi",
     "dispatch_delay",
     "ttfb",
+    *_LLM_HISTOGRAMS,
 )
+_OPTIONAL = frozenset({*_LLM_TOTALS, *_LLM_HISTOGRAMS})
 # Counters and how to read their keys back from JSON (where every key is a string).
 _COUNTERS: dict[str, Callable[[str], Any]] = {
     "by_outcome": str,
@@ -60,6 +70,31 @@ class RequestStats:
     A span that comes out negative is recorded as 0 (the record keeps the raw value); a
     request sent before its scheduled time (a timer fired early) is counted in
     ``early_sends``. Request-level ``by_status`` and ``by_error_class`` are the last attempt's.
+
+    LLM figures cover the **streamed** requests: answered ones whose last attempt carries a
+    ``first_token`` (the first content chunk of a streamed answer). An HTTP request pays one
+    ``is None`` check for all of them (on the hot path, :meth:`add_attempt`). With
+    ``first`` = the last attempt's ``first_token`` and ``end`` its ``end``:
+
+    * ``ttft`` — sent clock: ``first`` minus the first ``sent`` (as ``service_time``).
+      ``ttft_scheduled`` — scheduled clock: ``first`` minus the first ``scheduled``. Both
+      span every attempt of a retried request; for one attempt they are that attempt's.
+    * ``e2e`` / ``e2e_scheduled`` — ``end`` on the same two clocks, the same requests.
+    * ``itl`` — every gap between consecutive content chunks of that attempt:
+      ``first`` to ``token_times[0]``, then between consecutive ``token_times``. A chunk
+      carrying several tokens is one gap, so ITL is per chunk, not per token.
+    * ``tpot`` — one value per streamed request: ``(end - first) / (n - 1)``, ``n`` the
+      attempt's ``usage["completion_tokens"]`` when present, else its chunk count
+      ``1 + len(token_times)``; not recorded when ``n < 2``.
+    * ``prompt_tokens``, ``completion_tokens`` — sums of the last attempt's ``usage`` over
+      OK requests that carry one, streamed or not (whole numbers; a fraction is rounded, a negative
+      or non-finite count ignored); ``usage_requests`` counts those requests.
+    * ``utilisation`` — the ``azure-openai-deployment-utilization`` header (a percentage,
+      recorded as a number of percent, e.g. ``12.5``) of every throttled attempt and of the
+      streamed answer. A histogram for its percentiles; the unit is %, not seconds.
+
+    A whole-body LLM answer (no ``first_token``) adds its tokens and utilisation only: it
+    has no token timestamps. A plain HTTP request pays two ``is None`` checks for all this.
     """
 
     __slots__ = (*_TOTALS, *_COUNTERS, *_HISTOGRAMS)
@@ -83,6 +118,14 @@ class RequestStats:
         self._attempt_service_multi = Histogram()  # each attempt of retried requests
         self.dispatch_delay = Histogram()
         self.ttfb = Histogram()
+        self.prompt_tokens = self.completion_tokens = self.usage_requests = 0
+        self.ttft = Histogram()
+        self.ttft_scheduled = Histogram()
+        self.itl = Histogram()
+        self.tpot = Histogram()
+        self.e2e = Histogram()
+        self.e2e_scheduled = Histogram()
+        self.utilisation = Histogram()  # percent, not seconds
 
     @property
     def latency(self) -> Histogram:
@@ -98,6 +141,12 @@ class RequestStats:
     def attempt_service_time(self) -> Histogram:
         """``end - sent`` of every answered attempt (a new histogram on each read)."""
         return _union(self._service_single, self._attempt_service_multi)
+
+    @property
+    def has_llm(self) -> bool:
+        """Whether any request streamed, reported token usage, or carried a utilisation
+        header."""
+        return bool(self.ttft_scheduled.count or self.usage_requests or self.utilisation.count)
 
     def add(self, record: RequestRecord) -> None:
         """Count ``record`` and record its spans (see the class docstring for which).
@@ -128,12 +177,18 @@ class RequestStats:
         end = last.end
         if end is not None and outcome in ANSWERED:
             self._add_answered(outcome, scheduled, sent, last.first_byte, end, self._service_multi)
+            if last.first_token is not None:
+                self._add_streamed(last, last.first_token, scheduled, sent, end)
+            elif last.usage is not None:
+                self._add_usage(last)
 
     def add_attempt(self, attempt: Attempt) -> None:
         """Add the request made of this one ``attempt``: exactly what ``add`` of its
         :class:`RequestRecord` does (the tests check both), without building the record.
 
-        Nearly every request of an attack is one attempt; this is its hot path.
+        Nearly every request of an attack is one attempt; this is its hot path. The LLM
+        figures cost a plain HTTP request two ``is None`` checks (a throttled one also has
+        its headers read for the utilisation).
         """
         outcome = attempt.outcome
         self.requests += 1
@@ -150,6 +205,7 @@ class RequestStats:
         if outcome is Outcome.THROTTLED:
             self.throttled_attempts += 1
             self.throttled_requests += 1
+            self._note_utilisation(attempt)
         scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
         if sent is not None:
             if sent < scheduled:
@@ -158,6 +214,10 @@ class RequestStats:
         if end is None or outcome not in ANSWERED:
             return
         self._add_answered(outcome, scheduled, sent, attempt.first_byte, end, self._service_single)
+        if attempt.first_token is not None:  # the two LLM checks an HTTP request pays
+            self._add_streamed(attempt, attempt.first_token, scheduled, sent, end)
+        elif attempt.usage is not None:  # an LLM answer that did not stream
+            self._add_usage(attempt)
 
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
         throttled = 0
@@ -166,6 +226,7 @@ class RequestStats:
             self.bytes_received += attempt.bytes_received
             if attempt.outcome is Outcome.THROTTLED:
                 throttled += 1
+                self._note_utilisation(attempt)
             sent, end = attempt.sent, attempt.end
             if sent is not None and end is not None and attempt.outcome in ANSWERED:
                 self._attempt_service_multi.record(end - sent if end > sent else 0.0)
@@ -186,6 +247,45 @@ class RequestStats:
             service.record(end - sent if end > sent else 0.0)
             if first_byte is not None:
                 self.ttfb.record(first_byte - sent if first_byte > sent else 0.0)
+
+    def _add_streamed(
+        self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
+    ) -> None:
+        """The LLM figures of an answered request whose last attempt, ``attempt``, streamed
+        (its first token at ``first``)."""
+        self.ttft_scheduled.record(first - scheduled if first > scheduled else 0.0)
+        self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+        if sent is not None:
+            self.ttft.record(first - sent if first > sent else 0.0)
+            self.e2e.record(end - sent if end > sent else 0.0)
+        chunks = 1
+        times = attempt.token_times
+        if times:
+            previous = first
+            for t in times:
+                self.itl.record(t - previous if t > previous else 0.0)
+                previous = t
+            chunks += len(times)
+        usage = attempt.usage
+        n = chunks if usage is None else usage_tokens(usage, "completion_tokens", chunks)
+        if n >= 2:
+            self.tpot.record((end - first if end > first else 0.0) / (n - 1))
+        self._add_usage(attempt)
+
+    def _add_usage(self, attempt: Attempt) -> None:
+        """The token counts of an answered request's last ``attempt`` (streamed or not)."""
+        usage = attempt.usage
+        if usage is not None and attempt.outcome is Outcome.OK:
+            self.usage_requests += 1
+            self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
+            self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
+        if attempt.outcome is not Outcome.THROTTLED:  # a throttled one was read already
+            self._note_utilisation(attempt)
+
+    def _note_utilisation(self, attempt: Attempt) -> None:
+        percent = utilisation_of(attempt)
+        if percent is not None:
+            self.utilisation.record(percent)
 
     def merge(self, other: RequestStats) -> None:
         """Add ``other``'s counts and samples: the result equals adding both sets of records."""
@@ -211,17 +311,20 @@ class RequestStats:
         """The stats :meth:`to_dict` described (also after a JSON round trip).
 
         Raises ``ValueError`` on a missing field, a negative or non-integer count, or a
-        bad histogram.
+        bad histogram. The LLM fields may be missing (stats written before they existed):
+        they are then empty.
         """
         stats = cls()
         try:
             for name in _TOTALS:
-                setattr(stats, name, _count(data[name]))
+                if name in data or name not in _OPTIONAL:
+                    setattr(stats, name, _count(data[name]))
             for name, key_type in _COUNTERS.items():
                 items = data[name].items()
                 setattr(stats, name, Counter({key_type(k): _count(v) for k, v in items}))
             for name in _HISTOGRAMS:
-                setattr(stats, name, Histogram.from_dict(data[name]))
+                if name in data or name not in _OPTIONAL:
+                    setattr(stats, name, Histogram.from_dict(data[name]))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"not request stats: {exc!r}") from exc
         return stats
@@ -236,6 +339,34 @@ class RequestStats:
     def __repr__(self) -> str:
         outcomes = ", ".join(f"{k}={v}" for k, v in sorted(self.by_outcome.items()))
         return f"RequestStats(requests={self.requests}, {outcomes or 'empty'}, {self.latency!r})"
+
+
+def utilisation_of(attempt: Attempt) -> float | None:
+    """The ``azure-openai-deployment-utilization`` header of ``attempt`` in percent
+    (``"12.5%"`` gives 12.5); ``None`` when absent or not a finite percentage >= 0.
+    ``Attempt.headers`` names are lower-case."""
+    headers = attempt.headers
+    if headers is None:
+        return None
+    value = headers.get(UTILISATION_HEADER)
+    if value is None:
+        return None
+    try:
+        percent = float(value.strip().removesuffix("%"))
+    except (AttributeError, ValueError):
+        return None
+    return percent if 0.0 <= percent < Histogram.TOP else None
+
+
+def usage_tokens(usage: Mapping[str, float], key: str, default: int) -> int:
+    """``usage[key]`` as a whole number of tokens; ``default`` if absent or not a finite
+    count >= 0 (a fraction rounds to the nearest whole number)."""
+    value = usage.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    if not 0 <= value < math.inf:
+        return default
+    return round(value)
 
 
 def _count(value: object) -> int:

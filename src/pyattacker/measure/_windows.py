@@ -16,7 +16,8 @@ from typing import Any
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
 from pyattacker.measure._histogram import Histogram
-from pyattacker.measure._records import ANSWERED, Attempt, RequestRecord
+from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
+from pyattacker.measure._stats import usage_tokens
 from pyattacker.measure._summary import Summary
 
 __all__ = ["Window", "WindowSeries"]
@@ -24,6 +25,9 @@ __all__ = ["Window", "WindowSeries"]
 # Per-window counters; every one adds on merge except max_in_flight, which takes the max.
 # The outcome names double as counter names (`Outcome.OK.value == "ok"`, ...).
 _COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropped", "cancelled")
+# LLM token counts (add on merge); optional in `from_dict`, as the `ttft` histogram is.
+_TOKENS = ("prompt_tokens", "completion_tokens")
+_EMPTY = Summary.empty()  # frozen, so one instance serves every default
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,12 @@ class Window:
     the answered requests, as :class:`~pyattacker.measure.RequestStats` does.
     ``max_in_flight``: the largest
     in-flight count noted in the window.
+
+    LLM figures, of the streamed requests counted here (see
+    :class:`~pyattacker.measure.RequestStats`): ``ttft`` on the sent clock (the last
+    attempt's first token minus the first send), and the ``prompt_tokens`` and
+    ``completion_tokens`` of their OK ones' usage. Empty and 0 without LLM data; not in
+    :meth:`to_dict` (the HTTP row) but in :meth:`llm_dict`.
     """
 
     index: int
@@ -54,6 +64,17 @@ class Window:
     latency: Summary
     service_time: Summary
     cancelled: int = 0
+    ttft: Summary = _EMPTY
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def llm_dict(self) -> dict[str, Any]:
+        """``ttft`` as :meth:`Summary.to_dict` and the two token counts."""
+        return {
+            "ttft": self.ttft.to_dict(),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Flat counts plus ``latency`` and ``service_time`` as :meth:`Summary.to_dict`."""
@@ -68,7 +89,7 @@ class Window:
 class _Tally:
     """One window's running counts and histograms."""
 
-    __slots__ = (*_COUNTS, "latency", "max_in_flight", "service_time")
+    __slots__ = (*_COUNTS, *_TOKENS, "latency", "max_in_flight", "service_time", "ttft")
 
     def __init__(self) -> None:
         self.scheduled = self.sent = self.completed = 0
@@ -76,31 +97,53 @@ class _Tally:
         self.max_in_flight = 0
         self.latency = Histogram()
         self.service_time = Histogram()
+        self.ttft = Histogram()
+        self.prompt_tokens = self.completion_tokens = 0
+
+    def add_streamed(self, attempt: Attempt, first: float, sent: float | None) -> None:
+        """The LLM figures of an answered request whose last attempt streamed."""
+        if sent is not None:
+            self.ttft.record(first - sent if first > sent else 0.0)
+        self.add_usage(attempt)
+
+    def add_usage(self, attempt: Attempt) -> None:
+        """The token counts of an answered request's last attempt (streamed or not)."""
+        usage = attempt.usage
+        if usage is not None and attempt.outcome is Outcome.OK:
+            self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
+            self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
 
     def merge(self, other: _Tally) -> None:
-        for name in _COUNTS:
+        for name in (*_COUNTS, *_TOKENS):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
         self.latency.merge(other.latency)
         self.service_time.merge(other.service_time)
+        self.ttft.merge(other.ttft)
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {name: getattr(self, name) for name in _COUNTS}
+        data: dict[str, Any] = {name: getattr(self, name) for name in (*_COUNTS, *_TOKENS)}
         data["max_in_flight"] = self.max_in_flight
         data["latency"] = self.latency.to_dict()
         data["service_time"] = self.service_time.to_dict()
+        data["ttft"] = self.ttft.to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> _Tally:
+        """A tally from ``to_dict``; the LLM keys may be missing (written before them)."""
         tally = cls()
-        for name in (*_COUNTS, "max_in_flight"):
+        for name in (*_COUNTS, "max_in_flight", *_TOKENS):
+            if name not in data and name in _TOKENS:
+                continue
             value = data[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"window {name} must be a count >= 0, got {value!r}")
             setattr(tally, name, value)
         tally.latency = Histogram.from_dict(data["latency"])
         tally.service_time = Histogram.from_dict(data["service_time"])
+        if "ttft" in data:
+            tally.ttft = Histogram.from_dict(data["ttft"])
         return tally
 
     def __eq__(self, other: object) -> bool:
@@ -115,8 +158,9 @@ class WindowSeries:
     """Fixed aggregation windows: window i covers [origin + i*width, origin + (i+1)*width).
 
     Every ``add``/``note_*`` raises ``ValueError`` for a time before ``origin`` or not
-    finite. Memory grows with the number of windows touched (two sparse histograms
-    each), not with the number of records. Merging needs the same width and origin.
+    finite. Memory grows with the number of windows touched (three sparse histograms
+    each, the TTFT one empty without LLM data), not with the number of records. Merging
+    needs the same width and origin.
     """
 
     __slots__ = ("_tallies", "origin", "width")
@@ -157,6 +201,11 @@ class WindowSeries:
         latency, service = record.latency, record.service_time
         if latency is not None:
             tally.latency.record(max(0.0, latency))  # negative: an early timer, see stats
+            last = record.attempts[-1]
+            if last.first_token is not None:
+                tally.add_streamed(last, last.first_token, record.sent)
+            elif last.usage is not None:
+                tally.add_usage(last)
         if service is not None:
             tally.service_time.record(max(0.0, service))
 
@@ -175,6 +224,10 @@ class WindowSeries:
         sent = attempt.sent
         if sent is not None:
             tally.service_time.record(end - sent if end > sent else 0.0)
+        if attempt.first_token is not None:  # the two LLM checks an HTTP request pays
+            tally.add_streamed(attempt, attempt.first_token, sent)
+        elif attempt.usage is not None:
+            tally.add_usage(attempt)
 
     def note_arrival(self, t: float, in_flight: int) -> None:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
@@ -202,6 +255,9 @@ class WindowSeries:
             max_in_flight=tally.max_in_flight,
             latency=tally.latency.summary(),
             service_time=tally.service_time.summary(),
+            ttft=tally.ttft.summary(),
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
             **counts,
         )
 

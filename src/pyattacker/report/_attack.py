@@ -4,6 +4,11 @@ One source (the dict) keeps the three in agreement: the terminal table, the Mark
 and the JSON document show the same numbers. Every latency row says which clock it uses:
 ``scheduled`` (from when the request should have started: what a user sees) or ``sent``
 (from when it left: service time).
+
+An LLM run (one whose ``to_dict()`` has an ``llm`` section) adds an LLM section: TTFT,
+ITL, TPOT and end-to-end on the clocks that apply, tokens and requests per minute,
+throttling, attempts per request, the utilisation header and a time series in the
+columns of seed 001's tool. Without LLM data nothing of it is printed.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pyattacker.attack import AttackResult
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
 
 _COLUMNS = ("count", "min", "p50", "p90", "p95", "p99", "p99.9", "max")
+_LLM_COLUMNS = ("count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max")
 _MAX_WINDOW_ROWS = 120
 
 
@@ -37,6 +43,16 @@ def attack_markdown(result: AttackResult) -> str:
         lines += [f"## Time series ({data['plan']['window_s']:g} s windows)", ""]
         lines += _markdown_table(_window_header(), _window_rows(windows))
         lines.append("")
+    llm = data.get("llm")
+    if llm is not None:
+        lines += ["## LLM", "", *_llm_intro(llm), ""]
+        lines += [*_markdown_table(_llm_header(), _llm_rows(llm)), ""]
+        lines += [*(f"- {line}" for line in _llm_lines(llm, data)), ""]
+        if llm["windows"]:
+            lines += [f"### LLM time series ({data['plan']['window_s']:g} s windows)", ""]
+            lines += [_LLM_SERIES_NOTE, ""]
+            lines += _markdown_table(_llm_window_header(), _llm_window_rows(llm["windows"]))
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -54,6 +70,18 @@ def attack_text(result: AttackResult) -> str:
             lines.append(f"(first {_MAX_WINDOW_ROWS} of {len(rows)} windows; --json has all)")
             rows = rows[:_MAX_WINDOW_ROWS]
         lines += _aligned(_window_header(), rows)
+    llm = data.get("llm")
+    if llm is not None:
+        lines += ["", "LLM", *_llm_intro(llm), *_aligned(_llm_header(), _llm_rows(llm)), ""]
+        lines += _llm_lines(llm, data)
+        if llm["windows"]:
+            lines += ["", f"LLM time series ({data['plan']['window_s']:g} s windows)"]
+            lines.append(_LLM_SERIES_NOTE)
+            rows = _llm_window_rows(llm["windows"])
+            if len(rows) > _MAX_WINDOW_ROWS:
+                lines.append(f"(first {_MAX_WINDOW_ROWS} of {len(rows)} windows; --json has all)")
+                rows = rows[:_MAX_WINDOW_ROWS]
+            lines += _aligned(_llm_window_header(), rows)
     return "\n".join(lines)
 
 
@@ -191,6 +219,108 @@ def _window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+# -- LLM ---------------------------------------------------------------------------------
+
+
+_LLM_SERIES_NOTE = (
+    "rpm: requests sent per minute; TTFT on the sent clock, of the answers that streamed; "
+    "e2e on the scheduled clock, of every answered request; times in ms."
+)
+
+
+def _llm_intro(llm: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{llm['streamed_requests']} answers streamed (answered requests whose last attempt "
+        "got a first token); the table is theirs, in ms.",
+        "Clocks: sent = from the request's first send, scheduled = from when it should have "
+        "started; both span every attempt of a retried request.",
+    ]
+
+
+def _llm_header() -> list[str]:
+    return ["", "clock", *_LLM_COLUMNS]
+
+
+def _llm_rows(llm: Mapping[str, Any]) -> list[list[str]]:
+    rows = [
+        ["time to first token", "sent", *_llm_cells(llm["ttft_s"]["sent"])],
+        ["", "scheduled", *_llm_cells(llm["ttft_s"]["scheduled"])],
+        ["inter-token latency", "chunk gaps", *_llm_cells(llm["itl_s"])],
+        ["time per output token", "first→end", *_llm_cells(llm["tpot_s"])],
+        ["end to end", "sent", *_llm_cells(llm["e2e_s"]["sent"])],
+        ["", "scheduled", *_llm_cells(llm["e2e_s"]["scheduled"])],
+    ]
+    for target, stats in llm.get("targets", {}).items():
+        rows.append([f"  {target}: TTFT", "sent", *_llm_cells(stats["ttft_s"]["sent"])])
+    return rows
+
+
+def _llm_cells(summary: Mapping[str, Any]) -> list[str]:
+    return [str(summary.get("count", 0)), *(_ms(summary.get(k)) for k in _LLM_COLUMNS[1:])]
+
+
+def _llm_lines(llm: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
+    tokens, rate = llm["tokens"], llm["per_minute"]
+    lines = [
+        f"Tokens: {tokens['prompt']} prompt, {tokens['completion']} completion "
+        f"(usage of {tokens['requests_with_usage']} OK requests)",
+        f"Per minute over the {rate['span_s']:.2f} s schedule: {_num(rate['sent'])} requests "
+        f"sent, {_num(rate['ok_requests'])} answered OK; {_num(rate['prompt_tokens'])} context "
+        f"and {_num(rate['completion_tokens'])} generated tokens",
+        f"Throttled requests {llm['throttled_requests']}, throttled attempts "
+        f"{llm['throttled_attempts']}; attempts per request "
+        f"{_num(llm['attempts_per_request'], '.2f')} (retry: {data['plan']['retry']})",
+    ]
+    util = llm["utilisation_pct"]
+    if util is not None:
+        figures = ", ".join(f"{k} {_num(util[k], '.1f')} %" for k in ("mean", "p50", "p95", "max"))
+        lines.append(f"Utilisation header of {util['count']} attempts: {figures}")
+    return lines
+
+
+def _num(value: object, spec: str = ".1f") -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        return "-"
+    return format(value, spec)
+
+
+def _llm_window_header() -> list[str]:
+    return [
+        "t (s)",
+        "rpm",
+        "in flight",
+        "completed",
+        "failures",
+        "throttled",
+        "ttft avg",
+        "ttft p95",
+        "e2e avg",
+        "e2e p95",
+        "ctx tokens",
+        "gen tokens",
+    ]
+
+
+def _llm_window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            f"{w['start']:g}",
+            _num(w["rpm"]),
+            str(w["in_flight"]),
+            str(w["completed"]),
+            str(w["failures"]),
+            str(w["throttled"]),
+            _ms(w["ttft_s"].get("mean")),
+            _ms(w["ttft_s"].get("p95")),
+            _ms(w["e2e_s"].get("mean")),
+            _ms(w["e2e_s"].get("p95")),
+            str(w["prompt_tokens"]),
+            str(w["completion_tokens"]),
+        ]
+        for w in windows
+    ]
 
 
 def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
