@@ -23,6 +23,7 @@ _COMMANDS = {
     "echo-server": "pyattacker.cli._echo:echo_server",
     "export": "pyattacker.cli._run_commands:export_command",
     "kernel-demo": "pyattacker.cli._kernel_demo:kernel_demo",
+    "llm-server": "pyattacker.cli._llm_server:llm_server",
     "report": "pyattacker.cli._run_commands:report_command",
     "run": "pyattacker.cli._run:run_command",
 }

@@ -5,10 +5,24 @@ from a known :class:`Delay` and records exactly how long it held each one: the g
 that our load generator's percentiles are checked against. :class:`EchoServer` runs it on
 the current event loop, :class:`EchoServerProcess` as its own process
 (``pyattacker echo-server``).
+
+The mock LLM server (:mod:`pyattacker.servers.llm`) speaks OpenAI's chat and completions
+API, streamed or not, on a configured timing model (TTFT, inter-token latency, lengths,
+capacity, RPM/TPM limits, failures, storms) and records when it wrote every token:
+:class:`LlmServer` on the current loop, :class:`LlmServerProcess` as its own process
+(``pyattacker llm-server``).
 """
 
 from pyattacker.servers._delays import Delay
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers.echo import EchoServer, serve_until_signalled
+from pyattacker.servers.llm import LlmServer, LlmServerProcess
 
-__all__ = ["Delay", "EchoServer", "EchoServerProcess", "serve_until_signalled"]
+__all__ = [
+    "Delay",
+    "EchoServer",
+    "EchoServerProcess",
+    "LlmServer",
+    "LlmServerProcess",
+    "serve_until_signalled",
+]

@@ -1,16 +1,18 @@
-"""The echo server as its own process, driven over its HTTP control paths.
+"""Our servers as their own processes, driven over their HTTP control paths.
 
-Benchmarks need the server out of the load generator's process (one core each, no shared
-GIL or loop), and scripts need to find it: ``pyattacker echo-server`` prints its URL as
-the first line on stdout. :class:`EchoServerProcess` spawns that command, waits for the
-line, and talks to ``/stats``, ``/reset`` and ``/stall`` with ``urllib`` (never through a
-proxy: the server is on loopback). Synchronous on purpose: it is called from benchmark
-scripts and tests, outside any event loop.
+Benchmarks need a server out of the load generator's process (one core each, no shared
+GIL or loop), and scripts need to find it: ``pyattacker echo-server`` (and
+``llm-server``) print their URL as the first line on stdout. :class:`ServerProcess`
+spawns such a command, waits for the line, and talks to ``/stats``, ``/reset`` (and the
+echo server's ``/stall``) with ``urllib`` (never through a proxy: the server is on
+loopback). Synchronous on purpose: it is called from benchmark scripts and tests, outside
+any event loop.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -18,50 +20,30 @@ import sys
 import tempfile
 import threading
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Self
 
 from pyattacker.errors import ConfigError, PyAttackerError
 
-__all__ = ["EchoServerProcess"]
+__all__ = ["EchoServerProcess", "ServerProcess"]
 
 # A server with no proxy handler: environment proxies must never see loopback traffic.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-class EchoServerProcess:
-    """``python -m pyattacker echo-server ...`` in a child process.
+class ServerProcess:
+    """One of our server commands (``command``) in a child process: start, control, stop.
 
-    ``fail`` is the CLI's text (``"429:0.1,500:0.01"``); ``command_prefix`` goes before the
-    Python executable (``["taskset", "-c", "0"]`` pins the server to a core). Not
-    thread-safe. ``stop()`` is idempotent and also runs on ``__exit__``.
+    ``what`` names the server in messages. Not thread-safe. ``stop()`` is idempotent and
+    also runs on ``__exit__``.
     """
 
-    def __init__(
-        self,
-        *,
-        delay: str = "0",
-        seed: int = 0,
-        host: str = "127.0.0.1",
-        body_size: int = 2,
-        fail: str | None = None,
-        extra_args: Sequence[str] = (),
-        command_prefix: Sequence[str] = (),
-    ) -> None:
-        fails = [part for part in (fail or "").split(",") if part.strip()]
-        self.command: list[str] = [
-            *command_prefix,
-            sys.executable,
-            "-m",
-            "pyattacker",
-            "echo-server",
-            *("--host", host, "--port", "0", "--delay", delay),
-            *("--seed", str(seed), "--body-size", str(body_size)),
-            *(arg for part in fails for arg in ("--fail", part.strip())),
-            *extra_args,
-        ]
-        self.delay = delay
+    what = "server"
+
+    def __init__(self, command: list[str], env: Mapping[str, str] | None = None) -> None:
+        self.command = command
+        self._env = env  # added to the child's environment: secrets stay off its command line
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._said = ""  # the child's stderr, kept when stop() closes the file
@@ -72,14 +54,14 @@ class EchoServerProcess:
     def url(self) -> str:
         """The URL the child printed; ``RuntimeError`` before :meth:`start`."""
         if self._url is None:
-            raise RuntimeError("the echo server process has not been started")
+            raise RuntimeError(f"the {self.what} process has not been started")
         return self._url
 
     @property
     def pid(self) -> int:
         """The child's process id; ``RuntimeError`` before :meth:`start`."""
         if self._process is None:
-            raise RuntimeError("the echo server process has not been started")
+            raise RuntimeError(f"the {self.what} process has not been started")
         return self._process.pid
 
     def start(self, timeout: float = 10.0) -> str:
@@ -90,11 +72,15 @@ class EchoServerProcess:
         both carry the child's stderr. The child is stopped in either case.
         """
         if self._process is not None:
-            raise RuntimeError("the echo server process is already started")
+            raise RuntimeError(f"the {self.what} process is already started")
         # Lives as long as the child (closed by stop()); a file, so a chatty child never blocks.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self._process = subprocess.Popen(
-            self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr
+            self.command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=None if self._env is None else {**os.environ, **self._env},
         )
         assert self._process.stdout is not None
         line = _first_line(self._process.stdout, timeout)
@@ -137,12 +123,8 @@ class EchoServerProcess:
         return self._call("GET", "/stats?samples=1" if samples else "/stats")
 
     def reset(self) -> None:
-        """``POST /reset``: the server forgets every hold time."""
+        """``POST /reset``: the server forgets what it recorded."""
         self._call("POST", "/reset")
-
-    def stall(self, seconds: float) -> None:
-        """``POST /stall?seconds=S``: no echo response is written for ``seconds``."""
-        self._call("POST", f"/stall?seconds={seconds!r}")
 
     def _call(self, method: str, path: str) -> dict[str, Any]:
         request = urllib.request.Request(self.url + path, method=method, data=b"")
@@ -154,7 +136,7 @@ class EchoServerProcess:
 
     def _failure(self, what: str) -> PyAttackerError:
         code = self.returncode
-        text = f"echo server ({' '.join(self.command)}) exited with code {code}: {what}"
+        text = f"{self.what} ({' '.join(self.command)}) exited with code {code}: {what}"
         stderr = self.stderr().strip()
         if stderr:
             text += "\n" + stderr
@@ -171,6 +153,48 @@ class EchoServerProcess:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class EchoServerProcess(ServerProcess):
+    """``python -m pyattacker echo-server ...`` in a child process.
+
+    ``fail`` is the CLI's text (``"429:0.1,500:0.01"``); ``command_prefix`` goes before the
+    Python executable (``["taskset", "-c", "0"]`` pins the server to a core). Not
+    thread-safe. ``stop()`` is idempotent and also runs on ``__exit__``.
+    """
+
+    what = "echo server"
+
+    def __init__(
+        self,
+        *,
+        delay: str = "0",
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        body_size: int = 2,
+        fail: str | None = None,
+        extra_args: Sequence[str] = (),
+        command_prefix: Sequence[str] = (),
+    ) -> None:
+        fails = [part for part in (fail or "").split(",") if part.strip()]
+        super().__init__(
+            [
+                *command_prefix,
+                sys.executable,
+                "-m",
+                "pyattacker",
+                "echo-server",
+                *("--host", host, "--port", "0", "--delay", delay),
+                *("--seed", str(seed), "--body-size", str(body_size)),
+                *(arg for part in fails for arg in ("--fail", part.strip())),
+                *extra_args,
+            ]
+        )
+        self.delay = delay
+
+    def stall(self, seconds: float) -> None:
+        """``POST /stall?seconds=S``: no echo response is written for ``seconds``."""
+        self._call("POST", f"/stall?seconds={seconds!r}")
 
     def __repr__(self) -> str:
         return f"<EchoServerProcess {self._url or 'not started'} delay={self.delay!r}>"

@@ -1,0 +1,217 @@
+"""``pyattacker llm-server``: the mock OpenAI-compatible LLM server as a command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pyattacker.errors import ConfigError
+from pyattacker.servers import Delay
+from pyattacker.servers._core import check_fail, check_status
+from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
+from pyattacker.servers._llm_process import API_KEYS_ENV
+from pyattacker.servers.llm import LlmServer, serve_llm_until_signalled
+
+__all__ = ["llm_server"]
+
+_DELAY_FORMS = "fixed:20ms | uniform:min=10ms,max=30ms | lognormal:median=200ms,sigma=0.5 | ..."
+# LlmServer's argument names -> this command's options, for errors raised past our checks.
+_OPTIONS = {
+    "models": "--model",
+    "api_keys": "--api-key",
+    "utilization_header": "--utilization-header",
+}
+
+
+@click.command("llm-server")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=0, show_default=True, help="Port to listen on; 0 picks a free one.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME",
+    help="A model (or Azure deployment) name to serve; repeat for more. [default: mock-llm]",
+)
+@click.option(
+    "--ttft",
+    default="lognormal:median=200ms,sigma=0.5",
+    show_default=True,
+    metavar="SPEC",
+    help=f"Time to first token, from the moment a request gets a slot: {_DELAY_FORMS}",
+)
+@click.option(
+    "--itl",
+    default="fixed:20ms",
+    show_default=True,
+    metavar="SPEC",
+    help="Inter-token latency: the gap after each token is written, same forms as --ttft.",
+)
+@click.option(
+    "--output-tokens",
+    default="lognormal:median=100,sigma=0.5",
+    show_default=True,
+    metavar="SPEC",
+    help=f"Completion length before max_tokens cuts it: {TOKEN_FORMS} "
+    "(max: always the request's max_tokens, 16 when it sets none).",
+)
+@click.option(
+    "--capacity",
+    type=int,
+    metavar="N",
+    help="Completions generating at once; more wait for a slot (see --overflow). "
+    "[default: no limit]",
+)
+@click.option(
+    "--overflow",
+    type=click.Choice(["queue", "refuse"]),
+    default="queue",
+    show_default=True,
+    help="Beyond --capacity: queue (first come, first served) or refuse with 429.",
+)
+@click.option(
+    "--rpm", type=int, metavar="N", help="Requests per minute before 429. [default: none]"
+)
+@click.option(
+    "--tpm",
+    type=int,
+    metavar="N",
+    help="Tokens per minute before 429; a request costs its prompt tokens plus max_tokens "
+    "(or its completion length when it sets none). [default: none]",
+)
+@click.option(
+    "--fail",
+    "fails",
+    multiple=True,
+    metavar="STATUS=FRACTION",
+    help="Answer this fraction of completions with STATUS (OpenAI-shaped error). Repeat it, "
+    "or separate with commas: --fail 503=0.01,500=0.005.",
+)
+@click.option(
+    "--storms",
+    metavar="SPEC",
+    help=f"Periods of bad weather ({STORM_FORM}): each window of DURATION is a storm with "
+    "probability RATE, and a request in a storm fails with probability ERROR_RATE.",
+)
+@click.option(
+    "--api-key",
+    "api_keys",
+    multiple=True,
+    envvar=API_KEYS_ENV,
+    metavar="KEY",
+    help=f"Require this key (Authorization: Bearer KEY or api-key: KEY); repeatable. Also read "
+    f"from ${API_KEYS_ENV} (separated by spaces), which keeps keys off the command line.",
+)
+@click.option("--seed", default=0, show_default=True, help="Same seed, same dice per request.")
+@click.option(
+    "--utilization-header",
+    is_flag=True,
+    help="Send azure-openai-deployment-utilization (in flight / --capacity) on completions.",
+)
+def llm_server(
+    host: str,
+    port: int,
+    models: tuple[str, ...],
+    ttft: str,
+    itl: str,
+    output_tokens: str,
+    capacity: int | None,
+    overflow: str,
+    rpm: int | None,
+    tpm: int | None,
+    fails: tuple[str, ...],
+    storms: str | None,
+    api_keys: tuple[str, ...],
+    seed: int,
+    utilization_header: bool,
+) -> None:
+    """Serve a mock OpenAI-compatible LLM API that records the truth about every token.
+
+    The first line on stdout is the server's URL (http://127.0.0.1:PORT); one line on
+    stderr describes the settings. Runs until SIGINT or SIGTERM, then exits 0.
+
+    \b
+      POST /v1/chat/completions, /v1/completions     streamed ("stream": true) or not
+      POST /openai/deployments/NAME/chat/completions Azure OpenAI (NAME is the model)
+      GET  /v1/models                                the --model names
+      GET  /stats[?samples=1]                        exact TTFT, e2e, ITL, TPOT (JSON, s)
+      POST /reset                                    forget them, refill the RPM/TPM buckets
+
+    One token is one word: prompt_tokens is the number of whitespace-separated words in
+    the messages (or prompt), and every streamed content event carries one word. Every
+    response carries x-request-id, the id of its record in /stats?samples=1.
+
+    \b
+    Request headers pin one request:
+      x-mock-ttft: 5ms   x-mock-itl: 1ms   x-mock-tokens: 20
+      x-mock-fault: not-openai | broken-sse[:K] | cut-mid-token[:K] | hang | status:503
+
+    \b
+    Examples:
+      pyattacker llm-server --model gpt-4o-mini
+      pyattacker llm-server --port 8000 --ttft lognormal:median=300ms,sigma=0.4 --itl 15ms
+      pyattacker llm-server --capacity 8 --rpm 600 --tpm 100000 --fail 503=0.01
+      pyattacker llm-server --output-tokens max --storms rate=0.1,duration=30s,error_rate=0.5
+      PYATTACKER_LLM_SERVER_API_KEYS=sk-test pyattacker llm-server --model gpt-4o
+    """
+    for option, value, least in (("--port", port, 0), ("--seed", seed, 0)):
+        if value < least:
+            raise ConfigError(f"must be >= {least}, got {value}", field=option)
+    if port > 65535:
+        raise ConfigError(f"must be a port 0..65535, got {port}", field="--port")
+    for option, limit in (("--capacity", capacity), ("--rpm", rpm), ("--tpm", tpm)):
+        if limit is not None and limit < 1:
+            raise ConfigError(
+                f"must be >= 1, got {limit}", field=option, hint="leave it out for no limit"
+            )
+    try:
+        server = LlmServer(
+            host=host,
+            port=port,
+            models=models or ("mock-llm",),
+            ttft=Delay.parse(ttft, field="--ttft"),
+            itl=Delay.parse(itl, field="--itl"),
+            output_tokens=TokenCount.parse(output_tokens, field="--output-tokens"),
+            capacity=capacity,
+            overflow=overflow,
+            rpm=rpm,
+            tpm=tpm,
+            fail=parse_fails(fails),
+            storms=parse_storms(storms, field="--storms"),
+            api_keys=api_keys,
+            seed=seed,
+            utilization_header=utilization_header,
+        )
+    except ConfigError as exc:
+        if exc.field is None or exc.field.startswith("--"):
+            raise
+        option = _OPTIONS.get(exc.field, "--" + exc.field.replace("_", "-"))
+        raise ConfigError(exc.message, field=option, hint=exc.hint) from None
+    serve_llm_until_signalled(server, announce=_announce)
+
+
+def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:
+    """``("503=0.01", "500=0.005,429:0.1")`` as ``{503: 0.01, 500: 0.005, 429: 0.1}``."""
+    table: dict[int, float] = {}
+    for part in (p.strip() for text in fails for p in text.split(",") if p.strip()):
+        status, sep, fraction = part.replace(":", "=", 1).partition("=")
+        if not sep:
+            raise ConfigError(
+                f"expected STATUS=FRACTION, got {part!r}", field="--fail", hint="e.g. 503=0.01"
+            )
+        code = check_status(status.strip(), "--fail", lowest=400)
+        try:
+            table[code] = float(fraction)
+        except ValueError:
+            raise ConfigError(
+                f"bad fraction {fraction!r}", field="--fail", hint="e.g. 503=0.01"
+            ) from None
+    return check_fail(table, "--fail")
+
+
+def _announce(server: LlmServer) -> None:
+    # The URL first and flushed: a script reading our stdout waits for exactly this line.
+    sys.stdout.write(server.url + "\n")
+    sys.stdout.flush()
+    click.echo(f"llm-server: {server.describe()}; GET /stats, POST /reset", err=True)
