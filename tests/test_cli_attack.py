@@ -239,6 +239,37 @@ def test_live_progress_draws_achieved_against_planned_rate_and_both_clocks() -> 
     assert "490/s of 500" in drawn
     assert "21.0/80.0" in drawn
     assert "20.0/75.0" in drawn
+    assert "ttft" not in drawn
+
+
+def test_live_progress_of_an_llm_attack_adds_ttft_and_tokens_per_second() -> None:
+    screen = io.StringIO()
+    live = LiveProgress(Console(file=screen, force_terminal=True, width=200))
+    live.update(
+        Progress(
+            elapsed=4.0,
+            planned=8.0,
+            scheduled=8,
+            sent=8,
+            completed=6,
+            in_flight=2,
+            dropped=0,
+            failed=0,
+            throttled=1,
+            latency_p50=1.2,
+            latency_p99=1.9,
+            service_p50=1.1,
+            service_p99=1.8,
+            ttft_p50=0.25,
+            ttft_p99=0.5,
+            completion_tokens=600,
+        )
+    )
+    live.close()
+    drawn = screen.getvalue()
+    assert "ttft p50/p99 ms" in drawn
+    assert "250.0/500.0" in drawn
+    assert "150" in drawn  # 600 tokens in 4 s
 
 
 def test_a_keys_file_makes_one_target_per_key_and_no_key_reaches_the_report(

@@ -76,6 +76,10 @@ class Progress:
     latency_p99: float | None
     service_p50: float | None
     service_p99: float | None
+    # LLM attacks: time to first token on the sent clock, and tokens generated so far
+    ttft_p50: float | None = None
+    ttft_p99: float | None = None
+    completion_tokens: int | None = None
 
 
 class Engine:
@@ -445,6 +449,7 @@ class Engine:
         total = self.total
         outcomes = total.by_outcome
         latency, service = total.latency, total.service_time  # each a merge: read once
+        llm = self.plan.llm is not None
         return Progress(
             elapsed=elapsed,
             planned=planned,
@@ -459,6 +464,9 @@ class Engine:
             latency_p99=_p(latency, 99),
             service_p50=_p(service, 50),
             service_p99=_p(service, 99),
+            ttft_p50=_p(total.ttft, 50) if llm else None,
+            ttft_p99=_p(total.ttft, 99) if llm else None,
+            completion_tokens=total.completion_tokens if llm else None,
         )
 
     def _schedule_span(self) -> float:

@@ -15,7 +15,8 @@ __all__ = ["LiveProgress"]
 
 class LiveProgress:
     """Redraws one small table a few times a second: achieved vs planned, in flight,
-    percentiles so far on both clocks, errors and throttles."""
+    percentiles so far on both clocks, errors and throttles; for an LLM attack also time
+    to first token (sent clock) and generated tokens per second."""
 
     def __init__(self, console: Console) -> None:
         self._live = Live(console=console, auto_refresh=False, transient=True)
@@ -39,6 +40,7 @@ class LiveProgress:
             "dropped",
             "p50/p99 sched ms",
             "p50/p99 sent ms",
+            *(("ttft p50/p99 ms", "tokens/s") if progress.completion_tokens is not None else ()),
         ):
             table.add_column(name, justify="right")
         rate = progress.sent / progress.elapsed if progress.elapsed > 0 else 0.0
@@ -47,6 +49,10 @@ class LiveProgress:
             if progress.planned is None or progress.elapsed <= 0
             else (f" of {progress.planned / progress.elapsed:.0f}")
         )
+        llm: tuple[str, ...] = ()
+        if progress.completion_tokens is not None:
+            tokens = progress.completion_tokens / progress.elapsed if progress.elapsed > 0 else 0.0
+            llm = (f"{_ms(progress.ttft_p50)}/{_ms(progress.ttft_p99)}", f"{tokens:.0f}")
         table.add_row(
             f"{progress.elapsed:.1f}s",
             str(progress.sent),
@@ -57,6 +63,7 @@ class LiveProgress:
             str(progress.dropped),
             f"{_ms(progress.latency_p50)}/{_ms(progress.latency_p99)}",
             f"{_ms(progress.service_p50)}/{_ms(progress.service_p99)}",
+            *llm,
         )
         self._live.update(table, refresh=True)
 
