@@ -14,6 +14,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,47 @@ def test_the_cli_reports_a_refused_port_as_connection_errors_and_exits_1(tmp_pat
     assert body["summary"]["sent"] == 0
     assert body["total"]["outcomes"] == {"failed": 10}
     assert body["total"]["error_classes"] == {"connection": 10}
+
+
+def test_a_generator_that_falls_behind_says_so_in_its_report() -> None:
+    # Block our own loop for 30 ms after every 20th answer: the reads behind the block are
+    # stamped late through no fault of the server, and the report must say so.
+    from pyattacker.report import attack_text
+
+    answers = 0
+
+    def block(record: RequestRecord) -> None:
+        nonlocal answers
+        answers += 1
+        if answers % 20 == 0:
+            time.sleep(0.03)
+
+    async def main() -> AttackResult:
+        async with EchoServer(delay="fixed:1ms") as server:
+            plan = AttackPlan.build([server.url + "/"], OpenModel(rate=200), duration=1.0)
+            return await attack(plan, on_record=block)
+
+    result = asyncio.run(main())
+    lag = result.loop_lag
+    assert lag is not None
+    assert lag.max is not None
+    # A probe falls due at most 10 ms (plus ~1 ms of timer slack) into each 30 ms block.
+    assert lag.max >= 0.015
+    text = attack_text(result)
+    assert "Generator loop lag" in text
+    assert "WARNING: the generator itself fell behind" in text
+
+
+def test_every_real_attack_reports_its_generator_loop_lag() -> None:
+    from pyattacker.report import attack_text
+
+    async def main() -> AttackResult:
+        async with EchoServer(delay="fixed:1ms") as server:
+            plan = AttackPlan.build([server.url + "/"], OpenModel(rate=50), duration=0.5)
+            return await attack(plan)
+
+    result = asyncio.run(main())
+    assert result.loop_lag is not None
+    assert result.loop_lag.count >= 10  # a probe every 10 ms
+    assert "Generator loop lag" in attack_text(result)
+    assert result.to_dict()["summary"]["loop_lag_s"]["count"] == result.loop_lag.count

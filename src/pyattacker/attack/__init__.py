@@ -4,6 +4,7 @@ See ``docs/attack.md``.
 """
 
 from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._lag import LAG_WARN_S
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
@@ -15,6 +16,7 @@ from pyattacker.attack._send import HttpSender, Sender
 __all__ = [
     "ARRIVALS",
     "KEY_PLACEHOLDER",
+    "LAG_WARN_S",
     "METHODS",
     "AttackPlan",
     "AttackResult",

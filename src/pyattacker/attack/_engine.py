@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import count, islice
 
+from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._result import AttackResult
@@ -142,6 +143,7 @@ class Engine:
         self._started_at = 0.0
         self._schedule_end: float | None = None
         self._last_offset = 0.0
+        self._lag: LagProbe | None = None
 
     def _new_tally(self, origin: float) -> Tally:
         return Tally(
@@ -170,6 +172,11 @@ class Engine:
         self._tally = self._new_tally(self._start)
         schedule = self._open() if isinstance(self.plan.load, OpenModel) else self._closed()
         self._schedule_task = loop.create_task(schedule)
+        # On a real loop, watch how late our own loop runs (a simulated one is never late).
+        real = self._loop_clock is not None and not getattr(loop, "simulated_time", False)
+        self._lag = LagProbe(loop, self._now) if real else None
+        if self._lag is not None:
+            self._lag.start()
         try:
             await self._run_to_end()
         except asyncio.CancelledError:
@@ -178,6 +185,9 @@ class Engine:
             self.stop("cancelled")
             await asyncio.gather(*self._tasks, return_exceptions=True)
             raise
+        finally:
+            if self._lag is not None:
+                self._lag.stop()
         return self._result()
 
     async def _run_to_end(self) -> None:
@@ -507,6 +517,7 @@ class Engine:
             windows=tally.windows.windows(),
             decisions=dict(self.decisions),
             stop_reason=self._stopping,
+            loop_lag=None if self._lag is None else self._lag.lag,
         )
 
 

@@ -30,7 +30,9 @@ class AttackResult:
     ran to the end, else until the stop); ``send_span_s`` runs from the start to the last
     request's first send, which is later than ``schedule_s`` only when the generator fell
     behind; ``elapsed`` is the wall time until the last request ended.
-    ``stop_reason`` is None when the plan ran to its end.
+    ``stop_reason`` is None when the plan ran to its end. ``loop_lag`` is how late the
+    generator's own event loop ran (see :mod:`pyattacker.attack._lag`): when it is large,
+    the latencies include our delay, and the reports say so.
     """
 
     plan: AttackPlan
@@ -46,6 +48,7 @@ class AttackResult:
     windows: list[Window] = field(default_factory=list)
     decisions: dict[str, int] = field(default_factory=dict)
     stop_reason: str | None = None
+    loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
 
     @property
     def interrupted(self) -> bool:
@@ -115,6 +118,9 @@ class AttackResult:
                     "planned_rate": self.planned_rate,
                     "achieved_rate": self.achieved_rate,
                     "stop_reason": self.stop_reason,
+                    "loop_lag_s": None
+                    if self.loop_lag is None
+                    else self.loop_lag.summary().to_dict(),
                 },
                 "total": stats_dict(self.total),
                 "targets": {target: stats_dict(s) for target, s in self.by_target.items()},

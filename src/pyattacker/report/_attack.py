@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pyattacker.attack import AttackResult
+from pyattacker.attack import LAG_WARN_S, AttackResult
 
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
 
@@ -118,6 +118,18 @@ def _headline(data: Mapping[str, Any]) -> list[str]:
     ]
     if s["stop_reason"]:
         lines.append(f"Stopped early: {s['stop_reason']} (figures cover what ran).")
+    lag = s.get("loop_lag_s")
+    if lag and lag["count"]:
+        lines.append(
+            f"Generator loop lag: p50 {_ms(lag['p50'])} · p99 {_ms(lag['p99'])} · "
+            f"max {_ms(lag['max'])} ms (how late our own event loop ran; ~1 ms is timer noise)"
+        )
+        if lag["p99"] > LAG_WARN_S:
+            lines.append(
+                f"WARNING: the generator itself fell behind (loop lag p99 {_ms(lag['p99'])} ms): "
+                "latencies include up to that much of our own delay, not the server's. "
+                "Lower the rate, the clients or the streams."
+            )
     return lines
 
 

@@ -1,0 +1,62 @@
+"""``LagProbe``: how late the generator's own event loop ran, so a report can say when its
+latencies include our delay rather than the server's.
+
+Every timestamp the engine takes (a send, a first byte, a token) is taken when the loop
+gets round to the callback that sees it. While the loop is busy (too many streams, a
+garbage collection, a neighbour stealing the CPU) the bytes wait in the socket and are
+stamped late: the server did nothing wrong, the generator did. The open model's dispatch
+delay shows this for sends; nothing showed it for reads. The probe is a timer that fires
+every ``every`` seconds and records how late it ran (its real time minus the time it was
+due), into a histogram. A busy loop is late for every callback alike, so the probe's lag
+bounds how late any read was stamped.
+
+Resolution: uvloop's timers fire up to about a millisecond early or late by themselves
+(measured; see :meth:`pyattacker.clock.LoopClock.sleep_until`), so lags under ~1 ms are
+timer noise; the report warns only well above that. An early firing counts as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from pyattacker.measure import Histogram
+
+__all__ = ["LAG_WARN_S", "LagProbe"]
+
+LAG_WARN_S = 0.005
+"""A p99 loop lag above this makes the report warn that latencies include our delay."""
+
+
+class LagProbe:
+    """A self-rescheduling timer on ``loop`` recording its lateness (seconds, ``now``'s
+    clock) into :attr:`lag`. :meth:`start` once, :meth:`stop` when the run is over."""
+
+    __slots__ = ("_due", "_handle", "_loop", "_now", "every", "lag")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, now: Callable[[], float], every: float = 0.01
+    ) -> None:
+        self._loop = loop
+        self._now = now
+        self.every = every
+        self.lag = Histogram()
+        self._due = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._arm()
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _arm(self) -> None:
+        self._due = self._now() + self.every
+        self._handle = self._loop.call_at(self._loop.time() + self.every, self._fire)
+
+    def _fire(self) -> None:
+        late = self._now() - self._due
+        self.lag.record(late if late > 0.0 else 0.0)
+        self._arm()
