@@ -181,3 +181,14 @@ def test_progress_of_an_llm_attack_carries_ttft_and_tokens_so_far() -> None:
     # TTFT is 20 ms at least; a histogram percentile may read up to 1/2048 low
     assert all(p.ttft_p50 is not None and p.ttft_p50 >= 0.02 * (1 - 2**-11) for p in done)
     assert [p.completion_tokens for p in seen] == sorted(p.completion_tokens for p in seen)
+
+
+def test_a_targets_repr_never_shows_the_key_in_its_headers() -> None:
+    spec = LlmSpec("m", SyntheticPrompts(4, 4))
+    plan = AttackPlan.build(
+        ["http://127.0.0.1:9/v1"], OpenModel(rate=1), requests=1, llm=spec, keys=("sk-secret",)
+    )
+    (target,) = plan.resolved_targets()
+    assert ("Authorization", "Bearer sk-secret") in target.headers
+    assert "sk-secret" not in repr(target)
+    assert "sk-secret" not in str(target)

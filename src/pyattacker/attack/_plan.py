@@ -33,7 +33,7 @@ class Target:
 
     id: str
     url: URL
-    headers: tuple[tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...] = field(repr=False)  # a key may be among them
 
 
 @dataclass(frozen=True)
