@@ -122,6 +122,33 @@ def test_arrivals_above_max_in_flight_are_dropped_and_counted_never_skipped() ->
     assert result.total.latency.count == 3
 
 
+def test_dropped_requests_count_as_attempts_but_not_as_sent_ones() -> None:
+    # The reviewer's case: 20 arrivals, 2 in flight at most, 8 reach the server.
+    server = FakeServer(latency=lambda n, t: 0.22)
+    plan = AttackPlan.build([A], OpenModel(rate=20, max_in_flight=2), duration=1.0)
+    result, _ = attack(plan, server)
+    total = result.total
+    assert (total.requests, total.attempts) == (20, 20)
+    assert total.sent_attempts == len(server.calls) == result.sent == 8
+    assert result.to_dict()["total"]["sent_attempts"] == 8
+    assert result.errors == {"dropped: max_in_flight requests were already in progress": 12}
+
+
+def test_the_errors_count_the_message_each_request_ended_with() -> None:
+    # Requests 0-5: 404, 500, then 404s; request 1 is refused (429) before its 500.
+    statuses = {(1, 1): 429}
+    server = FakeServer(
+        status=lambda n, a: statuses.get((n, a), 500 if n == 1 else 404 if n < 6 else 200)
+    )
+    plan = AttackPlan.build(
+        [A], OpenModel(rate=10), requests=8, retry={"max_attempts": 2, "base": 0.01}
+    )
+    result, records = attack(plan, server)
+    assert records[1].attempts[0].error == "Refused: HTTP 429"  # not the request's last word
+    assert result.errors == {"Refused: HTTP 404": 5, "Refused: HTTP 500": 1}
+    assert result.to_dict()["errors"] == result.errors
+
+
 def test_retry_none_makes_exactly_one_attempt_per_request_and_counts_throttles() -> None:
     server = FakeServer(status=lambda n, a: 429 if n % 2 else 200, retry_after=1.0)
     plan = AttackPlan.build([A], OpenModel(rate=10), duration=1.0, retry="none")

@@ -19,6 +19,7 @@ from rich.console import Console
 from pyattacker.attack import Progress
 from pyattacker.cli import run_cli
 from pyattacker.cli._progress import LiveProgress
+from pyattacker.measure import SAMPLE_COLUMNS
 from pyattacker.servers import EchoServerProcess
 
 
@@ -94,13 +95,20 @@ def test_a_report_in_every_format_agrees_with_the_server_count(
     assert report["total"]["outcomes"] == {"ok": 100}
     assert report["total"]["latency_s"]["scheduled"]["count"] == 100
     with rows.open() as f:
-        samples = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        samples = list(reader)
+    assert tuple(reader.fieldnames or ()) == SAMPLE_COLUMNS  # no LLM column in an HTTP run
     assert len(samples) == 100
     assert {row["outcome"] for row in samples} == {"ok"}
     assert "## Latency (ms)" in md.read_text()
+    assert report["total"]["sent_attempts"] == 100
+    assert report["errors"] == {}
     text = capsys.readouterr().out
     for row in ("scheduled", "sent", "dispatch delay"):
         assert row in text
+    lines = text.splitlines()
+    assert "Errors: none" in lines
+    assert any(line.startswith("Attempts: 100 for 100 requests, all sent (") for line in lines)
 
 
 def test_a_report_that_cannot_be_written_leaves_the_previous_one_whole(

@@ -141,6 +141,50 @@ def test_tokens_sum_the_usage_of_ok_streamed_requests_and_count_them() -> None:
     assert stats.ttft.count == 4  # a cut stream still showed its first token
 
 
+# --- streams that failed after their first token -------------------------------------
+
+
+def test_a_stream_cut_after_its_first_token_has_a_ttft_and_nothing_of_a_whole_answer() -> None:
+    cut = streamed(first=0.625, chunks=(0.75, 1.0), end=1.125, outcome=Outcome.FAILED)
+    stats = stats_of(cut)
+    assert stats.ttft == hist(0.5)  # 100.625 - 100.125: the token did arrive
+    assert stats.ttft_scheduled == hist(0.625)
+    assert stats.failed_after_first_token == 1
+    for name in ("e2e", "e2e_scheduled", "itl", "tpot"):
+        assert getattr(stats, name) == Histogram(), name  # its end is where it broke
+    assert stats.has_llm
+
+
+def test_only_ok_streams_give_end_to_end_itl_and_tpot_while_every_stream_gives_ttft() -> None:
+    stats = stats_of(
+        streamed(0, first=0.625, chunks=(0.75,), end=0.875),  # OK: gaps 0.125, e2e 0.75
+        streamed(1, first=0.25, chunks=(0.5, 4.0), end=8.0, outcome=Outcome.FAILED),
+        streamed(2, first=0.375, chunks=(), end=0.5, outcome=Outcome.THROTTLED),  # error event
+    )
+    assert stats.ttft == hist(0.5, 0.125, 0.25)
+    assert stats.ttft_scheduled == hist(0.625, 0.25, 0.375)
+    assert stats.e2e == hist(0.75)
+    assert stats.e2e_scheduled == hist(0.875)
+    assert stats.itl == hist(0.125)
+    assert stats.tpot == hist(0.25)  # (0.875 - 0.625) / (2 - 1)
+    assert stats.failed_after_first_token == 2
+    assert stats.ttft_scheduled.count == stats.e2e_scheduled.count + 2
+
+
+def test_a_retried_request_whose_last_stream_broke_counts_as_failed_after_first_token() -> None:
+    record = RequestRecord.from_attempts(
+        [
+            throttled(5, 1, 300.0, None),
+            streamed(5, 2, at=301.5, sent=0.25, first=0.75, chunks=(1.0,), end=1.25,
+                     outcome=Outcome.FAILED),
+        ]
+    )  # fmt: skip
+    stats = stats_of(record)
+    assert stats.ttft == hist(2.0)  # 302.25 - 300.25, from the first send
+    assert stats.failed_after_first_token == 1
+    assert stats.e2e.count == stats.itl.count == stats.tpot.count == 0
+
+
 def test_token_counts_round_fractions_and_ignore_nonsense() -> None:
     stats = stats_of(
         streamed(0, usage={"prompt_tokens": 10.4, "completion_tokens": 2.6}),
@@ -276,6 +320,8 @@ def test_stats_written_before_the_llm_figures_still_load_with_them_empty() -> No
         "prompt_tokens",
         "completion_tokens",
         "usage_requests",
+        "failed_after_first_token",
+        "sent_attempts",
         "ttft",
         "ttft_scheduled",
         "itl",
@@ -288,6 +334,18 @@ def test_stats_written_before_the_llm_figures_still_load_with_them_empty() -> No
     old = RequestStats.from_dict(data)
     assert not old.has_llm
     assert old.requests == 1
+    assert (old.failed_after_first_token, old.sent_attempts) == (0, 0)
+
+
+def test_failed_streams_merge_and_survive_a_json_round_trip() -> None:
+    cut = streamed(0, outcome=Outcome.FAILED)
+    merged = stats_of(cut)
+    merged.merge(stats_of(streamed(1, outcome=Outcome.FAILED), streamed(2)))
+    assert merged == stats_of(cut, streamed(1, outcome=Outcome.FAILED), streamed(2))
+    assert merged.failed_after_first_token == 2
+    again = RequestStats.from_dict(json.loads(json.dumps(merged.to_dict())))
+    assert again == merged
+    assert again.failed_after_first_token == 2
 
 
 # --- windows -------------------------------------------------------------------------
@@ -315,18 +373,58 @@ def test_a_window_llm_row_is_json_and_the_http_row_is_unchanged() -> None:
     row = window.llm_dict()
     assert json.loads(json.dumps(row)) == row
     assert row["ttft"]["p50"] == 0.5
+    assert row["e2e_scheduled"]["p50"] == 1.625
     assert (row["prompt_tokens"], row["completion_tokens"]) == (50, 9)
-    assert "ttft" not in window.to_dict()
+    assert row["throttled_attempts"] == 0
+    for key in ("ttft", "e2e_scheduled", "throttled_attempts", "prompt_tokens"):
+        assert key not in window.to_dict()
+
+
+def test_a_window_e2e_holds_the_ok_streams_on_the_scheduled_clock_and_no_refusal() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    series.add_attempt(streamed(0, at=ORIGIN, end=1.625))  # OK, ends in window 1
+    series.add_attempt(streamed(1, at=ORIGIN + 0.25, end=1.5, outcome=Outcome.FAILED))
+    series.add_attempt(throttled(2, 1, ORIGIN + 1.0, None))  # refused, ends at 101.5
+    series.add(retried_record())  # OK at 202.75, scheduled first at 200.0
+    windows = series.windows()
+    assert windows[1].e2e_scheduled == hist(1.625).summary()  # not the cut one, not the 429
+    assert windows[1].ttft == hist(0.5, 0.5).summary()  # the cut stream did show a token
+    assert windows[1].latency.count == 3  # the HTTP figure still has every answer
+    assert windows[102].e2e_scheduled == hist(2.75).summary()
+
+
+def test_a_window_counts_throttled_attempts_where_each_attempt_ended() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    twice_then_ok = RequestRecord.from_attempts(
+        [
+            throttled(0, 1, ORIGIN, None),  # ends at 100.5: window 0
+            throttled(0, 2, ORIGIN + 1.0, None),  # ends at 101.5: window 1
+            streamed(0, 3, at=ORIGIN + 3.0),  # OK, ends at 104.625: window 4
+        ]
+    )
+    series.add(twice_then_ok)
+    series.add_attempt(throttled(1, 1, ORIGIN + 4.0, None))  # ends at 104.5: window 4
+    windows = series.windows()
+    assert [w.throttled_attempts for w in windows] == [1, 1, 0, 0, 1]
+    assert [w.throttled for w in windows] == [0, 0, 0, 0, 1]  # requests by final outcome
+    assert [w.ok for w in windows] == [0, 0, 0, 0, 1]
 
 
 def test_window_llm_figures_merge_and_round_trip_exactly() -> None:
     parts = [WindowSeries(1.0, ORIGIN) for _ in range(2)]
     whole = WindowSeries(1.0, ORIGIN)
-    for i, attempt in enumerate([streamed(0, usage=usage(1, 2)), streamed(1, at=ORIGIN + 1)]):
-        parts[i].add_attempt(attempt)
+    attempts = [
+        streamed(0, usage=usage(1, 2)),
+        streamed(1, at=ORIGIN + 1),
+        throttled(2, 1, ORIGIN + 1, None),
+    ]
+    for i, attempt in enumerate(attempts):
+        parts[i % 2].add_attempt(attempt)
         whole.add_attempt(attempt)
     parts[0].merge(parts[1])
     assert parts[0] == whole
+    assert parts[0].windows()[1].throttled_attempts == 1
+    assert parts[0].windows()[2].e2e_scheduled == hist(1.625).summary()
     assert WindowSeries.from_dict(json.loads(json.dumps(whole.to_dict()))) == whole
 
 
@@ -336,4 +434,5 @@ def test_window_series_written_before_the_llm_figures_still_load() -> None:
     data = series.to_dict()
     for window in data["windows"]:
         del window["ttft"], window["prompt_tokens"], window["completion_tokens"]
+        del window["e2e_scheduled"], window["throttled_attempts"]
     assert WindowSeries.from_dict(data) == series

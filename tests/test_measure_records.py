@@ -7,7 +7,13 @@ import json
 import pytest
 
 from pyattacker.errors import ErrorClass
-from pyattacker.measure import Attempt, Outcome, RequestRecord
+from pyattacker.measure import (
+    LLM_SAMPLE_COLUMNS,
+    SAMPLE_COLUMNS,
+    Attempt,
+    Outcome,
+    RequestRecord,
+)
 
 
 def ok_attempt(request: int = 0, attempt: int = 1, at: float = 100.0) -> Attempt:
@@ -163,6 +169,64 @@ def test_a_request_row_is_flat_json_with_the_documented_keys() -> None:
     }  # fmt: skip
     assert all(not isinstance(value, list | dict) for value in row.values())
     assert (row["outcome"], row["attempts"], row["throttled"]) == ("ok", 1, False)
+    assert tuple(row) == SAMPLE_COLUMNS
+
+
+def retried_stream() -> RequestRecord:
+    """Refused at 10 (sent 10.25, Retry-After 1 s), then streamed: scheduled 11.5, sent
+    11.75, first token 12.25, two more chunks, 300 + 20 tokens, headers and a request id."""
+    refused = Attempt(
+        4, 1, scheduled=10.0, sent=10.25, end=10.5, outcome=Outcome.THROTTLED, status=429,
+        retry_after=1.0, headers={"retry-after": "1", "x-request-id": "req-refused"},
+    )  # fmt: skip
+    answer = Attempt(
+        4, 2, scheduled=11.5, sent=11.75, first_byte=11.875, first_token=12.25,
+        token_times=[12.5, 12.75], end=13.0, outcome=Outcome.OK, status=200,
+        usage={"prompt_tokens": 300.0, "completion_tokens": 20.0, "total_tokens": 320.0},
+        headers={
+            "x-ratelimit-remaining-requests": "7",
+            "azure-openai-deployment-utilization": "42.5%",
+            "x-request-id": "req-served",
+        },
+    )  # fmt: skip
+    return RequestRecord.from_attempts([refused, answer])
+
+
+def test_an_llm_row_adds_the_last_attempts_stream_tokens_id_and_headers() -> None:
+    row = retried_stream().to_dict(llm=True)
+    assert tuple(row) == LLM_SAMPLE_COLUMNS
+    assert {k: row[k] for k in LLM_SAMPLE_COLUMNS[len(SAMPLE_COLUMNS) :]} == {
+        "first_token": 12.25,
+        "ttft": 0.5,  # 12.25 - 11.75: the last attempt's own, as the server saw it
+        "ttft_scheduled": 2.25,  # 12.25 - 10.0: what the user waited, refusal included
+        "chunks": 3,
+        "prompt_tokens": 300,
+        "completion_tokens": 20,
+        "request_id": "req-served",
+        "retry_after": None,  # the last attempt was not asked to wait
+        "rate_limit_headers": {
+            "x-ratelimit-remaining-requests": "7",
+            "azure-openai-deployment-utilization": "42.5%",
+        },
+    }
+    assert json.loads(json.dumps(row)) == row
+    assert retried_stream().to_dict() == {k: row[k] for k in SAMPLE_COLUMNS}
+
+
+def test_an_llm_row_of_a_refusal_or_a_plain_answer_says_none_where_there_is_no_fact() -> None:
+    refusal = RequestRecord.from_attempts([retried_stream().attempts[0]]).to_dict(llm=True)
+    assert (refusal["first_token"], refusal["ttft"], refusal["chunks"]) == (None, None, None)
+    assert (refusal["prompt_tokens"], refusal["completion_tokens"]) == (None, None)
+    assert (refusal["request_id"], refusal["retry_after"]) == ("req-refused", 1.0)
+    assert refusal["rate_limit_headers"] == {"retry-after": "1"}
+    plain = RequestRecord.from_attempts([ok_attempt()]).to_dict(llm=True)
+    assert all(plain[k] is None for k in LLM_SAMPLE_COLUMNS[len(SAMPLE_COLUMNS) :])
+
+
+def test_an_llm_row_counts_no_chunk_for_a_stream_that_broke_before_its_first_token() -> None:
+    broken = Attempt(0, 1, scheduled=1.0, sent=1.5, end=2.0, token_times=[])
+    row = RequestRecord.from_attempts([broken]).to_dict(llm=True)
+    assert (row["chunks"], row["first_token"]) == (0, None)
 
 
 @pytest.mark.parametrize(

@@ -132,6 +132,19 @@ def test_dispatch_delay_holds_every_sent_request_and_attempt_service_every_answe
     assert stats.attempt_service_time.max == pytest.approx(0.009)
 
 
+def test_sent_attempts_count_the_attempts_a_server_could_have_seen_and_no_other() -> None:
+    stats = stats_of(mixed_records())
+    # ok (1), throttled + ok (2), failed (1), dropped (never sent), cancelled after sending
+    assert (stats.attempts, stats.sent_attempts) == (6, 5)
+    never_sent_first = record(
+        attempt(9, 1, ORIGIN, Outcome.FAILED, sent=None, end=0.002, error_class="connect"),
+        attempt(9, 2, ORIGIN + 1.0, Outcome.OK, status=200),
+    )
+    stats = stats_of([never_sent_first])
+    assert (stats.attempts, stats.sent_attempts) == (2, 1)
+    assert stats.to_dict()["sent_attempts"] == 1
+
+
 def test_a_request_sent_before_its_scheduled_time_counts_as_early_with_zero_delay() -> None:
     early = record(attempt(0, 1, ORIGIN, Outcome.OK, sent=-0.0002, end=-0.0001, status=200))
     stats = stats_of([early])
@@ -253,6 +266,7 @@ def test_request_stats_hold_exactly_the_spans_the_records_derive(
         a.service_time for r in records for a in r.attempts if a.outcome in ANSWERED
     )
     assert stats.early_sends == sum((r.dispatch_delay or 0.0) < 0 for r in records)
+    assert stats.sent_attempts == sum(a.sent is not None for r in records for a in r.attempts)
     assert stats.throttled_requests == sum(r.throttled for r in records)
     assert stats.by_status == Counter(r.status for r in records if r.status is not None)
 
@@ -280,14 +294,16 @@ def test_request_stats_hold_exactly_the_llm_figures_the_definitions_give(
     records = [rec for rec, _ in tagged]
     stats = stats_of(records)
     streamed = streams(records)
+    ok_streams = [(r, first) for r, first in streamed if r.outcome is Outcome.OK]
     assert stats.ttft == histogram_of(first - r.sent for r, first in streamed if r.sent)
     assert stats.ttft_scheduled == histogram_of(first - r.scheduled for r, first in streamed)
-    assert stats.e2e == histogram_of(r.service_time for r, _ in streamed)
-    assert stats.e2e_scheduled == histogram_of(r.latency for r, _ in streamed)
-    chunks = [[first, *(r.last.token_times or [])] for r, first in streamed]
+    assert stats.failed_after_first_token == len(streamed) - len(ok_streams)
+    assert stats.e2e == histogram_of(r.service_time for r, _ in ok_streams)
+    assert stats.e2e_scheduled == histogram_of(r.latency for r, _ in ok_streams)
+    chunks = [[first, *(r.last.token_times or [])] for r, first in ok_streams]
     assert stats.itl == histogram_of(b - a for times in chunks for a, b in pairwise(times))
     expected_tpot = []
-    for r, first in streamed:
+    for r, first in ok_streams:
         n = 1 + len(r.last.token_times or [])
         n = tokens((r.last.usage or {}).get("completion_tokens"), n)
         if n >= 2:
@@ -493,3 +509,25 @@ def test_adding_a_one_attempt_request_by_its_attempt_equals_adding_its_record(
         windows_by_attempt.add_attempt(rec.attempts[0])
     assert by_attempt == by_record
     assert windows_by_attempt.windows() == windows_by_record.windows()
+
+
+@given(tagged_records())
+def test_windows_hold_each_throttled_attempt_where_it_ended_and_each_ok_stream_once(
+    tagged: list[tuple[RequestRecord, int]],
+) -> None:
+    records = [rec for rec, _ in tagged]
+    series = WindowSeries(1.0, ORIGIN)
+    for rec in records:
+        series.add(rec)
+    windows = series.windows()
+    refused = Counter(
+        series.index_of(a.scheduled if a.end is None else a.end)
+        for r in records
+        for a in r.attempts
+        if a.outcome is Outcome.THROTTLED
+    )
+    assert {w.index: w.throttled_attempts for w in windows if w.throttled_attempts} == refused
+    stats = stats_of(records)
+    assert sum(refused.values()) == stats.throttled_attempts
+    assert sum(w.e2e_scheduled.count for w in windows) == stats.e2e_scheduled.count
+    assert sum(w.ttft.count for w in windows) == stats.ttft.count

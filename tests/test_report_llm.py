@@ -7,7 +7,11 @@ Three requests with exact binary-fraction timestamps, 30 s windows over a 60 s s
 * 1 — refused at 10 (sent 10.25, 429, utilisation 100 %), retried at 11.5: sent 11.75,
   first token 12.25, chunk 12.5, end 12.75; usage 300 + 20; utilisation 60 %.
 * 2 — one attempt at 40: sent 40.125, first token 40.375, chunk 40.5, cut at 40.625
-  (FAILED, no usage).
+  (FAILED, no usage): a stream that failed after its first token.
+
+The run ends (its last answer) at 45 s, inside the second window: answers and tokens per
+minute are over those 45 s, the sent rate over the 60 s schedule, and the second window's
+rpm over the 15 s of it the run covered.
 """
 
 from __future__ import annotations
@@ -109,7 +113,13 @@ def llm_records() -> list[RequestRecord]:
     ]
 
 
-def result_of(records: list[RequestRecord], in_flight: tuple[int, ...]) -> AttackResult:
+def result_of(
+    records: list[RequestRecord],
+    in_flight: tuple[int, ...],
+    *,
+    elapsed: float = 45.0,
+    errors: dict[str, int] | None = None,
+) -> AttackResult:
     plan = AttackPlan.build([URL], OpenModel(rate=0.05), duration=60.0, window=30.0)
     stats, series = RequestStats(), WindowSeries(30.0, 0.0)
     for record, busy in zip(records, in_flight, strict=True):
@@ -122,20 +132,24 @@ def result_of(records: list[RequestRecord], in_flight: tuple[int, ...]) -> Attac
         plan=plan,
         started_at=0.0,
         schedule_s=60.0,
-        elapsed=61.0,
+        elapsed=elapsed,
         send_span_s=40.125,
         scheduled=len(records),
         sent=len(records),
         late=0,
         total=stats,
         by_target={URL: stats},
+        errors=errors or {},
         windows=series.windows(),
         decisions={"rate_limit": 1} if any(r.retried for r in records) else {},
     )
 
 
+CUT = "LlmResponseError: the stream broke off after 2 content chunks, before [DONE]"
+
+
 def llm_result() -> AttackResult:
-    return result_of(llm_records(), (0, 1, 0))
+    return result_of(llm_records(), (0, 1, 0), errors={CUT: 1})
 
 
 def http_result() -> AttackResult:
@@ -164,29 +178,46 @@ def http_result() -> AttackResult:
 
 def test_the_json_llm_section_states_every_figure_on_its_clock() -> None:
     llm = json.loads(attack_json(llm_result()))["llm"]
-    assert llm["streamed_requests"] == 3
-    assert llm["ttft_s"] == {
+    assert (llm["streamed_requests"], llm["ok_streams"], llm["failed_after_first_token"]) == (
+        3,
+        2,
+        1,
+    )
+    assert llm["ttft_s"] == {  # every stream, the cut one too: its first token did arrive
         "sent": summary(0.5, 2.0, 0.25),  # request 1: 12.25 - 10.25, from the first send
         "scheduled": summary(0.625, 2.25, 0.375),  # request 1: 12.25 - 10.0
     }
-    assert llm["itl_s"] == summary(0.125, 0.25, 0.5, 0.25, 0.125)
-    assert llm["tpot_s"] == summary(1.0 / 99, 0.5 / 19, 0.25 / 1)  # usage, usage, 2 chunks
-    assert llm["e2e_s"] == {
-        "sent": summary(1.5, 2.5, 0.5),
-        "scheduled": summary(1.625, 2.75, 0.625),
-    }
+    # the OK streams only: the cut stream's gaps and end say nothing of a whole answer
+    assert llm["itl_s"] == summary(0.125, 0.25, 0.5, 0.25)
+    assert llm["tpot_s"] == summary(1.0 / 99, 0.5 / 19)
+    assert llm["e2e_s"] == {"sent": summary(1.5, 2.5), "scheduled": summary(1.625, 2.75)}
     assert llm["tokens"] == {"prompt": 800, "completion": 120, "requests_with_usage": 2}
     assert llm["per_minute"] == {
-        "span_s": 60.0,
-        "ok_requests": 2.0,
-        "prompt_tokens": 800.0,
-        "completion_tokens": 120.0,
+        "answer_span_s": 45.0,  # from the start to the last answer
+        "ok_requests": 2 * 60 / 45,
+        "prompt_tokens": 800 * 60 / 45,
+        "completion_tokens": 120 * 60 / 45,
+        "sent_span_s": 60.0,  # the schedule
         "sent": 3.0,
     }
     assert (llm["throttled_requests"], llm["throttled_attempts"]) == (1, 1)
-    assert llm["attempts_per_request"] == 4 / 3
+    assert (llm["requests"], llm["attempts"], llm["sent_attempts"]) == (3, 4, 4)
+    assert llm["attempts_per_request"] == llm["sent_attempts_per_sent_request"] == 4 / 3
     assert llm["utilisation_pct"] == summary(40.0, 100.0, 60.0)
     assert "targets" not in llm  # one target: the total is its figures
+
+
+def test_answers_per_minute_are_over_the_time_the_answers_took_not_the_schedule() -> None:
+    # The reviewer's case: a 4 s schedule whose retried answers came until 20 s.
+    result = result_of(llm_records(), (0, 1, 0), elapsed=20 * 60.0)
+    rate = result.to_dict()["llm"]["per_minute"]
+    assert (rate["answer_span_s"], rate["ok_requests"]) == (1200.0, 0.1)  # 2 in 20 minutes
+    assert (rate["sent_span_s"], rate["sent"]) == (60.0, 3.0)
+    assert (
+        "Per minute: 3.0 requests sent (over the 60.00 s schedule); 0.1 answered OK, "
+        "40.0 context and 6.0 generated tokens (over the 1200.00 s from the start to the "
+        "last answer)"
+    ) in attack_text(result).splitlines()
 
 
 def test_the_json_llm_time_series_has_seed_001s_columns_per_window() -> None:
@@ -194,18 +225,22 @@ def test_the_json_llm_time_series_has_seed_001s_columns_per_window() -> None:
     assert first == {
         "start": 0.0,
         "width": 30.0,
+        "covered_s": 30.0,
         "rpm": 4.0,  # two first sends in 30 s
         "in_flight": 1,
         "completed": 2,
         "failures": 0,
-        "throttled": 0,  # request 1 was refused once but ended OK
-        "ttft_s": summary(0.5, 2.0),
-        "e2e_s": summary(1.625, 2.75),
+        "throttled": 1,  # request 1 was refused once (then served): one throttled call
+        "ttft_sent_s": summary(0.5, 2.0),
+        "e2e_scheduled_s": summary(1.625, 2.75),
         "prompt_tokens": 800,
         "completion_tokens": 120,
     }
-    assert (second["rpm"], second["completed"], second["failures"]) == (2.0, 1, 1)
-    assert second["ttft_s"] == summary(0.25)
+    # The run ended at 45 s: one send in the 15 s of this window it covered is 4 a minute.
+    assert (second["covered_s"], second["rpm"]) == (15.0, 4.0)
+    assert (second["completed"], second["failures"], second["throttled"]) == (1, 1, 0)
+    assert second["ttft_sent_s"] == summary(0.25)
+    assert second["e2e_scheduled_s"] == summary()  # the cut stream is no whole answer
     assert (second["prompt_tokens"], second["completion_tokens"]) == (0, 0)
 
 
@@ -247,17 +282,26 @@ def test_several_targets_get_their_own_llm_figures() -> None:
 # --- text and Markdown ---------------------------------------------------------------
 
 
-def test_the_text_report_names_the_clock_of_every_llm_row() -> None:
+def test_the_text_report_names_the_clock_and_the_requests_of_every_llm_row() -> None:
     text = attack_text(llm_result())
     lines = text.splitlines()
-    table = lines[lines.index("LLM") + 3 :][:7]
-    assert [line.split()[0:2] for line in table[1:]] == [
-        ["time", "to"],
-        ["scheduled", "3"],
-        ["inter-token", "latency"],
-        ["time", "per"],
-        ["end", "to"],
-        ["scheduled", "3"],
+    start = lines.index("LLM")
+    assert lines[start + 1] == (
+        "3 answers streamed (answered requests whose last attempt got a first token): "
+        "2 OK, failed after first token: 1."
+    )
+    assert lines[start + 2] == (
+        "Time to first token covers all 3; inter-token latency, time per output token and "
+        "end to end the 2 OK streams (a broken stream ends where it broke). Times in ms."
+    )
+    table = lines[start + 4 :][:7]
+    assert [line.split()[0:3] for line in table[1:]] == [
+        ["time", "to", "first"],
+        ["scheduled", "3", "1083.33"],
+        ["inter-token", "latency", "chunk"],
+        ["time", "per", "output"],
+        ["end", "to", "end"],
+        ["scheduled", "2", "2187.50"],
     ]
     assert table[1].split()[-10:] == [
         "sent", "3", "916.67", "250.00", "500.24", "2000.00", "2000.00", "2000.00", "2000.00",
@@ -270,12 +314,13 @@ def test_the_text_report_states_tokens_rates_throttling_and_utilisation() -> Non
     lines = attack_text(llm_result()).splitlines()
     assert "Tokens: 800 prompt, 120 completion (usage of 2 OK requests)" in lines
     assert (
-        "Per minute over the 60.00 s schedule: 3.0 requests sent, 2.0 answered OK; "
-        "800.0 context and 120.0 generated tokens"
+        "Per minute: 3.0 requests sent (over the 60.00 s schedule); 2.7 answered OK, "
+        "1066.7 context and 160.0 generated tokens (over the 45.00 s from the start to the "
+        "last answer)"
     ) in lines
     assert (
-        "Throttled requests 1, throttled attempts 1; attempts per request 1.33 "
-        "(retry: none (one attempt per request))"
+        "Throttled requests 1, throttled attempts 1; attempts: 4 for 3 requests, all sent; "
+        "1.33 per request that was sent (retry: none (one attempt per request))"
     ) in lines
     assert (
         "Utilisation header of 3 attempts: mean 66.7 %, p50 60.0 %, p95 100.0 %, max 100.0 %"
@@ -286,15 +331,16 @@ def test_the_text_report_states_tokens_rates_throttling_and_utilisation() -> Non
 def test_the_text_time_series_shows_one_row_per_window_in_seed_001s_columns() -> None:
     lines = attack_text(llm_result()).splitlines()
     start = lines.index("LLM time series (30 s windows)")
-    header, first, second = (line.split() for line in lines[start + 2 : start + 5])
-    assert " ".join(header) == (
-        "t (s) rpm in flight completed failures throttled ttft avg ttft p95 e2e avg e2e p95 "
-        "ctx tokens gen tokens"
-    )
-    assert first == ["0", "4.0", "1", "2", "0", "0", "1250.00", "2000.00", "2187.50", "2750.00",
-                     "800", "120"]  # fmt: skip
-    assert second == ["30", "2.0", "0", "1", "1", "0", "250.00", "250.00", "625.00", "625.00",
-                      "0", "0"]  # fmt: skip
+    header, first, second = lines[start + 2 : start + 5]
+    assert header.split("  ")[0:1] == ["t (s)"]
+    assert [cell.strip() for cell in header.split("  ") if cell.strip()] == [
+        "t (s)", "rpm", "in flight", "completed", "failures", "throttled", "ttft avg (sent)",
+        "ttft p95 (sent)", "e2e avg (sched)", "e2e p95 (sched)", "ctx tokens", "gen tokens",
+    ]  # fmt: skip
+    assert first.split() == ["0", "4.0", "1", "2", "0", "1", "1250.00", "2000.00", "2187.50",
+                             "2750.00", "800", "120"]  # fmt: skip
+    assert second.split() == ["30", "4.0", "0", "1", "1", "0", "250.00", "250.00", "-", "-",
+                              "0", "0"]  # fmt: skip
 
 
 def test_the_markdown_report_has_the_llm_tables() -> None:
@@ -304,9 +350,15 @@ def test_the_markdown_report_has_the_llm_tables() -> None:
         "| time to first token | sent | 3 | 916.67 | 250.00 | 500.24 | 2000.00 | 2000.00 | "
         "2000.00 | 2000.00 | 2000.00 |"
     ) in markdown
-    assert "| inter-token latency | chunk gaps | 5 | 250.00 |" in markdown
-    assert "### LLM time series (30 s windows)" in markdown
+    assert "| inter-token latency | chunk gaps | 4 | 281.25 |" in markdown
     assert (
-        "| 0 | 4.0 | 1 | 2 | 0 | 0 | 1250.00 | 2000.00 | 2187.50 | 2750.00 | 800 | 120 |"
+        "3 answers streamed (answered requests whose last attempt got a first token): "
+        "2 OK, failed after first token: 1."
+    ) in markdown.splitlines()
+    assert "### LLM time series (30 s windows)" in markdown
+    assert "| ttft avg (sent) | ttft p95 (sent) | e2e avg (sched) | e2e p95 (sched) |" in markdown
+    assert (
+        "| 0 | 4.0 | 1 | 2 | 0 | 1 | 1250.00 | 2000.00 | 2187.50 | 2750.00 | 800 | 120 |"
     ) in markdown
     assert "- Tokens: 800 prompt, 120 completion (usage of 2 OK requests)" in markdown
+    assert "over the 45.00 s from the start to the last answer" in markdown

@@ -14,6 +14,9 @@ Contract (DESIGN.md §5):
   the delay ended, and the request's latency spans every attempt.
 - ``stop()`` (Ctrl-C) stops scheduling, cancels what is in flight and records it as
   ``cancelled``; ``run()`` then returns the result of what happened so far.
+- An attempt's ``error`` is one line of its exception, scrubbed of the plan's keys and
+  secret header values *before* it is cut to 300 characters (a cut could leave half a key),
+  so that no report, sample row or event can quote a key an error message carried.
 
 Waits use :meth:`LoopClock.sleep_until` on real loops: uvloop's timers fire up to a
 millisecond early or late, which would otherwise become dispatch delay (or, worse,
@@ -25,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import count, islice
 
+from pyattacker._secrets import is_secret_key, scrub
 from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan, Target
@@ -99,6 +103,7 @@ class Engine:
         self.clock: Clock = clock if clock is not None else LoopClock()
         self.on_record = on_record
         self._targets: dict[str, Target] = {t.id: t for t in plan.resolved_targets()}
+        self._secrets = secrets_of(plan.keys, self._targets.values())
         self.algorithm = resolve_algorithm(plan.algorithm)
         self._name = self.algorithm.name
         # `wait` and `immediate` begin with a plain try_acquire on the pool: take that step
@@ -428,7 +433,7 @@ class Engine:
             # Never sent, so no latency: the endpoint did not answer, we did not ask.
             attempt.outcome = Outcome.DROPPED
             attempt.error_class = error_class_of(exc).value
-            attempt.error = _one_line(exc)
+            attempt.error = one_line(exc, self._secrets)
             return exc
 
     def _failed(self, attempt: Attempt, exc: BaseException) -> BaseException:
@@ -439,7 +444,7 @@ class Engine:
         status = getattr(exc, "status", None)
         if attempt.status is None and isinstance(status, int):
             attempt.status = status
-        attempt.error = _one_line(exc)
+        attempt.error = one_line(exc, self._secrets)
         if attempt.end is None:
             attempt.end = self._now()
         return exc
@@ -515,6 +520,7 @@ class Engine:
             if len(self._targets) > 1
             else {next(iter(self._targets)): tally.total},
             windows=tally.windows.windows(),
+            errors=tally.errors.counts(),
             decisions=dict(self.decisions),
             stop_reason=self._stopping,
             loop_lag=None if self._lag is None else self._lag.lag,
@@ -525,7 +531,23 @@ def _p(histogram: Histogram, q: float) -> float | None:
     return histogram.percentile(q) if histogram.count else None
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException, secrets: set[str]) -> str:
+    """``Type: first line of the message``, scrubbed of ``secrets``, then cut to 300
+    characters (scrubbed first: a cut through a key would leave its start unscrubbed)."""
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}"[:300]
+    return scrub(f"{type(exc).__name__}: {first}", secrets)[:300]
+
+
+def secrets_of(keys: Iterable[str], targets: Iterable[Target]) -> set[str]:
+    """The plan's keys and every secret-looking header value of its targets (the whole
+    value and, after a scheme word such as ``Bearer``, the credential alone)."""
+    found = {key for key in keys if key}
+    for target in targets:
+        for name, value in target.headers:
+            if is_secret_key(name) and value.strip():
+                found.add(value.strip())
+                _, _, credential = value.strip().partition(" ")
+                if credential.strip():
+                    found.add(credential.strip())
+    return found

@@ -29,8 +29,11 @@ class AttackResult:
     ``schedule_s`` is the span of plan the schedule covered (its planned duration when it
     ran to the end, else until the stop); ``send_span_s`` runs from the start to the last
     request's first send, which is later than ``schedule_s`` only when the generator fell
-    behind; ``elapsed`` is the wall time until the last request ended.
-    ``stop_reason`` is None when the plan ran to its end. ``loop_lag`` is how late the
+    behind; ``elapsed`` is the wall time until the last request ended (the span in which
+    every answer came, over which answers and tokens per minute are counted).
+    ``errors`` counts the error messages requests ended with (the last attempt's
+    ``error``; at most 20 distinct, the rest under ``"(other messages)"``, most common
+    first). ``stop_reason`` is None when the plan ran to its end. ``loop_lag`` is how late the
     generator's own event loop ran (see :mod:`pyattacker.attack._lag`): when it is large,
     the latencies include our delay, and the reports say so.
     """
@@ -47,6 +50,7 @@ class AttackResult:
     by_target: dict[str, RequestStats] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)
     decisions: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
 
@@ -90,11 +94,16 @@ class AttackResult:
         )
 
     @property
+    def sending_span_s(self) -> float:
+        """The span the sent rate is over: the schedule or, if sending ran past it (a
+        generator that fell behind), the span until the last send."""
+        return max(self.schedule_s, self.send_span_s)
+
+    @property
     def achieved_rate(self) -> float:
-        """Requests sent per second (each counted once, at its first send), over the
-        schedule or, if sending ran past it (a
-        generator that fell behind), over the span until the last send."""
-        span = max(self.schedule_s, self.send_span_s)
+        """Requests sent per second (each counted once, at its first send), over
+        :attr:`sending_span_s`."""
+        span = self.sending_span_s
         return self.sent / span if span > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,6 +134,7 @@ class AttackResult:
                 "total": stats_dict(self.total),
                 "targets": {target: stats_dict(s) for target, s in self.by_target.items()},
                 "retry_decisions": dict(sorted(self.decisions.items())),
+                "errors": dict(self.errors),
                 "windows": [w.to_dict() for w in self.windows],
             }
         )
@@ -133,15 +143,17 @@ class AttackResult:
         return report
 
     def _llm_dict(self) -> dict[str, Any]:
-        section = llm_stats_dict(self.total, self.schedule_s)
-        section["per_minute"]["sent"] = _per_minute(self.sent, self.schedule_s)
+        section = llm_stats_dict(self.total, self.elapsed)
+        span = self.sending_span_s
+        section["per_minute"]["sent"] = _per_minute(self.sent, span)
+        section["per_minute"]["sent_span_s"] = span
         if len(self.by_target) > 1:
             section["targets"] = {
-                target: llm_stats_dict(stats, self.schedule_s)
+                target: llm_stats_dict(stats, self.elapsed)
                 for target, stats in self.by_target.items()
                 if stats.has_llm
             }
-        section["windows"] = [llm_window_dict(w) for w in self.windows]
+        section["windows"] = [llm_window_dict(w, self.elapsed) for w in self.windows]
         return section
 
 
@@ -161,6 +173,7 @@ def stats_dict(stats: RequestStats) -> dict[str, Any]:
     return {
         "requests": stats.requests,
         "attempts": stats.attempts,
+        "sent_attempts": stats.sent_attempts,
         "outcomes": dict(sorted(stats.by_outcome.items())),
         "status": {str(k): v for k, v in sorted(stats.by_status.items())},
         "error_classes": dict(sorted(stats.by_error_class.items())),
@@ -181,15 +194,21 @@ def stats_dict(stats: RequestStats) -> dict[str, Any]:
     }
 
 
-def llm_stats_dict(stats: RequestStats, span_s: float) -> dict[str, Any]:
+def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
     """The LLM view of one aggregate (definitions: ``RequestStats``' docstring).
 
-    Durations in seconds; ``per_minute`` rates are over ``span_s`` (the schedule span),
-    ``None`` when it is 0; ``utilisation_pct`` is ``None`` when no attempt carried the header.
+    Durations in seconds. ``per_minute`` rates of answers and tokens are over
+    ``answer_span_s``, the span in which the answers came (the run's start to its last
+    answer: ``AttackResult.elapsed``), ``None`` when it is 0; the caller adds the sent rate
+    and its own span. ``utilisation_pct`` is ``None`` when no attempt carried the header.
+    ``sent_attempts_per_sent_request`` is what a server saw per request that reached it.
     """
     ok = stats.by_outcome[Outcome.OK.value]
+    sent_requests = stats.dispatch_delay.count  # every request that was sent, once
     return {
         "streamed_requests": stats.ttft_scheduled.count,
+        "ok_streams": stats.e2e_scheduled.count,
+        "failed_after_first_token": stats.failed_after_first_token,
         "ttft_s": {"sent": _summary(stats.ttft), "scheduled": _summary(stats.ttft_scheduled)},
         "itl_s": _summary(stats.itl),
         "tpot_s": _summary(stats.tpot),
@@ -200,36 +219,49 @@ def llm_stats_dict(stats: RequestStats, span_s: float) -> dict[str, Any]:
             "requests_with_usage": stats.usage_requests,
         },
         "per_minute": {
-            "span_s": span_s,
-            "ok_requests": _per_minute(ok, span_s),
-            "prompt_tokens": _per_minute(stats.prompt_tokens, span_s),
-            "completion_tokens": _per_minute(stats.completion_tokens, span_s),
+            "answer_span_s": answer_span_s,
+            "ok_requests": _per_minute(ok, answer_span_s),
+            "prompt_tokens": _per_minute(stats.prompt_tokens, answer_span_s),
+            "completion_tokens": _per_minute(stats.completion_tokens, answer_span_s),
         },
         "throttled_requests": stats.throttled_requests,
         "throttled_attempts": stats.throttled_attempts,
+        "requests": stats.requests,
+        "attempts": stats.attempts,
+        "sent_attempts": stats.sent_attempts,
         "attempts_per_request": stats.attempts / stats.requests if stats.requests else None,
+        "sent_attempts_per_sent_request": stats.sent_attempts / sent_requests
+        if sent_requests
+        else None,
         "utilisation_pct": _summary(stats.utilisation) if stats.utilisation.count else None,
     }
 
 
-def llm_window_dict(window: Window) -> dict[str, Any]:
+def llm_window_dict(window: Window, run_span_s: float) -> dict[str, Any]:
     """One row of the LLM time series, in the columns of seed 001's tool.
 
-    ``rpm``: requests first sent in the window, per minute. ``in_flight``: the most in
-    progress at an arrival. ``completed``, ``failures``, ``throttled``: answered requests by
-    the window of their end. ``ttft_s`` on the sent clock; ``e2e_s`` is the window's
-    latency on the scheduled clock (every answered request, refusals included).
+    ``rpm``: requests first sent in the window, per minute of the part of the window the
+    run covered (``run_span_s`` seconds from its start), so a last window cut short by
+    the end of the run does not read low; ``covered_s`` is that part. ``in_flight``: the
+    most in progress at an arrival. ``completed`` and ``failures``: requests by the window
+    of their end. ``throttled``: refused *attempts*, each in the window where it ended
+    (seed 001 counts throttled calls; one attempt per request makes it the requests).
+    ``ttft_sent_s``: TTFT on the sent clock of the streamed requests;
+    ``e2e_scheduled_s``: end to end on the scheduled clock of the OK streams (the
+    populations of the summary's figures).
     """
+    covered = min(window.width, run_span_s - window.start)
     return {
         "start": window.start,
         "width": window.width,
-        "rpm": window.sent * 60.0 / window.width,
+        "covered_s": max(covered, 0.0),
+        "rpm": window.sent * 60.0 / covered if covered > 0 else None,
         "in_flight": window.max_in_flight,
         "completed": window.completed,
         "failures": window.failed,
-        "throttled": window.throttled,
-        "ttft_s": window.ttft.to_dict(),
-        "e2e_s": window.latency.to_dict(),
+        "throttled": window.throttled_attempts,
+        "ttft_sent_s": window.ttft.to_dict(),
+        "e2e_scheduled_s": window.e2e_scheduled.to_dict(),
         "prompt_tokens": window.prompt_tokens,
         "completion_tokens": window.completion_tokens,
     }

@@ -1,7 +1,12 @@
 """Per-request rows (``--samples``): CSV or JSON Lines, written as requests finish.
 
 Rows are written as they come, so memory stays flat on long runs and a run stopped with
-Ctrl-C keeps every row it finished. Columns are ``RequestRecord.to_dict()``'s keys.
+Ctrl-C keeps every row it finished. The columns are fixed by the kind of attack, not by
+the first row: :data:`~pyattacker.measure.SAMPLE_COLUMNS` for HTTP, and
+:data:`~pyattacker.measure.LLM_SAMPLE_COLUMNS` (the same plus the last attempt's first
+token, TTFT on both clocks, chunks, tokens, request id, ``Retry-After`` and rate-limit
+headers) for an LLM attack. A CSV cell cannot hold an object, so there the
+``rate_limit_headers`` column is JSON text; JSON Lines has the object itself.
 """
 
 from __future__ import annotations
@@ -12,24 +17,31 @@ from pathlib import Path
 from typing import IO, Any
 
 from pyattacker.errors import ConfigError
-from pyattacker.measure import RequestRecord
+from pyattacker.measure import LLM_SAMPLE_COLUMNS, SAMPLE_COLUMNS, RequestRecord
 
 __all__ = ["SampleWriter"]
 
 _FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_OBJECT_COLUMNS = ("rate_limit_headers",)  # JSON text in a CSV cell
 
 
 class SampleWriter:
-    """Writes one row per :class:`RequestRecord`; use :meth:`open`, then ``write``/``close``."""
+    """Writes one row per :class:`RequestRecord`; use :meth:`open`, then ``write``/``close``.
 
-    def __init__(self, stream: IO[str], kind: str) -> None:
+    ``llm`` (the plan is an LLM attack) adds the LLM columns to every row, so that a CSV
+    file has one header whatever its first request did.
+    """
+
+    def __init__(self, stream: IO[str], kind: str, *, llm: bool = False) -> None:
         self._stream = stream
         self._kind = kind
+        self._llm = llm
         self._csv: Any = None
+        self.columns = LLM_SAMPLE_COLUMNS if llm else SAMPLE_COLUMNS
         self.rows = 0
 
     @classmethod
-    def open(cls, path: str | Path) -> SampleWriter:
+    def open(cls, path: str | Path, *, llm: bool = False) -> SampleWriter:
         """A writer for ``path``; its suffix picks the format (.csv, .jsonl, .ndjson)."""
         target = Path(path)
         kind = _FORMATS.get(target.suffix.lower())
@@ -45,16 +57,20 @@ class SampleWriter:
             raise ConfigError(
                 f"cannot write {str(target)!r}: {exc.strerror}", field="--samples"
             ) from None
-        return cls(stream, kind)
+        return cls(stream, kind, llm=llm)
 
     def write(self, record: RequestRecord) -> None:
-        row = record.to_dict()
+        row = record.to_dict(llm=self._llm)
         if self._kind == "jsonl":
             self._stream.write(json.dumps(row, separators=(",", ":")) + "\n")
         else:
             if self._csv is None:
-                self._csv = csv.DictWriter(self._stream, fieldnames=list(row))
+                self._csv = csv.DictWriter(self._stream, fieldnames=self.columns)
                 self._csv.writeheader()
+            if self._llm:
+                for name in _OBJECT_COLUMNS:
+                    if row[name] is not None:
+                        row[name] = json.dumps(row[name], separators=(",", ":"), sort_keys=True)
             self._csv.writerow(row)
         self.rows += 1
 

@@ -1,5 +1,9 @@
 """``Tally``: what the engine counts as requests are scheduled and finish. No I/O, no clock.
 
+Besides the mergeable aggregates (:mod:`pyattacker.measure`), it keeps a bounded count of
+the error messages requests ended with (:class:`ErrorMessages`): what a report quotes to
+say *what* went wrong, where status codes and error classes only say how often.
+
 Kept apart from the engine so the async driver reads as scheduling and sending only, and
 so the counting (on the hot path: every line here runs once per request) can be measured
 and tuned on its own.
@@ -11,7 +15,50 @@ from collections.abc import Callable
 
 from pyattacker.measure import Attempt, RequestRecord, RequestStats, WindowSeries
 
-__all__ = ["Tally"]
+__all__ = ["MAX_MESSAGES", "OTHER_MESSAGES", "ErrorMessages", "Tally"]
+
+MAX_MESSAGES = 20
+OTHER_MESSAGES = "(other messages)"
+
+
+class ErrorMessages:
+    """How many requests ended with each error message, for at most :data:`MAX_MESSAGES`
+    distinct messages.
+
+    The first ``MAX_MESSAGES`` distinct messages seen are kept and counted; a request whose
+    message came later, when the table was full, counts under :data:`OTHER_MESSAGES`. So
+    memory is bounded whatever the messages carry (request ids, offsets), and the total of
+    :meth:`counts` is the number of requests noted. Messages are
+    :attr:`~pyattacker.measure.Attempt.error` lines: one line, at most 300 characters,
+    scrubbed of keys by whoever wrote them. Not mergeable, on purpose: it is a report's
+    quotation, not a figure.
+    """
+
+    __slots__ = ("_counts", "other")
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self.other = 0
+
+    def note(self, message: str) -> None:
+        counts = self._counts
+        if message in counts:
+            counts[message] += 1
+        elif len(counts) < MAX_MESSAGES:
+            counts[message] = 1
+        else:
+            self.other += 1
+
+    def counts(self) -> dict[str, int]:
+        """Kept messages, most common first (ties in message order), then
+        :data:`OTHER_MESSAGES` if any request's message was not kept."""
+        ranked = sorted(self._counts.items(), key=lambda item: (-item[1], item[0]))
+        if self.other:
+            ranked.append((OTHER_MESSAGES, self.other))
+        return dict(ranked)
+
+    def __repr__(self) -> str:
+        return f"ErrorMessages(kept={len(self._counts)}, other={self.other})"
 
 
 class Tally:
@@ -21,6 +68,8 @@ class Tally:
     with one target, whose figures are the total's, and ~5 us a request). ``on_record``
     receives every finished request's :class:`RequestRecord`; without it, one-attempt
     requests are counted from their attempt and no record is built (~2 us a request).
+    ``errors`` counts the last attempt's :attr:`~pyattacker.measure.Attempt.error` of
+    every request that has one (a failed, throttled or dropped request, mostly).
     """
 
     def __init__(
@@ -39,6 +88,7 @@ class Tally:
         self.sent = 0
         self.late = 0
         self.last_sent = origin
+        self.errors = ErrorMessages()
         self._late_after = late_after
         self._per_target = per_target
         self._on_record = on_record
@@ -50,6 +100,9 @@ class Tally:
 
     def finished(self, attempts: list[Attempt]) -> None:
         """Count one finished request (its attempts, in order)."""
+        error = attempts[-1].error
+        if error is not None:
+            self.errors.note(error)
         if len(attempts) == 1 and self._on_record is None and not self._per_target:
             self._one_attempt(attempts[0])
         else:

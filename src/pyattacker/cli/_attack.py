@@ -304,7 +304,7 @@ def attack_command(
         if path is not None and path != "-":
             _check_writable(path, field)
     to_stdout = json_path == "-"
-    samples = SampleWriter.open(samples_path) if samples_path else None
+    samples = SampleWriter.open(samples_path, llm=llm_spec is not None) if samples_path else None
     live = None if quiet else LiveProgress.for_stderr()
     click.echo(f"attacking {', '.join(urls)} — Ctrl-C stops and reports what ran", err=True)
     try:

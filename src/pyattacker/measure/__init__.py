@@ -1,7 +1,8 @@
 """Timing records, mergeable histograms, windows and summaries (DESIGN.md §5).
 
 * :class:`Attempt` / :class:`RequestRecord` — the facts of one try and of one logical
-  request, with latency on two named clocks (``scheduled`` and ``sent``).
+  request, with latency on two named clocks (``scheduled`` and ``sent``);
+  :data:`SAMPLE_COLUMNS` / :data:`LLM_SAMPLE_COLUMNS` name the columns of a request's row.
 * :class:`Histogram` — log-linear, bounded, exactly mergeable; percentiles within 0.05 %
   for values >= 1 µs. :func:`exact_percentile` is the one percentile definition.
 * :class:`RequestStats` — counts and histograms of many requests, with TTFT, ITL, TPOT
@@ -14,14 +15,23 @@ caller passes timestamps.
 """
 
 from pyattacker.measure._histogram import Histogram
-from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
+from pyattacker.measure._records import (
+    ANSWERED,
+    LLM_SAMPLE_COLUMNS,
+    SAMPLE_COLUMNS,
+    Attempt,
+    Outcome,
+    RequestRecord,
+)
 from pyattacker.measure._stats import RequestStats
 from pyattacker.measure._summary import PERCENTILES, Summary, exact_percentile, nearest_rank
 from pyattacker.measure._windows import Window, WindowSeries
 
 __all__ = [
     "ANSWERED",
+    "LLM_SAMPLE_COLUMNS",
     "PERCENTILES",
+    "SAMPLE_COLUMNS",
     "Attempt",
     "Histogram",
     "Outcome",

@@ -25,7 +25,50 @@ from typing import Any
 
 from pyattacker.errors import ErrorClass
 
-__all__ = ["ANSWERED", "Attempt", "Outcome", "RequestRecord"]
+__all__ = [
+    "ANSWERED",
+    "LLM_SAMPLE_COLUMNS",
+    "SAMPLE_COLUMNS",
+    "Attempt",
+    "Outcome",
+    "RequestRecord",
+]
+
+SAMPLE_COLUMNS = (
+    "request",
+    "scheduled",
+    "sent",
+    "end",
+    "latency",
+    "service_time",
+    "dispatch_delay",
+    "ttfb_scheduled",
+    "ttfb_sent",
+    "outcome",
+    "status",
+    "error_class",
+    "error",
+    "resource",
+    "attempts",
+    "throttled",
+)
+"""The keys of ``RequestRecord.to_dict()``, in order: the ``--samples`` columns."""
+
+LLM_SAMPLE_COLUMNS = (
+    *SAMPLE_COLUMNS,
+    "first_token",
+    "ttft",
+    "ttft_scheduled",
+    "chunks",
+    "prompt_tokens",
+    "completion_tokens",
+    "request_id",
+    "retry_after",
+    "rate_limit_headers",
+)
+"""The keys of ``RequestRecord.to_dict(llm=True)``, in order: the LLM ``--samples`` columns."""
+
+_REQUEST_ID = "x-request-id"
 
 
 class Outcome(enum.StrEnum):
@@ -279,9 +322,11 @@ class RequestRecord:
         """Last attempt's ``first_byte`` minus the first ``sent``."""
         return _span(self.sent, self.attempts[-1].first_byte)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A flat row of scalars for ``--samples`` (one per request)."""
-        return {
+    def to_dict(self, *, llm: bool = False) -> dict[str, Any]:
+        """A flat row of scalars for ``--samples`` (one per request), keyed by
+        :data:`SAMPLE_COLUMNS`; with ``llm``, by :data:`LLM_SAMPLE_COLUMNS` (see
+        :meth:`llm_columns`)."""
+        row = {
             "request": self.request,
             "scheduled": self.scheduled,
             "sent": self.sent,
@@ -299,3 +344,56 @@ class RequestRecord:
             "attempts": self.n_attempts,
             "throttled": self.throttled,
         }
+        if llm:
+            row.update(self.llm_columns())
+        return row
+
+    def llm_columns(self) -> dict[str, Any]:
+        """The LLM columns of a ``--samples`` row, all from the **last** attempt.
+
+        * ``first_token``: a clock time.
+        * ``ttft``: sent clock, the last attempt's own (its first token minus its own
+          ``sent``: the exchange the server logged under ``request_id``); for a one-attempt
+          request, the summary's sent-clock TTFT.
+        * ``ttft_scheduled``: that first token minus the request's first ``scheduled``,
+          every attempt included (as ``RequestStats.ttft_scheduled``).
+        * ``chunks``: content chunks that arrived (``None`` for an answer that did not
+          stream).
+        * ``prompt_tokens``, ``completion_tokens``: its usage (whole numbers as ``int``).
+        * ``request_id``: its ``x-request-id``; ``retry_after``: seconds.
+        * ``rate_limit_headers``: the other recorded headers (``retry-after``,
+          ``x-ratelimit-*``, the utilisation) as a dict (a copy): not a scalar.
+
+        Each is ``None`` when the attempt has no such fact.
+        """
+        last = self.attempts[-1]
+        first, times, usage = last.first_token, last.token_times, last.usage
+        headers = dict(last.headers) if last.headers is not None else {}
+        request_id = headers.pop(_REQUEST_ID, None)
+        return {
+            "first_token": first,
+            "ttft": _span(last.sent, first),
+            "ttft_scheduled": _span(self.scheduled, first),
+            "chunks": _chunks(first, times),
+            "prompt_tokens": _tokens(usage, "prompt_tokens"),
+            "completion_tokens": _tokens(usage, "completion_tokens"),
+            "request_id": request_id,
+            "retry_after": last.retry_after,
+            "rate_limit_headers": headers or None,
+        }
+
+
+def _chunks(first: float | None, times: list[float] | None) -> int | None:
+    """Content chunks of an attempt: the first token's and each later one's; ``None`` when
+    it did not stream (no first token and no token list)."""
+    if first is None and times is None:
+        return None
+    return (0 if first is None else 1) + len(times or ())
+
+
+def _tokens(usage: dict[str, float] | None, key: str) -> int | float | None:
+    """``usage[key]``, as an ``int`` when it is a whole number; ``None`` if absent."""
+    value = None if usage is None else usage.get(key)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

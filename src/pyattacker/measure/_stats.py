@@ -16,11 +16,12 @@ UTILISATION_HEADER = "azure-openai-deployment-utilization"
 
 # The LLM figures (see the class docstring). Stats written before they existed load with
 # these empty, so every name here is optional in `from_dict`.
-_LLM_TOTALS = ("prompt_tokens", "completion_tokens", "usage_requests")
+_LLM_TOTALS = ("prompt_tokens", "completion_tokens", "usage_requests", "failed_after_first_token")
 _LLM_HISTOGRAMS = ("ttft", "ttft_scheduled", "itl", "tpot", "e2e", "e2e_scheduled", "utilisation")
 _TOTALS = (
     "requests",
     "attempts",
+    "sent_attempts",
     "throttled_requests",
     "throttled_attempts",
     "early_sends",
@@ -42,7 +43,8 @@ _HISTOGRAMS = (
     "ttfb",
     *_LLM_HISTOGRAMS,
 )
-_OPTIONAL = frozenset({*_LLM_TOTALS, *_LLM_HISTOGRAMS})
+# Also `sent_attempts`, counted since after the LLM figures: an older dict loads it as 0.
+_OPTIONAL = frozenset({*_LLM_TOTALS, *_LLM_HISTOGRAMS, "sent_attempts"})
 # Counters and how to read their keys back from JSON (where every key is a string).
 _COUNTERS: dict[str, Callable[[str], Any]] = {
     "by_outcome": str,
@@ -66,26 +68,35 @@ class RequestStats:
     * ``attempt_service_time`` — ``end - sent`` of every answered *attempt*, so the
       attempts of a retried request are visible one by one.
 
-    DROPPED and CANCELLED requests have no latency; they are counted in ``by_outcome``.
+    ``attempts`` counts every attempt, ``sent_attempts`` those whose ``sent`` is set: what a
+    server could have seen. The difference never left us (dropped, cancelled or failed
+    before sending). DROPPED and CANCELLED requests have no latency; they are counted in
+    ``by_outcome``.
     A span that comes out negative is recorded as 0 (the record keeps the raw value); a
     request sent before its scheduled time (a timer fired early) is counted in
     ``early_sends``. Request-level ``by_status`` and ``by_error_class`` are the last attempt's.
 
-    LLM figures cover the **streamed** requests: answered ones whose last attempt carries a
-    ``first_token`` (the first content chunk of a streamed answer). An HTTP request pays one
-    ``is None`` check for all of them (on the hot path, :meth:`add_attempt`). With
-    ``first`` = the last attempt's ``first_token`` and ``end`` its ``end``:
+    LLM figures. A request *streamed* when it was answered and its last attempt carries a
+    ``first_token`` (the first content chunk of a streamed answer); an *OK stream* is a
+    streamed request that ended OK. A stream that failed after its first token (cut short,
+    malformed, an error event) has a TTFT (the token did arrive) but no figure of a whole
+    answer: its end is where it broke. An HTTP request pays one ``is None`` check for all
+    of them (on the hot path, :meth:`add_attempt`). With ``first`` = the last attempt's
+    ``first_token`` and ``end`` its ``end``:
 
-    * ``ttft`` — sent clock: ``first`` minus the first ``sent`` (as ``service_time``).
-      ``ttft_scheduled`` — scheduled clock: ``first`` minus the first ``scheduled``. Both
-      span every attempt of a retried request; for one attempt they are that attempt's.
-    * ``e2e`` / ``e2e_scheduled`` — ``end`` on the same two clocks, the same requests.
-    * ``itl`` — every gap between consecutive content chunks of that attempt:
-      ``first`` to ``token_times[0]``, then between consecutive ``token_times``. A chunk
-      carrying several tokens is one gap, so ITL is per chunk, not per token.
-    * ``tpot`` — one value per streamed request: ``(end - first) / (n - 1)``, ``n`` the
-      attempt's ``usage["completion_tokens"]`` when present, else its chunk count
+    * ``ttft`` — every streamed request, sent clock: ``first`` minus the first ``sent`` (as
+      ``service_time``). ``ttft_scheduled`` — the same requests, scheduled clock: ``first``
+      minus the first ``scheduled``. Both span every attempt of a retried request; for one
+      attempt they are that attempt's.
+    * ``e2e`` / ``e2e_scheduled`` — ``end`` on the same two clocks, OK streams only.
+    * ``itl`` — OK streams: every gap between consecutive content chunks of the last
+      attempt: ``first`` to ``token_times[0]``, then between consecutive ``token_times``. A
+      chunk carrying several tokens is one gap, so ITL is per chunk, not per token.
+    * ``tpot`` — one value per OK stream: ``(end - first) / (n - 1)``, ``n`` the attempt's
+      ``usage["completion_tokens"]`` when present, else its chunk count
       ``1 + len(token_times)``; not recorded when ``n < 2``.
+    * ``failed_after_first_token`` — streamed requests that did not end OK (FAILED, or
+      THROTTLED by an error inside the stream): ``ttft_scheduled.count`` minus the OK streams.
     * ``prompt_tokens``, ``completion_tokens`` — sums of the last attempt's ``usage`` over
       OK requests that carry one, streamed or not (whole numbers; a fraction is rounded, a negative
       or non-finite count ignored); ``usage_requests`` counts those requests.
@@ -102,6 +113,7 @@ class RequestStats:
     def __init__(self) -> None:
         self.requests = 0
         self.attempts = 0
+        self.sent_attempts = 0
         self.throttled_requests = 0
         self.throttled_attempts = 0
         self.early_sends = 0
@@ -119,6 +131,7 @@ class RequestStats:
         self.dispatch_delay = Histogram()
         self.ttfb = Histogram()
         self.prompt_tokens = self.completion_tokens = self.usage_requests = 0
+        self.failed_after_first_token = 0
         self.ttft = Histogram()
         self.ttft_scheduled = Histogram()
         self.itl = Histogram()
@@ -208,6 +221,7 @@ class RequestStats:
             self._note_utilisation(attempt)
         scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
         if sent is not None:
+            self.sent_attempts += 1
             if sent < scheduled:
                 self.early_sends += 1
             self.dispatch_delay.record(sent - scheduled if sent > scheduled else 0.0)
@@ -220,7 +234,7 @@ class RequestStats:
             self._add_usage(attempt)
 
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
-        throttled = 0
+        throttled = sent_attempts = 0
         for attempt in attempts:
             self.bytes_sent += attempt.bytes_sent
             self.bytes_received += attempt.bytes_received
@@ -228,8 +242,11 @@ class RequestStats:
                 throttled += 1
                 self._note_utilisation(attempt)
             sent, end = attempt.sent, attempt.end
-            if sent is not None and end is not None and attempt.outcome in ANSWERED:
-                self._attempt_service_multi.record(end - sent if end > sent else 0.0)
+            if sent is not None:
+                sent_attempts += 1
+                if end is not None and attempt.outcome in ANSWERED:
+                    self._attempt_service_multi.record(end - sent if end > sent else 0.0)
+        self.sent_attempts += sent_attempts
         if throttled:
             self.throttled_attempts += throttled
             self.throttled_requests += 1
@@ -252,11 +269,22 @@ class RequestStats:
         self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
     ) -> None:
         """The LLM figures of an answered request whose last attempt, ``attempt``, streamed
-        (its first token at ``first``)."""
+        (its first token at ``first``): TTFT whatever the outcome, the rest if it ended OK."""
         self.ttft_scheduled.record(first - scheduled if first > scheduled else 0.0)
-        self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
         if sent is not None:
             self.ttft.record(first - sent if first > sent else 0.0)
+        if attempt.outcome is Outcome.OK:
+            self._add_ok_stream(attempt, first, scheduled, sent, end)
+        else:
+            self.failed_after_first_token += 1
+        self._add_usage(attempt)
+
+    def _add_ok_stream(
+        self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
+    ) -> None:
+        """End to end, ITL and TPOT of a stream that ended OK."""
+        self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+        if sent is not None:
             self.e2e.record(end - sent if end > sent else 0.0)
         chunks = 1
         times = attempt.token_times
@@ -270,7 +298,6 @@ class RequestStats:
         n = chunks if usage is None else usage_tokens(usage, "completion_tokens", chunks)
         if n >= 2:
             self.tpot.record((end - first if end > first else 0.0) / (n - 1))
-        self._add_usage(attempt)
 
     def _add_usage(self, attempt: Attempt) -> None:
         """The token counts of an answered request's last ``attempt`` (streamed or not)."""
@@ -311,8 +338,8 @@ class RequestStats:
         """The stats :meth:`to_dict` described (also after a JSON round trip).
 
         Raises ``ValueError`` on a missing field, a negative or non-integer count, or a
-        bad histogram. The LLM fields may be missing (stats written before they existed):
-        they are then empty.
+        bad histogram. The LLM fields and ``sent_attempts`` may be missing (stats written
+        before they existed): they are then empty (``sent_attempts`` 0).
         """
         stats = cls()
         try:

@@ -25,8 +25,9 @@ __all__ = ["Window", "WindowSeries"]
 # Per-window counters; every one adds on merge except max_in_flight, which takes the max.
 # The outcome names double as counter names (`Outcome.OK.value == "ok"`, ...).
 _COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropped", "cancelled")
-# LLM token counts (add on merge); optional in `from_dict`, as the `ttft` histogram is.
-_TOKENS = ("prompt_tokens", "completion_tokens")
+# Counts the LLM row shows (add on merge); optional in `from_dict` (written before them),
+# as the `ttft` and `e2e_scheduled` histograms are.
+_EXTRA = ("prompt_tokens", "completion_tokens", "throttled_attempts")
 _EMPTY = Summary.empty()  # frozen, so one instance serves every default
 
 
@@ -43,11 +44,18 @@ class Window:
     ``max_in_flight``: the largest
     in-flight count noted in the window.
 
-    LLM figures, of the streamed requests counted here (see
-    :class:`~pyattacker.measure.RequestStats`): ``ttft`` on the sent clock (the last
-    attempt's first token minus the first send), and the ``prompt_tokens`` and
-    ``completion_tokens`` of their OK ones' usage. Empty and 0 without LLM data; not in
-    :meth:`to_dict` (the HTTP row) but in :meth:`llm_dict`.
+    ``throttled_attempts``: refused *attempts*, each in the window of its own ``end`` (its
+    ``scheduled`` if it has none), so a request refused twice and then served counts two
+    here, in the windows where the refusals came, while ``throttled`` counts requests by
+    their final outcome.
+
+    LLM figures, of the streamed requests counted here (as
+    :class:`~pyattacker.measure.RequestStats` defines them): ``ttft`` on the sent clock
+    (the last attempt's first token minus the first send) of every streamed request;
+    ``e2e_scheduled`` on the scheduled clock (``end`` minus the first ``scheduled``) of the
+    OK streams only; the ``prompt_tokens`` and ``completion_tokens`` of the OK requests'
+    usage. Empty and 0 without LLM data. None of these is in :meth:`to_dict` (the HTTP
+    row); :meth:`llm_dict` has them.
     """
 
     index: int
@@ -67,13 +75,18 @@ class Window:
     ttft: Summary = _EMPTY
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    throttled_attempts: int = 0
+    e2e_scheduled: Summary = _EMPTY
 
     def llm_dict(self) -> dict[str, Any]:
-        """``ttft`` as :meth:`Summary.to_dict` and the two token counts."""
+        """``ttft`` and ``e2e_scheduled`` as :meth:`Summary.to_dict`, the two token counts
+        and ``throttled_attempts``."""
         return {
             "ttft": self.ttft.to_dict(),
+            "e2e_scheduled": self.e2e_scheduled.to_dict(),
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "throttled_attempts": self.throttled_attempts,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,7 +102,9 @@ class Window:
 class _Tally:
     """One window's running counts and histograms."""
 
-    __slots__ = (*_COUNTS, *_TOKENS, "latency", "max_in_flight", "service_time", "ttft")
+    __slots__ = (
+        *_COUNTS, *_EXTRA, "e2e_scheduled", "latency", "max_in_flight", "service_time", "ttft"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.scheduled = self.sent = self.completed = 0
@@ -98,12 +113,18 @@ class _Tally:
         self.latency = Histogram()
         self.service_time = Histogram()
         self.ttft = Histogram()
-        self.prompt_tokens = self.completion_tokens = 0
+        self.e2e_scheduled = Histogram()
+        self.prompt_tokens = self.completion_tokens = self.throttled_attempts = 0
 
-    def add_streamed(self, attempt: Attempt, first: float, sent: float | None) -> None:
-        """The LLM figures of an answered request whose last attempt streamed."""
+    def add_streamed(
+        self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
+    ) -> None:
+        """The LLM figures of an answered request whose last attempt streamed: its TTFT,
+        and its end to end (scheduled clock) if it ended OK."""
         if sent is not None:
             self.ttft.record(first - sent if first > sent else 0.0)
+        if attempt.outcome is Outcome.OK:
+            self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
         self.add_usage(attempt)
 
     def add_usage(self, attempt: Attempt) -> None:
@@ -114,27 +135,30 @@ class _Tally:
             self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
 
     def merge(self, other: _Tally) -> None:
-        for name in (*_COUNTS, *_TOKENS):
+        for name in (*_COUNTS, *_EXTRA):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
         self.latency.merge(other.latency)
         self.service_time.merge(other.service_time)
         self.ttft.merge(other.ttft)
+        self.e2e_scheduled.merge(other.e2e_scheduled)
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {name: getattr(self, name) for name in (*_COUNTS, *_TOKENS)}
+        data: dict[str, Any] = {name: getattr(self, name) for name in (*_COUNTS, *_EXTRA)}
         data["max_in_flight"] = self.max_in_flight
         data["latency"] = self.latency.to_dict()
         data["service_time"] = self.service_time.to_dict()
         data["ttft"] = self.ttft.to_dict()
+        data["e2e_scheduled"] = self.e2e_scheduled.to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> _Tally:
-        """A tally from ``to_dict``; the LLM keys may be missing (written before them)."""
+        """A tally from ``to_dict``; the LLM keys and ``throttled_attempts`` may be missing
+        (written before them): they are then 0 or empty."""
         tally = cls()
-        for name in (*_COUNTS, "max_in_flight", *_TOKENS):
-            if name not in data and name in _TOKENS:
+        for name in (*_COUNTS, "max_in_flight", *_EXTRA):
+            if name not in data and name in _EXTRA:
                 continue
             value = data[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -142,8 +166,9 @@ class _Tally:
             setattr(tally, name, value)
         tally.latency = Histogram.from_dict(data["latency"])
         tally.service_time = Histogram.from_dict(data["service_time"])
-        if "ttft" in data:
-            tally.ttft = Histogram.from_dict(data["ttft"])
+        for name in ("ttft", "e2e_scheduled"):
+            if name in data:
+                setattr(tally, name, Histogram.from_dict(data[name]))
         return tally
 
     def __eq__(self, other: object) -> bool:
@@ -158,9 +183,9 @@ class WindowSeries:
     """Fixed aggregation windows: window i covers [origin + i*width, origin + (i+1)*width).
 
     Every ``add``/``note_*`` raises ``ValueError`` for a time before ``origin`` or not
-    finite. Memory grows with the number of windows touched (three sparse histograms
-    each, the TTFT one empty without LLM data), not with the number of records. Merging
-    needs the same width and origin.
+    finite. Memory grows with the number of windows touched (four sparse histograms
+    each, the TTFT and e2e ones empty without LLM data), not with the number of records.
+    Merging needs the same width and origin.
     """
 
     __slots__ = ("_tallies", "origin", "width")
@@ -191,19 +216,24 @@ class WindowSeries:
         return tally
 
     def add(self, record: RequestRecord) -> None:
-        """Count ``record`` in the window of its ``end`` (its ``scheduled`` if it has none)."""
+        """Count ``record`` in the window of its ``end`` (its ``scheduled`` if it has none),
+        and each of its throttled attempts in the window of that attempt's end."""
         end = record.end
         tally = self._tally(record.scheduled if end is None else end)
         outcome = record.outcome
         setattr(tally, outcome.value, getattr(tally, outcome.value) + 1)
         if outcome in ANSWERED:
             tally.completed += 1
+        for attempt in record.attempts:
+            if attempt.outcome is Outcome.THROTTLED:
+                ended = attempt.end
+                self._tally(attempt.scheduled if ended is None else ended).throttled_attempts += 1
         latency, service = record.latency, record.service_time
-        if latency is not None:
+        if latency is not None and end is not None:
             tally.latency.record(max(0.0, latency))  # negative: an early timer, see stats
             last = record.attempts[-1]
             if last.first_token is not None:
-                tally.add_streamed(last, last.first_token, record.sent)
+                tally.add_streamed(last, last.first_token, record.scheduled, record.sent, end)
             elif last.usage is not None:
                 tally.add_usage(last)
         if service is not None:
@@ -218,6 +248,8 @@ class WindowSeries:
         if outcome not in ANSWERED:
             return
         tally.completed += 1
+        if outcome is Outcome.THROTTLED:
+            tally.throttled_attempts += 1
         if end is None:
             return
         tally.latency.record(end - scheduled if end > scheduled else 0.0)
@@ -225,7 +257,7 @@ class WindowSeries:
         if sent is not None:
             tally.service_time.record(end - sent if end > sent else 0.0)
         if attempt.first_token is not None:  # the two LLM checks an HTTP request pays
-            tally.add_streamed(attempt, attempt.first_token, sent)
+            tally.add_streamed(attempt, attempt.first_token, scheduled, sent, end)
         elif attempt.usage is not None:
             tally.add_usage(attempt)
 
@@ -256,8 +288,10 @@ class WindowSeries:
             latency=tally.latency.summary(),
             service_time=tally.service_time.summary(),
             ttft=tally.ttft.summary(),
+            e2e_scheduled=tally.e2e_scheduled.summary(),
             prompt_tokens=tally.prompt_tokens,
             completion_tokens=tally.completion_tokens,
+            throttled_attempts=tally.throttled_attempts,
             **counts,
         )
 

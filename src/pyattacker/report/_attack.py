@@ -5,10 +5,14 @@ and the JSON document show the same numbers. Every latency row says which clock 
 ``scheduled`` (from when the request should have started: what a user sees) or ``sent``
 (from when it left: service time).
 
+Every report quotes what went wrong: the most common error messages requests ended with
+(``errors``), besides the status codes and error classes that only say how often.
+
 An LLM run (one whose ``to_dict()`` has an ``llm`` section) adds an LLM section: TTFT,
-ITL, TPOT and end-to-end on the clocks that apply, tokens and requests per minute,
-throttling, attempts per request, the utilisation header and a time series in the
-columns of seed 001's tool. Without LLM data nothing of it is printed.
+ITL, TPOT and end-to-end on the clocks that apply, with the requests each covers, tokens
+and requests per minute over the span each happened in, throttling, attempts per
+request, the utilisation header and a time series in the columns of seed 001's tool.
+Without LLM data nothing of it is printed.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ __all__ = ["attack_json", "attack_markdown", "attack_text"]
 _COLUMNS = ("count", "min", "p50", "p90", "p95", "p99", "p99.9", "max")
 _LLM_COLUMNS = ("count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max")
 _MAX_WINDOW_ROWS = 120
+_MAX_ERROR_LINES = 5
+_UNSENT = "never sent (dropped, cancelled or failed before sending)"
 
 
 def attack_json(result: AttackResult, *, indent: int | None = 2) -> str:
@@ -37,7 +43,8 @@ def attack_markdown(result: AttackResult) -> str:
     data = result.to_dict()
     lines = [f"# pyattacker attack — {_title(data)}", "", *_headline(data), ""]
     lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), _latency_rows(data)), ""]
-    lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data)), ""]
+    lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data))]
+    lines += [*_error_markdown(data["errors"]), ""]
     windows = data["windows"]
     if windows:
         lines += [f"## Time series ({data['plan']['window_s']:g} s windows)", ""]
@@ -62,6 +69,7 @@ def attack_text(result: AttackResult) -> str:
     lines = [f"pyattacker attack — {_title(data)}", *_headline(data), ""]
     lines += ["Latency (ms)", *_aligned(_latency_header(), _latency_rows(data)), ""]
     lines += _count_lines(data)
+    lines += _error_text(data["errors"])
     windows = data["windows"]
     if windows:
         lines += ["", f"Time series ({data['plan']['window_s']:g} s windows)"]
@@ -173,7 +181,7 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
         "Outcomes: " + _pairs(total["outcomes"]),
         "Status codes: " + _pairs(total["status"]),
         "Error classes: " + _pairs(total["error_classes"]),
-        f"Attempts: {total['attempts']} for {total['requests']} requests "
+        f"Attempts: {_attempts(total)} "
         f"({per_request:.2f} per request; histogram {_pairs(total['attempts_per_request'])}); "
         f"throttled requests {total['throttled_requests']}, "
         f"throttled attempts {total['throttled_attempts']}",
@@ -194,6 +202,47 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
 
 def _pairs(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
+
+
+def _attempts(stats: Mapping[str, Any]) -> str:
+    """``20 for 20 requests, 8 sent, 12 never sent (...)``: how many reached a server."""
+    attempts, sent = stats["attempts"], stats["sent_attempts"]
+    text = f"{attempts} for {stats['requests']} requests"
+    if sent == attempts:
+        return f"{text}, all sent" if attempts else text
+    return f"{text}, {sent} sent, {attempts - sent} {_UNSENT}"
+
+
+def _error_lines(errors: Mapping[str, int]) -> tuple[str, list[tuple[int, str]], str | None]:
+    """A title, ``(count, message)`` of the most common messages, and a line for the
+    requests those leave out (``None`` when none is left out)."""
+    if not errors:
+        return "Errors: none", [], None
+    total = sum(errors.values())
+    shown = list(errors.items())[:_MAX_ERROR_LINES]
+    rest = total - sum(count for _, count in shown)
+    title = f"Errors (requests by the message they ended with, most common first; {total} in all):"
+    more = f"{rest} more with other messages (--json lists every message kept)" if rest else None
+    return title, [(count, message) for message, count in shown], more
+
+
+def _error_text(errors: Mapping[str, int]) -> list[str]:
+    title, shown, more = _error_lines(errors)
+    width = max((len(str(count)) for count, _ in shown), default=0)
+    lines = [title, *(f"  {count:>{width}}  {message}" for count, message in shown)]
+    return lines if more is None else [*lines, f"  {more}"]
+
+
+def _error_markdown(errors: Mapping[str, int]) -> list[str]:
+    title, shown, more = _error_lines(errors)
+    lines = [f"- {title}", *(f"  - {count}: {_code(message)}" for count, message in shown)]
+    return lines if more is None else [*lines, f"  - {more}"]
+
+
+def _code(text: str) -> str:
+    """``text`` as Markdown inline code, so that a message's ``*`` or ``_`` stays as is
+    (double backticks when it holds one)."""
+    return f"`{text}`" if "`" not in text else f"`` {text} ``"
 
 
 def _window_header() -> list[str]:
@@ -237,15 +286,20 @@ def _window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
 
 
 _LLM_SERIES_NOTE = (
-    "rpm: requests sent per minute; TTFT on the sent clock, of the answers that streamed; "
-    "e2e on the scheduled clock, of every answered request; times in ms."
+    "rpm: requests sent per minute of the window (of the part of it the run covered); "
+    "throttled: refused attempts, in the window each ended in; TTFT on the sent clock, of "
+    "the answers that streamed; e2e on the scheduled clock, of the OK streams; times in ms."
 )
 
 
 def _llm_intro(llm: Mapping[str, Any]) -> list[str]:
+    streamed, ok = llm["streamed_requests"], llm["ok_streams"]
     return [
-        f"{llm['streamed_requests']} answers streamed (answered requests whose last attempt "
-        "got a first token); the table is theirs, in ms.",
+        f"{streamed} answers streamed (answered requests whose last attempt got a first "
+        f"token): {ok} OK, failed after first token: {llm['failed_after_first_token']}.",
+        f"Time to first token covers all {streamed}; inter-token latency, time per output "
+        f"token and end to end the {ok} OK streams (a broken stream ends where it broke). "
+        "Times in ms.",
         "Clocks: sent = from the request's first send, scheduled = from when it should have "
         "started; both span every attempt of a retried request.",
     ]
@@ -275,15 +329,23 @@ def _llm_cells(summary: Mapping[str, Any]) -> list[str]:
 
 def _llm_lines(llm: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
     tokens, rate = llm["tokens"], llm["per_minute"]
+    sent_span = (
+        "schedule"
+        if rate["sent_span_s"] == data["summary"]["schedule_s"]
+        else "until the last send"
+    )
     lines = [
         f"Tokens: {tokens['prompt']} prompt, {tokens['completion']} completion "
         f"(usage of {tokens['requests_with_usage']} OK requests)",
-        f"Per minute over the {rate['span_s']:.2f} s schedule: {_num(rate['sent'])} requests "
-        f"sent, {_num(rate['ok_requests'])} answered OK; {_num(rate['prompt_tokens'])} context "
-        f"and {_num(rate['completion_tokens'])} generated tokens",
+        f"Per minute: {_num(rate['sent'])} requests sent (over the {rate['sent_span_s']:.2f} s "
+        f"{sent_span}); {_num(rate['ok_requests'])} answered OK, "
+        f"{_num(rate['prompt_tokens'])} context and {_num(rate['completion_tokens'])} "
+        f"generated tokens (over the {rate['answer_span_s']:.2f} s from the start to the "
+        "last answer)",
         f"Throttled requests {llm['throttled_requests']}, throttled attempts "
-        f"{llm['throttled_attempts']}; attempts per request "
-        f"{_num(llm['attempts_per_request'], '.2f')} (retry: {data['plan']['retry']})",
+        f"{llm['throttled_attempts']}; attempts: {_attempts(llm)}; "
+        f"{_num(llm['sent_attempts_per_sent_request'], '.2f')} per request that was sent "
+        f"(retry: {data['plan']['retry']})",
     ]
     util = llm["utilisation_pct"]
     if util is not None:
@@ -306,10 +368,10 @@ def _llm_window_header() -> list[str]:
         "completed",
         "failures",
         "throttled",
-        "ttft avg",
-        "ttft p95",
-        "e2e avg",
-        "e2e p95",
+        "ttft avg (sent)",
+        "ttft p95 (sent)",
+        "e2e avg (sched)",
+        "e2e p95 (sched)",
         "ctx tokens",
         "gen tokens",
     ]
@@ -324,10 +386,10 @@ def _llm_window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
             str(w["completed"]),
             str(w["failures"]),
             str(w["throttled"]),
-            _ms(w["ttft_s"].get("mean")),
-            _ms(w["ttft_s"].get("p95")),
-            _ms(w["e2e_s"].get("mean")),
-            _ms(w["e2e_s"].get("p95")),
+            _ms(w["ttft_sent_s"].get("mean")),
+            _ms(w["ttft_sent_s"].get("p95")),
+            _ms(w["e2e_scheduled_s"].get("mean")),
+            _ms(w["e2e_scheduled_s"].get("p95")),
             str(w["prompt_tokens"]),
             str(w["completion_tokens"]),
         ]
