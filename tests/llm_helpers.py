@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from http_helpers import Peer, Server
+from pyattacker.http import URL, HttpClient, Response, Timeouts, Timing
 
 KEY = "sk-test-very-secret-0123456789"
 
@@ -135,3 +137,29 @@ def canned(pieces: Sequence[bytes] | bytes, *, close_after: bool = False) -> Ser
 def body_of(server: Server, index: int = -1) -> dict[str, Any]:
     """The JSON body of request ``index`` the server read."""
     return json.loads(server.requests[index].body)  # type: ignore[no-any-return]
+
+
+class RecordingHttp(HttpClient):
+    """An :class:`HttpClient` that keeps the :class:`Timing` of every streamed exchange,
+    so a test can compare the LLM client's timestamps with the arrival times the HTTP
+    layer took (``timing.chunk_times``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timings: list[Timing] = []
+
+    def stream(
+        self,
+        method: str,
+        url: URL | str,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+        timeouts: Timeouts | None = None,
+        timing: Timing | None = None,
+    ) -> AbstractAsyncContextManager[Response]:
+        timing = timing if timing is not None else Timing(0.0)
+        self.timings.append(timing)
+        return super().stream(
+            method, url, headers=headers, body=body, timeouts=timeouts, timing=timing
+        )

@@ -3,6 +3,7 @@ figures the server agrees with, keys kept out of every output."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pyattacker.cli import run_cli
+from pyattacker.measure import LLM_SAMPLE_COLUMNS
 from pyattacker.servers import LlmServerProcess
 
 KEY = "sk-test-0123456789"
@@ -39,6 +41,9 @@ BASE = ["--llm", "{url}/v1", "--rate", "20/s", "--requests", "4"]
         ([*BASE, "--model", "m", "--prompts", "{bad}", "--max-tokens", "0"], "--max-tokens"),
         ([*BASE, "--model", "m", "--shape", "10:4", "--param", "novalue"], "--param"),
         ([*BASE, "--model", "m", "--shape", "10:4", "--param", "stream=false"], "--param"),
+        ([*BASE, "--model", "m", "--shape", "10:4", "--param", "temperature=NaN"], "--param"),
+        ([*BASE, "--model", "m", "--shape", "999999999:10"], "--shape"),
+        ([*BASE, "--model", "m", "--shape", "10:2000001"], "--shape"),
         ([*BASE, "--model", "m", "--shape", "10:4", "--body", "{}"], "body"),
         (["{url}/v1", "--rate", "1/s", "--requests", "1", "--model", "m"], "--model"),
         (["{url}/v1", "--rate", "1/s", "--requests", "1", "--shape", "1:1"], "--shape"),
@@ -88,6 +93,64 @@ def test_an_llm_attack_reports_what_the_server_counted_and_never_the_key(
     for output in (out.read_text(), md.read_text(), rows.read_text(), text.out, text.err):
         assert KEY not in output
     assert "time to first token" in text.out
+    samples = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert len(samples) == 10
+    for row in samples:
+        assert tuple(row) == LLM_SAMPLE_COLUMNS
+        assert (row["chunks"], row["prompt_tokens"], row["completion_tokens"]) == (4, 30, 4)
+        assert row["ttft"] == row["first_token"] - row["sent"]
+        assert row["ttft_scheduled"] == row["first_token"] - row["scheduled"]
+        assert row["request_id"]
+        assert isinstance(row["rate_limit_headers"], dict | None)
+    assert len({row["request_id"] for row in samples}) == 10
+
+
+def test_llm_samples_in_csv_have_fixed_llm_columns_and_headers_as_json_text(
+    llm: LlmServerProcess, tmp_path: Path
+) -> None:
+    llm.reset()
+    rows = tmp_path / "rows.csv"
+    argv = ["attack", "--llm", f"{llm.url}/v1", "--model", "m", "--shape", "5:3"]
+    argv += ["--rate", "20/s", "--requests", "2", "--key", KEY, "-q", "--samples", str(rows)]
+    argv += ["-H", "x-mock-fault: status:429"]  # refused: Retry-After and rate-limit headers
+    assert run_cli(argv) == 1
+    with rows.open() as f:
+        reader = csv.DictReader(f)
+        samples = list(reader)
+    assert tuple(reader.fieldnames or ()) == LLM_SAMPLE_COLUMNS
+    assert [row["outcome"] for row in samples] == ["throttled", "throttled"]
+    for row in samples:
+        assert (row["first_token"], row["ttft"], row["chunks"]) == ("", "", "0")  # asked, none
+        assert float(row["retry_after"]) > 0
+        headers = json.loads(row["rate_limit_headers"])
+        assert "retry-after" in headers
+        assert row["request_id"]
+
+
+def test_streams_cut_after_their_first_tokens_have_a_ttft_and_no_end_to_end(
+    llm: LlmServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.reset()
+    argv = ["attack", "--llm", f"{llm.url}/v1", "--model", "m", "--shape", "10:4"]
+    argv += ["--rate", "20/s", "--requests", "3", "--key", KEY, "--json", "-"]
+    argv += ["-H", "x-mock-fault: cut-mid-token:2"]
+    assert run_cli(argv) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    section = report["llm"]
+    assert report["total"]["outcomes"] == {"failed": 3}
+    assert (section["streamed_requests"], section["ok_streams"]) == (3, 0)
+    assert section["failed_after_first_token"] == 3
+    assert section["ttft_s"]["sent"]["count"] == 3
+    for figure in (section["e2e_s"]["sent"], section["e2e_s"]["scheduled"], section["tpot_s"]):
+        assert figure["count"] == 0
+    assert section["itl_s"]["count"] == 0
+    assert section["per_minute"]["answer_span_s"] == report["summary"]["elapsed_s"]
+    ((message, count),) = report["errors"].items()
+    assert count == 3
+    assert "the stream broke off after 2 content chunks" in message
+    assert "2 OK" not in captured.err
+    assert "0 OK, failed after first token: 3." in captured.err
 
 
 def test_a_key_the_server_refuses_is_a_failed_request_not_a_crash(
@@ -101,6 +164,9 @@ def test_a_key_the_server_refuses_is_a_failed_request_not_a_crash(
     assert report["total"]["status"] == {"401": 3}
     assert report["total"]["error_classes"] == {"fatal": 3}
     assert llm.stats()["statuses"] == {"401": 3}
+    ((message, count),) = report["errors"].items()
+    assert count == 3
+    assert message.startswith("LlmStatusError: HTTP 401: authentication failed")
 
 
 def test_help_documents_the_llm_options(capsys: pytest.CaptureFixture[str]) -> None:

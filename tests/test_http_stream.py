@@ -9,7 +9,7 @@ import pytest
 
 from http_helpers import LOOPS, Peer, Server, run
 from pyattacker.errors import RemoteProtocolError
-from pyattacker.http import HttpClient, Response
+from pyattacker.http import HttpClient, Response, Timing
 from pyattacker.http._response import _HIGH_WATER, _LOW_WATER, BodyStream
 
 DELAY = 0.05
@@ -139,6 +139,56 @@ def test_a_streamed_body_much_larger_than_the_buffer_arrives_whole() -> None:
         return total
 
     assert run(main) == size
+
+
+def test_a_stream_fills_the_timing_it_is_given() -> None:
+    async def main() -> tuple[Timing, Response]:
+        timing = Timing(0.0)
+        async with (
+            Server(chunked_slowly) as server,
+            HttpClient() as client,
+            client.stream("GET", server.url, timing=timing) as response,
+        ):
+            await response.read()
+        return timing, response
+
+    timing, response = run(main)
+    assert response.timing is timing
+    assert timing.sent is not None
+    assert timing.first_byte is not None
+    assert timing.end is not None
+    assert timing.started <= timing.sent <= timing.first_byte <= timing.end
+    assert len(timing.chunk_times) == 3
+
+
+def test_a_stream_cancelled_before_the_response_head_leaves_sent_in_the_callers_timing() -> None:
+    async def main() -> tuple[Timing, bool]:
+        timing = Timing(0.0)
+        request_read = asyncio.Event()
+
+        async def silent(peer: Peer) -> None:
+            await peer.read_request()
+            request_read.set()
+            await asyncio.Event().wait()  # never answers
+
+        async def take_stream(client: HttpClient, url: str) -> None:
+            async with client.stream("POST", url, body=b"question", timing=timing):
+                raise AssertionError("no response head ever came")
+
+        async with Server(silent) as server, HttpClient() as client:
+            waiting = asyncio.create_task(take_stream(client, server.url))
+            await request_read.wait()
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+        return timing, waiting.cancelled()
+
+    timing, cancelled = run(main)
+    assert cancelled
+    assert timing.sent is not None  # the only record of it: no response, no error
+    assert timing.started <= timing.sent
+    assert timing.first_byte is None
+    assert timing.end is None
 
 
 class Reading:

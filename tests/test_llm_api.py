@@ -10,6 +10,7 @@ import pyattacker.llm
 PUBLIC = {
     "AZURE_API_VERSION",
     "DONE",
+    "MAX_SHAPE_TOKENS",
     "VOCABULARY",
     "Api",
     "HiddenRetriesWarning",

@@ -6,16 +6,18 @@ never against durations: these machines are noisy.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 
 import pytest
 
-from http_helpers import run
+from http_helpers import Peer, Server, run
 from llm_helpers import (
     KEY,
     TOKENS,
     USAGE,
+    RecordingHttp,
     body_of,
     canned,
     chat_events,
@@ -114,6 +116,56 @@ def test_a_streamed_chat_answer_is_timed_per_content_chunk_and_reports_the_serve
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}
     assert sent["messages"] == [{"role": "user", "content": "Say hello"}]
+
+
+@pytest.mark.parametrize("sizes", [(1,), (7, 40), (4096,)])
+def test_first_token_and_every_token_time_are_arrival_stamps_taken_by_the_http_layer(
+    sizes: tuple[int, ...],
+) -> None:
+    # A stamp read when the event was parsed (however soon after its bytes arrived) is
+    # a later clock reading than any arrival stamp, so it is in no chunk's arrival time.
+    async def main() -> tuple[LlmResult, list[float]]:
+        result = LlmResult()
+        pieces = stream_response(chat_events(), sizes=sizes)
+        async with canned(pieces) as server, RecordingHttp() as http:
+            await LlmClient(http).send(endpoint_url(f"{server.url}v1"), CHAT, result=result)
+        (timing,) = http.timings
+        return result, timing.chunk_times
+
+    result, arrivals = run(main)
+    stamps = [result.first_token, *result.token_times]
+    assert len(stamps) == len(TOKENS)
+    assert all(stamp in arrivals for stamp in stamps), (stamps, arrivals)
+    assert stamps == sorted(stamps)
+
+
+def test_a_streamed_request_cancelled_before_the_response_head_keeps_when_it_was_sent() -> None:
+    async def main() -> LlmResult:
+        result = LlmResult()
+        request_read = asyncio.Event()
+
+        async def silent(peer: Peer) -> None:
+            await peer.read_request()
+            request_read.set()
+            await asyncio.Event().wait()  # never answers
+
+        async with Server(silent) as server, HttpClient() as http:
+            url = endpoint_url(f"{server.url}v1")
+            sending = asyncio.create_task(LlmClient(http).send(url, CHAT, result=result))
+            await request_read.wait()
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+        return result
+
+    result = run(main)
+    assert result.sent is not None
+    assert (result.status, result.first_byte, result.first_token, result.end) == (
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 @pytest.mark.parametrize("sizes", [(1,), (2, 9), (64,), (4096,)])

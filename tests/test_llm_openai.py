@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from pyattacker.errors import ConfigError, ErrorClass, error_class_of, retry_after_of
 from pyattacker.http import Headers
@@ -150,8 +153,41 @@ def test_chat_messages_cannot_go_to_the_completions_api() -> None:
 
 
 def test_a_request_that_is_not_json_serialisable_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="JSON"):
+    with pytest.raises(ConfigError, match="JSON") as caught:
         build_request("chat", "m", "x", extra={"seed": object()})
+    assert caught.value.field == "extra.seed"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, {"nested": [1.0, math.nan]}])
+def test_a_parameter_with_no_json_number_is_a_config_error_naming_it_not_a_bare_nan(
+    value: object,
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build_request("chat", "m", "x", extra={"top_p": 1.0, "temperature": value})
+    assert caught.value.field == "extra.temperature"
+    assert "temperature" in str(caught.value)
+
+
+def test_a_prompt_with_a_lone_surrogate_is_a_config_error_naming_the_prompt() -> None:
+    for api in ("chat", "completions"):
+        with pytest.raises(ConfigError) as caught:
+            build_request(api, "m", "half a pair: \ud800")
+        assert caught.value.field == "prompt"
+
+
+@given(st.text(max_size=40), st.sampled_from(["chat", "completions"]))
+def test_any_prompt_text_reaches_the_body_exactly_as_it_was(text: str, api: str) -> None:
+    assume(text and all(not 0xD800 <= ord(c) <= 0xDFFF for c in text))
+    sent = body(api, text)
+    assert (sent["messages"][0]["content"] if api == "chat" else sent["prompt"]) == text
+
+
+def test_a_model_spelt_like_the_prompts_stand_in_does_not_swallow_the_prompt() -> None:
+    from pyattacker.llm._openai import _TEXT_SLOT
+
+    sent = json.loads(build_request("chat", _TEXT_SLOT, "plain words").body)
+    assert sent["model"] == _TEXT_SLOT
+    assert sent["messages"] == [{"role": "user", "content": "plain words"}]
 
 
 # --------------------------------------------------------------------------- responses
@@ -176,6 +212,25 @@ def test_content_reasoning_and_tool_call_arguments_are_content_chunks() -> None:
     call = {"tool_calls": [{"index": 0, "function": {"arguments": '{"a"'}}]}
     assert parse_event(Api.CHAT, event(chat_chunk(call))).output
     assert parse_event(Api.COMPLETIONS, event({"choices": [{"text": "Hi"}]})).output
+
+
+def test_content_given_as_a_list_of_parts_is_a_content_chunk_when_a_part_has_text() -> None:
+    parts = [{"type": "text", "text": "Hel"}, {"type": "image_url"}, {"type": "text", "text": "lo"}]
+    delta = parse_event(Api.CHAT, event(chat_chunk({"content": parts})))
+    assert (delta.output, delta.text) == (True, "Hello")
+    empty = [{"type": "text", "text": ""}, {"type": "text"}, "text", {"text": 3}]
+    assert not parse_event(Api.CHAT, event(chat_chunk({"content": empty}))).output
+    assert not parse_event(Api.CHAT, event(chat_chunk({"content": []}))).output
+    message = {"choices": [{"message": {"content": [{"type": "text", "text": "Hi"}]}}]}
+    assert parse_body(Api.CHAT, json.dumps(message).encode()).text == "Hi"
+
+
+def test_a_stream_whose_content_comes_as_parts_has_a_first_token_and_token_times() -> None:
+    result = LlmResult(sent=0.0)
+    for at, text in [(1.0, "a"), (2.0, "b")]:
+        delta = {"content": [{"type": "text", "text": text}]}
+        absorb_event(Api.CHAT, result, SseEvent(json.dumps(chat_chunk(delta)), at))
+    assert (result.first_token, result.token_times, result.text) == (1.0, [2.0], "ab")
 
 
 def test_the_finish_reason_and_the_usage_chunk_are_read() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -10,7 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyattacker.errors import ConfigError
-from pyattacker.llm import VOCABULARY, JsonlPrompts, Prompt, Shape, SyntheticPrompts, parse_shape
+from pyattacker.llm import (
+    MAX_SHAPE_TOKENS,
+    VOCABULARY,
+    JsonlPrompts,
+    Prompt,
+    Shape,
+    SyntheticPrompts,
+    parse_shape,
+)
 
 
 @given(st.integers(1, 3000), st.integers(0, 2**32), st.integers(0, 10**6))
@@ -34,11 +43,77 @@ def test_a_synthetic_prompt_depends_only_on_the_seed_and_the_request_ordinal(
     assert SyntheticPrompts(context, 99, seed).prompt(n).text == first.text
 
 
+@pytest.mark.parametrize("context", [1, 15, 16, 17, 18, 1000])
+def test_a_synthetic_prompt_has_exactly_its_length_on_both_sides_of_its_fresh_opening(
+    context: int,
+) -> None:
+    source = SyntheticPrompts(context, 1, seed=3)
+    for n in range(50):
+        text = source.prompt(n).text
+        assert text is not None
+        assert len(text.split(" ")) == context
+
+
 def test_synthetic_prompts_differ_from_request_to_request_and_seed_to_seed() -> None:
     source = SyntheticPrompts(50, 8, seed=1)
     texts = {source.prompt(n).text for n in range(20)}
     assert len(texts) == 20
     assert SyntheticPrompts(50, 8, seed=2).prompt(0).text != source.prompt(0).text
+
+
+def words(source: SyntheticPrompts, n: int) -> list[str]:
+    text = source.prompt(n).text
+    assert text is not None
+    return text.split(" ")
+
+
+@given(st.integers(17, 2000), st.integers(0, 2**32), st.integers(0, 10**9))
+def test_no_two_requests_open_with_the_same_words_so_no_prefix_cache_can_serve_them(
+    context: int, seed: int, first: int
+) -> None:
+    source = SyntheticPrompts(context, 8, seed)
+    openings = {tuple(words(source, n)[:16]) for n in range(first, first + 40)}
+    assert len(openings) == 40
+
+
+def test_consecutive_requests_almost_never_start_with_the_same_word() -> None:
+    source = SyntheticPrompts(200, 8, seed=11)
+    firsts = [words(source, n)[0] for n in range(2000)]
+    same = sum(a == b for a, b in itertools.pairwise(firsts))
+    assert same < 20  # 1 in 324 expected: about 6
+
+
+def test_the_words_after_the_opening_are_a_rotation_of_one_shared_text_per_seed() -> None:
+    source = SyntheticPrompts(116, 8, seed=5)
+    tails = [words(source, n)[16:] for n in range(30)]
+    base = tails[0]
+    doubled = base + base
+    for tail in tails:
+        assert len(tail) == 100
+        assert any(doubled[i : i + 100] == tail for i in range(100)), "not a rotation"
+    assert len({tuple(tail) for tail in tails}) >= 20  # different starts, mostly
+    other = SyntheticPrompts(116, 8, seed=6)
+    assert sorted(words(other, 0)[16:]) != sorted(base)
+
+
+def test_a_shape_or_length_beyond_the_largest_context_window_is_refused_naming_it() -> None:
+    too_many = MAX_SHAPE_TOKENS + 1
+    for args, field in [((too_many, 10), "context_tokens"), ((10, too_many), "max_tokens")]:
+        with pytest.raises(ConfigError, match=f"at most {MAX_SHAPE_TOKENS:,}") as caught:
+            SyntheticPrompts(*args)
+        assert caught.value.field == field
+    for text, field in [
+        ("999999999:10", "shape.context_tokens"),
+        (f"10:{too_many}", "shape.max_tokens"),
+    ]:
+        with pytest.raises(ConfigError) as caught:
+            parse_shape(text)
+        assert caught.value.field == field
+        assert "CONTEXT:MAX_TOKENS" in str(caught.value)
+    assert parse_shape(f"{MAX_SHAPE_TOKENS}:{MAX_SHAPE_TOKENS}") == (
+        MAX_SHAPE_TOKENS,
+        MAX_SHAPE_TOKENS,
+    )
 
 
 def test_the_vocabulary_is_plain_lower_case_words_without_repeats() -> None:
@@ -108,6 +183,7 @@ def test_jsonl_prompts_are_used_in_order_and_cycle_by_request_ordinal(tmp_path: 
         ({"messages": [{"content": "x"}]}, "'role' string"),
         ({"messages": [{"role": "user"}]}, "no 'content'"),
         ({"prompt": "x", "max_tokens": 0}, "whole number >= 1"),
+        ({"prompt": "x", "max_tokens": MAX_SHAPE_TOKENS + 1}, "at most 2,000,000 tokens"),
     ],
 )
 def test_a_bad_jsonl_line_is_a_config_error_naming_its_line_number(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
@@ -15,7 +16,11 @@ from pyattacker.llm import (
     check_no_hidden_retries,
     openai_client,
 )
+from pyattacker.pool import Pool, Resource, TaskContext
 from pyattacker.retry import Retrying
+from pyattacker.run import pipeline, task
+from pyattacker.store import MemoryStore, RowKind
+from run_helpers import rows, run_virtually, runner
 
 openai = pytest.importorskip("openai")
 
@@ -77,3 +82,86 @@ def test_a_client_without_retries_passes_quietly(client: object) -> None:
     assert check_no_hidden_retries(client, Retrying()) is True  # warnings are errors here
     built = openai_client("http://127.0.0.1:9/v1", KEY)
     assert check_no_hidden_retries(built, "none") is True
+
+
+# -- the Runner checks the clients its tasks lease, against each task's own policy ---------
+
+
+def sdk_pool(make_client: Callable[[Resource], object]) -> Pool:
+    resource = Resource.create("openai", id="key-1", options={"api_key": KEY}, factory=make_client)
+    return Pool("llm", [resource])
+
+
+def retrying_client(resource: Resource) -> object:
+    key = resource.options["api_key"]
+    return openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=key, max_retries=2)
+
+
+@task
+async def ask(n: int, ctx: TaskContext) -> int:
+    async with ctx.acquire() as lease:  # leases the client; sends nothing
+        assert lease.client is not None
+    return n
+
+
+@task(retry="exponential")
+async def ask_with_retries(n: int, ctx: TaskContext) -> int:
+    return await ask.fn(n, ctx)
+
+
+def hidden_retry_events(store: MemoryStore) -> list[dict[str, object]]:
+    return [row["data"] for row in rows(store, RowKind.EVENTS, kind="resource.hidden_retries")]
+
+
+def test_a_run_warns_once_when_a_task_that_says_none_leases_an_openai_client_that_retries() -> None:
+    store = MemoryStore()
+    pool = sdk_pool(retrying_client)
+    with pytest.warns(HiddenRetriesWarning) as caught:
+        report = run_virtually(runner(store, pools=[pool]), pipeline("p", ask).map(range(5)))
+    assert report.by_state == {"succeeded": 5}
+    (warning,) = [w for w in caught if issubclass(w.category, HiddenRetriesWarning)]
+    text = str(warning.message)
+    assert "AsyncOpenAI (resource llm/key-1 leased by task 'ask')" in text
+    assert "max_retries=2) while the retry policy says none" in text
+    assert KEY not in text
+    (event,) = hidden_retry_events(store)
+    assert event == {
+        "pool": "llm",
+        "resource": "key-1",
+        "task": "ask",
+        "client": "AsyncOpenAI",
+        "max_retries": 2,
+        "max_attempts": 1,
+    }
+
+
+def test_a_task_with_its_own_retries_is_told_the_sdks_are_hidden_on_top() -> None:
+    store = MemoryStore()
+    pool = sdk_pool(lambda r: openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY))
+    assert pool.client_of("key-1") is None  # built on the first lease, not before
+    with pytest.warns(HiddenRetriesWarning, match="undercounted"):
+        run_virtually(runner(store, pools=[pool]), pipeline("p", ask_with_retries).map(range(3)))
+    (event,) = hidden_retry_events(store)
+    assert (event["task"], event["max_retries"]) == ("ask_with_retries", 2)
+
+
+@pytest.mark.parametrize(
+    "make_client",
+    [
+        lambda r: openai_client("http://127.0.0.1:9/v1", KEY),
+        lambda r: openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY).with_options(
+            max_retries=0
+        ),
+        lambda r: SimpleNamespace(max_retries=5),  # not the SDK's: its retries are its own
+        None,  # the lease hands out the resource itself
+    ],
+    ids=["openai_client", "with_options", "not-openai", "no-factory"],
+)
+def test_a_run_whose_clients_do_not_retry_on_their_own_is_quiet(
+    make_client: Callable[[Resource], object] | None,
+) -> None:
+    store = MemoryStore()
+    pool = Pool("llm", [Resource.create("openai", id="key-1", factory=make_client)])
+    report = run_virtually(runner(store, pools=[pool]), pipeline("p", ask).map(range(3)))
+    assert report.by_state == {"succeeded": 3}  # warnings are errors here
+    assert hidden_retry_events(store) == []

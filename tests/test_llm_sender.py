@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from http_helpers import run
-from llm_helpers import KEY, TOKENS, USAGE, canned, chat_events, stream_response, whole
+from llm_helpers import (
+    KEY,
+    TOKENS,
+    USAGE,
+    RecordingHttp,
+    canned,
+    chat_events,
+    stream_response,
+    whole,
+)
 from pyattacker.attack import AttackPlan, ClosedModel, Target, attack
 from pyattacker.errors import ConfigError, ErrorClass, error_class_of, retry_after_of
 from pyattacker.http import URL, HttpClient
@@ -17,6 +27,7 @@ from pyattacker.llm import (
     LlmClient,
     LlmSender,
     LlmStatusError,
+    Prompt,
     SyntheticPrompts,
     auth_headers,
     endpoint_url,
@@ -24,6 +35,17 @@ from pyattacker.llm import (
 from pyattacker.measure import Attempt, Outcome, RequestRecord
 
 PROMPTS = SyntheticPrompts(context_tokens=12, max_tokens=4, seed=7)
+
+
+class CountingPrompts:
+    """``PROMPTS``, counting how often each ordinal's prompt is asked for."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[int] = Counter()
+
+    def prompt(self, n: int) -> Prompt:
+        self.asked[n] += 1
+        return PROMPTS.prompt(n)
 
 
 async def send_one(
@@ -141,6 +163,60 @@ def test_a_retried_request_sends_the_same_body_and_each_attempt_is_recorded() ->
         assert all(a.headers == {"retry-after": "0"} for a in record.attempts)
         expected = LlmSender(LlmClient(HttpClient()), PROMPTS, model="m").request(n).body
         assert bodies.count(expected) == 3
+
+
+def test_a_retry_sends_the_body_of_its_first_attempt_without_building_it_again() -> None:
+    throttle = whole(429, b'{"error": {"message": "busy"}}', [("Retry-After", "0")])
+    prompts = CountingPrompts()
+
+    async def main() -> list[bytes]:
+        async with canned(throttle) as server, HttpClient() as http:
+            plan = AttackPlan.build(
+                [endpoint_url(f"{server.url}v1")],
+                ClosedModel(clients=2),
+                requests=3,
+                method="POST",
+                retry={"max_attempts": 3, "base": 0.0},
+            )
+            sender = LlmSender(LlmClient(http), prompts, model="m")
+            await attack(plan, sender=sender)
+            return [r.body for r in server.requests]
+
+    bodies = run(main)
+    assert len(bodies) == 9
+    assert prompts.asked == {0: 1, 1: 1, 2: 1}  # request 0's was built by the constructor
+    assert len(set(bodies)) == 3
+
+
+def test_a_body_built_long_ago_is_built_again_and_is_the_same() -> None:
+    prompts = CountingPrompts()
+    sender = LlmSender(LlmClient(HttpClient()), prompts, model="m")
+    first = sender.request(0)
+    for n in range(1, 500):
+        sender.request(n)
+    assert sender.request(499) is sender.request(499)
+    again = sender.request(0)
+    assert prompts.asked[0] == 2
+    assert prompts.asked[499] == 1
+    assert again.body == first.body
+
+
+def test_an_attempts_first_token_and_token_times_are_the_http_layers_arrival_stamps() -> None:
+    async def main() -> tuple[Attempt, list[float]]:
+        attempt = Attempt(request=0, attempt=1, scheduled=0.0)
+        pieces = stream_response(chat_events(), sizes=(9, 30))
+        async with canned(pieces) as server, RecordingHttp() as http:
+            url = endpoint_url(f"{server.url}v1")
+            sender = LlmSender(LlmClient(http), PROMPTS, model="m")
+            await sender.send(Target(str(url), url, ()), attempt)
+        (timing,) = http.timings
+        return attempt, timing.chunk_times
+
+    attempt, arrivals = run(main)
+    assert attempt.token_times is not None
+    stamps = [attempt.first_token, *attempt.token_times]
+    assert len(stamps) == len(TOKENS)
+    assert all(stamp in arrivals for stamp in stamps), (stamps, arrivals)
 
 
 def test_an_llm_attack_records_ttft_token_times_and_usage_per_attempt() -> None:

@@ -149,14 +149,20 @@ class HttpClient:
         headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
         body: bytes | None = None,
         timeouts: Timeouts | None = None,
+        timing: Timing | None = None,
     ) -> AbstractAsyncContextManager[Response]:
         """``async with client.stream(...) as response``: the response once its head has
         arrived; take the body with ``response.iter_chunks()`` or ``await response.read()``.
 
         On exit the connection returns to the pool if the whole body had arrived, and is
         closed otherwise. The total timeout, if any, runs until the body's end.
+
+        ``timing``, if given, is the :class:`Timing` the exchange fills in (its ``started``
+        is set on entering the block), as with :meth:`request`: a caller that keeps it
+        still has ``sent`` when the request is cancelled or fails before the response head
+        arrives, when there is no response to read it from.
         """
-        return _Stream(self, method, url, headers, body, timeouts)
+        return _Stream(self, method, url, headers, body, timeouts, timing)
 
     def statistics(self) -> dict[str, dict[str, int]]:
         """Per origin (``"http://host:port"``): ``open``, ``idle``, ``in_use``,
@@ -339,9 +345,9 @@ class _Stream(AbstractAsyncContextManager[Response]):
         self._response: Response | None = None
 
     async def __aenter__(self) -> Response:
-        method, url, headers, body, timeouts = self._args
+        method, url, headers, body, timeouts, timing = self._args
         conn, response = await self._client._exchange(
-            method, url, headers, body, timeouts, streaming=True
+            method, url, headers, body, timeouts, streaming=True, timing=timing
         )
         self._conn, self._response = conn, response
         return response

@@ -32,6 +32,7 @@ from pyattacker.llm._openai import (
     is_azure,
 )
 from pyattacker.llm._prompts import (
+    MAX_SHAPE_TOKENS,
     VOCABULARY,
     JsonlPrompts,
     Prompt,
@@ -53,6 +54,7 @@ from pyattacker.llm._sse import DONE, SseEvent, SseParser
 __all__ = [
     "AZURE_API_VERSION",
     "DONE",
+    "MAX_SHAPE_TOKENS",
     "VOCABULARY",
     "Api",
     "HiddenRetriesWarning",

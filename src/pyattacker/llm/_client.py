@@ -115,19 +115,23 @@ class LlmClient:
         result: LlmResult,
         secrets: frozenset[str],
     ) -> None:
+        timing = Timing(0.0)  # ours, so a request cancelled before its head still has `sent`
         stream = self.http.stream(
-            "POST", url, headers=headers, body=request.body, timeouts=timeouts
+            "POST", url, headers=headers, body=request.body, timeouts=timeouts, timing=timing
         )
-        async with stream as response:
-            _take_head(response, result)
-            if response.status >= 400:
-                body = await _read_quietly(response, result)
-                raise _status_error(response, body, secrets)
-            content_type = response.headers.get("content-type")
-            if content_type is not None and not _is_event_stream(content_type):
-                body = await _read_quietly(response, result)
-                raise _not_a_stream(request.api, response, content_type, body, secrets)
-            await _read_events(request.api, response, result, secrets)
+        try:
+            async with stream as response:
+                _take_head(response, result)
+                if response.status >= 400:
+                    body = await _read_quietly(response, result)
+                    raise _status_error(response, body, secrets)
+                content_type = response.headers.get("content-type")
+                if content_type is not None and not _is_event_stream(content_type):
+                    body = await _read_quietly(response, result)
+                    raise _not_a_stream(request.api, response, content_type, body, secrets)
+                await _read_events(request.api, response, result, secrets)
+        finally:
+            _copy_timing(timing, result)
 
 
 async def _read_events(

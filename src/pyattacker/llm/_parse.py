@@ -137,12 +137,21 @@ def _choices(api: Api, choices: list[Any], usage: Usage | None, part: str) -> De
 
 def _chat_output(delta: object) -> tuple[str, bool]:
     """``(content, carries output)`` of a chat delta or message: output is non-empty
-    content, reasoning text (``reasoning_content``, ``reasoning``) or tool-call arguments."""
+    content (a string, or a list of parts of which one has non-empty ``text``), reasoning
+    text (``reasoning_content``, ``reasoning``) or tool-call arguments."""
     if type(delta) is not dict:
         return "", False
     content = delta.get("content")
     if isinstance(content, str) and content:
         return content, True
+    if isinstance(content, list):
+        text = "".join(
+            part["text"]
+            for part in content
+            if type(part) is dict and isinstance(part.get("text"), str)
+        )
+        if text:
+            return text, True
     for name in ("reasoning_content", "reasoning"):
         value = delta.get(name)
         if isinstance(value, str) and value:

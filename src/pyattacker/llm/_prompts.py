@@ -5,7 +5,7 @@ retried attempt sends exactly the prompt its first attempt sent and a rerun send
 same prompts again.
 
 - :class:`SyntheticPrompts` needs no network and no tokenizer. Each prompt is exactly
-  ``context_tokens`` words drawn from :data:`VOCABULARY`, joined by single spaces. Every
+  ``context_tokens`` words from :data:`VOCABULARY`, joined by single spaces. Every
   word of that vocabulary is one token, with or without a leading space, in OpenAI's
   ``gpt2``, ``cl100k_base`` and ``o200k_base`` encodings (checked with tiktoken's tables
   when the list was made), and those tokenizers never merge across a space, so the prompt
@@ -17,7 +17,8 @@ same prompts again.
 - :class:`JsonlPrompts` reads prompts from a file, one JSON object per line, and cycles
   through them in order.
 
-:func:`parse_shape` reads the ``--shape CONTEXT:MAX_TOKENS`` option.
+:func:`parse_shape` reads the ``--shape CONTEXT:MAX_TOKENS`` option. Both numbers are
+capped at :data:`MAX_SHAPE_TOKENS`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pyattacker._checks import check_whole
 from pyattacker.errors import ConfigError
 
 __all__ = [
+    "MAX_SHAPE_TOKENS",
     "VOCABULARY",
     "JsonlPrompts",
     "Prompt",
@@ -67,6 +69,13 @@ _WORDS = """
 VOCABULARY: tuple[str, ...] = tuple(_WORDS.split())
 """Common English words, each a single token in OpenAI's BPE encodings (see above)."""
 
+MAX_SHAPE_TOKENS = 2_000_000
+"""The most tokens a synthetic prompt or an output cap may ask for: the largest context
+window models offer (2M tokens). More cannot be served, so it is a typo, and a prompt
+that size would take memory and time to build for nothing."""
+
+_HEAD_WORDS = 16  # fresh words opening every synthetic prompt (see SyntheticPrompts)
+_SHAPE_HINT = f"CONTEXT:MAX_TOKENS in tokens, each at most {MAX_SHAPE_TOKENS:,}, e.g. 1000:200"
 _JSONL_KEYS = ("messages", "prompt", "max_tokens")
 _JSONL_EXAMPLE = (
     '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 64} '
@@ -115,36 +124,66 @@ class Shape(NamedTuple):
 
 
 def parse_shape(text: str) -> Shape:
-    """``"1000:200"`` → ``Shape(1000, 200)``; :class:`ConfigError` (field ``shape``)
-    unless both are whole numbers >= 1."""
-    hint = "CONTEXT:MAX_TOKENS in tokens, e.g. 1000:200"
+    """``"1000:200"`` → ``Shape(1000, 200)``; :class:`ConfigError` (field ``shape``, or
+    ``shape.context_tokens`` / ``shape.max_tokens``) unless both are whole numbers from 1
+    to :data:`MAX_SHAPE_TOKENS`."""
     if not isinstance(text, str) or text.count(":") != 1:
-        raise ConfigError(f"expected CONTEXT:MAX_TOKENS, got {text!r}", field="shape", hint=hint)
+        raise ConfigError(
+            f"expected CONTEXT:MAX_TOKENS, got {text!r}", field="shape", hint=_SHAPE_HINT
+        )
     context, _, output = (part.strip() for part in text.partition(":"))
     if not (context.isascii() and context.isdigit() and output.isascii() and output.isdigit()):
-        raise ConfigError(f"expected two whole numbers, got {text!r}", field="shape", hint=hint)
-    shape = Shape(int(context), int(output))
-    check_whole(shape.context_tokens, "shape.context_tokens", hint=hint)
-    check_whole(shape.max_tokens, "shape.max_tokens", hint=hint)
-    return shape
+        raise ConfigError(
+            f"expected two whole numbers, got {text!r}", field="shape", hint=_SHAPE_HINT
+        )
+    return Shape(
+        _token_count(int(context), "shape.context_tokens", _SHAPE_HINT, "CONTEXT"),
+        _token_count(int(output), "shape.max_tokens", _SHAPE_HINT, "MAX_TOKENS"),
+    )
+
+
+def _token_count(value: object, field: str, hint: str, what: str | None = None) -> int:
+    """``value`` if it is a whole number from 1 to :data:`MAX_SHAPE_TOKENS`; ``what``
+    names it in the message (default: ``field``)."""
+    count = check_whole(value, field, hint=hint)
+    if count > MAX_SHAPE_TOKENS:
+        raise ConfigError(
+            f"{what or field} must be at most {MAX_SHAPE_TOKENS:,} tokens, got {count:,}",
+            field=field,
+            hint=hint,
+        )
+    return count
 
 
 class SyntheticPrompts:
     """Prompts of exactly ``context_tokens`` vocabulary words, asking ``max_tokens``.
 
-    Request ``n`` gets words drawn from ``random.Random(f"{seed}:{n}")``: the same words
-    for the same ``(seed, n)`` in every process, and a different prompt per request, so
-    that a server's prefix cache cannot make the load look lighter than it is.
+    Prompt ``n`` depends only on ``(seed, n)``: the same words in every process and every
+    run. Making one is cheap whatever its length, because the event loop that makes it is
+    the one timing the responses: the words are drawn once, on the first call, into one
+    seeded text of ``context_tokens - 16`` words, and prompt ``n`` is 16 words drawn by
+    ``random.Random(f"{seed}:{n}")`` followed by a rotation of that text starting at a word
+    boundary the same generator picks (two string copies, no work per word).
+
+    Each request thus opens with its own words (1 in 320**16 to repeat), so a server's
+    prefix cache, which reuses only a common *start*, cannot make the load look lighter
+    than it is; a rotation alone would repeat whole prompts once the requests outnumber
+    the words. Prompts of 16 words or fewer are all drawn per request.
+
+    Raises :class:`ConfigError` unless both counts are whole numbers from 1 to
+    :data:`MAX_SHAPE_TOKENS` and ``seed`` is an int.
     """
 
-    __slots__ = ("context_tokens", "max_tokens", "seed")
+    __slots__ = ("_ring", "_ring_length", "context_tokens", "max_tokens", "seed")
 
     def __init__(self, context_tokens: int, max_tokens: int, seed: int = 0) -> None:
-        self.context_tokens = check_whole(context_tokens, "context_tokens", hint="e.g. 1000")
-        self.max_tokens = check_whole(max_tokens, "max_tokens", hint="e.g. 200")
+        self.context_tokens = _token_count(context_tokens, "context_tokens", "e.g. 1000")
+        self.max_tokens = _token_count(max_tokens, "max_tokens", "e.g. 200")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ConfigError(f"must be an int, got {seed!r}", field="seed")
         self.seed = seed
+        self._ring: str | None = None  # the shared text twice over: a rotation is one slice
+        self._ring_length = 0  # the length of one copy
 
     @classmethod
     def from_shape(cls, shape: str | Shape, seed: int = 0) -> SyntheticPrompts:
@@ -153,8 +192,24 @@ class SyntheticPrompts:
         return cls(parsed.context_tokens, parsed.max_tokens, seed)
 
     def prompt(self, n: int) -> Prompt:
-        words = random.Random(f"{self.seed}:{n}").choices(VOCABULARY, k=self.context_tokens)
-        return Prompt(text=" ".join(words), max_tokens=self.max_tokens)
+        rng = random.Random(f"{self.seed}:{n}")
+        head = " ".join(rng.choices(VOCABULARY, k=min(self.context_tokens, _HEAD_WORDS)))
+        if self.context_tokens <= _HEAD_WORDS:
+            return Prompt(text=head, max_tokens=self.max_tokens)
+        ring, length = self._ring_text()
+        # The word after the first space at or past a random character: the space that
+        # joins the two copies is always there to find.
+        start = ring.find(" ", rng.randrange(length)) + 1
+        return Prompt(text=f"{head} {ring[start : start + length]}", max_tokens=self.max_tokens)
+
+    def _ring_text(self) -> tuple[str, int]:
+        if self._ring is None:
+            words = random.Random(f"{self.seed}:rest").choices(
+                VOCABULARY, k=self.context_tokens - _HEAD_WORDS
+            )
+            text = " ".join(words)
+            self._ring, self._ring_length = f"{text} {text}", len(text)
+        return self._ring, self._ring_length
 
     def __repr__(self) -> str:
         return (
@@ -232,7 +287,8 @@ def _prompt_of_line(line: str, where: str) -> Prompt:
         )
     max_tokens = item.get("max_tokens")
     if max_tokens is not None:
-        check_whole(max_tokens, f"{where}: max_tokens", hint="a whole number of tokens >= 1")
+        hint = f"1 to {MAX_SHAPE_TOKENS:,} tokens"
+        _token_count(max_tokens, f"{where}: max_tokens", hint, "max_tokens")
     has_messages, has_prompt = "messages" in item, "prompt" in item
     if has_messages == has_prompt:
         raise ConfigError(

@@ -5,7 +5,9 @@ with backoff, inside one call. Behind a pyattacker retry policy those retries ar
 work: they are not counted as attempts, their waits land in the measured latency, and
 ``--retry none`` stops meaning one attempt (seed 001's bug). So the factories here build
 clients with ``max_retries=0`` and refuse another value, and :func:`check_no_hidden_retries`
-warns about a client built elsewhere that still retries.
+warns about a client built elsewhere that still retries. The Runner calls it for every
+``openai`` client a resource hands to a task, with that task's policy
+(``pyattacker.run._vendor``).
 
 ``openai`` is an optional dependency (``pip install 'pyattacker[openai]'``), imported only
 when a factory is called.
@@ -71,7 +73,10 @@ def azure_openai_client(
 
 
 def check_no_hidden_retries(
-    client: object, retrying: Retrying | Mapping[str, Any] | str | None = None
+    client: object,
+    retrying: Retrying | Mapping[str, Any] | str | None = None,
+    *,
+    where: str | None = None,
 ) -> bool:
     """Warn (:class:`HiddenRetriesWarning`) if ``client`` retries on its own; return
     whether it is clean.
@@ -80,8 +85,9 @@ def check_no_hidden_retries(
     without one is taken as not retrying). Its retries are hidden whatever the policy
     says, so any value above 0 is reported; the message is sharper when the policy
     allows one attempt only, where every SDK retry breaks ``--retry none``. ``retrying``
-    is a policy or a spec for :func:`~pyattacker.retry.resolve_retry` (default: none). The message
-    names the setting to change and never the client's key.
+    is a policy or a spec for :func:`~pyattacker.retry.resolve_retry` (default: none);
+    ``where``, if given, says which client it is (``"resource 'llm/key-1' of task 'ask'"``).
+    The message names the setting to change and never the client's key.
     """
     retries = getattr(client, "max_retries", 0)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries <= 0:
@@ -93,8 +99,9 @@ def check_no_hidden_retries(
     else:
         said = f"on top of the retry policy's own (max_attempts={policy.max_attempts})"
         effect = "attempts are undercounted"
+    which = f" ({where})" if where else ""
     warnings.warn(
-        f"this {type(client).__name__} retries on its own (max_retries={retries}) {said}: "
+        f"this {type(client).__name__}{which} retries on its own (max_retries={retries}) {said}: "
         f"{effect}, and the waits inflate TTFT and end-to-end latency. Build it with "
         f"max_retries=0 (pyattacker.llm.openai_client does), or "
         f"client.with_options(max_retries=0).",

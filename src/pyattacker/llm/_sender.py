@@ -2,7 +2,10 @@
 
 One attempt is one :meth:`LlmClient.send`; the engine decides when, where and whether to
 retry. The request body of attempt ``k`` of request ``n`` is built from prompt ``n`` of
-the prompt source, so a retry sends exactly what the first attempt sent.
+the prompt source, so a retry sends exactly what the first attempt sent. The 64 most
+recently used bodies are kept (64 MiB of them at most, and always the latest), so a retry
+sends the bytes its first attempt sent without building them again on the event loop that
+is timing other responses.
 
 This module sits below :mod:`pyattacker.attack` and does not import it: the target is
 typed by what the sender reads from it (a ``url`` and its ``headers``), which the attack
@@ -22,6 +25,9 @@ from pyattacker.llm._result import LlmResult
 from pyattacker.measure import Attempt
 
 __all__ = ["LlmSender", "fill_attempt"]
+
+_CACHED_BODIES = 64  # covers the retries of requests that were sent a moment ago
+_CACHED_BYTES = 64 * 1024 * 1024  # bounds memory at long contexts (64 bodies of 128k: 45 MB)
 
 
 class Endpoint(Protocol):
@@ -48,7 +54,10 @@ class LlmSender:
     :class:`~pyattacker.errors.ConfigError` before any traffic.
     """
 
-    __slots__ = ("api", "client", "extra", "max_tokens", "model", "prompts", "stream", "timeouts")
+    __slots__ = (
+        "_recent", "_recent_bytes", "api", "client", "extra", "max_tokens", "model", "prompts",
+        "stream", "timeouts",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -70,13 +79,31 @@ class LlmSender:
         self.max_tokens = max_tokens
         self.extra = dict(extra or {})
         self.timeouts = timeouts
+        self._recent: dict[int, LlmRequest] = {}  # by ordinal, least recently used first
+        self._recent_bytes = 0
         if isinstance(prompts, JsonlPrompts) and self.api is Api.COMPLETIONS:
             for n in range(len(prompts)):
-                self.request(n)  # names the first chat line the completions API cannot send
+                self._build(n)  # names the first chat line the completions API cannot send
         self.request(0)
 
     def request(self, n: int) -> LlmRequest:
-        """The encoded request of request ordinal ``n`` (the same for every attempt)."""
+        """The encoded request of request ordinal ``n`` (the same for every attempt):
+        built from ``prompts.prompt(n)``, or the one built for an earlier attempt if it is
+        among the most recently used."""
+        recent = self._recent
+        request = recent.pop(n, None)
+        if request is None:
+            request = self._build(n)
+            self._recent_bytes += len(request.body)
+        recent[n] = request
+        while len(recent) > 1 and (
+            len(recent) > _CACHED_BODIES or self._recent_bytes > _CACHED_BYTES
+        ):
+            oldest = next(iter(recent))
+            self._recent_bytes -= len(recent.pop(oldest).body)
+        return request
+
+    def _build(self, n: int) -> LlmRequest:
         return build_request(
             self.api,
             self.model,

@@ -536,5 +536,10 @@ class Pool:
     def limit_of(self, resource_id: str) -> int:
         return self._slot_of(resource_id).limit
 
+    def client_of(self, resource_id: str) -> object | None:
+        """The client the resource's leases hand out (its factory's, else the resource
+        itself), or None until a lease has built it: never builds one."""
+        return self._slot_of(resource_id).client
+
     def __repr__(self) -> str:
         return f"<Pool {self.statistics().summary()}>"

@@ -47,6 +47,7 @@ from pyattacker.run._commit import Committer
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
+from pyattacker.run._vendor import HiddenRetryCheck
 from pyattacker.store import (
     OK_DECISION,
     AttemptRow,
@@ -112,6 +113,7 @@ class Execution(Admission):
         self._store = store
         self._commit = committer
         self._pools = pools
+        self._hidden_retries = HiddenRetryCheck(pools, self._event)
         self._codecs = codecs
         self._clock = clock
         # Made inside the run's loop: a reader skips the loop lookup of `now()`.
@@ -374,6 +376,8 @@ class Execution(Admission):
         finally:
             counters.in_flight -= 1
             self._slots.release()
+        if ctx.leased:  # a vendor client that retries behind this task's policy is reported
+            self._hidden_retries.after_attempt(task, ctx)
         error = error or leak
         if error is None:
             # Not an attempts row: the task row that commits its output carries it (TaskRow).
