@@ -222,3 +222,80 @@ def test_a_full_stream_buffer_pauses_reading_until_the_consumer_drains_it() -> N
         return reading.calls
 
     assert asyncio.run(main()) == ["pause", "resume"]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_consume_hands_each_chunk_to_the_sink_with_its_arrival_time(loop: str) -> None:
+    async def main() -> tuple[list[tuple[bytes, float]], Response, dict[str, int]]:
+        got: list[tuple[bytes, float]] = []
+        async with Server(chunked_slowly) as server, HttpClient() as client:
+            async with client.stream("GET", server.url) as response:
+                await response.consume(lambda chunk, at: got.append((chunk, at)))
+                with pytest.raises(RuntimeError):
+                    response.iter_chunks()  # taken once, like iter_chunks and read
+            (stats,) = client.statistics().values()
+            return got, response, stats
+
+    got, response, stats = run(main, loop)
+    assert [c for c, _ in got] == [b"one", b"two", b"three"]
+    assert [t for _, t in got] == response.timing.chunk_times
+    assert (stats["open"], stats["idle"]) == (1, 1)  # fully read: back in the pool
+
+
+def test_consume_first_hands_over_the_chunks_that_arrived_before_it() -> None:
+    async def main() -> list[bytes]:
+        got: list[bytes] = []
+        async with (
+            Server(chunked_slowly) as server,
+            HttpClient() as client,
+            client.stream("GET", server.url) as response,
+        ):
+            await asyncio.sleep(DELAY * 1.5)  # "one" (and maybe "two") are queued now
+            await response.consume(lambda chunk, at: got.append(chunk))
+        return got
+
+    assert run(main) == [b"one", b"two", b"three"]
+
+
+def test_a_sink_that_raises_ends_the_body_there_and_the_connection_is_not_reused() -> None:
+    class Refused(Exception):
+        pass
+
+    def sink(chunk: bytes, at: float) -> None:
+        if chunk == b"two":
+            raise Refused(chunk)
+
+    async def main() -> tuple[BaseException, dict[str, int]]:
+        async with Server(chunked_slowly) as server, HttpClient() as client:
+            async with client.stream("GET", server.url) as response:
+                with pytest.raises(Refused) as caught:
+                    await response.consume(sink)
+            (stats,) = client.statistics().values()
+            return caught.value, stats
+
+    error, stats = run(main)
+    assert error.args == (b"two",)
+    assert (stats["open"], stats["idle"]) == (0, 0)  # left before its end: closed
+
+
+def test_consume_raises_the_break_of_a_stream_that_breaks_off() -> None:
+    async def broken(peer: Peer) -> None:
+        await peer.read_request()
+        await peer.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        await asyncio.sleep(0.02)
+        peer.close()
+
+    async def main() -> tuple[list[bytes], BaseException]:
+        got: list[bytes] = []
+        async with (
+            Server(broken) as server,
+            HttpClient() as client,
+            client.stream("GET", server.url) as response,
+        ):
+            with pytest.raises(RemoteProtocolError) as caught:
+                await response.consume(lambda chunk, at: got.append(chunk))
+        return got, caught.value
+
+    got, error = run(main)
+    assert got == [b"abc"]
+    assert isinstance(error, RemoteProtocolError)

@@ -140,12 +140,15 @@ async def _read_events(
     """Parse the event stream into ``result`` until the body ends; it must reach [DONE]."""
     parser = SseParser()
     timing = response.timing
+
+    def on_chunk(chunk: bytes, at: float) -> None:  # in the connection's callback
+        result.bytes_received += len(chunk)
+        for event in parser.feed(chunk, at):
+            if not event.done:
+                absorb_event(api, result, event, secrets)
+
     try:
-        async for chunk, at in response.iter_chunks():
-            result.bytes_received += len(chunk)
-            for event in parser.feed(chunk, at):
-                if not event.done:
-                    absorb_event(api, result, event, secrets)
+        await response.consume(on_chunk)
         parser.close()
     except LlmResponseError as exc:
         raise exc.locate(response.url, timing) from None
