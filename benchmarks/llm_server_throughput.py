@@ -9,9 +9,11 @@ asking for one streamed chat completion of ``--tokens`` tokens (``x-mock-tokens`
 reads them with a bare asyncio protocol that only looks for ``[DONE]`` (so the client is
 as cheap as a client can be, and the server is what is measured). It prints the tokens the
 server reported writing, per wall second and per second of the server's CPU time
-(``/proc``), and the server's own ITL and TTFT percentiles. The server must never be the
-bottleneck of ``benchmarks/llm_accuracy.py``: compare its tokens per CPU-second with the
-tokens/s that benchmark needs. A measurement, not a test.
+(``/proc``), and the server's own ITL and TTFT percentiles, and how long its first
+``/stats`` took to come back (it sorts every gap it recorded, in slices between which the
+loop runs). The server must never be the bottleneck of ``benchmarks/llm_accuracy.py``:
+compare its tokens per CPU-second with the tokens/s that benchmark needs. A measurement,
+not a test; say which machine it ran on (``nproc`` CPUs are printed) when you quote it.
 """
 
 from __future__ import annotations
@@ -87,7 +89,9 @@ def main() -> None:
         before = _cpu_seconds(server.pid)
         wall, size = uvloop.run(_all(url, args.streams, args.tokens))
         used = _cpu_seconds(server.pid) - before
+        asked = wall_time()
         stats = server.stats()
+        answered = wall_time() - asked
     finally:
         server.stop()
     tokens = stats["completion_tokens"]
@@ -97,7 +101,8 @@ def main() -> None:
         f"{tokens / wall:,.0f} tokens/s ({size / wall / 1e6:.1f} MB/s); server CPU {used:.2f} s"
         f" = {tokens / used if used else float('nan'):,.0f} tokens per CPU-second; "
         f"server ITL p50 {itl['p50'] * 1e3:.2f} ms p99 {itl['p99'] * 1e3:.2f} ms, "
-        f"TTFT p99 {ttft['p99'] * 1e3:.1f} ms"
+        f"TTFT p99 {ttft['p99'] * 1e3:.1f} ms; first /stats in {answered:.2f} s; "
+        f"{os.cpu_count()} CPUs, {'pinned' if pin else 'not pinned'}"
     )
 
 

@@ -1,142 +1,35 @@
-"""The mock LLM server over real HTTP on loopback: shapes, token model, truth, limits, faults.
+"""The mock LLM server over real HTTP on loopback: OpenAI's shapes, routes, errors, faults,
+connections.
 
 Servers listen on 127.0.0.1 with a port the OS picks and are stopped by each test. No
-assertion bounds a duration from above: timing is checked against what must hold on one
-machine's monotonic clock (a TTFT at least the pinned one, a client receiving a token no
-earlier than the server wrote it, the truth's own arithmetic).
+assertion bounds a duration from above (see ``test_llm_server_truth.py`` for the truth).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
-import socket
-import time
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
-from itertools import pairwise
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import uvloop
 
-from pyattacker.measure import exact_percentile
+from llm_server_helpers import (
+    CHAT,
+    COMPLETIONS,
+    chat,
+    connect,
+    exchange,
+    pinned,
+    post,
+    read_reply,
+    request,
+    run,
+    serve,
+    until,
+)
 from pyattacker.servers import LlmServer
 from pyattacker.servers._llm_wire import VOCABULARY
-
-T = TypeVar("T")
-CHAT = "/v1/chat/completions"
-COMPLETIONS = "/v1/completions"
-PINNED = {"x-mock-ttft": "0", "x-mock-itl": "0"}  # no waiting: tests of shapes, not timing
-
-
-# -- a small raw HTTP/1.1 client: every chunk with the time it arrived ----------------------
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    chunks: list[tuple[float, bytes]] = field(default_factory=list)  # (arrival, data)
-    complete: bool = True  # False: the connection closed mid-body
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def events(self) -> list[str]:
-        """The ``data:`` payloads of a server-sent event stream, in order."""
-        return [e[6:] for e in self.body.decode().split("\n\n") if e.startswith("data: ")]
-
-    def chunks_of_events(self) -> list[dict[str, Any]]:
-        return [json.loads(e) for e in self.events() if e != "[DONE]"]
-
-
-def request(
-    path: str,
-    body: dict[str, Any] | bytes | None = None,
-    *,
-    method: str = "POST",
-    headers: dict[str, str] | None = None,
-) -> bytes:
-    data = body if isinstance(body, bytes) else json.dumps(body).encode() if body else b""
-    lines = [f"{method} {path} HTTP/1.1", "Host: test"]
-    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
-    if method == "POST":
-        lines += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
-
-
-async def read_reply(reader: asyncio.StreamReader) -> Reply:
-    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-    status_line, *lines = head.strip().split("\r\n")
-    headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines)}
-    reply = Reply(int(status_line.split()[1]), headers, b"")
-    if headers.get("transfer-encoding") != "chunked":
-        reply.body = await reader.readexactly(int(headers.get("content-length", "0")))
-        return reply
-    parts = []
-    try:
-        while True:
-            size = int((await reader.readuntil(b"\r\n"))[:-2], 16)
-            data = await reader.readexactly(size + 2)
-            reply.chunks.append((time.monotonic(), data[:-2]))
-            parts.append(data[:-2])
-            if size == 0:
-                break
-    except (asyncio.IncompleteReadError, ValueError):
-        reply.complete = False
-    reply.body = b"".join(parts)
-    return reply
-
-
-async def exchange(url: str, *raw: bytes) -> list[Reply]:
-    """Send the requests in one write (pipelined) and read one reply for each."""
-    parts = urlsplit(url)
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-    try:
-        writer.write(b"".join(raw))
-        return [await read_reply(reader) for _ in raw]
-    finally:
-        writer.close()
-        await writer.wait_closed()
-
-
-async def post(url: str, path: str, body: Any, **headers: str) -> Reply:
-    names = {name.replace("_", "-"): value for name, value in headers.items()}
-    return (await exchange(url, request(path, body, headers=names)))[0]
-
-
-def chat(*contents: str, **extra: Any) -> dict[str, Any]:
-    messages = [{"role": "user", "content": text} for text in contents]
-    return {"model": "m", "messages": messages, **extra}
-
-
-def serve(main: Callable[[LlmServer], Awaitable[T]], loop: str = "asyncio", **options: Any) -> T:
-    """Run ``main(server)`` with a started server (``models="m"`` unless given)."""
-    options.setdefault("models", "m")
-
-    async def body() -> T:
-        async with LlmServer(**options) as server:
-            return await main(server)
-
-    if loop == "uvloop":
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(body())
-    return asyncio.run(body())
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coroutine)
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Yield to the server until ``condition()`` holds (what it waits for has no event)."""
-    while not condition():  # noqa: ASYNC110
-        await asyncio.sleep(0.001)
-
 
 # -- the wire: OpenAI's shapes ---------------------------------------------------------------
 
@@ -144,7 +37,7 @@ async def until(condition: Callable[[], bool]) -> None:
 def test_a_stream_sends_the_role_then_one_word_per_event_then_finish_usage_and_done() -> None:
     async def main(server: LlmServer) -> None:
         body = chat("one two three", stream=True, stream_options={"include_usage": True})
-        reply = await post(server.url, CHAT, body, x_mock_tokens="5", **_pinned())
+        reply = await post(server.url, CHAT, body, x_mock_tokens="5", **pinned())
         assert reply.status == 200
         assert reply.headers["transfer-encoding"] == "chunked"
         assert reply.headers["content-type"].startswith("text/event-stream")
@@ -174,9 +67,7 @@ def test_a_stream_sends_the_role_then_one_word_per_event_then_finish_usage_and_d
 
 def test_a_stream_without_include_usage_has_no_usage_field_and_no_usage_chunk() -> None:
     async def main(server: LlmServer) -> None:
-        reply = await post(
-            server.url, CHAT, chat("hi", stream=True), x_mock_tokens="2", **_pinned()
-        )
+        reply = await post(server.url, CHAT, chat("hi", stream=True), x_mock_tokens="2", **pinned())
         chunks = reply.chunks_of_events()
         assert len(chunks) == 4  # role, two words, finish
         assert all("usage" not in c for c in chunks)
@@ -186,7 +77,7 @@ def test_a_stream_without_include_usage_has_no_usage_field_and_no_usage_chunk() 
 
 def test_a_non_streamed_chat_completion_is_one_json_body_shaped_like_openai() -> None:
     async def main(server: LlmServer) -> None:
-        reply = await post(server.url, CHAT, chat("a b", "c"), x_mock_tokens="7", **_pinned())
+        reply = await post(server.url, CHAT, chat("a b", "c"), x_mock_tokens="7", **pinned())
         assert reply.headers["content-type"] == "application/json"
         body = reply.json()
         assert body["object"] == "chat.completion"
@@ -205,13 +96,13 @@ def test_a_non_streamed_chat_completion_is_one_json_body_shaped_like_openai() ->
 def test_legacy_completions_stream_text_events_and_answer_text_completion_bodies() -> None:
     async def main(server: LlmServer) -> None:
         body = {"model": "m", "prompt": "say   it\nnow", "stream": True, "max_tokens": 3}
-        streamed = await post(server.url, COMPLETIONS, body, x_mock_tokens="9", **_pinned())
+        streamed = await post(server.url, COMPLETIONS, body, x_mock_tokens="9", **pinned())
         chunks = streamed.chunks_of_events()
         assert {c["object"] for c in chunks} == {"text_completion"}
         assert [len(c["choices"][0]["text"].split()) for c in chunks] == [1, 1, 1, 0]
         assert chunks[-1]["choices"][0]["finish_reason"] == "length"
         whole = await post(
-            server.url, COMPLETIONS, {"model": "m", "prompt": ["a b", "c"]}, **_pinned()
+            server.url, COMPLETIONS, {"model": "m", "prompt": ["a b", "c"]}, **pinned()
         )
         assert whole.json()["object"] == "text_completion"
         assert whole.json()["usage"]["prompt_tokens"] == 3
@@ -245,7 +136,7 @@ def test_prompt_tokens_are_the_whitespace_separated_words_of_the_prompt(
     path: str, body: dict[str, Any], prompt_tokens: int
 ) -> None:
     async def main(server: LlmServer) -> None:
-        reply = await post(server.url, path, body, **_pinned())
+        reply = await post(server.url, path, body, **pinned())
         assert reply.json()["usage"]["prompt_tokens"] == prompt_tokens
         assert server.stats(samples=True)["samples"][0]["prompt_tokens"] == prompt_tokens
 
@@ -253,7 +144,7 @@ def test_prompt_tokens_are_the_whitespace_separated_words_of_the_prompt(
 
 
 @pytest.mark.parametrize(
-    ("extra", "pinned", "tokens", "finish"),
+    ("extra", "length", "tokens", "finish"),
     [
         ({}, None, 10, "stop"),
         ({"max_tokens": 4}, None, 4, "length"),
@@ -264,10 +155,10 @@ def test_prompt_tokens_are_the_whitespace_separated_words_of_the_prompt(
     ],
 )
 def test_max_tokens_cuts_the_completion_and_finish_reason_says_which_won(
-    extra: dict[str, int], pinned: str | None, tokens: int, finish: str
+    extra: dict[str, int], length: str | None, tokens: int, finish: str
 ) -> None:
     async def main(server: LlmServer) -> None:
-        headers = _pinned() | ({"x_mock_tokens": pinned} if pinned else {})
+        headers = pinned() | ({"x_mock_tokens": length} if length else {})
         body = await post(server.url, CHAT, chat("hi", **extra), **headers)
         assert body.json()["usage"]["completion_tokens"] == tokens
         assert body.json()["choices"][0]["finish_reason"] == finish
@@ -278,7 +169,7 @@ def test_max_tokens_cuts_the_completion_and_finish_reason_says_which_won(
 def test_output_tokens_max_runs_every_request_to_its_max_tokens() -> None:
     async def main(server: LlmServer) -> None:
         for limit in (1, 5, 12):
-            reply = await post(server.url, CHAT, chat("hi", max_tokens=limit), **_pinned())
+            reply = await post(server.url, CHAT, chat("hi", max_tokens=limit), **pinned())
             assert reply.json()["usage"]["completion_tokens"] == limit
             assert reply.json()["choices"][0]["finish_reason"] == "length"
 
@@ -288,7 +179,7 @@ def test_output_tokens_max_runs_every_request_to_its_max_tokens() -> None:
 def test_a_seed_fixes_every_requests_drawn_length_and_another_seed_changes_them() -> None:
     def lengths(seed: int) -> list[int]:
         async def main(server: LlmServer) -> list[int]:
-            replies = [await post(server.url, CHAT, chat("hi"), **_pinned()) for _ in range(8)]
+            replies = [await post(server.url, CHAT, chat("hi"), **pinned()) for _ in range(8)]
             return [r.json()["usage"]["completion_tokens"] for r in replies]
 
         return serve(main, seed=seed, output_tokens="uniform:min=1,max=1000")
@@ -318,7 +209,7 @@ def test_azure_deployment_paths_serve_the_deployment_as_the_model() -> None:
     async def main(server: LlmServer) -> None:
         path = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-06-01"
         body = {"messages": [{"role": "user", "content": "x y"}], "stream": True}
-        streamed = await post(server.url, path, body, api_key="k1", **_pinned())
+        streamed = await post(server.url, path, body, api_key="k1", **pinned())
         assert streamed.status == 200
         assert streamed.chunks_of_events()[0]["model"] == "gpt-4o"
         path = "/openai/deployments/gpt-4o/completions?api-version=2024-06-01"
@@ -327,8 +218,88 @@ def test_azure_deployment_paths_serve_the_deployment_as_the_model() -> None:
         unknown = "/openai/deployments/nope/chat/completions?api-version=1"
         missing = await post(server.url, unknown, body, api_key="k1")
         assert missing.json()["error"]["code"] == "model_not_found"
+        v1 = await post(server.url, "/openai/v1/chat/completions", chat_for("gpt-4o"), api_key="k1")
+        assert (v1.status, v1.json()["model"]) == (200, "gpt-4o")
+        empty = "/openai/deployments//chat/completions?api-version=1"
+        nameless = await post(server.url, empty, chat_for("gpt-4o"), api_key="k1")
+        assert nameless.status == 404
+        assert server.stats()["received"] == 4  # the nameless one is no completion request
 
     serve(main, models=["gpt-4o"], api_keys=["k1"], ttft="0", itl="0", output_tokens=2)
+
+
+def chat_for(model: str) -> dict[str, Any]:
+    return {**chat("x"), "model": model}
+
+
+# -- limits on what one request may ask ----------------------------------------------------------
+
+
+def test_asking_for_more_than_max_output_tokens_is_a_400_like_openai() -> None:
+    async def main(server: LlmServer) -> None:
+        too_many = await post(server.url, CHAT, chat("x", max_tokens=101))
+        error = too_many.json()["error"]
+        assert (too_many.status, error["param"], error["code"]) == (
+            400,
+            "max_tokens",
+            "invalid_value",
+        )
+        assert "at most 100 completion tokens" in error["message"]
+        newer = await post(server.url, CHAT, chat("x", max_completion_tokens=500))
+        assert newer.json()["error"]["param"] == "max_completion_tokens"
+        pinned_length = await post(server.url, CHAT, chat("x"), x_mock_tokens="101")
+        assert pinned_length.status == 400
+        assert "x-mock-tokens" in pinned_length.json()["error"]["message"]
+        at_limit = await post(server.url, CHAT, chat("x", max_tokens=100), **pinned())
+        assert at_limit.json()["usage"]["completion_tokens"] <= 100
+
+    serve(main, max_output_tokens=100, output_tokens="lognormal:median=50,sigma=0.1")
+
+
+def test_a_drawn_length_is_cut_to_max_output_tokens() -> None:
+    async def main(server: LlmServer) -> None:
+        replies = await exchange(server.url, *[request(CHAT, chat("x")) for _ in range(20)])
+        lengths = [r.json()["usage"]["completion_tokens"] for r in replies]
+        assert max(lengths) == 30
+        assert all(
+            r.json()["choices"][0]["finish_reason"] == "length"
+            for r, n in zip(replies, lengths, strict=True)
+            if n == 30
+        )
+
+    serve(
+        main, max_output_tokens=30, output_tokens="lognormal:median=30,sigma=3", ttft="0", itl="0"
+    )
+
+
+def test_a_non_streamed_answer_waits_the_ttft_and_every_fixed_gap() -> None:
+    async def main(server: LlmServer) -> None:
+        reply = await post(server.url, CHAT, chat("x"), x_mock_tokens="1001")
+        assert reply.json()["usage"]["completion_tokens"] == 1001
+        (sample,) = server.stats(samples=True)["samples"]
+        assert sample["end"] - sample["started"] >= 0.001 + 1000 * 0.0001
+
+    serve(main, ttft="fixed:1ms", itl="fixed:100us")
+
+
+def test_a_long_non_streamed_answer_draws_its_gaps_a_slice_at_a_time_and_waits_them_all() -> None:
+    async def main(server: LlmServer) -> None:
+        reply = await post(server.url, CHAT, chat("x"), x_mock_tokens="10001")
+        assert reply.json()["usage"]["completion_tokens"] == 10001
+        (sample,) = server.stats(samples=True)["samples"]
+        assert sample["end"] - sample["started"] >= 10_000 * 0.000001
+
+    serve(main, ttft="0", itl="uniform:min=1us,max=2us")
+
+
+@pytest.mark.parametrize("header", ["x-mock-ttft", "x-mock-itl"])
+def test_a_pinned_wait_longer_than_an_hour_is_a_400(header: str) -> None:
+    async def main(server: LlmServer) -> None:
+        reply = await post(server.url, CHAT, chat("x"), **{header.replace("-", "_"): "1e20s"})
+        assert reply.status == 400
+        assert header in reply.json()["error"]["message"]
+
+    serve(main)
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -372,6 +343,7 @@ def test_without_a_valid_key_a_completion_is_401_and_the_key_is_never_echoed() -
         (json.dumps(chat("x", max_tokens=0)).encode(), "max_tokens"),
         (json.dumps(chat("x", stream_options={"include_usage": True})).encode(), "stream_options"),
         (json.dumps(chat("x", n=2)).encode(), "n"),
+        (b"[" * 100_000 + b"]" * 100_000, None),  # too deep for the JSON parser
     ],
 )
 def test_a_malformed_body_is_a_400_shaped_like_openai_and_recorded(
@@ -409,248 +381,6 @@ def test_unknown_paths_and_wrong_methods_are_404_and_405_and_not_recorded() -> N
         assert server.stats()["requests"] == 0
 
     serve(main)
-
-
-# -- the truth ----------------------------------------------------------------------------------
-
-
-def _pinned(ttft: str = "0", itl: str = "0") -> dict[str, str]:
-    return {"x_mock_ttft": ttft, "x_mock_itl": itl}
-
-
-@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_each_token_is_recorded_when_written_and_no_gap_is_shorter_than_pinned(loop: str) -> None:
-    async def main(server: LlmServer) -> None:
-        reply = await post(
-            server.url, CHAT, chat("hi", stream=True), x_mock_tokens="4", **_pinned("20ms", "5ms")
-        )
-        assert reply.complete
-        (sample,) = server.stats(samples=True)["samples"]
-        assert sample["id"] == reply.headers["x-request-id"]
-        assert (sample["status"], sample["outcome"], sample["stream"]) == (200, "ok", True)
-        times = sample["token_times"]
-        assert len(times) == sample["completion_tokens"] == 4
-        assert sample["received"] <= sample["started"]
-        assert times[0] - sample["started"] >= 0.020
-        assert all(b - a >= 0.005 for a, b in pairwise(times))
-        assert sample["end"] == times[-1]
-        assert sample["ttft"] == times[0] - sample["received"]
-        assert sample["e2e"] == sample["end"] - sample["received"]
-
-    serve(main, loop=loop)
-
-
-def test_the_client_never_receives_a_token_before_the_server_recorded_writing_it() -> None:
-    async def main(server: LlmServer) -> None:
-        reply = await post(
-            server.url, CHAT, chat("hi", stream=True), x_mock_tokens="5", **_pinned("2ms", "2ms")
-        )
-        (sample,) = server.stats(samples=True)["samples"]
-        content = [t for t, data in reply.chunks if b'"content":" ' in data]
-        assert len(content) == 5
-        # Both sides read time.monotonic(): one machine, one clock.
-        assert all(
-            arrived >= written
-            for arrived, written in zip(content, sample["token_times"], strict=True)
-        )
-
-    serve(main)
-
-
-def test_a_token_the_client_is_not_reading_is_written_when_the_buffer_drains() -> None:
-    # 40,000 events (about 9 MB) cannot fit in the socket buffers (the client's receive
-    # buffer is 64 KB): the server's writes wait in its buffer until the client reads. The
-    # client reads the head, pauses, then reads the rest: the later tokens were written
-    # (flushed) only after the pause ended.
-    async def main(server: LlmServer) -> None:
-        parts = urlsplit(server.url)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-        sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, (parts.hostname, parts.port))
-        reader, writer = await asyncio.open_connection(sock=sock)
-        writer.write(request(CHAT, chat("hi", stream=True), headers={"x-mock-tokens": "40000"}))
-        await reader.readuntil(b"\r\n\r\n")
-        await asyncio.sleep(0.2)
-        resumed = time.monotonic()
-        reply = await read_reply_body(reader)
-        writer.close()
-        assert reply.count(b'"content":" ') == 40000
-        (sample,) = server.stats(samples=True)["samples"]
-        assert sample["outcome"] == "ok"
-        times = sample["token_times"]
-        assert times == sorted(times)
-        assert times[-1] >= resumed
-        # Tokens buffered together were flushed together: they share the drain's time.
-        assert len(set(times)) < len(times) / 2
-        assert sample["end"] == times[-1]
-
-    serve(main, ttft="0", itl="0")
-
-
-async def read_reply_body(reader: asyncio.StreamReader) -> bytes:
-    """The rest of a chunked body whose head was read."""
-    parts = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n"))[:-2], 16)
-        parts.append((await reader.readexactly(size + 2))[:-2])
-        if size == 0:
-            return b"".join(parts)
-
-
-def test_stats_are_the_exact_nearest_rank_distributions_of_the_records() -> None:
-    async def main(server: LlmServer) -> None:
-        for tokens in (1, 3, 6):
-            body = chat("hi", stream=True)
-            await post(server.url, CHAT, body, x_mock_tokens=str(tokens), **_pinned("1ms", "1ms"))
-        await post(server.url, CHAT, chat("hi"), x_mock_tokens="2", **_pinned())
-        stats = server.stats(samples=True)
-        samples = stats["samples"]
-        streams = [s for s in samples if s["stream"]]
-        ttft = sorted(s["ttft"] for s in streams)
-        assert stats["ttft"]["count"] == 3
-        assert stats["ttft"]["p50"] == exact_percentile(ttft, 50)
-        assert stats["ttft"]["max"] == ttft[-1]
-        assert stats["e2e"]["count"] == 4
-        gaps = sorted(b - a for s in streams for a, b in pairwise(s["token_times"]))
-        assert stats["itl"]["count"] == len(gaps) == 0 + 2 + 5
-        assert stats["itl"]["p99"] == exact_percentile(gaps, 99)
-        assert stats["tpot"]["count"] == 2  # streams of one token have no TPOT
-        assert stats["completion_tokens"] == 1 + 3 + 6 + 2
-        assert stats["prompt_tokens"] == 4
-        assert (stats["in_flight"], stats["queued"]) == (0, 0)
-
-    serve(main)
-
-
-def test_control_paths_answer_json_are_never_recorded_and_reset_forgets() -> None:
-    async def main(server: LlmServer) -> None:
-        await post(server.url, CHAT, chat("hi"), **_pinned())
-        stats, samples, reset, after = await exchange(
-            server.url,
-            request("/stats", method="GET"),
-            request("/stats?samples=1", method="GET"),
-            request("/reset", b""),
-            request("/stats", method="GET"),
-        )
-        assert stats.json()["requests"] == 1
-        assert "samples" not in stats.json()
-        assert len(samples.json()["samples"]) == 1
-        assert reset.json() == {"cleared": 1}
-        assert after.json()["requests"] == 0
-        assert after.json()["ttft"] == {
-            "count": 0,
-            **dict.fromkeys(("min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max")),
-        }
-
-    serve(main, output_tokens=1)
-
-
-# -- capacity, limits, failures --------------------------------------------------------------
-
-
-def test_requests_beyond_capacity_wait_for_a_slot_and_their_ttft_includes_the_wait() -> None:
-    async def main(server: LlmServer) -> None:
-        body = chat("hi", stream=True)
-        raw = request(CHAT, body, headers={"x-mock-tokens": "3", "x-mock-ttft": "10ms"})
-        await asyncio.gather(exchange(server.url, raw), exchange(server.url, raw))
-        first, second = sorted(server.stats(samples=True)["samples"], key=lambda s: s["started"])
-        assert second["started"] >= first["token_times"][-1]
-        assert second["ttft"] >= second["started"] - second["received"] + 0.010
-
-    serve(main, capacity=1, itl="1ms")
-
-
-def test_overflow_refuse_answers_429_at_capacity() -> None:
-    async def main(server: LlmServer) -> None:
-        slow = request(CHAT, chat("hi"), headers={"x-mock-tokens": "1", "x-mock-ttft": "200ms"})
-        quick = request(CHAT, chat("hi"), headers={"x-mock-tokens": "1"})
-        first = asyncio.create_task(exchange(server.url, slow))
-        await until(lambda: server.stats()["in_flight"] > 0)
-        (refused,) = await exchange(server.url, quick)
-        assert refused.status == 429
-        assert refused.headers["retry-after"] == "1"
-        assert (await first)[0].status == 200
-        assert server.stats()["throttled"] == 1
-
-    serve(main, capacity=1, overflow="refuse", ttft="0", itl="0")
-
-
-def test_the_utilization_header_is_in_flight_over_capacity() -> None:
-    async def main(server: LlmServer) -> None:
-        reply = await post(server.url, CHAT, chat("hi"), **_pinned())
-        assert reply.headers["azure-openai-deployment-utilization"] == "25.0%"
-
-    serve(main, capacity=4, utilization_header=True, output_tokens=1)
-
-
-def test_rpm_refuses_with_retry_after_and_every_response_carries_rate_limit_headers() -> None:
-    async def main(server: LlmServer) -> None:
-        replies = [await post(server.url, CHAT, chat("hi"), **_pinned()) for _ in range(3)]
-        assert [r.status for r in replies] == [200, 200, 429]
-        assert [r.headers["x-ratelimit-limit-requests"] for r in replies] == ["2"] * 3
-        assert [r.headers["x-ratelimit-remaining-requests"] for r in replies] == ["1", "0", "0"]
-        refused = replies[2]
-        error = refused.json()["error"]
-        assert (error["type"], error["code"]) == ("requests", "rate_limit_exceeded")
-        wait_ms = int(refused.headers["retry-after-ms"])
-        assert 0 < wait_ms <= 30_000  # one request of 2/min refills in 30 s
-        assert int(refused.headers["retry-after"]) == math.ceil(wait_ms / 1000)
-        assert refused.headers["x-ratelimit-reset-requests"].endswith("s")
-        assert "x-ratelimit-limit-tokens" not in refused.headers
-        stats = server.stats()
-        assert (stats["statuses"], stats["throttled"]) == ({"200": 2, "429": 1}, 1)
-        server.reset()  # refills the bucket
-        assert (await post(server.url, CHAT, chat("hi"), **_pinned())).status == 200
-
-    serve(main, rpm=2, output_tokens=1)
-
-
-def test_tpm_charges_prompt_plus_max_tokens_or_the_generated_length() -> None:
-    async def main(server: LlmServer) -> None:
-        ten_words = "w " * 10
-        capped = await post(server.url, CHAT, chat(ten_words, max_tokens=50), **_pinned())
-        assert capped.headers["x-ratelimit-remaining-tokens"] == str(100 - 60)
-        free = await post(server.url, CHAT, chat(ten_words), **_pinned())  # generates 5
-        assert free.headers["x-ratelimit-remaining-tokens"] == str(40 - 15)
-        refused = await post(server.url, CHAT, chat(ten_words, max_tokens=50), **_pinned())
-        assert refused.status == 429
-        assert refused.json()["error"]["type"] == "tokens"
-        huge = await post(server.url, CHAT, chat(ten_words, max_tokens=500), **_pinned())
-        assert "Request too large" in huge.json()["error"]["message"]
-
-    serve(main, tpm=100, output_tokens=5)
-
-
-def test_failures_follow_the_seeded_dice_and_are_shaped_like_openai_errors() -> None:
-    def statuses(seed: int) -> list[int]:
-        async def main(server: LlmServer) -> list[int]:
-            raw = [request(CHAT, chat("hi"), headers={"x-mock-ttft": "0"}) for _ in range(40)]
-            return [r.status for r in await exchange(server.url, *raw)]
-
-        return serve(main, seed=seed, fail={503: 0.3, 500: 0.2}, output_tokens=1, itl="0")
-
-    first = statuses(11)
-    assert first == statuses(11)
-    assert set(first) == {200, 500, 503}
-
-    async def shape(server: LlmServer) -> None:
-        reply = await post(server.url, CHAT, chat("hi"))
-        assert reply.status == 503
-        assert reply.json()["error"]["type"] == "server_error"
-        assert server.stats(samples=True)["samples"][0]["outcome"] == "error"
-
-    serve(shape, fail={503: 1.0})
-
-
-def test_in_a_storm_requests_fail_at_the_storm_rate() -> None:
-    async def main(server: LlmServer) -> None:
-        raw = [request(CHAT, chat("hi")) for _ in range(5)]
-        replies = await exchange(server.url, *raw)
-        assert {r.status for r in replies} == {503}
-        assert all("(storm)" in r.json()["error"]["message"] for r in replies)
-
-    serve(main, storms="rate=1,duration=1h,error_rate=1")
 
 
 # -- connections -----------------------------------------------------------------------------
@@ -741,7 +471,7 @@ def test_not_openai_is_a_200_html_page() -> None:
 def test_broken_sse_puts_one_unparseable_event_after_k_tokens_and_goes_on() -> None:
     async def main(server: LlmServer) -> None:
         reply = await post(
-            server.url, CHAT, chat("hi", stream=True), x_mock_fault="broken-sse:2", **_pinned()
+            server.url, CHAT, chat("hi", stream=True), x_mock_fault="broken-sse:2", **pinned()
         )
         events = reply.events()
         bad = []
@@ -761,7 +491,7 @@ def test_broken_sse_puts_one_unparseable_event_after_k_tokens_and_goes_on() -> N
 def test_cut_mid_token_closes_the_connection_inside_the_next_chunk() -> None:
     async def main(server: LlmServer) -> None:
         reply = await post(
-            server.url, CHAT, chat("hi", stream=True), x_mock_fault="cut-mid-token:3", **_pinned()
+            server.url, CHAT, chat("hi", stream=True), x_mock_fault="cut-mid-token:3", **pinned()
         )
         assert not reply.complete
         assert len(reply.chunks_of_events()) == 1 + 3
@@ -817,6 +547,29 @@ def test_a_bad_mock_header_is_a_400_naming_it(header: str, value: str) -> None:
         assert header in reply.json()["error"]["message"]
 
     serve(main)
+
+
+def test_an_http_1_0_client_gets_a_stream_the_close_ends_not_a_chunked_one() -> None:
+    async def main(server: LlmServer) -> None:
+        reader, writer = await connect(server.url)
+        body = chat("hi", stream=True, stream_options={"include_usage": True})
+        writer.write(request(CHAT, body, headers={"x-mock-tokens": "3"}, version="1.0"))
+        data = await reader.read()  # until the server closes
+        writer.close()
+        head, _, payload = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200")
+        assert b"Transfer-Encoding" not in head
+        assert b"Connection: close" in head
+        events = [e for e in payload.decode().split("\n\n") if e]
+        assert all(e.startswith("data: ") for e in events)
+        assert events[-1] == "data: [DONE]"
+        chunks = [json.loads(e[6:]) for e in events[:-1]]
+        assert len(chunks) == 1 + 3 + 1 + 1  # role, tokens, finish, usage
+        assert chunks[-1]["usage"]["completion_tokens"] == 3
+        await until(lambda: server.stats()["requests"] == 1)
+        assert server.stats()["outcomes"] == {"ok": 1}
+
+    serve(main, ttft="0", itl="0")
 
 
 def test_garbage_gets_a_400_and_the_connection_closes() -> None:

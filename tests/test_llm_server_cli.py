@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -18,6 +19,7 @@ import pytest
 from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.servers import LlmServer, LlmServerProcess
+from pyattacker.servers._llm_process import API_KEYS_ENV
 
 
 def with_server(main: Callable[[LlmServer], Awaitable[None]], **options: Any) -> None:
@@ -167,6 +169,25 @@ def test_the_process_prints_its_url_first_and_keeps_keys_off_its_command_line() 
     server.stop()  # idempotent
 
 
+def test_the_process_never_passes_the_parents_keys_to_a_server_without_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(API_KEYS_ENV, "sk-from-the-parent")
+    with LlmServerProcess(models="m", ttft="0", itl="0", output_tokens=1) as server:
+        request = urllib.request.Request(
+            server.url + "/v1/chat/completions",
+            data=json.dumps(
+                {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+            ).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=30) as response:
+            assert response.status == 200  # no key asked for
+        assert server.stats()["settings"]["api_keys"] == 0
+    assert "no API key" in server.stderr()
+
+
 def test_a_child_that_refuses_its_flags_is_a_config_error() -> None:
     server = LlmServerProcess(extra_args=["--rpm", "0"])
     with pytest.raises(ConfigError, match="--rpm: must be >= 1"):
@@ -206,6 +227,8 @@ def test_the_command_exits_0_on_sigint_too() -> None:
         (["--model", "a", "--model", "a"], "--model"),
         (["--utilization-header"], "--utilization-header"),
         (["--api-key", "two words"], "--api-key"),
+        (["--max-output-tokens", "0"], "--max-output-tokens"),
+        (["--output-tokens", "200", "--max-output-tokens", "100"], "--output-tokens"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag_without_a_traceback(
@@ -215,6 +238,40 @@ def test_bad_flags_exit_2_naming_the_flag_without_a_traceback(
     err = capsys.readouterr().err
     assert f"error: {field}" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--utilization-header"], "error: --utilization-header: the utilization header needs"),
+        (["--utilization-header"], "add --capacity N"),
+        (["--fail", "503=0.8,500=0.8"], "e.g. --fail 503=0.01,500=0.005"),
+        (["--output-tokens", "200", "--max-output-tokens", "100"], "raise --max-output-tokens"),
+        (["--host", "256.0.0.1"], "error: --host: cannot listen on 256.0.0.1:0"),
+        (["--host", "256.0.0.1"], "--host 127.0.0.1"),
+    ],
+)
+def test_an_error_names_the_flag_and_hints_in_the_commands_own_words(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["llm-server", *args]) == 2
+    err = capsys.readouterr().err
+    assert said in err
+    assert "{" not in err  # no Python syntax in a hint
+    assert "--port" not in err
+
+
+def test_a_port_in_use_is_an_error_naming_port_with_the_way_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert run_cli(["llm-server", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --port: cannot listen on 127.0.0.1:{port}" in err
+    assert "--port 0 picks a free port" in err
 
 
 def test_a_flag_of_the_wrong_type_is_a_usage_error() -> None:
@@ -230,6 +287,9 @@ def test_the_help_shows_the_endpoints_the_token_rule_the_headers_and_examples(
         "/v1/chat/completions",
         "/openai/deployments/NAME/chat/completions",
         "/stats",
+        "/v1/models/{name}",
+        "/openai/v1/chat/completions",
+        "--max-output-tokens",
         "One token is one word",
         "x-mock-fault",
         "cut-mid-token",

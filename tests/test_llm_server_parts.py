@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
-from typing import Any
+from array import array
+from typing import Any, cast
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyattacker import servers
 from pyattacker.errors import ConfigError
-from pyattacker.servers import LlmServer, LlmServerProcess
+from pyattacker.measure import exact_percentile
+from pyattacker.servers import Delay, LlmServer, LlmServerProcess
 from pyattacker.servers._llm_dice import Failures, TokenCount, parse_storms
-from pyattacker.servers._llm_handle import parse_plan, route
+from pyattacker.servers._llm_exchange import (
+    TRANSITIONS,
+    Event,
+    Exchange,
+    IllegalTransition,
+    State,
+    next_state,
+)
+from pyattacker.servers._llm_handle import route
 from pyattacker.servers._llm_limits import Bucket, Limiter, go_duration
+from pyattacker.servers._llm_plan import parse_plan
 from pyattacker.servers._llm_ticker import Ticker
+from pyattacker.servers._llm_truth import Epoch, Ledger, Outcome, Record
+from pyattacker.servers._llm_values import CAP, PERCENTILES, SLICE, Values, select
 from pyattacker.servers._llm_wire import VOCABULARY, Ask, Events, parse_ask
 from pyattacker.testing import run_virtual
 from pyattacker.world import EndpointProfile, FailureProfile, ProviderModel, Scenario
@@ -123,6 +138,15 @@ def test_a_refused_request_pays_neither_bucket() -> None:
     assert dict(limiter.headers(0.0))[b"x-ratelimit-remaining-tokens"] == b"100"
 
 
+def test_a_request_larger_than_the_whole_limit_is_refused_with_no_time_to_wait() -> None:
+    limiter = Limiter(rpm=None, tpm=100, now=0.0)
+    refusal = limiter.admit(0.0, 101)
+    assert refusal is not None
+    assert (refusal.kind, refusal.wait) == ("tokens", None)
+    assert "Request too large" in refusal.message
+    assert dict(limiter.headers(0.0))[b"x-ratelimit-remaining-tokens"] == b"100"
+
+
 def test_the_request_bucket_refuses_first_and_says_when_a_request_is_due() -> None:
     limiter = Limiter(rpm=1, tpm=None, now=0.0)
     assert limiter.admit(0.0, 5) is None
@@ -190,6 +214,13 @@ def test_a_bad_storm_spec_names_its_part(spec: str, field: str) -> None:
         (b"/v1/embeddings", None),
         (b"/openai/deployments/x/embeddings", None),
         (b"/", None),
+        (b"/openai/v1/chat/completions", ("chat", None)),
+        (b"/openai/v1/completions", ("completions", None)),
+        (b"/openai/v1/models", ("models", None)),
+        (b"/openai/deployments//chat/completions", None),  # no deployment named "chat"
+        (b"/openai/deployments/a%2Fb/chat/completions", ("chat", "a/b")),
+        (b"/v1/chat/completions/", None),
+        (b"//v1/chat/completions", None),
     ],
 )
 def test_routes(path: bytes, target: tuple[str, str | None] | None) -> None:
@@ -209,6 +240,13 @@ def test_the_plan_reads_every_mock_header() -> None:
     assert plan == (0.005, 0.001, 20, "cut-mid-token", 4, None)
     assert parse_plan({b"x-mock-fault": b"status:503"}).status == 503
     assert parse_plan({}) == (None,) * 6
+
+
+def test_the_plan_refuses_a_length_beyond_the_servers_limit() -> None:
+    assert parse_plan({b"x-mock-tokens": b"100"}, max_tokens=100).tokens == 100
+    with pytest.raises(ConfigError) as caught:
+        parse_plan({b"x-mock-tokens": b"101"}, max_tokens=100)
+    assert caught.value.field == "x-mock-tokens"
 
 
 def test_a_model_from_an_azure_path_wins_over_the_body() -> None:
@@ -344,6 +382,9 @@ def test_a_callback_that_raises_does_not_stop_the_others() -> None:
         ({"seed": -1}, "seed"),
         ({"utilization_header": True}, "utilization_header"),
         ({"utilization_header": "yes", "capacity": 2}, "utilization_header"),
+        ({"max_output_tokens": 0}, "max_output_tokens"),
+        ({"output_tokens": 200, "max_output_tokens": 100}, "output_tokens"),
+        ({"output_tokens": "uniform:min=1,max=101", "max_output_tokens": 100}, "output_tokens"),
     ],
 )
 def test_bad_arguments_are_refused_when_the_server_is_built(
@@ -368,3 +409,140 @@ def test_the_url_exists_only_once_started() -> None:
         _ = server.url
     assert "not started" in repr(server)
     assert "models mock-llm" in server.describe()
+
+
+# -- exact distributions in sorted runs ----------------------------------------------------------
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6), max_size=300),
+    st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    st.integers(1, 8),
+)
+@settings(max_examples=200, deadline=None)
+def test_values_report_the_exact_nearest_rank_figures_however_they_arrived_and_settled(
+    values: list[float], batches: list[int], slice_size: int
+) -> None:
+    # Tiny slices and cap: many runs, many merges, as millions of values make in a server.
+    distribution = Values(slice_size=slice_size, cap=4 * slice_size)
+    position = 0
+    for size in batches:  # values arrive in batches; work may be done after any of them
+        distribution.extend(values[position : position + size])
+        position += size
+        distribution.settle()
+    distribution.extend(values[position:])
+    summary = distribution.summary()
+    ordered = sorted(values)
+    assert summary["count"] == len(values) == len(distribution)
+    if not values:
+        assert set(summary.values()) == {0, None}
+        return
+    assert (summary["min"], summary["max"]) == (ordered[0], ordered[-1])
+    for key, q in PERCENTILES:
+        assert summary[key] == exact_percentile(ordered, q)
+    assert summary["mean"] == pytest.approx(math.fsum(values) / len(values), abs=1e-9)
+
+
+@given(st.lists(st.lists(st.integers(-50, 50), max_size=30), min_size=1, max_size=8))
+def test_select_finds_every_rank_across_sorted_runs(runs: list[list[int]]) -> None:
+    arrays = [array("d", sorted(run)) for run in runs]
+    ordered = sorted(v for run in runs for v in run)
+    assert [select(arrays, k) for k in range(len(ordered))] == ordered
+    with pytest.raises(IndexError):
+        select(arrays, len(ordered))
+
+
+def test_one_step_sorts_at_most_a_slice_or_merges_at_most_a_cap() -> None:
+    distribution = Values()
+    distribution.extend(float(i % 997) for i in range(5 * SLICE + 123))
+    largest_run = 0
+    for _ in distribution.steps():
+        largest_run = max(largest_run, *(len(run) for run in distribution._runs))
+        assert len(distribution._fresh) % SLICE in (0, 123)  # sorted a slice at a time
+    assert largest_run <= CAP
+    assert distribution.settled()
+    assert distribution.summary()["count"] == 5 * SLICE + 123
+
+
+def test_a_ledger_summary_is_over_ok_records_and_discards_an_older_epochs() -> None:
+    old, new = Epoch(0, 0.0), Epoch(1, 10.0)
+    ledger = Ledger(new)
+    ok = Record("a", "chat", 11.0, new)
+    ok.status, ok.outcome, ok.stream = 200, Outcome.OK, True
+    ok.token_times.extend([11.5, 11.75, 12.25])
+    ok.end, ok.completion_tokens, ok.prompt_tokens = 12.25, 3, 4
+    failed = Record("b", "chat", 11.0, new)
+    failed.status, failed.outcome, failed.end = 503, Outcome.ERROR, 11.0
+    stale = Record("c", "chat", 9.0, old)
+    stale.status, stale.outcome, stale.end = 200, Outcome.OK, 11.0
+    for record in (ok, failed, stale):
+        ledger.add(record)
+    summary = ledger.summary()
+    assert (summary["requests"], summary["discarded_after_reset"]) == (2, 1)
+    assert summary["statuses"] == {"200": 1, "503": 1}
+    assert summary["outcomes"] == {"error": 1, "ok": 1}
+    assert (summary["prompt_tokens"], summary["completion_tokens"]) == (4, 3)
+    assert (summary["ttft"]["max"], summary["e2e"]["max"]) == (0.5, 1.25)
+    assert (summary["itl"]["min"], summary["itl"]["max"], summary["tpot"]["p50"]) == (
+        0.25,
+        0.5,
+        0.375,
+    )
+    assert ledger.clear(Epoch(2, 20.0)) == 2
+    assert ledger.summary()["requests"] == 0
+
+
+# -- the exchange's states -----------------------------------------------------------------------
+
+
+def _exchange_in(state: State) -> Exchange:
+    record = Record("0000000000000001", "chat", 0.0, Epoch(0, 0.0))
+    exchange = Exchange(
+        cast(Any, None),
+        cast(Any, None),
+        record,
+        Ask("chat", "m", True, False, None, 1),
+        tokens=3,
+        finish="stop",
+        ttft=0.0,
+        itl=Delay.parse("0"),
+        rng=random.Random(0),
+        fault=None,
+        fault_at=1,
+        keep_alive=True,
+    )
+    exchange.state = state
+    return exchange
+
+
+@pytest.mark.parametrize("event", list(Event))
+@pytest.mark.parametrize("state", list(State))
+def test_an_exchange_moves_only_as_the_transition_table_says(state: State, event: Event) -> None:
+    exchange = _exchange_in(state)
+    if (state, event) in TRANSITIONS:
+        exchange._move(event)
+        assert exchange.state is TRANSITIONS[state, event] is next_state(state, event)
+    else:
+        with pytest.raises(IllegalTransition):
+            exchange._move(event)
+        assert exchange.state is state  # an illegal event changes nothing
+
+
+def test_every_exchange_ends_done_and_done_is_final() -> None:
+    assert not [key for key in TRANSITIONS if key[0] is State.DONE]
+    for state in (State.QUEUED, State.RUNNING, State.ENDED):  # a client can always leave
+        assert TRANSITIONS[state, Event.LOSE] is State.DONE
+        assert TRANSITIONS[state, Event.FAIL] is State.DONE
+
+
+def test_the_servers_package_exports_both_servers_and_both_ways_to_serve_them() -> None:
+    assert sorted(servers.__all__) == [
+        "Delay",
+        "EchoServer",
+        "EchoServerProcess",
+        "LlmServer",
+        "LlmServerProcess",
+        "serve_llm_until_signalled",
+        "serve_until_signalled",
+    ]
+    assert all(hasattr(servers, name) for name in servers.__all__)

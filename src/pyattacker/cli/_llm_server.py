@@ -7,11 +7,11 @@ import sys
 import click
 
 from pyattacker.errors import ConfigError
-from pyattacker.servers import Delay
+from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
 from pyattacker.servers._core import check_fail, check_status
 from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
 from pyattacker.servers._llm_process import API_KEYS_ENV
-from pyattacker.servers.llm import LlmServer, serve_llm_until_signalled
+from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS
 
 __all__ = ["llm_server"]
 
@@ -22,6 +22,14 @@ _OPTIONS = {
     "api_keys": "--api-key",
     "utilization_header": "--utilization-header",
 }
+# ... and the hints that say what to do in this command's words.
+_HINTS = {
+    "host": "give an address of this machine: --host 127.0.0.1, 0.0.0.0 (every interface) or ::1",
+    "port": "--port 0 picks a free port",
+    "utilization_header": "add --capacity N: the header is in flight over capacity",
+    "output_tokens": "lower --output-tokens, or raise --max-output-tokens",
+}
+_FAIL_HINT = "e.g. --fail 503=0.01,500=0.005"
 
 
 @click.command("llm-server")
@@ -55,6 +63,15 @@ _OPTIONS = {
     metavar="SPEC",
     help=f"Completion length before max_tokens cuts it: {TOKEN_FORMS} "
     "(max: always the request's max_tokens, 16 when it sets none).",
+)
+@click.option(
+    "--max-output-tokens",
+    default=MAX_OUTPUT_TOKENS,
+    show_default=True,
+    metavar="N",
+    help="The most tokens a completion may have: a request whose max_tokens (or "
+    "max_completion_tokens) or x-mock-tokens asks for more is a 400, a drawn length is cut "
+    "to it.",
 )
 @click.option(
     "--capacity",
@@ -116,6 +133,7 @@ def llm_server(
     ttft: str,
     itl: str,
     output_tokens: str,
+    max_output_tokens: int,
     capacity: int | None,
     overflow: str,
     rpm: int | None,
@@ -133,10 +151,13 @@ def llm_server(
 
     \b
       POST /v1/chat/completions, /v1/completions     streamed ("stream": true) or not
-      POST /openai/deployments/NAME/chat/completions Azure OpenAI (NAME is the model)
-      GET  /v1/models                                the --model names
-      GET  /stats[?samples=1]                        exact TTFT, e2e, ITL, TPOT (JSON, s)
-      POST /reset                                    forget them, refill the RPM/TPM buckets
+      POST /openai/deployments/NAME/chat/completions Azure OpenAI (NAME is the model);
+           /openai/v1/chat/completions               Azure's v1 API, as /v1
+      GET  /v1/models, /v1/models/{name}             the --model names, or one of them
+      GET  /stats[?samples=1[&offset=N&limit=M]]     exact TTFT, e2e, ITL, TPOT (JSON, s)
+      POST /reset                                    a new experiment: records, buckets,
+                                                     dice numbering and storms start over
+    With --api-key, every path needs a key, /stats and /reset too.
 
     One token is one word: prompt_tokens is the number of whitespace-separated words in
     the messages (or prompt), and every streamed content event carries one word. Every
@@ -155,7 +176,12 @@ def llm_server(
       pyattacker llm-server --output-tokens max --storms rate=0.1,duration=30s,error_rate=0.5
       PYATTACKER_LLM_SERVER_API_KEYS=sk-test pyattacker llm-server --model gpt-4o
     """
-    for option, value, least in (("--port", port, 0), ("--seed", seed, 0)):
+    checks = (
+        ("--port", port, 0),
+        ("--seed", seed, 0),
+        ("--max-output-tokens", max_output_tokens, 1),
+    )
+    for option, value, least in checks:
         if value < least:
             raise ConfigError(f"must be >= {least}, got {value}", field=option)
     if port > 65535:
@@ -173,6 +199,7 @@ def llm_server(
             ttft=Delay.parse(ttft, field="--ttft"),
             itl=Delay.parse(itl, field="--itl"),
             output_tokens=TokenCount.parse(output_tokens, field="--output-tokens"),
+            max_output_tokens=max_output_tokens,
             capacity=capacity,
             overflow=overflow,
             rpm=rpm,
@@ -183,12 +210,17 @@ def llm_server(
             seed=seed,
             utilization_header=utilization_header,
         )
+        serve_llm_until_signalled(server, announce=_announce)
     except ConfigError as exc:
-        if exc.field is None or exc.field.startswith("--"):
-            raise
-        option = _OPTIONS.get(exc.field, "--" + exc.field.replace("_", "-"))
-        raise ConfigError(exc.message, field=option, hint=exc.hint) from None
-    serve_llm_until_signalled(server, announce=_announce)
+        raise _in_our_words(exc) from None
+
+
+def _in_our_words(exc: ConfigError) -> ConfigError:
+    """``exc`` naming this command's option (``--port``, not ``port``) and its hint."""
+    if exc.field is None or exc.field.startswith("--"):
+        return exc
+    option = _OPTIONS.get(exc.field, "--" + exc.field.replace("_", "-"))
+    return ConfigError(exc.message, field=option, hint=_HINTS.get(exc.field, exc.hint))
 
 
 def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:
@@ -207,7 +239,7 @@ def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:
             raise ConfigError(
                 f"bad fraction {fraction!r}", field="--fail", hint="e.g. 503=0.01"
             ) from None
-    return check_fail(table, "--fail")
+    return check_fail(table, "--fail", hint=_FAIL_HINT)
 
 
 def _announce(server: LlmServer) -> None:

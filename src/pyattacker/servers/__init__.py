@@ -10,13 +10,14 @@ The mock LLM server (:mod:`pyattacker.servers.llm`) speaks OpenAI's chat and com
 API, streamed or not, on a configured timing model (TTFT, inter-token latency, lengths,
 capacity, RPM/TPM limits, failures, storms) and records when it wrote every token:
 :class:`LlmServer` on the current loop, :class:`LlmServerProcess` as its own process
-(``pyattacker llm-server``).
+(``pyattacker llm-server``); :func:`serve_llm_until_signalled` runs one as the whole
+process, as :func:`serve_until_signalled` does the echo server.
 """
 
 from pyattacker.servers._delays import Delay
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers.echo import EchoServer, serve_until_signalled
-from pyattacker.servers.llm import LlmServer, LlmServerProcess
+from pyattacker.servers.llm import LlmServer, LlmServerProcess, serve_llm_until_signalled
 
 __all__ = [
     "Delay",
@@ -24,5 +25,6 @@ __all__ = [
     "EchoServerProcess",
     "LlmServer",
     "LlmServerProcess",
+    "serve_llm_until_signalled",
     "serve_until_signalled",
 ]

@@ -207,8 +207,11 @@ def check_status(value: object, field: str, *, lowest: int = 200) -> int:
     return status
 
 
-def check_fail(fail: Mapping[int, float] | None, field: str = "fail") -> dict[int, float]:
-    """``{status: fraction}`` with statuses 400..599, fractions in [0, 1] summing to <= 1."""
+def check_fail(
+    fail: Mapping[int, float] | None, field: str = "fail", *, hint: str = "e.g. {429: 0.1}"
+) -> dict[int, float]:
+    """``{status: fraction}`` with statuses 400..599, fractions in [0, 1] summing to <= 1
+    (``hint``, in the caller's syntax, for the sum)."""
     checked: dict[int, float] = {}
     for status, fraction in (fail or {}).items():
         code = check_status(status, field, lowest=400)
@@ -216,9 +219,11 @@ def check_fail(fail: Mapping[int, float] | None, field: str = "fail") -> dict[in
         if value > 1:
             raise ConfigError(f"must be a fraction from 0 to 1, got {fraction!r}", field=field)
         checked[code] = value
-    if math.fsum(checked.values()) > 1:
+    total = math.fsum(checked.values())
+    if total > 1:
+        each = ", ".join(f"{status} {fraction:g}" for status, fraction in checked.items())
         raise ConfigError(
-            f"fractions add up to more than 1: {checked}", field=field, hint="e.g. {429: 0.1}"
+            f"fractions add up to {total:g}, more than 1 ({each})", field=field, hint=hint
         )
     return checked
 

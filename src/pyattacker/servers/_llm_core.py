@@ -2,12 +2,22 @@
 
 :class:`LlmCore` holds the server-wide state and the small decisions on it: request ids,
 each request's random stream, the concurrency slots and their FIFO queue, the headers every
-completion response carries. Not thread-safe; lives on one loop.
+completion response carries, and the current :class:`~pyattacker.servers._llm_truth.Epoch`.
+Not thread-safe; lives on one loop.
 
 Capacity: at most ``capacity`` completions generate at once. With ``overflow="queue"`` (the
 default) a request beyond it waits, first come first served, for a slot; its TTFT timer
 starts when it gets one, and the wait shows in its recorded TTFT and e2e (both count from
-when the request was received). With ``overflow="refuse"`` it is answered 429 at once.
+when the request was received). With ``overflow="refuse"`` it is answered 429 at once. A
+queued request whose client leaves is dropped from the queue (lazily: the queue is
+compacted once departed entries are half of it, so nothing is left behind and no
+departure costs more than its share).
+
+Reset (:meth:`LlmCore.reset`): a new epoch (storm windows count from now, each model's
+requests are numbered from 0 again, nothing recorded), both rate-limit buckets full. What
+is already in progress goes on (it holds its slot and has paid its limits) and is
+answered, but is never recorded in the new epoch: a server reset while idle replays
+exactly the dice of a fresh one for the same request order.
 """
 
 from __future__ import annotations
@@ -15,29 +25,49 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 from pyattacker._rng import LazyRandom
 from pyattacker.clock import LoopClock, epoch_time
-from pyattacker.servers._core import Control
 from pyattacker.servers._llm_dice import Failures
 from pyattacker.servers._llm_limits import Limiter
 from pyattacker.servers._llm_settings import Settings
 from pyattacker.servers._llm_ticker import Ticker
-from pyattacker.servers._llm_truth import Ledger
+from pyattacker.servers._llm_truth import Epoch, Ledger
 
 if TYPE_CHECKING:
     from pyattacker.servers._llm_exchange import Exchange
     from pyattacker.servers._llm_protocol import LlmProtocol
 
-__all__ = ["Incoming", "LlmCore"]
+__all__ = ["Control", "Incoming", "LlmCore", "Tally", "Work"]
+
+#: A reply computed in steps: each ``yield`` gives the loop a turn; the generator returns
+#: ``(status, pieces of the JSON body)``.
+Work = Generator[None, None, tuple[int, list[bytes]]]
+#: ``(path, query)`` of an authorized control request (``/stats``, ``/reset``) -> its reply.
+Control = Callable[[bytes, bytes], Work]
 
 
 class Incoming:
-    """One parsed HTTP request: what the handler decides on."""
+    """One parsed HTTP request: what the handler decides on.
 
-    __slots__ = ("body", "headers", "keep_alive", "method", "received", "url")
+    ``completion`` says whether it asks for a completion (and so will be recorded);
+    ``epoch`` is the epoch it was received in; ``http10`` that it spoke HTTP/1.0 (no
+    chunked response).
+    """
+
+    __slots__ = (
+        "body",
+        "completion",
+        "epoch",
+        "headers",
+        "http10",
+        "keep_alive",
+        "method",
+        "received",
+        "url",
+    )
 
     def __init__(
         self,
@@ -47,6 +77,10 @@ class Incoming:
         body: bytes,
         keep_alive: bool,
         received: float,
+        epoch: Epoch,
+        *,
+        completion: bool = False,
+        http10: bool = False,
     ) -> None:
         self.method = method
         self.url = url
@@ -54,6 +88,21 @@ class Incoming:
         self.body = body
         self.keep_alive = keep_alive
         self.received = received
+        self.epoch = epoch
+        self.completion = completion
+        self.http10 = http10
+
+
+class Tally:
+    """Requests in progress, by where they are: filled by each connection (``tally``)."""
+
+    __slots__ = ("earlier", "in_flight", "pending", "queued")
+
+    def __init__(self) -> None:
+        self.in_flight = 0  # generating (this epoch)
+        self.queued = 0  # waiting for a slot (this epoch)
+        self.pending = 0  # received, not yet handled, or ended and not yet flushed
+        self.earlier = 0  # any of those, received before the last reset
 
 
 class LlmCore:
@@ -67,16 +116,16 @@ class LlmCore:
         self.loop: asyncio.AbstractEventLoop  # set by bind(), before any connection
         self.ticker: Ticker  # ditto
         self.now: Callable[[], float] = LoopClock().now
-        self.origin = 0.0  # when the server started: t = 0 of the storm windows
+        self.epoch = Epoch(0, 0.0)
         self.created = int(epoch_time())
-        self.ledger = Ledger()
+        self.ledger = Ledger(self.epoch)
         self.failures = Failures(settings.fail, settings.storms, settings.models, settings.seed)
         self.limiter: Limiter | None = None
         self.capacity = settings.capacity
-        self.in_flight = 0
+        self.in_flight = 0  # slots taken, whatever the epoch
         self.waiting: deque[Exchange] = deque()
+        self._departed = 0  # entries of waiting whose client left
         self.connections: set[LlmProtocol] = set()
-        self._ordinals = dict.fromkeys(settings.models, 0)
         self._prefix = os.urandom(4).hex()  # ids unique across servers, not just requests
         self._sequence = 0
 
@@ -85,19 +134,28 @@ class LlmCore:
         self.loop = loop
         self.now = LoopClock().reader()
         self.ticker = Ticker(loop, self.now)
-        self.origin = self.now()
+        self.epoch.origin = self.now()
         rpm, tpm = self.settings.rpm, self.settings.tpm
-        self.limiter = Limiter(rpm, tpm, self.origin) if rpm or tpm else None
+        self.limiter = Limiter(rpm, tpm, self.epoch.origin) if rpm or tpm else None
+
+    def reset(self) -> int:
+        """A new epoch from now, both buckets full; return the records forgotten."""
+        now = self.now()
+        self.epoch = Epoch(self.epoch.number + 1, now)
+        if self.limiter is not None:
+            self.limiter.fill(now)
+        return self.ledger.clear(self.epoch)
 
     def next_id(self) -> str:
         """A fresh request id (``x-request-id``; the completion id is derived from it)."""
         self._sequence += 1
         return f"{self._prefix}{self._sequence:08x}"
 
-    def rng(self, model: str) -> LazyRandom:
-        """The random stream of ``model``'s next request: ``f"{seed}:{model}:{n}"``."""
-        n = self._ordinals[model]
-        self._ordinals[model] = n + 1
+    def rng(self, model: str, epoch: Epoch) -> LazyRandom:
+        """The random stream of ``model``'s next request received in ``epoch``:
+        ``f"{seed}:{model}:{n}"``, ``n`` counting that model's requests of that epoch."""
+        n = epoch.ordinals.get(model, 0)
+        epoch.ordinals[model] = n + 1
         return LazyRandom(f"{self.settings.seed}:{model}:{n}")
 
     def headers(self, request_id: str, now: float) -> list[tuple[bytes, bytes]]:
@@ -128,18 +186,46 @@ class LlmCore:
         """A slot is free: the longest-waiting live exchange gets it."""
         self.in_flight -= 1
         waiting = self.waiting
-        while waiting and (self.capacity is None or self.in_flight < self.capacity):
+        while waiting and not self.full():
             exchange = waiting.popleft()
             if exchange.live:
                 self.in_flight += 1
                 exchange.start(self.now())
+            else:
+                self._departed -= 1
 
-    def clear(self) -> int:
-        """Forget every record and fill the rate-limit buckets; return the records cleared."""
-        if self.limiter is not None:
-            self.limiter.fill(self.now())
-        return self.ledger.clear()
+    def leave(self) -> None:
+        """A queued exchange's client left (the exchange is no longer live)."""
+        self._departed += 1
+        if 2 * self._departed >= len(self.waiting):
+            self.waiting = deque(exchange for exchange in self.waiting if exchange.live)
+            self._departed = 0
 
-    def in_progress(self) -> tuple[int, int]:
-        """``(generating, waiting for a slot)`` right now."""
-        return self.in_flight, sum(1 for exchange in self.waiting if exchange.live)
+    # -- what /stats reports ---------------------------------------------------------------
+
+    def tally(self) -> Tally:
+        """Every request received and not yet recorded, by where it is."""
+        tally = Tally()
+        for conn in self.connections:
+            conn.tally(self.epoch, tally)
+        return tally
+
+    def statistics(self) -> dict[str, Any]:
+        """A snapshot of the slots and the queue (entries include departed clients)."""
+        return {
+            "epoch": self.epoch.number,
+            "slots_taken": self.in_flight,
+            "capacity": self.capacity,
+            "queue_entries": len(self.waiting),
+            "queue_departed": self._departed,
+            "connections": len(self.connections),
+            "due": len(self.ticker) if hasattr(self, "ticker") else 0,
+        }
+
+    def __repr__(self) -> str:
+        s = self.statistics()
+        return (
+            f"<LlmCore epoch {s['epoch']}: {s['slots_taken']}/{s['capacity']} slots, "
+            f"{s['queue_entries']} queued ({s['queue_departed']} departed), "
+            f"{s['connections']} connections>"
+        )

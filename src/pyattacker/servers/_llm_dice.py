@@ -2,18 +2,20 @@
 
 Every request has its own random stream, ``LazyRandom(f"{seed}:{model}:{n}")`` where ``n``
 counts from 0 that model's completion requests that passed the checks (key, body, model,
-``x-mock-*`` headers), the refused and failed ones included: the world model's rule
-(DESIGN.md §6), so a seed and a request's ordinal fix its dice whatever the other streams
-do meanwhile. Draws, in this order, each only when it is not fixed: the completion length,
-the failure (two uniforms: whether, then which status), the TTFT, then one ITL per token
-after the first. A fixed distribution draws nothing, and a request that draws nothing never
-pays for seeding its stream.
+``x-mock-*`` headers), the refused and failed ones included, received since the server
+started or was last reset (a request received before a reset goes on counting in its own
+epoch): the world model's rule (DESIGN.md §6), so a seed and a request's ordinal fix its
+dice whatever the other streams do meanwhile. Draws, in this order, each only when it is
+not fixed: the completion length, the failure (two uniforms: whether, then which status;
+drawn only for a request the capacity and the rate limits admitted), the TTFT, then one
+ITL per token after the first. A fixed distribution draws nothing, and a request that
+draws nothing never pays for seeding its stream.
 
 Storms are the world's (:meth:`pyattacker.world.ProviderModel.storm_until`): time since the
-server started is cut into windows of ``storm_duration_s``; a window is stormy for a model
-with probability ``storm_rate``, decided by ``(seed, model, window)`` alone, so the same
-seed gives the simulator and the mock server the same weather. In a storm a request fails
-with probability ``storm_error_rate`` instead of the blip rate.
+server started (or was last reset) is cut into windows of ``storm_duration_s``; a window is
+stormy for a model with probability ``storm_rate``, decided by ``(seed, model, window)``
+alone, so the same seed gives the simulator and the mock server the same weather. In a
+storm a request fails with probability ``storm_error_rate`` instead of the blip rate.
 """
 
 from __future__ import annotations
@@ -77,11 +79,21 @@ class TokenCount:
             return cls("lognormal", _count(args["median"], f"{field}.median"), sigma=sigma)
         raise _bad(f"unknown kind {kind!r}", field)
 
-    def sample(self, rng: random.Random, max_tokens: int | None) -> tuple[int, str]:
-        """``(completion tokens, finish_reason)``: ``"length"`` when ``max_tokens`` cut it."""
+    def sample(
+        self, rng: random.Random, max_tokens: int | None, most: int | None = None
+    ) -> tuple[int, str]:
+        """``(completion tokens, finish_reason)``: ``"length"`` when ``max_tokens`` (or,
+        when the request set none, ``most``, the server's limit) cut it."""
         if self.kind == "max":
-            return (max_tokens or UNBOUNDED_MAX), "length"
-        return cut(self.draw(rng), max_tokens)
+            tokens = max_tokens or UNBOUNDED_MAX
+            return (tokens if most is None else min(tokens, most)), "length"
+        return cut(self.draw(rng), max_tokens or most)
+
+    def largest(self) -> int | None:
+        """The longest length it can draw (``None``: unbounded, or ``max``)."""
+        if self.kind in ("fixed", "uniform"):
+            return self.high if self.kind == "uniform" else self.low
+        return None
 
     def draw(self, rng: random.Random) -> int:
         """One length, ``>= 1``, before any ``max_tokens`` (``max`` draws nothing)."""

@@ -6,7 +6,8 @@ second, up to ``limit``): RPM spends 1 per request, TPM spends the request's *to
 generate)``, charged in full when it is admitted and never refunded (what OpenAI and Azure
 do with ``max_tokens``: they reserve it). A request is admitted only if both buckets can
 pay; a refused request pays nothing. One that costs more than the whole TPM limit can never
-be admitted and is refused as too large.
+be admitted and is refused as too large, with no ``wait`` (no ``Retry-After``: waiting
+cannot help, as OpenAI's "Request too large" says).
 
 Why not the world's :class:`~pyattacker.world.RateLimitProfile`: that bucket spends one
 token per request and tightens after every refusal (a provider punishing pressure), while
@@ -59,10 +60,11 @@ class Bucket:
 
 
 class Refusal(NamedTuple):
-    """Why a request is refused (429): ``kind`` names the limit, ``wait`` is Retry-After."""
+    """Why a request is refused (429): ``kind`` names the limit, ``wait`` is Retry-After
+    (``None``: the request can never be admitted)."""
 
     kind: str  # "requests", "tokens" or "capacity"
-    wait: float
+    wait: float | None
     message: str
 
 
@@ -91,7 +93,7 @@ class Limiter:
                     f"Request too large: limit {tokens.limit} tokens per min, "
                     f"requested {cost}. Send fewer prompt tokens or a smaller max_tokens."
                 )
-                return Refusal("tokens", 60.0, text)
+                return Refusal("tokens", None, text)
             if wait > 0:
                 return Refusal("tokens", wait, _message("tokens", tokens, cost, wait))
             tokens.level -= cost

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyattacker.servers._delays import Delay, spec_duration
 from pyattacker.servers._llm_dice import TokenCount
-from pyattacker.servers._llm_settings import Settings, settings
+from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS, Settings, settings
 from pyattacker.servers._process import ServerProcess
 from pyattacker.world import FailureProfile
 
@@ -23,8 +24,11 @@ class LlmServerProcess(ServerProcess):
     argument) before anything is spawned.
 
     ``start()`` returns the URL; ``stats()``, ``reset()`` and ``stop()`` as for
-    :class:`~pyattacker.servers.EchoServerProcess`. ``command_prefix`` goes before the
-    Python executable (``["taskset", "-c", "1"]`` pins the server to a core).
+    :class:`~pyattacker.servers.EchoServerProcess` (with the first API key, when keys are
+    required). ``command_prefix`` goes before the Python executable (``["taskset", "-c",
+    "1"]`` pins the server to a core). The keys reach the child through
+    ``$PYATTACKER_LLM_SERVER_API_KEYS``, which is set for it, or removed when there are
+    none: a value the parent happens to have never applies.
     """
 
     what = "LLM server"
@@ -37,6 +41,7 @@ class LlmServerProcess(ServerProcess):
         ttft: Delay | str = "lognormal:median=200ms,sigma=0.5",
         itl: Delay | str = "fixed:20ms",
         output_tokens: TokenCount | str | int = "lognormal:median=100,sigma=0.5",
+        max_output_tokens: int = MAX_OUTPUT_TOKENS,
         capacity: int | None = None,
         overflow: str = "queue",
         rpm: int | None = None,
@@ -54,6 +59,7 @@ class LlmServerProcess(ServerProcess):
             ttft=ttft,
             itl=itl,
             output_tokens=output_tokens,
+            max_output_tokens=max_output_tokens,
             capacity=capacity,
             overflow=overflow,
             rpm=rpm,
@@ -68,7 +74,21 @@ class LlmServerProcess(ServerProcess):
         command += ["--host", host, "--port", "0", *arguments(self.settings), *extra_args]
         # Keys go through the environment: a command line shows in ps and in our messages.
         keys = " ".join(self.settings.api_keys)
-        super().__init__(command, env={API_KEYS_ENV: keys} if keys else None)
+        super().__init__(command, env={API_KEYS_ENV: keys or None})
+
+    def stats(
+        self, *, samples: bool = False, offset: int = 0, limit: int | None = None
+    ) -> dict[str, Any]:
+        """``GET /stats`` as a dict; with ``samples=True`` the records from the
+        ``offset``-th, at most ``limit`` of them (``/stats?samples=1&offset=&limit=``)."""
+        if not samples:
+            return self._call("GET", "/stats")
+        query = f"/stats?samples=1&offset={offset}"
+        return self._call("GET", query if limit is None else f"{query}&limit={limit}")
+
+    def _headers(self) -> dict[str, str]:
+        keys = self.settings.api_keys
+        return {"Authorization": f"Bearer {keys[0]}"} if keys else {}
 
     def __repr__(self) -> str:
         return (
@@ -81,6 +101,7 @@ def arguments(checked: Settings) -> list[str]:
     args = [arg for model in checked.models for arg in ("--model", model)]
     args += ["--ttft", checked.ttft.describe(), "--itl", checked.itl.describe()]
     args += ["--output-tokens", checked.output_tokens.describe(), "--seed", str(checked.seed)]
+    args += ["--max-output-tokens", str(checked.max_output_tokens)]
     for flag, value in (("--capacity", checked.capacity), ("--rpm", checked.rpm)):
         if value is not None:
             args += [flag, str(value)]

@@ -15,35 +15,47 @@ Contract:
 - The write buffer's high-water mark is 0, so ``pause_writing``/``resume_writing``
   bracket exactly the time anything is buffered: whatever was written meanwhile is
   stamped with the moment the buffer drained (:meth:`on_drain`), "flush included".
+- A control request (``/stats``) may be answered in steps, giving the loop a turn
+  between them (:class:`_Deferred`): it holds its place in the order like any response.
 - A connection lost before a response ended drops that request and any pipelined behind
   it (recorded as ``dropped``); a request that does not parse gets a 400, then the
   connection closes.
+- HTTP/1.0 requests get no chunked response: a stream's body ends when the server
+  closes the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Protocol, cast
 
 import httptools
 
-from pyattacker.servers._llm_core import Incoming, LlmCore
-from pyattacker.servers._llm_handle import dropped, handle
+from pyattacker.servers._llm_core import Incoming, LlmCore, Tally, Work
+from pyattacker.servers._llm_exchange import Exchange, State
+from pyattacker.servers._llm_handle import dropped, handle, is_completion
+from pyattacker.servers._llm_truth import Outcome
 from pyattacker.servers._llm_wire import error_body, head
 
 if TYPE_CHECKING:
-    from pyattacker.servers._llm_exchange import Exchange
-    from pyattacker.servers._llm_truth import Record
+    from pyattacker.servers._llm_truth import Epoch, Record
 
 __all__ = ["LlmProtocol"]
 
 _WANTED = frozenset({b"authorization", b"api-key"})
 _MOCK_PREFIX = b"x-mock-"
+_JSON = b"application/json"
+_WRITE_SIZE = 256 * 1024  # bytes of a deferred reply written per turn of the loop
+log = logging.getLogger("pyattacker.servers.llm")
 
 
 class Flushable(Protocol):
     """Something waiting for the write buffer to drain: an exchange, a reply's record."""
+
+    record: Record
 
     def flushed(self, now: float) -> None: ...
 
@@ -63,8 +75,54 @@ class _Reply:
         self.core.ledger.add(self.record)
 
     def lost(self, now: float) -> None:
-        self.record.outcome = "dropped"
+        self.record.outcome = Outcome.DROPPED
         self.flushed(now)
+
+
+class _Deferred:
+    """A control reply computed and written in steps, one per loop turn, in request order."""
+
+    __slots__ = ("conn", "keep_alive", "steps")
+
+    def __init__(self, conn: LlmProtocol, work: Work, keep_alive: bool) -> None:
+        self.conn, self.keep_alive = conn, keep_alive
+        self.steps = self._respond(work)
+
+    def _respond(self, work: Work) -> Generator[None, None, None]:
+        """Compute the reply (``work``), then write it, at most _WRITE_SIZE a turn."""
+        try:
+            status, pieces = yield from work
+        except Exception as exc:
+            log.error("internal error answering a control request", exc_info=exc)
+            status, pieces = 500, [error_body(f"internal error: {exc!r}", "server_error")]
+        length = sum(len(piece) for piece in pieces)
+        keep_alive = self.keep_alive
+        conn = self.conn
+        conn.write(head(status, [], content_type=_JSON, length=length, keep_alive=keep_alive))
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:  # a big body goes into the write buffer _WRITE_SIZE a turn
+            batch.append(piece)
+            size += len(piece)
+            if size >= _WRITE_SIZE:
+                conn.write(b"".join(batch))
+                batch, size = [], 0
+                yield
+        conn.write(b"".join(batch))
+
+    def step(self) -> None:
+        if self.conn.closed:
+            self.steps.close()
+            return
+        try:
+            next(self.steps)
+        except StopIteration:
+            self.conn.finish(self)
+            return
+        self.conn.loop.call_soon(self.step)
+
+    def lost(self, now: float) -> None:
+        self.steps.close()
 
 
 class LlmProtocol(asyncio.Protocol):
@@ -83,17 +141,19 @@ class LlmProtocol(asyncio.Protocol):
         "_transport",
         "_url",
         "closed",
+        "loop",
         "paused",
     )
 
     def __init__(self, core: LlmCore) -> None:
         self._core = core
+        self.loop = core.loop
         self._transport: asyncio.Transport | None = None
         self._url = b""
         self._headers: dict[bytes, bytes] = {}
         self._body: list[bytes] = []
         self._pending: deque[Incoming] = deque()
-        self._active: Exchange | None = None
+        self._active: Exchange | _Deferred | None = None
         self._drain: list[Flushable] = []
         self._reading = True
         self._broken: str | None = None  # why the input stopped parsing
@@ -168,19 +228,28 @@ class LlmProtocol(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.closed:  # pipelined after a request that asked to close: never answered
             return
-        parser = self._parser
+        core = self._core
+        received = core.now()  # first: nothing of ours counts in the request's latency
+        parser, url, epoch = self._parser, self._url, core.epoch
+        method = parser.get_method()
+        completion = is_completion(method, url)
+        if completion:
+            epoch.received += 1
         incoming = Incoming(
-            parser.get_method(),
-            self._url,
+            method,
+            url,
             self._headers,
             b"".join(self._body),
             parser.should_keep_alive(),
-            self._core.now(),
+            received,
+            epoch,
+            completion=completion,
+            http10=parser.get_http_version() == "1.0",
         )
         self._url, self._headers = b"", {}
         self._body.clear()
         if self._active is None and not self._pending:
-            handle(self._core, self, incoming)
+            handle(core, self, incoming)
         else:
             self._pending.append(incoming)
 
@@ -198,6 +267,11 @@ class LlmProtocol(asyncio.Protocol):
         """``exchange`` answers the current request; later ones wait until :meth:`done`."""
         self._active = exchange
 
+    def active_exchange(self) -> Exchange | None:
+        """The exchange answering the current request, if any."""
+        active = self._active
+        return active if isinstance(active, Exchange) else None
+
     def done(self, exchange: Exchange) -> None:
         """``exchange`` has ended: close if asked to, else answer the next request."""
         if self._active is exchange:
@@ -206,6 +280,22 @@ class LlmProtocol(asyncio.Protocol):
             self.close_after_write()
         else:
             self._next()
+
+    def answer(self, work: Work, keep_alive: bool) -> None:
+        """Answer a control request with ``work``: its first step now, the others one per
+        loop turn; later requests wait for its reply."""
+        deferred = _Deferred(self, work, keep_alive)
+        self._active = deferred
+        deferred.step()
+
+    def finish(self, deferred: _Deferred) -> None:
+        """``deferred``'s reply is written: close if asked to, else answer the next request."""
+        if self._active is deferred:
+            self._active = None
+        if deferred.keep_alive:
+            self._next()
+        else:
+            self.close_after_write()
 
     def reply(
         self,
@@ -237,12 +327,36 @@ class LlmProtocol(asyncio.Protocol):
             self.closed = True
             self._transport.close()
 
+    def tally(self, epoch: Epoch, tally: Tally) -> None:
+        """Add this connection's requests in progress to ``tally`` (``epoch``: the current)."""
+        active = self._active
+        if isinstance(active, Exchange) and active.live:
+            if active.record.epoch is not epoch:
+                tally.earlier += 1
+            elif active.state is State.QUEUED:
+                tally.queued += 1
+            else:
+                tally.in_flight += 1
+        for item in self._drain:  # ended, waiting for the buffer to drain to be recorded
+            if isinstance(item, Exchange) and not item.unflushed:
+                continue  # still running (counted above) or already recorded
+            if item.record.epoch is epoch:
+                tally.pending += 1
+            else:
+                tally.earlier += 1
+        for incoming in self._pending:  # received, waiting behind an earlier response
+            if incoming.completion:
+                if incoming.epoch is epoch:
+                    tally.pending += 1
+                else:
+                    tally.earlier += 1
+
     def _next(self) -> None:
         while self._active is None and self._pending and not self.closed:
             handle(self._core, self, self._pending.popleft())
         if self._broken is not None and self._active is None and not self._pending:
             body = error_body(self._broken, "invalid_request_error")
-            self.reply(400, body, [], b"application/json", False, None)
+            self.reply(400, body, [], _JSON, False, None)
 
     def _reject(self, message: str) -> None:
         """Bytes that do not parse: a 400 after the requests before them, then close."""

@@ -17,9 +17,11 @@ from pyattacker.servers._delays import Delay
 from pyattacker.servers._llm_dice import TokenCount, parse_storms
 from pyattacker.world import FailureProfile
 
-__all__ = ["OVERFLOWS", "Settings", "settings"]
+__all__ = ["MAX_OUTPUT_TOKENS", "OVERFLOWS", "Settings", "settings"]
 
 OVERFLOWS = ("queue", "refuse")
+#: the default ``max_output_tokens``: the most any completion may have (a large model's)
+MAX_OUTPUT_TOKENS = 131_072
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Settings:
     api_keys: tuple[str, ...]
     seed: int
     utilization_header: bool
+    max_output_tokens: int = MAX_OUTPUT_TOKENS
 
     def describe(self) -> dict[str, object]:
         """The settings as JSON-ready values (API keys counted, never shown)."""
@@ -65,6 +68,7 @@ class Settings:
             "api_keys": len(self.api_keys),
             "seed": self.seed,
             "utilization_header": self.utilization_header,
+            "max_output_tokens": self.max_output_tokens,
         }
 
 
@@ -83,6 +87,7 @@ def settings(
     api_keys: str | Sequence[str],
     seed: int,
     utilization_header: bool,
+    max_output_tokens: int = MAX_OUTPUT_TOKENS,
 ) -> Settings:
     """Check every argument (``ConfigError`` naming the first bad one) and freeze them."""
     if overflow not in OVERFLOWS:
@@ -110,15 +115,24 @@ def settings(
             field="utilization_header",
             hint="set capacity too",
         )
+    most = check_whole(max_output_tokens, "max_output_tokens")
+    lengths = (
+        output_tokens
+        if isinstance(output_tokens, TokenCount)
+        else TokenCount.parse(output_tokens, field="output_tokens")
+    )
+    largest = lengths.largest()
+    if largest is not None and largest > most:
+        raise ConfigError(
+            f"{lengths.describe()} goes beyond max_output_tokens ({most})",
+            field="output_tokens",
+            hint="lower it, or raise max_output_tokens",
+        )
     return Settings(
         models=_names(models, "models"),
         ttft=ttft if isinstance(ttft, Delay) else Delay.parse(ttft, field="ttft"),
         itl=itl if isinstance(itl, Delay) else Delay.parse(itl, field="itl"),
-        output_tokens=(
-            output_tokens
-            if isinstance(output_tokens, TokenCount)
-            else TokenCount.parse(output_tokens, field="output_tokens")
-        ),
+        output_tokens=lengths,
         capacity=capacity,
         overflow=overflow,
         rpm=_optional_whole(rpm, "rpm"),
@@ -128,6 +142,7 @@ def settings(
         api_keys=_keys(api_keys),
         seed=check_whole(seed, "seed", at_least=0),
         utilization_header=utilization_header,
+        max_output_tokens=most,
     )
 
 

@@ -3,33 +3,70 @@
 Times are the server's monotonic clock in seconds (``time.monotonic()`` on a real loop:
 the same clock as any process on the machine reading it). A record is complete, and
 enters the :class:`Ledger`, when its response has ended (flush included) or its connection
-was lost; requests still generating are counted as in flight, not recorded.
+was lost; until then its request is counted as in flight, queued or pending, never as a
+record.
 
-Outcomes: ``ok`` (a full, well-formed 200), ``error`` (an error status was answered),
-``fault`` (a 200 deliberately wrong: ``not-openai``, ``broken-sse``), ``cut`` (the server
-closed the connection mid-response on purpose), ``dropped`` (the client left first).
+Outcomes (:class:`Outcome`): ``ok`` (a full, well-formed 200), ``error`` (an error status
+was answered), ``fault`` (a 200 deliberately wrong: ``not-openai``, ``broken-sse``),
+``cut`` (the server closed the connection mid-response on purpose), ``dropped`` (the
+client left first).
 
-Summaries (:meth:`Ledger.summary`) are over ``ok`` records only: TTFT is first content
+**Epochs.** ``/reset`` starts a new :class:`Epoch`. A request belongs to the epoch in which
+it was received; a record of an earlier epoch that completes after a reset is not
+recorded, only counted (``discarded_after_reset``), so an experiment's figures never hold
+a request of the one before.
+
+**Summaries** (:meth:`Ledger.summary`) are over ``ok`` records only: TTFT is first content
 token written - request received (streamed requests with at least one token), e2e is
 ended - received (every ``ok`` request, streamed or not), ITL the gaps between consecutive
 token writes of one stream, and TPOT per stream ``(last - first token) / (tokens - 1)``
-(streams of two tokens or more).
+(streams of two tokens or more). The ledger keeps counts and sums as records arrive and
+the four distributions as :class:`~pyattacker.servers._llm_values.Values`, so a summary
+costs work only for what is new (:meth:`Ledger.steps` does it in bounded slices).
 """
 
 from __future__ import annotations
 
-import math
+import enum
 from array import array
-from collections.abc import Iterable
-from itertools import pairwise
+from collections.abc import Iterator
+from itertools import islice
+from operator import sub
 from typing import Any
 
-from pyattacker.measure import exact_percentile
+from pyattacker.servers._llm_values import PERCENTILES, Values
 
-__all__ = ["PERCENTILES", "Ledger", "Record"]
+__all__ = ["PERCENTILES", "Epoch", "Ledger", "Outcome", "Record"]
 
-#: The percentiles /stats reports, by key.
-PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
+
+class Outcome(enum.StrEnum):
+    """How a recorded request ended (see the module docstring)."""
+
+    OK = "ok"
+    ERROR = "error"
+    FAULT = "fault"
+    CUT = "cut"
+    DROPPED = "dropped"
+
+
+class Epoch:
+    """The time from one reset (or the start) to the next: what a request belongs to.
+
+    ``origin`` is t = 0 of the storm windows; ``ordinals`` numbers each model's requests
+    for their dice (:meth:`LlmCore.rng <pyattacker.servers._llm_core.LlmCore.rng>`);
+    ``received`` counts the completion requests received in it.
+    """
+
+    __slots__ = ("number", "ordinals", "origin", "received")
+
+    def __init__(self, number: int, origin: float) -> None:
+        self.number = number
+        self.origin = origin
+        self.ordinals: dict[str, int] = {}
+        self.received = 0
+
+    def __repr__(self) -> str:
+        return f"<Epoch {self.number} from {self.origin:.6f}, {self.received} received>"
 
 
 class Record:
@@ -38,6 +75,7 @@ class Record:
     __slots__ = (
         "completion_tokens",
         "end",
+        "epoch",
         "error",
         "finish_reason",
         "id",
@@ -52,14 +90,15 @@ class Record:
         "token_times",
     )
 
-    def __init__(self, request_id: str, kind: str, received: float) -> None:
+    def __init__(self, request_id: str, kind: str, received: float, epoch: Epoch) -> None:
         self.id = request_id
         self.kind = kind
         self.received = received
+        self.epoch = epoch
         self.model: str | None = None
         self.stream = False
         self.status: int | None = None
-        self.outcome = "dropped"
+        self.outcome = Outcome.DROPPED
         self.error: str | None = None
         self.started: float | None = None
         # every content token's write, the first included; 8 bytes a token on long runs
@@ -69,16 +108,17 @@ class Record:
         self.completion_tokens = 0
         self.finish_reason: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """Every field, plus ``first_token``, ``ttft`` and ``e2e`` (``None`` when undefined)."""
+    def as_dict(self, *, times: bool = True) -> dict[str, Any]:
+        """Every field, plus ``first_token``, ``ttft`` and ``e2e`` (``None`` when undefined);
+        without ``token_times`` when ``times`` is false."""
         first = self.token_times[0] if self.token_times else None
-        return {
+        fields = {
             "id": self.id,
             "model": self.model,
             "endpoint": self.kind,
             "stream": self.stream,
             "status": self.status,
-            "outcome": self.outcome,
+            "outcome": str(self.outcome),
             "error": self.error,
             "received": self.received,
             "started": self.started,
@@ -91,67 +131,96 @@ class Record:
             "completion_tokens": self.completion_tokens,
             "finish_reason": self.finish_reason,
         }
+        if not times:
+            del fields["token_times"]
+        return fields
 
     def __repr__(self) -> str:
         return f"<Record {self.id} {self.status} {self.outcome} tokens={self.completion_tokens}>"
 
 
 class Ledger:
-    """Every completed record since the last :meth:`clear`, in the order they ended."""
+    """Every completed record of the current epoch, in the order they ended, and their
+    running counts and distributions."""
 
-    __slots__ = ("records",)
+    __slots__ = (
+        "_completion",
+        "_outcomes",
+        "_prompt",
+        "_statuses",
+        "discarded",
+        "e2e",
+        "epoch",
+        "itl",
+        "records",
+        "tpot",
+        "ttft",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, epoch: Epoch) -> None:
+        self._start(epoch)
+
+    def _start(self, epoch: Epoch) -> None:
+        self.epoch = epoch
         self.records: list[Record] = []
+        self.discarded = 0  # records of an earlier epoch that completed in this one
+        self._statuses: dict[int, int] = {}
+        self._outcomes: dict[str, int] = {}
+        self._prompt = self._completion = 0
+        self.ttft, self.e2e, self.itl, self.tpot = Values(), Values(), Values(), Values()
 
     def add(self, record: Record) -> None:
+        """Record ``record`` (complete), or count it as discarded if it is of an older epoch."""
+        if record.epoch is not self.epoch:
+            self.discarded += 1
+            return
         self.records.append(record)
+        if record.status is not None:
+            self._statuses[record.status] = self._statuses.get(record.status, 0) + 1
+        outcome = record.outcome
+        self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
+        if outcome is not Outcome.OK:
+            return
+        self._prompt += record.prompt_tokens
+        self._completion += record.completion_tokens
+        if record.end is not None:
+            self.e2e.add(record.end - record.received)
+        times = record.token_times
+        if record.stream and times:
+            self.ttft.add(times[0] - record.received)
+            if len(times) > 1:
+                self.tpot.add((times[-1] - times[0]) / (len(times) - 1))
+                self.itl.extend(map(sub, islice(times, 1, None), times))
 
-    def clear(self) -> int:
+    def clear(self, epoch: Epoch) -> int:
+        """Start ``epoch`` with nothing recorded; return how many records were forgotten."""
         count = len(self.records)
-        self.records.clear()
+        self._start(epoch)
         return count
 
+    def steps(self) -> Iterator[None]:
+        """The work a :meth:`summary` needs, in bounded steps (see ``Values.step``)."""
+        for values in (self.ttft, self.e2e, self.itl, self.tpot):
+            yield from values.steps()
+
     def summary(self) -> dict[str, Any]:
-        """Counts by status and outcome, throttled (429s), token totals, and the exact
-        distributions of TTFT, e2e, ITL and TPOT (see the module docstring)."""
-        records = self.records
-        statuses: dict[int, int] = {}
-        outcomes: dict[str, int] = {}
-        for record in records:
-            if record.status is not None:
-                statuses[record.status] = statuses.get(record.status, 0) + 1
-            outcomes[record.outcome] = outcomes.get(record.outcome, 0) + 1
-        ok = [r for r in records if r.outcome == "ok"]
-        streams = [r for r in ok if r.stream and r.token_times]
-        itl = [b - a for r in streams for a, b in pairwise(r.token_times)]
+        """Counts by status and outcome, throttled (429s), token totals, records discarded
+        after a reset, and the exact distributions of TTFT, e2e, ITL and TPOT (see the
+        module docstring). Cheap once :meth:`steps` ran; does what is left otherwise."""
+        statuses, outcomes = self._statuses, self._outcomes
         return {
-            "requests": len(records),
+            "requests": len(self.records),
             "statuses": {str(s): statuses[s] for s in sorted(statuses)},
-            "outcomes": {o: outcomes[o] for o in sorted(outcomes)},
+            "outcomes": {str(o): outcomes[o] for o in sorted(outcomes)},
             "throttled": statuses.get(429, 0),
-            "prompt_tokens": sum(r.prompt_tokens for r in ok),
-            "completion_tokens": sum(r.completion_tokens for r in ok),
-            "ttft": distribution(r.token_times[0] - r.received for r in streams),
-            "e2e": distribution(r.end - r.received for r in ok if r.end is not None),
-            "itl": distribution(itl),
-            "tpot": distribution(
-                (r.token_times[-1] - r.token_times[0]) / (len(r.token_times) - 1)
-                for r in streams
-                if len(r.token_times) > 1
-            ),
+            "prompt_tokens": self._prompt,
+            "completion_tokens": self._completion,
+            "discarded_after_reset": self.discarded,
+            "ttft": self.ttft.summary(),
+            "e2e": self.e2e.summary(),
+            "itl": self.itl.summary(),
+            "tpot": self.tpot.summary(),
         }
 
-
-def distribution(values: Iterable[float]) -> dict[str, Any]:
-    """``count``, ``min``, ``mean``, the :data:`PERCENTILES` (nearest rank) and ``max``, in
-    seconds; ``None`` for all but ``count`` when there are no values."""
-    ordered = sorted(values)
-    count = len(ordered)
-    result: dict[str, Any] = {"count": count}
-    result["min"] = ordered[0] if count else None
-    result["mean"] = math.fsum(ordered) / count if count else None
-    for key, q in PERCENTILES:
-        result[key] = exact_percentile(ordered, q) if count else None
-    result["max"] = ordered[-1] if count else None
-    return result
+    def __repr__(self) -> str:
+        return f"<Ledger epoch {self.epoch.number}: {len(self.records)} records>"

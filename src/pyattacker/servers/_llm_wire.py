@@ -51,12 +51,13 @@ _LAST_CHUNK = b"0\r\n\r\n"
 
 
 class BadRequest(Exception):
-    """A request OpenAI would answer 400: ``message`` and the offending ``param``."""
+    """A request OpenAI would answer 400: ``message``, the offending ``param``, a ``code``."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
+        self.code = code
 
 
 class Ask(NamedTuple):
@@ -70,12 +71,15 @@ class Ask(NamedTuple):
     prompt_tokens: int
 
 
-def parse_ask(kind: str, body: bytes, deployment: str | None = None) -> Ask:
+def parse_ask(
+    kind: str, body: bytes, deployment: str | None = None, *, max_output: int | None = None
+) -> Ask:
     """The :class:`Ask` of a ``chat/completions`` or ``completions`` body.
 
     ``deployment`` (an Azure path's deployment name) is the model, whatever the body says.
-    Raises :class:`BadRequest` for a body that is not a JSON object, a missing or
-    mistyped field, or ``n`` other than 1.
+    Raises :class:`BadRequest` for a body that is not a JSON object (nested too deeply
+    included), a missing or mistyped field, ``n`` other than 1, or a ``max_tokens`` (or
+    ``max_completion_tokens``) above ``max_output``, the most a completion may have.
     """
     try:
         data = json.loads(body)
@@ -84,6 +88,8 @@ def parse_ask(kind: str, body: bytes, deployment: str | None = None) -> Ask:
             "We could not parse the JSON body of your request. (HINT: This likely means you "
             "aren't using your HTTP library correctly.)"
         ) from None
+    except RecursionError:  # thousands of nested [ or {: the parser gives up, so do we
+        raise BadRequest("the request body is nested too deeply to parse") from None
     if not isinstance(data, dict):
         raise BadRequest("the request body must be a JSON object")
     model = deployment if deployment is not None else data.get("model")
@@ -97,7 +103,7 @@ def parse_ask(kind: str, body: bytes, deployment: str | None = None) -> Ask:
     n = _optional(data, "n", int)
     if n is not None and n != 1:
         raise BadRequest("this mock server generates one choice: n must be 1", "n")
-    max_tokens = _max_tokens(data)
+    max_tokens = _max_tokens(data, max_output)
     if kind == CHAT:
         prompt_tokens = _chat_prompt_tokens(data.get("messages"))
     else:
@@ -122,12 +128,19 @@ def _optional(data: dict[str, Any], name: str, kind: type) -> Any:
 _TYPE_NAMES = {bool: "boolean", dict: "object", int: "integer", list: "array", str: "string"}
 
 
-def _max_tokens(data: dict[str, Any]) -> int | None:
+def _max_tokens(data: dict[str, Any], most: int | None) -> int | None:
     for name in ("max_completion_tokens", "max_tokens"):
         value = _optional(data, name, int)
         if value is not None:
             if value < 1:
                 raise BadRequest(f"{name} must be at least 1, got {value}", name)
+            if most is not None and value > most:
+                raise BadRequest(
+                    f"{name} is too large: {value}. This model supports at most {most} "
+                    f"completion tokens, whereas you provided {value}.",
+                    name,
+                    "invalid_value",
+                )
             return int(value)
     return None
 
@@ -178,11 +191,17 @@ def head(
     content_type: bytes,
     length: int | None,
     keep_alive: bool,
+    chunked: bool = True,
 ) -> bytes:
-    """An HTTP/1.1 response head; ``length=None`` means chunked transfer encoding."""
+    """An HTTP/1.1 response head. ``length=None`` is a stream: chunked transfer encoding,
+    or with ``chunked=False`` (an HTTP/1.0 client) a body that ends when the connection
+    closes (``Connection: close`` whatever ``keep_alive`` says)."""
     lines = [b"HTTP/1.1 %d %s" % (status, _phrase(status)), b"Content-Type: " + content_type]
     if length is None:
-        lines.append(b"Transfer-Encoding: chunked")
+        if chunked:
+            lines.append(b"Transfer-Encoding: chunked")
+        else:
+            keep_alive = False
         lines.append(b"Cache-Control: no-cache")
     else:
         lines.append(b"Content-Length: %d" % length)
@@ -259,7 +278,8 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
 
 
 class Events:
-    """The server-sent events of one streamed completion, as HTTP chunks.
+    """The server-sent events of one streamed completion, as HTTP chunks (or, with
+    ``chunked=False``, for an HTTP/1.0 client, as bare bytes of a body the close ends).
 
     Content events are spliced from a precomputed prefix (which holds the id, the creation
     time and the model) and a per-word tail, once per word a stream uses: writing a token
@@ -268,11 +288,21 @@ class Events:
     ``"choices":[]`` and the usage comes before ``[DONE]``, as OpenAI sends them.
     """
 
-    __slots__ = ("_envelope", "_made", "_prefix", "_prefix_size", "_tails", "ask", "completion_id")
+    __slots__ = (
+        "_chunked",
+        "_envelope",
+        "_made",
+        "_prefix",
+        "_prefix_size",
+        "_tails",
+        "ask",
+        "completion_id",
+    )
 
-    def __init__(self, ask: Ask, completion_id: str, created: int) -> None:
+    def __init__(self, ask: Ask, completion_id: str, created: int, *, chunked: bool = True) -> None:
         self.ask = ask
         self.completion_id = completion_id
+        self._chunked = chunked
         obj = "chat.completion.chunk" if ask.kind == CHAT else "text_completion"
         fingerprint = ',"system_fingerprint":null' if ask.kind == CHAT else ""
         self._envelope = (
@@ -285,8 +315,8 @@ class Events:
         else:
             self._prefix = b"data: " + self._envelope + b'[{"text":"'
             suffix = b'","index":0,"logprobs":null,"finish_reason":null}]'
-        suffix += (b',"usage":null' if ask.include_usage else b"") + b"}\n\n\r\n"
-        self._tails = _tails(suffix)
+        suffix += (b',"usage":null' if ask.include_usage else b"") + b"}\n\n"
+        self._tails = _tails(suffix + b"\r\n" if chunked else suffix)
         self._prefix_size = len(self._prefix)
         self._made: list[bytes | None] = [None] * len(VOCABULARY)  # each word's chunk, once built
 
@@ -295,8 +325,11 @@ class Events:
         made = self._made[word]
         if made is None:
             tail = self._tails[word]
-            size = b"%x\r\n" % (self._prefix_size + len(tail) - 2)
-            made = self._made[word] = size + self._prefix + tail
+            if self._chunked:
+                size = b"%x\r\n" % (self._prefix_size + len(tail) - 2)
+                made = self._made[word] = size + self._prefix + tail
+            else:
+                made = self._made[word] = self._prefix + tail
         return made
 
     def first(self) -> bytes:
@@ -317,16 +350,22 @@ class Events:
             usage = json.dumps(
                 _usage(self.ask.prompt_tokens, completion_tokens), separators=(",", ":")
             )
-            events += chunk(b"data: " + self._envelope + b'[],"usage":' + usage.encode() + b"}\n\n")
-        return events + chunk(b"data: [DONE]\n\n") + _LAST_CHUNK
+            events += self._frame(
+                b"data: " + self._envelope + b'[],"usage":' + usage.encode() + b"}\n\n"
+            )
+        events += self._frame(b"data: [DONE]\n\n")
+        return events + _LAST_CHUNK if self._chunked else events
 
     def broken(self) -> bytes:
         """A ``data:`` event whose JSON is cut short: what a broken proxy might pass on."""
-        return chunk(b"data: " + self._envelope + b'[{"index":0,"delta":{"content":"\n\n')
+        return self._frame(b"data: " + self._envelope + b'[{"index":0,"delta":{"content":"\n\n')
 
     def _event(self, choices: bytes) -> bytes:
         usage = b',"usage":null' if self.ask.include_usage else b""
-        return chunk(b"data: " + self._envelope + choices + usage + b"}\n\n")
+        return self._frame(b"data: " + self._envelope + choices + usage + b"}\n\n")
+
+    def _frame(self, data: bytes) -> bytes:
+        return chunk(data) if self._chunked else data
 
 
 _TAILS: dict[bytes, tuple[bytes, ...]] = {}

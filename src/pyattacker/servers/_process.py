@@ -41,9 +41,11 @@ class ServerProcess:
 
     what = "server"
 
-    def __init__(self, command: list[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, command: list[str], env: Mapping[str, str | None] | None = None) -> None:
         self.command = command
-        self._env = env  # added to the child's environment: secrets stay off its command line
+        # Set in (None: removed from) the child's environment: secrets stay off its
+        # command line, and a variable of ours the parent happens to have never leaks in.
+        self._env = env
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._said = ""  # the child's stderr, kept when stop() closes the file
@@ -80,7 +82,7 @@ class ServerProcess:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env=None if self._env is None else {**os.environ, **self._env},
+            env=None if self._env is None else _environment(self._env),
         )
         assert self._process.stdout is not None
         line = _first_line(self._process.stdout, timeout)
@@ -126,8 +128,14 @@ class ServerProcess:
         """``POST /reset``: the server forgets what it recorded."""
         self._call("POST", "/reset")
 
+    def _headers(self) -> dict[str, str]:
+        """Headers every control request carries (none; a server needing a key adds it)."""
+        return {}
+
     def _call(self, method: str, path: str) -> dict[str, Any]:
-        request = urllib.request.Request(self.url + path, method=method, data=b"")
+        request = urllib.request.Request(
+            self.url + path, method=method, data=b"", headers=self._headers()
+        )
         if method == "GET":
             request.data = None
         with _OPENER.open(request, timeout=60) as response:
@@ -198,6 +206,17 @@ class EchoServerProcess(ServerProcess):
 
     def __repr__(self) -> str:
         return f"<EchoServerProcess {self._url or 'not started'} delay={self.delay!r}>"
+
+
+def _environment(changes: Mapping[str, str | None]) -> dict[str, str]:
+    """This process's environment with ``changes`` (``None``: the variable removed)."""
+    env = dict(os.environ)
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
 
 
 def _first_line(stream: IO[bytes], timeout: float) -> str | None:

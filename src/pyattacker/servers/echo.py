@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import signal
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -40,6 +39,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.measure import exact_percentile
 from pyattacker.servers._core import Core, check_fail
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._loops import run_until_signalled
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers._protocol import EchoProtocol
 
@@ -215,31 +215,7 @@ def serve_until_signalled(server: EchoServer, *, announce: Callable[[EchoServer]
     asyncio's own loop where uvloop is not installed. Raises what ``server.start()``
     raises (``ConfigError`` for an unusable address).
     """
-    with asyncio.Runner(loop_factory=_fastest_loop()) as runner:
-        runner.run(_serve(server, announce))
-
-
-async def _serve(server: EchoServer, announce: Callable[[EchoServer], None]) -> None:
-    loop = asyncio.get_running_loop()
-    stopped = asyncio.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for signum in signals:
-        loop.add_signal_handler(signum, stopped.set)
-    try:
-        async with server:
-            announce(server)
-            await stopped.wait()
-    finally:
-        for signum in signals:
-            loop.remove_signal_handler(signum)
-
-
-def _fastest_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
-        return None
-    return uvloop.new_event_loop
+    run_until_signalled(server, announce)
 
 
 def _json(body: Mapping[str, Any]) -> bytes:

@@ -1,10 +1,12 @@
 """A mock OpenAI-compatible LLM server that knows the truth about every token it wrote.
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/completions`` (streamed with
-``"stream": true``, else one JSON body), their Azure OpenAI forms
+``"stream": true``, else one JSON body; an HTTP/1.0 client's stream ends with the
+connection instead of a chunked body), their Azure OpenAI forms
 ``/openai/deployments/{deployment}/chat/completions?api-version=...`` and
-``.../completions`` (the deployment name is the model), and ``GET /v1/models``. The
-official ``openai`` SDK works against it (``base_url=server.url + "/v1"``).
+``.../completions`` (the deployment name is the model) and ``/openai/v1/...``, and ``GET
+/v1/models[/{name}]``. The official ``openai`` SDK works against it (``base_url=server.url +
+"/v1"``).
 
 **Token model.** One output token is one word of a small fixed vocabulary with a leading
 space (``" fox"``), and each streamed content event carries exactly one token, so
@@ -15,7 +17,8 @@ string contents and the ``text`` of list parts) or over the prompt string(s)
 N tokens, which is what synthetic prompts rely on. A request generates a length drawn
 from ``output_tokens`` (``fixed:N``, ``uniform:min=A,max=B``, ``lognormal:median=N,sigma=S``
 or ``max``); ``max_completion_tokens`` (else ``max_tokens``) cuts it, and the
-``finish_reason`` is ``"length"`` when it did, else ``"stop"``.
+``finish_reason`` is ``"length"`` when it did, else ``"stop"``. No completion is longer
+than ``max_output_tokens``: a request asking for more is a 400, a draw is cut to it.
 
 **Timing.** A completion gets a concurrency slot (``capacity``; beyond it requests queue
 first come first served, or get a 429 with ``overflow="refuse"``). From then on: a stream
@@ -23,24 +26,32 @@ sends its head and (chat) the ``role`` event at once, its first content token af
 draw, and each later token one ITL draw after the previous token was written; the last
 token's write carries the finish event, the usage event (with
 ``stream_options.include_usage``) and ``[DONE]``. A non-streamed request is answered whole
-after TTFT + the ITL draws. No gap is ever shorter than its draw; under uvloop, whose
-timers have millisecond resolution, a gap can come out up to about 1 ms longer (1 ms ITL
-measured 1.1 to 1.5 ms), and the truth records the gap that happened. RPM/TPM limits,
-failures and storms are decided when the request arrives (see
+after TTFT + the ITL draws (their sum in closed form when the ITL is fixed). No gap is ever
+shorter than its draw; under uvloop, whose timers have millisecond resolution, a gap can
+come out up to about 1 ms longer (1 ms ITL measured 1.1 to 1.5 ms), and the truth records
+the gap that happened. Capacity refusals, RPM/TPM limits, failures and storms are decided
+when the request is handled, in that order (see :mod:`pyattacker.servers._llm_handle`,
 :mod:`pyattacker.servers._llm_limits` and :mod:`pyattacker.servers._llm_dice`); fault
-headers are listed in :mod:`pyattacker.servers._llm_handle`.
+headers are listed in :mod:`pyattacker.servers._llm_plan`.
 
 **Ground truth.** Every completion request (attempt) is recorded, whatever it was answered:
 when it was received, when each content token was written to the socket (flush included,
 as the echo server counts it), when it ended, its status, outcome, token counts, model,
 whether it streamed, and its id, sent back as ``x-request-id``. ``GET /stats[?samples=1]``
-and :meth:`LlmServer.stats` give the exact distributions (:mod:`pyattacker.servers._llm_truth`).
+and :meth:`LlmServer.stats` give the exact distributions (:mod:`pyattacker.servers._llm_truth`),
+computed for what is new since the last ask, in slices of a few milliseconds with a turn of
+the loop between them (:mod:`pyattacker.servers._llm_values`), so asking never stalls the
+streams; it costs CPU on their core all the same (about 0.8 s after two million tokens,
+1.7 s more with samples), so poll sparingly during a measurement. ``POST /reset`` starts a
+new epoch: records, buckets, storm windows and dice numbering start over; requests already
+received are answered but never recorded (``discarded_after_reset``).
 
 **What it reuses of the world model** (DESIGN.md §6): storms are
 :meth:`~pyattacker.world.ProviderModel.storm_until` of a world whose endpoints are the
-models, with the server's start as t = 0, and a :class:`~pyattacker.world.FailureProfile`
-describes them; each request's dice come from its own stream
-``f"{seed}:{model}:{ordinal}"`` as the world's rule says. It does not use
+models, with the server's start (or last reset) as t = 0, and a
+:class:`~pyattacker.world.FailureProfile` describes them; each request's dice come from
+its own stream ``f"{seed}:{model}:{ordinal}"`` as the world's rule says (ordinals count
+from the start, or the last reset). It does not use
 ``ProviderModel.admit``: that decides one service time per request, refuses (never queues)
 over capacity and spends one token per request from a tightening bucket, whereas an LLM
 response needs a TTFT *and* a gap per token, a queue, and OpenAI's two plain RPM/TPM buckets
@@ -50,39 +61,45 @@ flag each and know their exact quantiles.
 
 **Speed.** One ``asyncio.Protocol`` per connection on httptools; tokens are written by
 callbacks from one heap of due times (:mod:`pyattacker.servers._llm_ticker`, a single loop
-timer for all of them), with no task and no coroutine per request or per token. Measured
-with the server in its own process pinned to one core under uvloop, and a raw client on the
-other core streaming 200 to 1,000 concurrent chat completions (1 ms TTFT and ITL, 1,000 to
-2,000 tokens each): 120k to 155k tokens written per CPU-second of the server, one event
-each (7 to 8 us per token, about a third of it the ``send`` system call); 90k at 2,000
-streams. The ticker replaced one ``call_later`` per token, which cost about 2.6 us more
-per token.
+timer for all of them), with no task and no coroutine per request or per token.
+``benchmarks/llm_server_throughput.py --streams 300 --tokens 1000`` on 2 shared vCPUs (server
+and raw client pinned to one each, uvloop, 1 ms TTFT and ITL), five runs: 103k to 190k
+tokens written per CPU-second of the server (median 141k, about 7 us per token, a third of
+it the ``send`` system call), one event each; 94k to 113k tokens per wall-clock second.
+The ticker replaced one ``call_later`` per token, which cost about 2.6 us more per token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
-import signal
-from collections.abc import Callable, Mapping, Sequence
+import socket
+from collections.abc import Callable, Generator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from urllib.parse import parse_qs
 
 from pyattacker._checks import check_whole
 from pyattacker.errors import ConfigError
 from pyattacker.servers._delays import Delay
-from pyattacker.servers._llm_core import LlmCore
+from pyattacker.servers._llm_core import LlmCore, Work
 from pyattacker.servers._llm_dice import TokenCount
 from pyattacker.servers._llm_process import LlmServerProcess
 from pyattacker.servers._llm_protocol import LlmProtocol
-from pyattacker.servers._llm_settings import Settings, settings
-from pyattacker.servers.echo import _fastest_loop
+from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS, Settings, settings
+from pyattacker.servers._llm_truth import Record
+from pyattacker.servers._llm_wire import error_body
+from pyattacker.servers._loops import run_until_signalled
 from pyattacker.world import FailureProfile
 
 __all__ = ["LlmServer", "LlmServerProcess", "serve_llm_until_signalled"]
 
-_CONTROL = frozenset({(b"GET", b"/stats"), (b"GET", b"/reset"), (b"POST", b"/reset")})
+T = TypeVar("T")
+Steps = Generator[None, None, T]
+
+#: token times encoded into ``/stats?samples=1`` between two turns of the loop (~4 ms)
+SAMPLES_SLICE = 4096
 
 
 class LlmServer:
@@ -96,14 +113,17 @@ class LlmServer:
     - ``ttft``, ``itl``: :class:`Delay` specs (``lognormal:median=200ms,sigma=0.5``).
     - ``output_tokens``: completion lengths (``fixed:N``, ``uniform:min=A,max=B``,
       ``lognormal:median=N,sigma=S``, ``max``: always the request's ``max_tokens``).
+    - ``max_output_tokens``: the most tokens a completion may have: a request asking for
+      more (``max_tokens``, ``max_completion_tokens``) is a 400, a drawn length is cut to it.
     - ``capacity``: completions generating at once (``None``: no limit); ``overflow``:
       ``"queue"`` (wait for a slot) or ``"refuse"`` (429 at once).
     - ``rpm``, ``tpm``: rate limits per minute (``None``: none).
     - ``fail``: ``{status: fraction}`` answered at random; ``storms``: a
       :class:`~pyattacker.world.FailureProfile` or ``"rate=0.05,duration=30s,error_rate=0.5"``.
-    - ``api_keys``: when given, a request needs one (``Authorization: Bearer K`` or
-      ``api-key: K``). ``utilization_header``: send ``azure-openai-deployment-utilization``
-      (in-flight / capacity) on completion responses; needs ``capacity``.
+    - ``api_keys``: when given, every request needs one (``Authorization: Bearer K`` or
+      ``api-key: K``), ``/stats`` and ``/reset`` included. ``utilization_header``: send
+      ``azure-openai-deployment-utilization`` (in-flight / capacity) on completion
+      responses; needs ``capacity``.
     """
 
     def __init__(
@@ -115,6 +135,7 @@ class LlmServer:
         ttft: Delay | str = "lognormal:median=200ms,sigma=0.5",
         itl: Delay | str = "fixed:20ms",
         output_tokens: TokenCount | str | int = "lognormal:median=100,sigma=0.5",
+        max_output_tokens: int = MAX_OUTPUT_TOKENS,
         capacity: int | None = None,
         overflow: str = "queue",
         rpm: int | None = None,
@@ -134,6 +155,7 @@ class LlmServer:
             ttft=ttft,
             itl=itl,
             output_tokens=output_tokens,
+            max_output_tokens=max_output_tokens,
             capacity=capacity,
             overflow=overflow,
             rpm=rpm,
@@ -156,7 +178,8 @@ class LlmServer:
         return self._url
 
     async def start(self) -> None:
-        """Bind and listen. ``ConfigError`` (field ``port``) when the address is unusable."""
+        """Bind and listen. ``ConfigError`` naming ``host`` (not an address of this
+        machine) or ``port`` (taken, or not ours to take) when the address is unusable."""
         if self._server is not None:
             raise RuntimeError("the LLM server is already started")
         loop = asyncio.get_running_loop()
@@ -166,11 +189,7 @@ class LlmServer:
                 lambda: LlmProtocol(self._core), self.host, self.port, backlog=4096
             )
         except OSError as exc:
-            raise ConfigError(
-                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
-                field="port",
-                hint="use --port 0 for any free port",
-            ) from None
+            raise listen_error(self.host, self.port, exc) from None
         port = self._server.sockets[0].getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self._url = f"http://{host}:{port}"
@@ -197,7 +216,9 @@ class LlmServer:
     ) -> None:
         await self.stop()
 
-    def stats(self, *, samples: bool = False) -> dict[str, Any]:
+    def stats(
+        self, *, samples: bool = False, offset: int = 0, limit: int | None = None
+    ) -> dict[str, Any]:
         """The ground truth since the last reset, exact, in seconds.
 
         Keys: ``requests`` (completion requests recorded), ``statuses`` (count per status
@@ -205,34 +226,69 @@ class LlmServer:
         ``throttled`` (429s), ``prompt_tokens`` and ``completion_tokens`` (sums over ``ok``
         requests), ``ttft``, ``e2e``, ``itl``, ``tpot`` (each ``count``, ``min``, ``mean``,
         ``p50``, ``p90``, ``p95``, ``p99``, ``p99.9``, ``max``; ``None`` but ``count`` when
-        empty; over ``ok`` requests), ``in_flight`` and ``queued`` (not yet recorded),
-        ``settings``; with ``samples=True`` also ``samples``, one dict per request in the
-        order they ended.
+        empty; over ``ok`` requests); ``received`` (completion requests received), which is
+        always ``requests + in_flight + queued + pending``: ``in_flight`` (generating),
+        ``queued`` (waiting for a slot), ``pending`` (waiting behind an earlier response on
+        their connection, or ended and waiting for the write buffer to drain);
+        ``discarded_after_reset`` (requests received before the last reset that ended
+        after it: never recorded), ``before_reset`` (such requests still in progress),
+        ``settings``. With ``samples=True`` also ``samples``: one dict per record in the
+        order they ended, from the ``offset``-th, at most ``limit`` of them.
+
+        Run here it does all its work at once; ``GET /stats`` does the same in slices,
+        giving the loop a turn between them.
         """
-        core = self._core
-        result = core.ledger.summary()
-        result["in_flight"], result["queued"] = core.in_progress()
-        result["settings"] = self.settings.describe()
+        result, page = _finish(self._stats(samples=samples, offset=offset, limit=limit))
         if samples:
-            result["samples"] = [record.as_dict() for record in core.ledger.records]
+            result["samples"] = [record.as_dict() for record in page]
         return result
 
     def reset(self) -> int:
-        """Forget every record and refill the rate-limit buckets; return the records cleared.
+        """Start a new experiment: forget every record, refill the rate-limit buckets,
+        count storms from now and number each model's requests (their dice) from 0
+        again; return the records cleared.
 
-        Requests in flight are recorded when they end, after the reset.
+        Requests already in progress are answered but never recorded: they are counted in
+        ``discarded_after_reset`` when they end.
         """
-        return self._core.clear()
+        return self._core.reset()
 
-    def _control(self, method: bytes, path: bytes, query: bytes) -> tuple[int, bytes] | None:
-        """Answer ``/stats`` or ``/reset``; ``None`` for any other request."""
-        if (method, path) not in _CONTROL:
-            return None
+    def _stats(
+        self, *, samples: bool, offset: int, limit: int | None
+    ) -> Steps[tuple[dict[str, Any], list[Record]]]:
+        """Steps towards the stats dict and the page of records asked for."""
+        core = self._core
+        yield from core.ledger.steps()
+        result = core.ledger.summary()
+        tally = core.tally()
+        result["received"] = core.epoch.received
+        result["in_flight"], result["queued"] = tally.in_flight, tally.queued
+        result["pending"], result["before_reset"] = tally.pending, tally.earlier
+        result["settings"] = self.settings.describe()
+        stop = None if limit is None else offset + limit
+        return result, core.ledger.records[offset:stop] if samples else []
+
+    def _control(self, path: bytes, query: bytes) -> Work:
+        """The reply to an authorized ``POST /reset`` or ``GET /stats[?samples=1...]``."""
         if path == b"/reset":
-            return 200, _json({"cleared": self.reset()})
+            return _now(200, [_json({"cleared": self.reset()})])
+        return self._stats_reply(query)
+
+    def _stats_reply(self, query: bytes) -> Work:
         params = parse_qs(query.decode("latin-1"))
-        wanted = params.get("samples", ["0"])[-1].lower() in ("1", "true", "yes")
-        return 200, _json(self.stats(samples=wanted))
+        samples = params.get("samples", ["0"])[-1].lower() in ("1", "true", "yes")
+        try:
+            offset = _whole_param(params, "offset") or 0
+            limit = _whole_param(params, "limit")
+        except ConfigError as exc:
+            return 400, [error_body(str(exc), "invalid_request_error", param=exc.field)]
+        result, page = yield from self._stats(samples=samples, offset=offset, limit=limit)
+        if not samples:
+            return 200, [_json(result)]
+        pieces = [_json(result)[:-2] + b',"samples":[']  # the object without its "}\n"
+        yield from _encode(page, pieces)
+        pieces.append(b"]}\n")
+        return 200, pieces
 
     def describe(self) -> str:
         """One line saying what this server does (API keys counted, never shown)."""
@@ -247,8 +303,9 @@ class LlmServer:
         keys = f"{len(s.api_keys)} API key(s) required" if s.api_keys else "no API key"
         return (
             f"models {', '.join(s.models)}; ttft {s.ttft.describe()}, itl {s.itl.describe()}, "
-            f"output tokens {s.output_tokens.describe()}; {limits or 'no limits'}; "
-            f"fail {self._core.failures.describe()}; seed {s.seed}; {keys}"
+            f"output tokens {s.output_tokens.describe()} (at most {s.max_output_tokens}); "
+            f"{limits or 'no limits'}; fail {self._core.failures.describe()}; seed {s.seed}; "
+            f"{keys}"
         )
 
     def __repr__(self) -> str:
@@ -261,23 +318,65 @@ def serve_llm_until_signalled(server: LlmServer, *, announce: Callable[[LlmServe
 
     ``announce(server)`` is called once it listens. Raises what ``server.start()`` raises.
     """
-    with asyncio.Runner(loop_factory=_fastest_loop()) as runner:
-        runner.run(_serve(server, announce))
+    run_until_signalled(server, announce)
 
 
-async def _serve(server: LlmServer, announce: Callable[[LlmServer], None]) -> None:
-    loop = asyncio.get_running_loop()
-    stopped = asyncio.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for signum in signals:
-        loop.add_signal_handler(signum, stopped.set)
-    try:
-        async with server:
-            announce(server)
-            await stopped.wait()
-    finally:
-        for signum in signals:
-            loop.remove_signal_handler(signum)
+def listen_error(host: str, port: int, exc: OSError) -> ConfigError:
+    """Why ``host:port`` cannot be listened on, naming the part to change."""
+    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+        return ConfigError(
+            text, field="host", hint="an address of this machine: 127.0.0.1, 0.0.0.0 or ::1"
+        )
+    if exc.errno == errno.EACCES:
+        hint = "ports below 1024 need privileges; port 0 picks a free one"
+        return ConfigError(text, field="port", hint=hint)
+    return ConfigError(text, field="port", hint="port 0 picks a free one")
+
+
+def _now(status: int, pieces: list[bytes]) -> Work:
+    """A reply that needs no steps (a generator that returns at once)."""
+    yield from ()
+    return status, pieces
+
+
+def _finish(steps: Steps[T]) -> T:
+    """Run ``steps`` to the end at once; their result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+
+def _encode(records: list[Record], pieces: list[bytes]) -> Steps[None]:
+    """Append the JSON of ``records`` to ``pieces`` (``token_times`` last in each object),
+    yielding every :data:`SAMPLES_SLICE` token times (a record's other fields counting as 8):
+    no step encodes much more."""
+    budget = SAMPLES_SLICE
+    for index, record in enumerate(records):
+        fields = _json(record.as_dict(times=False))[:-2]
+        pieces.append((b"," if index else b"") + fields + b',"token_times":[')
+        times = record.token_times
+        for start in range(0, len(times), SAMPLES_SLICE):
+            part = times[start : start + SAMPLES_SLICE].tolist()
+            pieces.append((b"," if start else b"") + json.dumps(part)[1:-1].encode())
+            budget -= len(part)
+            if budget <= 0:
+                budget = SAMPLES_SLICE
+                yield
+        pieces.append(b"]}")
+        budget -= 8  # a record's other fields cost about what 8 token times do
+
+
+def _whole_param(params: dict[str, list[str]], name: str) -> int | None:
+    if name not in params:
+        return None
+    text = params[name][-1]
+    if not text.isdigit():
+        raise ConfigError(f"must be a whole number >= 0, got {text!r}", field=name)
+    return int(text)
 
 
 def _json(body: Mapping[str, Any]) -> bytes:
