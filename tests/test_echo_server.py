@@ -690,3 +690,12 @@ def test_the_help_shows_the_delay_forms_the_endpoints_and_examples(
     out = capsys.readouterr().out
     for text in ("lognormal:median=20ms,sigma=0.5", "/stats", "/stall", "Examples", "--fail"):
         assert text in out
+
+
+def test_an_address_that_is_not_this_machines_names_the_host_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_cli(["echo-server", "--host", "256.0.0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --host: cannot listen on 256.0.0.1"), err
+    assert "Traceback" not in err

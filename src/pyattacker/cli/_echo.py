@@ -81,7 +81,12 @@ def echo_server(
         body_size=body_size,
         fail=parse_fails(fails),
     )
-    serve_until_signalled(server, announce=_announce)
+    try:
+        serve_until_signalled(server, announce=_announce)
+    except ConfigError as exc:  # the address could not be listened on: name the flag
+        if exc.field in ("host", "port"):
+            raise ConfigError(exc.message, field=f"--{exc.field}", hint=exc.hint) from None
+        raise
 
 
 def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:

@@ -28,9 +28,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
 from pyattacker._checks import check_number, check_whole
@@ -39,6 +38,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.measure import exact_percentile
 from pyattacker.servers._core import Core, check_fail
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._listening import ListeningServer
 from pyattacker.servers._loops import run_until_signalled
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers._protocol import EchoProtocol
@@ -52,13 +52,15 @@ _CONTROL = frozenset(
 )
 
 
-class EchoServer:
+class EchoServer(ListeningServer):
     """The echo server on the running event loop (``async with EchoServer() as server``).
 
     Arguments are checked at construction (``ConfigError`` naming the argument). ``url``
     exists from :meth:`start` on. Statistics and controls are plain methods, safe to call
     from the loop's thread at any time, also while requests are in flight.
     """
+
+    what = "echo server"
 
     def __init__(
         self,
@@ -70,10 +72,7 @@ class EchoServer:
         body_size: int = 2,
         fail: Mapping[int, float] | None = None,
     ) -> None:
-        self.host = host
-        self.port = check_whole(port, "port", at_least=0)
-        if self.port > 65535:
-            raise ConfigError(f"must be a port 0..65535, got {port}", field="port")
+        super().__init__(host, port)
         self.delay = delay if isinstance(delay, Delay) else Delay.parse(delay, field="delay")
         self.seed = check_whole(seed, "seed", at_least=0)
         body_size = check_whole(body_size, "body_size", at_least=0)
@@ -81,57 +80,6 @@ class EchoServer:
         self._core = Core(
             delay=self.delay, seed=seed, body_size=body_size, fail=self.fail, control=self._control
         )
-        self._server: asyncio.Server | None = None
-        self._url: str | None = None
-
-    @property
-    def url(self) -> str:
-        """``http://HOST:PORT`` with the bound port; ``RuntimeError`` before :meth:`start`."""
-        if self._url is None:
-            raise RuntimeError("the echo server has not been started")
-        return self._url
-
-    async def start(self) -> None:
-        """Bind and listen. ``ConfigError`` (field ``port``) when the address is unusable."""
-        if self._server is not None:
-            raise RuntimeError("the echo server is already started")
-        loop = asyncio.get_running_loop()
-        self._core.bind(loop)
-        try:
-            self._server = await loop.create_server(
-                self._connection, self.host, self.port, backlog=2048
-            )
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
-                field="port",
-                hint="use --port 0 for any free port",
-            ) from None
-        port = self._server.sockets[0].getsockname()[1]
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self._url = f"http://{host}:{port}"
-
-    async def stop(self) -> None:
-        """Stop listening and close every connection (held requests count as dropped)."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.close()
-        for protocol in list(self._core.connections):
-            protocol.abort()
-        await server.wait_closed()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     def stats(self, *, samples: bool = False) -> dict[str, Any]:
         """Exact statistics of every hold time since the last reset, in seconds.
@@ -177,8 +125,14 @@ class EchoServer:
         """
         self._core.stall(check_number(seconds, "seconds", at_least=0))
 
-    def _connection(self) -> EchoProtocol:
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._core.bind(loop)
+
+    def _protocol(self) -> EchoProtocol:
         return EchoProtocol(self._core)
+
+    def _open(self) -> Iterable[EchoProtocol]:
+        return self._core.connections
 
     def _control(self, method: bytes, path: bytes, query: bytes) -> tuple[int, bytes] | None:
         """Answer a control request, or ``None`` when ``(method, path)`` is an echo request."""

@@ -72,17 +72,14 @@ The ticker replaced one ``call_later`` per token, which cost about 2.6 us more p
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
-import socket
-from collections.abc import Callable, Generator, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
-from pyattacker._checks import check_whole
 from pyattacker.errors import ConfigError
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._listening import ListeningServer
 from pyattacker.servers._llm_core import LlmCore, Work
 from pyattacker.servers._llm_dice import TokenCount
 from pyattacker.servers._llm_process import LlmServerProcess
@@ -102,7 +99,7 @@ Steps = Generator[None, None, T]
 SAMPLES_SLICE = 4096
 
 
-class LlmServer:
+class LlmServer(ListeningServer):
     """The mock LLM server on the running event loop (``async with LlmServer() as s``).
 
     Every argument is checked here (``ConfigError`` naming it). ``url`` exists from
@@ -126,6 +123,9 @@ class LlmServer:
       responses; needs ``capacity``.
     """
 
+    what = "LLM server"
+    backlog = 4096
+
     def __init__(
         self,
         *,
@@ -146,10 +146,7 @@ class LlmServer:
         seed: int = 0,
         utilization_header: bool = False,
     ) -> None:
-        self.host = host
-        self.port = check_whole(port, "port", at_least=0)
-        if self.port > 65535:
-            raise ConfigError(f"must be a port 0..65535, got {port}", field="port")
+        super().__init__(host, port)
         self.settings: Settings = settings(
             models=models,
             ttft=ttft,
@@ -167,54 +164,15 @@ class LlmServer:
             utilization_header=utilization_header,
         )
         self._core = LlmCore(self.settings, self._control)
-        self._server: asyncio.Server | None = None
-        self._url: str | None = None
 
-    @property
-    def url(self) -> str:
-        """``http://HOST:PORT`` with the bound port; ``RuntimeError`` before :meth:`start`."""
-        if self._url is None:
-            raise RuntimeError("the LLM server has not been started")
-        return self._url
-
-    async def start(self) -> None:
-        """Bind and listen. ``ConfigError`` naming ``host`` (not an address of this
-        machine) or ``port`` (taken, or not ours to take) when the address is unusable."""
-        if self._server is not None:
-            raise RuntimeError("the LLM server is already started")
-        loop = asyncio.get_running_loop()
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._core.bind(loop)
-        try:
-            self._server = await loop.create_server(
-                lambda: LlmProtocol(self._core), self.host, self.port, backlog=4096
-            )
-        except OSError as exc:
-            raise listen_error(self.host, self.port, exc) from None
-        port = self._server.sockets[0].getsockname()[1]
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self._url = f"http://{host}:{port}"
 
-    async def stop(self) -> None:
-        """Stop listening and close every connection (what is in flight is dropped)."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.close()
-        for protocol in list(self._core.connections):
-            protocol.abort()
-        await server.wait_closed()
+    def _protocol(self) -> LlmProtocol:
+        return LlmProtocol(self._core)
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
+    def _open(self) -> Iterable[LlmProtocol]:
+        return self._core.connections
 
     def stats(
         self, *, samples: bool = False, offset: int = 0, limit: int | None = None
@@ -319,19 +277,6 @@ def serve_llm_until_signalled(server: LlmServer, *, announce: Callable[[LlmServe
     ``announce(server)`` is called once it listens. Raises what ``server.start()`` raises.
     """
     run_until_signalled(server, announce)
-
-
-def listen_error(host: str, port: int, exc: OSError) -> ConfigError:
-    """Why ``host:port`` cannot be listened on, naming the part to change."""
-    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-    if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-        return ConfigError(
-            text, field="host", hint="an address of this machine: 127.0.0.1, 0.0.0.0 or ::1"
-        )
-    if exc.errno == errno.EACCES:
-        hint = "ports below 1024 need privileges; port 0 picks a free one"
-        return ConfigError(text, field="port", hint=hint)
-    return ConfigError(text, field="port", hint="port 0 picks a free one")
 
 
 def _now(status: int, pieces: list[bytes]) -> Work:

@@ -1,0 +1,113 @@
+"""What the echo server and the mock LLM server share: an address checked when the server
+is built, a listening socket on the running loop, its URL once bound, ``async with``.
+
+A subclass says how to bind its shared state to the loop (:meth:`ListeningServer._bind`),
+makes one protocol per connection (:meth:`ListeningServer._protocol`) and lists the open
+ones (:meth:`ListeningServer._open`) so that :meth:`ListeningServer.stop` can drop them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+from collections.abc import Iterable
+from types import TracebackType
+from typing import ClassVar, Protocol, Self
+
+from pyattacker._checks import check_whole
+from pyattacker.errors import ConfigError
+
+__all__ = ["ListeningServer", "listen_error"]
+
+
+class _Abortable(Protocol):
+    def abort(self) -> None: ...
+
+
+class ListeningServer:
+    """A server on the running loop, listening on ``host:port`` (0: a free port)."""
+
+    what: ClassVar[str] = "server"  # for messages: "the echo server has not been started"
+    backlog: ClassVar[int] = 2048
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = check_whole(port, "port", at_least=0)
+        if self.port > 65535:
+            raise ConfigError(f"must be a port 0..65535, got {port}", field="port")
+        self._server: asyncio.Server | None = None
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` with the bound port; ``RuntimeError`` before :meth:`start`."""
+        if self._url is None:
+            raise RuntimeError(f"the {self.what} has not been started")
+        return self._url
+
+    async def start(self) -> None:
+        """Bind and listen. ``ConfigError`` naming ``host`` (not an address of this
+        machine) or ``port`` (taken, or not ours to take) when the address is unusable."""
+        if self._server is not None:
+            raise RuntimeError(f"the {self.what} is already started")
+        loop = asyncio.get_running_loop()
+        self._bind(loop)
+        try:
+            self._server = await loop.create_server(
+                self._protocol, self.host, self.port, backlog=self.backlog
+            )
+        except OSError as exc:
+            raise listen_error(self.host, self.port, exc) from None
+        port = self._server.sockets[0].getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self._url = f"http://{host}:{port}"
+
+    async def stop(self) -> None:
+        """Stop listening and close every connection (what is in flight is dropped)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for protocol in list(self._open()):
+            protocol.abort()
+        await server.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- what a subclass provides ---------------------------------------------------------
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Serve on ``loop`` (called by :meth:`start`, before any connection)."""
+        raise NotImplementedError
+
+    def _protocol(self) -> asyncio.Protocol:
+        """The protocol of one new connection."""
+        raise NotImplementedError
+
+    def _open(self) -> Iterable[_Abortable]:
+        """The connections open now."""
+        raise NotImplementedError
+
+
+def listen_error(host: str, port: int, exc: OSError) -> ConfigError:
+    """Why ``host:port`` cannot be listened on, naming the part to change."""
+    text = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+        return ConfigError(
+            text, field="host", hint="an address of this machine: 127.0.0.1, 0.0.0.0 or ::1"
+        )
+    if exc.errno == errno.EACCES:
+        hint = "ports below 1024 need privileges; port 0 picks a free one"
+        return ConfigError(text, field="port", hint=hint)
+    return ConfigError(text, field="port", hint="port 0 picks a free one")
