@@ -280,6 +280,38 @@ def test_live_progress_of_an_llm_attack_adds_ttft_and_tokens_per_second() -> Non
     assert "150" in drawn  # 600 tokens in 4 s
 
 
+def test_live_progress_on_a_narrow_terminal_wraps_and_never_cuts_a_number() -> None:
+    screen = io.StringIO()
+    live = LiveProgress(Console(file=screen, force_terminal=True, width=80))
+    live.update(
+        Progress(
+            elapsed=123.4,
+            planned=37020.0,
+            scheduled=37020,
+            sent=37019,
+            completed=36990,
+            in_flight=29,
+            dropped=0,
+            failed=1234,
+            throttled=5678,
+            latency_p50=0.0509,
+            latency_p99=0.0801,
+            service_p50=0.049,
+            service_p99=0.078,
+            ttft_p50=0.25,
+            ttft_p99=0.5,
+            completion_tokens=600_000,
+        )
+    )
+    live.close()
+    drawn = screen.getvalue()
+    for figure in ("123.4s", "37019", "300/s of 300", "1234", "5678", "50.9/80.1", "49.0/78.0"):
+        assert figure in drawn, figure
+    assert "250.0/500.0" in drawn
+    assert "4862" in drawn  # tokens/s
+    assert "…" not in drawn
+
+
 def test_a_keys_file_makes_one_target_per_key_and_no_key_reaches_the_report(
     echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

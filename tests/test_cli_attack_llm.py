@@ -186,3 +186,4 @@ def test_help_documents_the_llm_options(capsys: pytest.CaptureFixture[str]) -> N
     ):
         assert option in text, option
     assert "--retry none" in text
+    assert "--duration 60s \\\n" in text  # the examples' line continuations survive click

@@ -46,9 +46,9 @@ Examples:
   pyattacker attack URL --stages 10s:100/s,30s:1000/s,10s:0/s
   pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
-  pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \
+  pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
       --shape 1000:200 --key $KEY
-  pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \
+  pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \\
       --retry exponential --window 60s
 
 \b

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 
+from rich.columns import Columns
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
+from rich.text import Text
 
 from pyattacker.attack import Progress
 
@@ -29,43 +30,31 @@ class LiveProgress:
         return cls(console) if console.is_terminal else None
 
     def update(self, progress: Progress) -> None:
-        table = Table(box=None, show_header=True, pad_edge=False)
-        for name in (
-            "elapsed",
-            "sent",
-            "rate",
-            "in flight",
-            "failed",
-            "throttled",
-            "dropped",
-            "p50/p99 sched ms",
-            "p50/p99 sent ms",
-            *(("ttft p50/p99 ms", "tokens/s") if progress.completion_tokens is not None else ()),
-        ):
-            table.add_column(name, justify="right")
         rate = progress.sent / progress.elapsed if progress.elapsed > 0 else 0.0
         planned = (
             ""
             if progress.planned is None or progress.elapsed <= 0
             else (f" of {progress.planned / progress.elapsed:.0f}")
         )
-        llm: tuple[str, ...] = ()
+        cells = [
+            ("elapsed", f"{progress.elapsed:.1f}s"),
+            ("sent", str(progress.sent)),
+            ("rate", f"{rate:.0f}/s{planned}"),
+            ("in flight", str(progress.in_flight)),
+            ("failed", str(progress.failed)),
+            ("throttled", str(progress.throttled)),
+            ("dropped", str(progress.dropped)),
+            ("p50/p99 sched ms", f"{_ms(progress.latency_p50)}/{_ms(progress.latency_p99)}"),
+            ("p50/p99 sent ms", f"{_ms(progress.service_p50)}/{_ms(progress.service_p99)}"),
+        ]
         if progress.completion_tokens is not None:
             tokens = progress.completion_tokens / progress.elapsed if progress.elapsed > 0 else 0.0
-            llm = (f"{_ms(progress.ttft_p50)}/{_ms(progress.ttft_p99)}", f"{tokens:.0f}")
-        table.add_row(
-            f"{progress.elapsed:.1f}s",
-            str(progress.sent),
-            f"{rate:.0f}/s{planned}",
-            str(progress.in_flight),
-            str(progress.failed),
-            str(progress.throttled),
-            str(progress.dropped),
-            f"{_ms(progress.latency_p50)}/{_ms(progress.latency_p99)}",
-            f"{_ms(progress.service_p50)}/{_ms(progress.service_p99)}",
-            *llm,
-        )
-        self._live.update(table, refresh=True)
+            cells.append(("ttft p50/p99 ms", f"{_ms(progress.ttft_p50)}/{_ms(progress.ttft_p99)}"))
+            cells.append(("tokens/s", f"{tokens:.0f}"))
+        # One small block per figure, name over value, laid side by side and wrapped onto
+        # another row when the terminal is narrow: a number is never cut short.
+        blocks = [Text(f"{name}\n{value}", justify="right", no_wrap=True) for name, value in cells]
+        self._live.update(Columns(blocks, padding=(0, 2)), refresh=True)
 
     def close(self) -> None:
         self._live.stop()
