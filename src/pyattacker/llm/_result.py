@@ -109,10 +109,13 @@ class LlmResult:
 
     @property
     def tpot(self) -> float | None:
-        """Time per output token after the first: ``(end - first_token) /
-        (completion_tokens - 1)``; ``None`` without a first token, an end, or a server
-        count of at least two completion tokens."""
+        """Time per output token after the first: ``(end - first_token) / (n - 1)``, ``n``
+        the server's ``completion_tokens``, else (no usage reported) the content chunks
+        counted (as the attack's figures do); ``None`` without a first token, an end, or
+        ``n >= 2``."""
         tokens = self.usage.completion_tokens if self.usage is not None else None
+        if tokens is None:
+            tokens = self.content_chunks
         span = _span(self.first_token, self.end)
         if tokens is None or tokens < 2 or span is None:
             return None
