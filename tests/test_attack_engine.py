@@ -18,6 +18,7 @@ import pytest
 
 from pyattacker._gc import quiet_gc
 from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel, Target
+from pyattacker.attack._tally import ErrorGroup
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Attempt, Outcome, RequestRecord
@@ -25,6 +26,7 @@ from pyattacker.testing import run_virtual
 
 A = "http://127.0.0.1:9/a"
 B = "http://127.0.0.1:9/b"
+DROPPED = "dropped: max_in_flight requests were already in progress"
 
 
 class Refused(Exception):
@@ -131,7 +133,7 @@ def test_dropped_requests_count_as_attempts_but_not_as_sent_ones() -> None:
     assert (total.requests, total.attempts) == (20, 20)
     assert total.sent_attempts == len(server.calls) == result.sent == 8
     assert result.to_dict()["total"]["sent_attempts"] == 8
-    assert result.errors == {"dropped: max_in_flight requests were already in progress": 12}
+    assert result.errors == [ErrorGroup(DROPPED, 12, DROPPED)]
 
 
 def test_the_errors_count_the_message_each_request_ended_with() -> None:
@@ -145,8 +147,11 @@ def test_the_errors_count_the_message_each_request_ended_with() -> None:
     )
     result, records = attack(plan, server)
     assert records[1].attempts[0].error == "Refused: HTTP 429"  # not the request's last word
-    assert result.errors == {"Refused: HTTP 404": 5, "Refused: HTTP 500": 1}
-    assert result.to_dict()["errors"] == result.errors
+    assert result.errors == [
+        ErrorGroup("Refused: HTTP 404", 5, "Refused: HTTP 404"),
+        ErrorGroup("Refused: HTTP 500", 1, "Refused: HTTP 500"),
+    ]
+    assert result.to_dict()["errors"] == [group.to_dict() for group in result.errors]
 
 
 def test_retry_none_makes_exactly_one_attempt_per_request_and_counts_throttles() -> None:

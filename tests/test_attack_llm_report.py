@@ -11,6 +11,7 @@ import asyncio
 from typing import Any
 
 from pyattacker.attack import AttackPlan, AttackResult, LlmSpec, OpenModel, attack
+from pyattacker.attack._tally import ErrorGroup
 from pyattacker.llm import SyntheticPrompts
 from pyattacker.servers import LlmServer
 
@@ -25,12 +26,14 @@ THROTTLING: dict[str, Any] = {
 }
 
 
-def _plan(url: str, load: OpenModel, *, requests: int = 12, **options: Any) -> AttackPlan:
+def _plan(
+    url: str, load: OpenModel, *, requests: int = 12, stream: bool = True, **options: Any
+) -> AttackPlan:
     return AttackPlan.build(
         [url + "/v1"],
         load,
         requests=requests,
-        llm=LlmSpec("m", SyntheticPrompts(context_tokens=8, max_tokens=16)),
+        llm=LlmSpec("m", SyntheticPrompts(context_tokens=8, max_tokens=16), stream=stream),
         window=0.25,
         **options,
     )
@@ -56,7 +59,7 @@ def test_retried_refusals_show_in_the_windows_as_the_attempts_the_server_refused
     ok_streams = llm["ok_streams"]
     assert ok_streams == truth["outcomes"]["ok"] == 12
     assert sum(w["e2e_scheduled_s"]["count"] for w in llm["windows"]) == ok_streams
-    assert llm["per_minute"]["answer_span_s"] == result.elapsed
+    assert llm["per_minute"]["answer_span_s"] == result.answer_span_s >= result.elapsed
     assert llm["sent_attempts"] == truth["requests"] == result.total.attempts
 
 
@@ -70,7 +73,8 @@ def test_dropped_requests_are_attempts_the_server_never_saw() -> None:
     assert dropped > 0
     assert total.attempts == total.requests == 10
     assert total.sent_attempts == truth["requests"] == 10 - dropped
-    assert result.errors == {"dropped: max_in_flight requests were already in progress": dropped}
+    message = "dropped: max_in_flight requests were already in progress"
+    assert result.errors == [ErrorGroup(message, dropped, message)]
 
 
 def test_streams_cut_mid_token_give_ttfts_and_no_window_end_to_end() -> None:
@@ -86,3 +90,17 @@ def test_streams_cut_mid_token_give_ttfts_and_no_window_end_to_end() -> None:
     windows = result.to_dict()["llm"]["windows"]
     assert sum(w["ttft_sent_s"]["count"] for w in windows) == 3
     assert sum(w["e2e_scheduled_s"]["count"] for w in windows) == 0
+
+
+def test_a_whole_body_run_has_an_end_to_end_for_every_answer_the_server_served() -> None:
+    options = {**THROTTLING, "capacity": None}
+    result, truth = _attack(
+        options, lambda url: _plan(url, OpenModel(rate=50), requests=6, stream=False)
+    )
+    llm = result.to_dict()["llm"]
+    assert truth["outcomes"]["ok"] == 6
+    assert (llm["streamed_requests"], llm["ok_answers"]) == (0, 6)
+    assert llm["e2e_s"]["sent"]["count"] == llm["e2e_s"]["scheduled"]["count"] == 6
+    assert sum(w["e2e_scheduled_s"]["count"] for w in llm["windows"]) == 6
+    # Every request succeeded: no more answered OK per minute than were sent.
+    assert llm["per_minute"]["sent"] >= llm["per_minute"]["ok_requests"]

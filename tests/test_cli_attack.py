@@ -102,7 +102,7 @@ def test_a_report_in_every_format_agrees_with_the_server_count(
     assert {row["outcome"] for row in samples} == {"ok"}
     assert "## Latency (ms)" in md.read_text()
     assert report["total"]["sent_attempts"] == 100
-    assert report["errors"] == {}
+    assert report["errors"] == []
     text = capsys.readouterr().out
     for row in ("scheduled", "sent", "dispatch delay"):
         assert row in text

@@ -211,19 +211,45 @@ def test_an_http_request_adds_nothing_to_the_llm_figures() -> None:
     assert (stats.prompt_tokens, stats.completion_tokens, stats.usage_requests) == (0, 0, 0)
 
 
-def test_a_whole_body_answer_counts_its_tokens_but_no_stream_figures() -> None:
-    # A non-streamed LLM answer has usage but no token timestamps: tokens yes, TTFT/ITL no.
-    whole = streamed(usage=usage(10, 10))
+def whole_body(
+    request: int = 0, attempt: int = 1, *, at: float = ORIGIN, outcome: Outcome = Outcome.OK
+) -> Attempt:
+    """A whole-body (not streamed) LLM answer: usage, no token timestamps."""
+    whole = streamed(request, attempt, at=at, outcome=outcome, usage=usage(10, 10))
     whole.first_token, whole.token_times = None, None
-    stats = stats_of(whole)
+    return whole
+
+
+def test_a_whole_body_answer_counts_its_tokens_and_end_to_end_but_no_stream_figures() -> None:
+    # No token timestamps: tokens and end to end (sent 0.125, ended 1.625) yes, TTFT/ITL no.
+    stats = stats_of(whole_body())
     assert stats.has_llm
     assert (stats.prompt_tokens, stats.completion_tokens, stats.usage_requests) == (10, 10, 1)
-    for name in ("ttft", "ttft_scheduled", "itl", "tpot", "e2e", "e2e_scheduled"):
+    assert stats.e2e == hist(1.5)
+    assert stats.e2e_scheduled == hist(1.625)
+    for name in ("ttft", "ttft_scheduled", "itl", "tpot"):
         assert getattr(stats, name).count == 0, name
     series = WindowSeries(1.0, 0.0)
-    series.add_attempt(whole)
+    series.add_attempt(whole_body())
     (window,) = [w for w in series.windows() if w.completed]
     assert (window.prompt_tokens, window.completion_tokens, window.ttft.count) == (10, 10, 0)
+    assert window.e2e_scheduled == hist(1.625).summary()
+
+
+def test_a_retried_whole_body_answer_spans_every_attempt_and_a_failed_one_has_no_e2e() -> None:
+    retried = RequestRecord.from_attempts(
+        [throttled(0, 1, ORIGIN, None), whole_body(0, 2, at=ORIGIN + 1.0)]
+    )  # first sent at 100.25, scheduled at 100.0, ended at 102.625
+    failed = whole_body(1, outcome=Outcome.FAILED)
+    stats = RequestStats()
+    stats.add(retried)
+    stats.add_attempt(failed)
+    assert stats.e2e == hist(2.375)
+    assert stats.e2e_scheduled == hist(2.625)
+    series = WindowSeries(1.0, ORIGIN)
+    series.add(retried)
+    series.add_attempt(failed)
+    assert [w.e2e_scheduled.count for w in series.windows()] == [0, 0, 1]
 
 
 def test_negative_spans_count_as_zero() -> None:

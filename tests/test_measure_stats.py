@@ -298,8 +298,16 @@ def test_request_stats_hold_exactly_the_llm_figures_the_definitions_give(
     assert stats.ttft == histogram_of(first - r.sent for r, first in streamed if r.sent)
     assert stats.ttft_scheduled == histogram_of(first - r.scheduled for r, first in streamed)
     assert stats.failed_after_first_token == len(streamed) - len(ok_streams)
-    assert stats.e2e == histogram_of(r.service_time for r, _ in ok_streams)
-    assert stats.e2e_scheduled == histogram_of(r.latency for r, _ in ok_streams)
+    # End to end: every OK answer, streamed or whole body (a first token or a usage).
+    ok_answers = [
+        r
+        for r in records
+        if r.answered
+        and r.outcome is Outcome.OK
+        and (r.last.first_token is not None or r.last.usage is not None)
+    ]
+    assert stats.e2e == histogram_of(r.service_time for r in ok_answers if r.sent is not None)
+    assert stats.e2e_scheduled == histogram_of(r.latency for r in ok_answers)
     chunks = [[first, *(r.last.token_times or [])] for r, first in ok_streams]
     assert stats.itl == histogram_of(b - a for times in chunks for a, b in pairwise(times))
     expected_tpot = []

@@ -9,9 +9,9 @@ Three requests with exact binary-fraction timestamps, 30 s windows over a 60 s s
 * 2 — one attempt at 40: sent 40.125, first token 40.375, chunk 40.5, cut at 40.625
   (FAILED, no usage): a stream that failed after its first token.
 
-The run ends (its last answer) at 45 s, inside the second window: answers and tokens per
-minute are over those 45 s, the sent rate over the 60 s schedule, and the second window's
-rpm over the 15 s of it the run covered.
+The run ends (its last answer) at 45 s, inside the second window, before the schedule's
+60 s: answers and tokens per minute are over the 60 s schedule, as the sent rate is (so
+the answered rate can never exceed the sent one), and so is the second window's rpm.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyattacker.attack import AttackPlan, AttackResult, OpenModel
+from pyattacker.attack import AttackPlan, AttackResult, LlmSpec, OpenModel
+from pyattacker.attack._tally import ErrorGroup
+from pyattacker.llm import JsonlPrompts, SyntheticPrompts
 from pyattacker.measure import (
     Attempt,
     Histogram,
@@ -118,7 +120,7 @@ def result_of(
     in_flight: tuple[int, ...],
     *,
     elapsed: float = 45.0,
-    errors: dict[str, int] | None = None,
+    errors: list[ErrorGroup] | None = None,
 ) -> AttackResult:
     plan = AttackPlan.build([URL], OpenModel(rate=0.05), duration=60.0, window=30.0)
     stats, series = RequestStats(), WindowSeries(30.0, 0.0)
@@ -139,7 +141,7 @@ def result_of(
         late=0,
         total=stats,
         by_target={URL: stats},
-        errors=errors or {},
+        errors=errors or [],
         windows=series.windows(),
         decisions={"rate_limit": 1} if any(r.retried for r in records) else {},
     )
@@ -149,7 +151,7 @@ CUT = "LlmResponseError: the stream broke off after 2 content chunks, before [DO
 
 
 def llm_result() -> AttackResult:
-    return result_of(llm_records(), (0, 1, 0), errors={CUT: 1})
+    return result_of(llm_records(), (0, 1, 0), errors=[ErrorGroup(CUT, 1, CUT)])
 
 
 def http_result() -> AttackResult:
@@ -183,6 +185,7 @@ def test_the_json_llm_section_states_every_figure_on_its_clock() -> None:
         2,
         1,
     )
+    assert llm["ok_answers"] == 2
     assert llm["ttft_s"] == {  # every stream, the cut one too: its first token did arrive
         "sent": summary(0.5, 2.0, 0.25),  # request 1: 12.25 - 10.25, from the first send
         "scheduled": summary(0.625, 2.25, 0.375),  # request 1: 12.25 - 10.0
@@ -193,10 +196,10 @@ def test_the_json_llm_section_states_every_figure_on_its_clock() -> None:
     assert llm["e2e_s"] == {"sent": summary(1.5, 2.5), "scheduled": summary(1.625, 2.75)}
     assert llm["tokens"] == {"prompt": 800, "completion": 120, "requests_with_usage": 2}
     assert llm["per_minute"] == {
-        "answer_span_s": 45.0,  # from the start to the last answer
-        "ok_requests": 2 * 60 / 45,
-        "prompt_tokens": 800 * 60 / 45,
-        "completion_tokens": 120 * 60 / 45,
+        "answer_span_s": 60.0,  # the schedule: longer than the 45 s to the last answer
+        "ok_requests": 2.0,
+        "prompt_tokens": 800.0,
+        "completion_tokens": 120.0,
         "sent_span_s": 60.0,  # the schedule
         "sent": 3.0,
     }
@@ -236,8 +239,8 @@ def test_the_json_llm_time_series_has_seed_001s_columns_per_window() -> None:
         "prompt_tokens": 800,
         "completion_tokens": 120,
     }
-    # The run ended at 45 s: one send in the 15 s of this window it covered is 4 a minute.
-    assert (second["covered_s"], second["rpm"]) == (15.0, 4.0)
+    # Sending covered the whole window (the 60 s schedule): one send in 30 s is 2 a minute.
+    assert (second["covered_s"], second["rpm"]) == (30.0, 2.0)
     assert (second["completed"], second["failures"], second["throttled"]) == (1, 1, 0)
     assert second["ttft_sent_s"] == summary(0.25)
     assert second["e2e_scheduled_s"] == summary()  # the cut stream is no whole answer
@@ -291,8 +294,9 @@ def test_the_text_report_names_the_clock_and_the_requests_of_every_llm_row() -> 
         "2 OK, failed after first token: 1."
     )
     assert lines[start + 2] == (
-        "Time to first token covers all 3; inter-token latency, time per output token and "
-        "end to end the 2 OK streams (a broken stream ends where it broke). Times in ms."
+        "Time to first token covers all 3; inter-token latency and time per output token the "
+        "2 OK streams; end to end the 2 OK answers (a broken stream ends where it broke). "
+        "Times in ms."
     )
     table = lines[start + 4 :][:7]
     assert [line.split()[0:3] for line in table[1:]] == [
@@ -314,12 +318,12 @@ def test_the_text_report_states_tokens_rates_throttling_and_utilisation() -> Non
     lines = attack_text(llm_result()).splitlines()
     assert "Tokens: 800 prompt, 120 completion (usage of 2 OK requests)" in lines
     assert (
-        "Per minute: 3.0 requests sent (over the 60.00 s schedule); 2.7 answered OK, "
-        "1066.7 context and 160.0 generated tokens (over the 45.00 s from the start to the "
-        "last answer)"
+        "Per minute: 3.0 requests sent (over the 60.00 s schedule); 2.0 answered OK, "
+        "800.0 context and 120.0 generated tokens (over the 60.00 s schedule)"
     ) in lines
     assert (
-        "Throttled requests 1, throttled attempts 1; attempts: 4 for 3 requests, all sent; "
+        "Requests throttled at least once: 1 (0 still throttled at the end); throttled "
+        "attempts 1; attempts: 4 for 3 requests, all sent; "
         "1.33 per request that was sent (retry: none (one attempt per request))"
     ) in lines
     assert (
@@ -334,12 +338,13 @@ def test_the_text_time_series_shows_one_row_per_window_in_seed_001s_columns() ->
     header, first, second = lines[start + 2 : start + 5]
     assert header.split("  ")[0:1] == ["t (s)"]
     assert [cell.strip() for cell in header.split("  ") if cell.strip()] == [
-        "t (s)", "rpm", "in flight", "completed", "failures", "throttled", "ttft avg (sent)",
+        "t (s)", "rpm", "max in flight", "completed", "failures", "throttled attempts",
+        "ttft avg (sent)",
         "ttft p95 (sent)", "e2e avg (sched)", "e2e p95 (sched)", "ctx tokens", "gen tokens",
     ]  # fmt: skip
     assert first.split() == ["0", "4.0", "1", "2", "0", "1", "1250.00", "2000.00", "2187.50",
                              "2750.00", "800", "120"]  # fmt: skip
-    assert second.split() == ["30", "4.0", "0", "1", "1", "0", "250.00", "250.00", "-", "-",
+    assert second.split() == ["30", "2.0", "0", "1", "1", "0", "250.00", "250.00", "-", "-",
                               "0", "0"]  # fmt: skip
 
 
@@ -361,4 +366,133 @@ def test_the_markdown_report_has_the_llm_tables() -> None:
         "| 0 | 4.0 | 1 | 2 | 0 | 1 | 1250.00 | 2000.00 | 2187.50 | 2750.00 | 800 | 120 |"
     ) in markdown
     assert "- Tokens: 800 prompt, 120 completion (usage of 2 OK requests)" in markdown
-    assert "over the 45.00 s from the start to the last answer" in markdown
+    assert "generated tokens (over the 60.00 s schedule)" in markdown
+
+
+# --- what was tested, whole-body answers, rates, throttling labels --------------------
+
+
+def llm_plan(**spec: Any) -> AttackPlan:
+    prompts = spec.pop("prompts", SyntheticPrompts(context_tokens=50, max_tokens=10, seed=3))
+    return AttackPlan.build(
+        [URL.removesuffix("/chat/completions")],
+        OpenModel(rate=1),
+        duration=60.0,
+        keys=("sk-secret-0123456789",),
+        llm=LlmSpec("mock-llm", prompts, **spec),
+    )
+
+
+def with_plan(plan: AttackPlan) -> AttackResult:
+    result = llm_result()
+    result.plan = plan
+    return result
+
+
+def test_the_plan_says_which_model_api_prompts_and_parameters_were_tested_and_no_key() -> None:
+    result = with_plan(llm_plan(max_tokens=12, extra={"temperature": 0.5, "ignore_eos": True}))
+    assert result.to_dict()["plan"]["llm"] == {
+        "model": "mock-llm",
+        "api": "chat",
+        "stream": True,
+        "prompts": {
+            "kind": "synthetic",
+            "context_tokens": 50,
+            "max_tokens": 10,
+            "seed": 3,
+            "note": "50 common English words, about one token each",
+        },
+        "max_tokens": 12,
+        "azure_deployment": None,
+        "api_version": None,
+        "extra": {"temperature": 0.5, "ignore_eos": True},
+    }
+    line = (
+        "LLM: model mock-llm, chat API, streamed; prompts: 50 common English words, about one "
+        "token each (synthetic, seed 3), max_tokens 10; max_tokens 12; extra: "
+        "temperature=0.5, ignore_eos=true"
+    )
+    assert attack_text(result).splitlines()[1] == line
+    assert line in attack_markdown(result).splitlines()
+    for output in (attack_json(result), attack_text(result), attack_markdown(result)):
+        assert "sk-secret" not in output
+
+
+def test_a_prompts_file_is_named_with_its_line_count_in_the_plan(tmp_path: Any) -> None:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"prompt": "a"}\n\n{"prompt": "b"}\n{"prompt": "c"}\n')
+    result = with_plan(llm_plan(prompts=JsonlPrompts(path), api="completions", stream=False))
+    plan = result.to_dict()["plan"]["llm"]
+    assert plan["prompts"] == {"kind": "jsonl", "file": "prompts.jsonl", "lines": 3}
+    assert attack_text(result).splitlines()[1] == (
+        "LLM: model mock-llm, completions API, whole body (not streamed); "
+        "prompts: file prompts.jsonl, 3 lines"
+    )
+
+
+def whole_body(request: int, at: float) -> RequestRecord:
+    """A whole-body answer: sent 0.125 after ``at``, ended 1.125 after, usage 50 + 10."""
+    answer = streamed(request, 1, at, (0.125, 0.5, (), 1.125), usage=(50, 10))
+    answer.first_token, answer.token_times = None, None
+    return RequestRecord.from_attempts([answer])
+
+
+def test_a_whole_body_run_has_end_to_end_and_one_line_instead_of_the_stream_figures() -> None:
+    result = result_of([whole_body(i, t) for i, t in enumerate((0.0, 20.0, 40.0))], (0, 0, 0))
+    llm = result.to_dict()["llm"]
+    assert (llm["streamed_requests"], llm["ok_streams"], llm["ok_answers"]) == (0, 0, 3)
+    assert llm["e2e_s"] == {
+        "sent": summary(1.0, 1.0, 1.0),
+        "scheduled": summary(1.125, 1.125, 1.125),
+    }
+    assert [w["e2e_scheduled_s"]["count"] for w in llm["windows"]] == [2, 1]
+    lines = attack_text(result).splitlines()
+    start = lines.index("LLM")
+    assert lines[start + 1] == (
+        "No answer streamed: time to first token, inter-token latency and time per output "
+        "token need a streamed answer. End to end covers the 3 OK answers. Times in ms."
+    )
+    table = lines[start + 3 : start + 6]
+    assert [row.split()[:4] for row in table[1:]] == [
+        ["end", "to", "end", "sent"],
+        ["scheduled", "3", "1125.00", "1125.00"],
+    ]
+    for text in (attack_text(result), attack_markdown(result)):
+        rows = [line for line in text.splitlines() if line.startswith(("time ", "inter", "| "))]
+        assert not [row for row in rows if "first token" in row or "inter-token" in row]
+
+
+def test_requests_sent_per_minute_is_never_below_answered_ok_when_every_request_succeeded() -> None:
+    records = [whole_body(i, t) for i, t in enumerate((0.0, 20.0, 40.0))]
+    for elapsed in (41.125, 45.0, 60.0, 90.0):  # before, at and after the schedule's end
+        rate = result_of(records, (0, 0, 0), elapsed=elapsed).to_dict()["llm"]["per_minute"]
+        assert rate["sent"] >= rate["ok_requests"], elapsed
+        assert rate["answer_span_s"] == max(60.0, elapsed)
+    late = result_of(records, (0, 0, 0), elapsed=90.0)
+    assert "generated tokens (over the 90.00 s from the start to the last answer)" in (
+        attack_text(late)
+    )
+
+
+def test_a_window_rpm_stops_at_the_send_span_not_at_the_last_answer() -> None:
+    result = result_of(llm_records(), (0, 1, 0), elapsed=200.0)
+    result.schedule_s = 45.0  # sending covered 45 s: 15 s of the second window
+    first, second = result.to_dict()["llm"]["windows"]
+    assert (first["covered_s"], first["rpm"]) == (30.0, 4.0)
+    assert (second["covered_s"], second["rpm"]) == (15.0, 4.0)
+
+
+def test_each_throttled_figure_says_what_it_counts() -> None:
+    lines = attack_text(llm_result()).splitlines()
+    assert any(line.startswith("Outcomes (how requests ended): ") for line in lines)
+    assert any(
+        "requests throttled at least once: 1 (0 still throttled at the end), "
+        "throttled attempts 1" in line
+        for line in lines
+    )
+    start = lines.index("Time series (30 s windows)")
+    header = [cell.strip() for cell in lines[start + 1].split("  ") if cell.strip()]
+    assert header[5:8] == ["ended throttled", "dropped", "max in flight"]
+    markdown = attack_markdown(llm_result())
+    assert "| ended throttled | dropped | max in flight |" in markdown
+    assert "| max in flight | completed | failures | throttled attempts |" in markdown

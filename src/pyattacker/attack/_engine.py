@@ -520,7 +520,7 @@ class Engine:
             if len(self._targets) > 1
             else {next(iter(self._targets)): tally.total},
             windows=tally.windows.windows(),
-            errors=tally.errors.counts(),
+            errors=tally.errors.groups(),
             decisions=dict(self.decisions),
             stop_reason=self._stopping,
             loop_lag=None if self._lag is None else self._lag.lag,

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._version import __version__
+from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._tally import ErrorGroup
+from pyattacker.llm import JsonlPrompts, PromptSource, SyntheticPrompts
 from pyattacker.measure import Histogram, Outcome, RequestStats, Window
 from pyattacker.retry import Retrying
 
@@ -29,13 +32,14 @@ class AttackResult:
     ``schedule_s`` is the span of plan the schedule covered (its planned duration when it
     ran to the end, else until the stop); ``send_span_s`` runs from the start to the last
     request's first send, which is later than ``schedule_s`` only when the generator fell
-    behind; ``elapsed`` is the wall time until the last request ended (the span in which
-    every answer came, over which answers and tokens per minute are counted).
-    ``errors`` counts the error messages requests ended with (the last attempt's
-    ``error``; at most 20 distinct, the rest under ``"(other messages)"``, most common
-    first). ``stop_reason`` is None when the plan ran to its end. ``loop_lag`` is how late the
-    generator's own event loop ran (see :mod:`pyattacker.attack._lag`): when it is large,
-    the latencies include our delay, and the reports say so.
+    behind; ``elapsed`` is the wall time until the last request ended. Rates per minute are
+    over :attr:`sending_span_s` (sent) and :attr:`answer_span_s` (answers and tokens).
+    ``errors`` groups the error messages requests ended with (the last attempt's
+    ``error``) by kind, most common first, one example each (see
+    :class:`~pyattacker.attack._tally.ErrorMessages`). ``stop_reason`` is None when the plan
+    ran to its end. ``loop_lag`` is how late the generator's own event loop ran (see
+    :mod:`pyattacker.attack._lag`): when it is large, the latencies include our delay, and
+    the reports say so.
     """
 
     plan: AttackPlan
@@ -50,7 +54,7 @@ class AttackResult:
     by_target: dict[str, RequestStats] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)
     decisions: dict[str, int] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)
+    errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
 
@@ -95,9 +99,17 @@ class AttackResult:
 
     @property
     def sending_span_s(self) -> float:
-        """The span the sent rate is over: the schedule or, if sending ran past it (a
-        generator that fell behind), the span until the last send."""
+        """The span the sent rate is over: from the start to the last send, or the
+        schedule when that is longer (the last arrival comes before the schedule's end)."""
         return max(self.schedule_s, self.send_span_s)
+
+    @property
+    def answer_span_s(self) -> float:
+        """The span answers and tokens per minute are over: from the start to the last
+        answer, or the schedule when that is longer. Never shorter than
+        :attr:`sending_span_s` (every answer comes after its send), so when every request
+        succeeded the answered rate is at most the sent rate."""
+        return max(self.schedule_s, self.send_span_s, self.elapsed)
 
     @property
     def achieved_rate(self) -> float:
@@ -134,7 +146,7 @@ class AttackResult:
                 "total": stats_dict(self.total),
                 "targets": {target: stats_dict(s) for target, s in self.by_target.items()},
                 "retry_decisions": dict(sorted(self.decisions.items())),
-                "errors": dict(self.errors),
+                "errors": [group.to_dict() for group in self.errors],
                 "windows": [w.to_dict() for w in self.windows],
             }
         )
@@ -143,17 +155,18 @@ class AttackResult:
         return report
 
     def _llm_dict(self) -> dict[str, Any]:
-        section = llm_stats_dict(self.total, self.elapsed)
+        answers = self.answer_span_s
+        section = llm_stats_dict(self.total, answers)
         span = self.sending_span_s
         section["per_minute"]["sent"] = _per_minute(self.sent, span)
         section["per_minute"]["sent_span_s"] = span
         if len(self.by_target) > 1:
             section["targets"] = {
-                target: llm_stats_dict(stats, self.elapsed)
+                target: llm_stats_dict(stats, answers)
                 for target, stats in self.by_target.items()
                 if stats.has_llm
             }
-        section["windows"] = [llm_window_dict(w, self.elapsed) for w in self.windows]
+        section["windows"] = [llm_window_dict(w, span) for w in self.windows]
         return section
 
 
@@ -198,16 +211,19 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
     """The LLM view of one aggregate (definitions: ``RequestStats``' docstring).
 
     Durations in seconds. ``per_minute`` rates of answers and tokens are over
-    ``answer_span_s``, the span in which the answers came (the run's start to its last
-    answer: ``AttackResult.elapsed``), ``None`` when it is 0; the caller adds the sent rate
+    ``answer_span_s`` (``AttackResult.answer_span_s``: the run's start to its last answer,
+    or the schedule when longer), ``None`` when it is 0; the caller adds the sent rate
     and its own span. ``utilisation_pct`` is ``None`` when no attempt carried the header.
     ``sent_attempts_per_sent_request`` is what a server saw per request that reached it.
+    ``ok_answers`` counts the OK LLM answers, streamed or whole body (the end-to-end
+    population); ``ok_streams`` the OK ones that streamed (the ITL and TPOT population).
     """
     ok = stats.by_outcome[Outcome.OK.value]
     sent_requests = stats.dispatch_delay.count  # every request that was sent, once
     return {
         "streamed_requests": stats.ttft_scheduled.count,
-        "ok_streams": stats.e2e_scheduled.count,
+        "ok_streams": stats.ttft_scheduled.count - stats.failed_after_first_token,
+        "ok_answers": stats.e2e_scheduled.count,
         "failed_after_first_token": stats.failed_after_first_token,
         "ttft_s": {"sent": _summary(stats.ttft), "scheduled": _summary(stats.ttft_scheduled)},
         "itl_s": _summary(stats.itl),
@@ -237,20 +253,21 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
     }
 
 
-def llm_window_dict(window: Window, run_span_s: float) -> dict[str, Any]:
+def llm_window_dict(window: Window, send_span_s: float) -> dict[str, Any]:
     """One row of the LLM time series, in the columns of seed 001's tool.
 
-    ``rpm``: requests first sent in the window, per minute of the part of the window the
-    run covered (``run_span_s`` seconds from its start), so a last window cut short by
-    the end of the run does not read low; ``covered_s`` is that part. ``in_flight``: the
+    ``rpm``: requests first sent in the window, per minute of the part of the window
+    sending covered (``send_span_s`` seconds from the start: ``AttackResult.sending_span_s``,
+    the span of the summary's sent rate), so a last window cut short does not read low;
+    ``covered_s`` is that part, and ``rpm`` is ``None`` for a window after it. ``in_flight``: the
     most in progress at an arrival. ``completed`` and ``failures``: requests by the window
     of their end. ``throttled``: refused *attempts*, each in the window where it ended
     (seed 001 counts throttled calls; one attempt per request makes it the requests).
     ``ttft_sent_s``: TTFT on the sent clock of the streamed requests;
-    ``e2e_scheduled_s``: end to end on the scheduled clock of the OK streams (the
-    populations of the summary's figures).
+    ``e2e_scheduled_s``: end to end on the scheduled clock of the OK answers, streamed or
+    not (the populations of the summary's figures).
     """
-    covered = min(window.width, run_span_s - window.start)
+    covered = min(window.width, send_span_s - window.start)
     return {
         "start": window.start,
         "width": window.width,
@@ -309,7 +326,7 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
     else:
         assert isinstance(load, ClosedModel)
         model = {"model": "closed", "clients": load.clients, "think_time": load.think_time}
-    return {
+    data: dict[str, Any] = {
         "targets": [str(t) for t in plan.targets],
         "load": model,
         "duration_s": plan.duration,
@@ -330,3 +347,38 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "window_s": plan.window,
         "seed": plan.seed,
     }
+    if plan.llm is not None:
+        data["llm"] = llm_plan_dict(plan.llm)
+    return data
+
+
+def llm_plan_dict(spec: LlmSpec) -> dict[str, Any]:
+    """What an LLM attack asked for: every setting of ``spec``, never a key (keys live in
+    the plan's ``keys``, not in the spec). ``extra`` parameters are request body fields
+    (``temperature``...), shown with their values."""
+    return {
+        "model": spec.model,
+        "api": spec.api.value,
+        "stream": spec.stream,
+        "prompts": prompts_dict(spec.prompts),
+        "max_tokens": spec.max_tokens,
+        "azure_deployment": spec.azure_deployment,
+        "api_version": spec.api_version,
+        "extra": dict(spec.extra),
+    }
+
+
+def prompts_dict(prompts: PromptSource) -> dict[str, Any]:
+    """How a prompt source makes prompts: the shape of synthetic ones (and how their
+    length is approximated), or the file's name and prompt count."""
+    if isinstance(prompts, SyntheticPrompts):
+        return {
+            "kind": "synthetic",
+            "context_tokens": prompts.context_tokens,
+            "max_tokens": prompts.max_tokens,
+            "seed": prompts.seed,
+            "note": f"{prompts.context_tokens} common English words, about one token each",
+        }
+    if isinstance(prompts, JsonlPrompts):
+        return {"kind": "jsonl", "file": prompts.path.name, "lines": len(prompts)}
+    return {"kind": type(prompts).__name__}

@@ -11,51 +11,92 @@ and tuned on its own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from pyattacker.measure import Attempt, RequestRecord, RequestStats, WindowSeries
 
-__all__ = ["MAX_MESSAGES", "OTHER_MESSAGES", "ErrorMessages", "Tally"]
+__all__ = ["MAX_MESSAGES", "OTHER_MESSAGES", "ErrorGroup", "ErrorMessages", "Tally", "error_key"]
 
 MAX_MESSAGES = 20
 OTHER_MESSAGES = "(other messages)"
 
+# An id: letters and digits joined by - or _ (``chatcmpl-9f2c``, a UUID), or one run of 8 or
+# more letters and digits; either way holding a digit and a letter.
+_ID = re.compile(r"\b[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z0-9]{8,}\b")
+# A number (or a dotted run of them: an IPv4 address, a version) that is not part of a
+# word, nor a status code (``HTTP 429``, ``status=503``).
+_NUMBER = re.compile(r"(?<![\w<])(?<!HTTP )(?<!status=)\d+(?:\.\d+)*")
+
+
+def _id_or_word(match: re.Match[str]) -> str:
+    text = match.group()
+    has_digit = any(c.isdigit() for c in text)
+    return "<id>" if has_digit and any(c.isalpha() for c in text) else text
+
+
+def error_key(message: str) -> str:
+    """The kind of an error message: ``message`` with its ids replaced by ``<id>`` and its
+    numbers by ``<n>``, so that messages differing only in a ``Retry-After`` value, a
+    completion id or a port group together. Status codes (``HTTP 429``, ``status=503``)
+    are kept: they tell kinds apart. Deterministic; it knows no message format."""
+    return _NUMBER.sub("<n>", _ID.sub(_id_or_word, message))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorGroup:
+    """``count`` requests ended with a message of kind ``key`` (see :func:`error_key`);
+    ``example`` is the first such message, verbatim (``None`` for :data:`OTHER_MESSAGES`)."""
+
+    key: str
+    count: int
+    example: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "count": self.count, "example": self.example}
+
 
 class ErrorMessages:
-    """How many requests ended with each error message, for at most :data:`MAX_MESSAGES`
-    distinct messages.
+    """How many requests ended with each kind of error message, for at most
+    :data:`MAX_MESSAGES` kinds, with one example message of each.
 
-    The first ``MAX_MESSAGES`` distinct messages seen are kept and counted; a request whose
-    message came later, when the table was full, counts under :data:`OTHER_MESSAGES`. So
-    memory is bounded whatever the messages carry (request ids, offsets), and the total of
-    :meth:`counts` is the number of requests noted. Messages are
-    :attr:`~pyattacker.measure.Attempt.error` lines: one line, at most 300 characters,
-    scrubbed of keys by whoever wrote them. Not mergeable, on purpose: it is a report's
-    quotation, not a figure.
+    A message's kind is its :func:`error_key`. The first ``MAX_MESSAGES`` kinds seen are
+    kept and counted, each with the first message of that kind; a request whose kind came
+    later, when the table was full, counts under :data:`OTHER_MESSAGES`. So memory is
+    bounded whatever the messages carry, and the total of the counts is the number of
+    requests noted. Messages are :attr:`~pyattacker.measure.Attempt.error` lines: one line,
+    at most 300 characters, scrubbed of keys by whoever wrote them (so the examples are
+    too). Not mergeable, on purpose: it is a report's quotation, not a figure.
     """
 
-    __slots__ = ("_counts", "other")
+    __slots__ = ("_counts", "_examples", "other")
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
+        self._examples: dict[str, str] = {}
         self.other = 0
 
     def note(self, message: str) -> None:
+        key = error_key(message)
         counts = self._counts
-        if message in counts:
-            counts[message] += 1
+        if key in counts:
+            counts[key] += 1
         elif len(counts) < MAX_MESSAGES:
-            counts[message] = 1
+            counts[key] = 1
+            self._examples[key] = message
         else:
             self.other += 1
 
-    def counts(self) -> dict[str, int]:
-        """Kept messages, most common first (ties in message order), then
-        :data:`OTHER_MESSAGES` if any request's message was not kept."""
+    def groups(self) -> list[ErrorGroup]:
+        """Kept kinds, most common first (ties by key), then :data:`OTHER_MESSAGES` (no
+        example) if any request's kind was not kept."""
         ranked = sorted(self._counts.items(), key=lambda item: (-item[1], item[0]))
+        groups = [ErrorGroup(key, count, self._examples[key]) for key, count in ranked]
         if self.other:
-            ranked.append((OTHER_MESSAGES, self.other))
-        return dict(ranked)
+            groups.append(ErrorGroup(OTHER_MESSAGES, self.other, None))
+        return groups
 
     def __repr__(self) -> str:
         return f"ErrorMessages(kept={len(self._counts)}, other={self.other})"

@@ -78,17 +78,20 @@ class RequestStats:
 
     LLM figures. A request *streamed* when it was answered and its last attempt carries a
     ``first_token`` (the first content chunk of a streamed answer); an *OK stream* is a
-    streamed request that ended OK. A stream that failed after its first token (cut short,
-    malformed, an error event) has a TTFT (the token did arrive) but no figure of a whole
-    answer: its end is where it broke. An HTTP request pays one ``is None`` check for all
-    of them (on the hot path, :meth:`add_attempt`). With ``first`` = the last attempt's
-    ``first_token`` and ``end`` its ``end``:
+    streamed request that ended OK. An *OK answer* is an OK request whose last attempt is
+    an LLM answer, streamed or whole body: it carries a ``first_token`` or a ``usage``. A
+    stream that failed after its first token (cut short, malformed, an error event) has a
+    TTFT (the token did arrive) but no figure of a whole answer: its end is where it broke.
+    An HTTP request pays one ``is None`` check for all of them (on the hot path,
+    :meth:`add_attempt`). With ``first`` = the last attempt's ``first_token`` and ``end``
+    its ``end``:
 
     * ``ttft`` — every streamed request, sent clock: ``first`` minus the first ``sent`` (as
       ``service_time``). ``ttft_scheduled`` — the same requests, scheduled clock: ``first``
       minus the first ``scheduled``. Both span every attempt of a retried request; for one
       attempt they are that attempt's.
-    * ``e2e`` / ``e2e_scheduled`` — ``end`` on the same two clocks, OK streams only.
+    * ``e2e`` / ``e2e_scheduled`` — ``end`` on the same two clocks, every OK answer (a
+      whole-body answer has an end to end but no TTFT, ITL or TPOT).
     * ``itl`` — OK streams: every gap between consecutive content chunks of the last
       attempt: ``first`` to ``token_times[0]``, then between consecutive ``token_times``. A
       chunk carrying several tokens is one gap, so ITL is per chunk, not per token.
@@ -104,8 +107,9 @@ class RequestStats:
       recorded as a number of percent, e.g. ``12.5``) of every throttled attempt and of the
       streamed answer. A histogram for its percentiles; the unit is %, not seconds.
 
-    A whole-body LLM answer (no ``first_token``) adds its tokens and utilisation only: it
-    has no token timestamps. A plain HTTP request pays two ``is None`` checks for all this.
+    A whole-body LLM answer (no ``first_token``, a ``usage``) adds its end to end (if OK),
+    tokens and utilisation: it has no token timestamps. A plain HTTP request pays two
+    ``is None`` checks for all this.
     """
 
     __slots__ = (*_TOTALS, *_COUNTERS, *_HISTOGRAMS)
@@ -193,7 +197,7 @@ class RequestStats:
             if last.first_token is not None:
                 self._add_streamed(last, last.first_token, scheduled, sent, end)
             elif last.usage is not None:
-                self._add_usage(last)
+                self._add_whole_body(last, scheduled, sent, end)
 
     def add_attempt(self, attempt: Attempt) -> None:
         """Add the request made of this one ``attempt``: exactly what ``add`` of its
@@ -231,7 +235,7 @@ class RequestStats:
         if attempt.first_token is not None:  # the two LLM checks an HTTP request pays
             self._add_streamed(attempt, attempt.first_token, scheduled, sent, end)
         elif attempt.usage is not None:  # an LLM answer that did not stream
-            self._add_usage(attempt)
+            self._add_whole_body(attempt, scheduled, sent, end)
 
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
         throttled = sent_attempts = 0
@@ -279,13 +283,25 @@ class RequestStats:
             self.failed_after_first_token += 1
         self._add_usage(attempt)
 
+    def _add_whole_body(
+        self, attempt: Attempt, scheduled: float, sent: float | None, end: float
+    ) -> None:
+        """The LLM figures of an answered request whose last attempt, ``attempt``, is a
+        whole-body answer: its end to end if it ended OK, and its usage."""
+        if attempt.outcome is Outcome.OK:
+            self._add_e2e(scheduled, sent, end)
+        self._add_usage(attempt)
+
+    def _add_e2e(self, scheduled: float, sent: float | None, end: float) -> None:
+        self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+        if sent is not None:
+            self.e2e.record(end - sent if end > sent else 0.0)
+
     def _add_ok_stream(
         self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
     ) -> None:
         """End to end, ITL and TPOT of a stream that ended OK."""
-        self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
-        if sent is not None:
-            self.e2e.record(end - sent if end > sent else 0.0)
+        self._add_e2e(scheduled, sent, end)
         chunks = 1
         times = attempt.token_times
         if times:

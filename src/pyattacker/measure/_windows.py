@@ -49,13 +49,14 @@ class Window:
     here, in the windows where the refusals came, while ``throttled`` counts requests by
     their final outcome.
 
-    LLM figures, of the streamed requests counted here (as
+    LLM figures of the requests counted here (as
     :class:`~pyattacker.measure.RequestStats` defines them): ``ttft`` on the sent clock
     (the last attempt's first token minus the first send) of every streamed request;
-    ``e2e_scheduled`` on the scheduled clock (``end`` minus the first ``scheduled``) of the
-    OK streams only; the ``prompt_tokens`` and ``completion_tokens`` of the OK requests'
-    usage. Empty and 0 without LLM data. None of these is in :meth:`to_dict` (the HTTP
-    row); :meth:`llm_dict` has them.
+    ``e2e_scheduled`` on the scheduled clock (``end`` minus the first ``scheduled``) of
+    every OK answer, streamed or whole body (one with a ``first_token`` or a ``usage``); the
+    ``prompt_tokens`` and ``completion_tokens`` of the OK requests' usage. Empty and 0
+    without LLM data. None of these is in :meth:`to_dict` (the HTTP row); :meth:`llm_dict`
+    has them.
     """
 
     index: int
@@ -123,6 +124,13 @@ class _Tally:
         and its end to end (scheduled clock) if it ended OK."""
         if sent is not None:
             self.ttft.record(first - sent if first > sent else 0.0)
+        if attempt.outcome is Outcome.OK:
+            self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+        self.add_usage(attempt)
+
+    def add_whole_body(self, attempt: Attempt, scheduled: float, end: float) -> None:
+        """The LLM figures of an answered request whose last attempt is a whole-body
+        answer: its end to end (scheduled clock) if it ended OK, and its tokens."""
         if attempt.outcome is Outcome.OK:
             self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
         self.add_usage(attempt)
@@ -235,7 +243,7 @@ class WindowSeries:
             if last.first_token is not None:
                 tally.add_streamed(last, last.first_token, record.scheduled, record.sent, end)
             elif last.usage is not None:
-                tally.add_usage(last)
+                tally.add_whole_body(last, record.scheduled, end)
         if service is not None:
             tally.service_time.record(max(0.0, service))
 
@@ -259,7 +267,7 @@ class WindowSeries:
         if attempt.first_token is not None:  # the two LLM checks an HTTP request pays
             tally.add_streamed(attempt, attempt.first_token, scheduled, sent, end)
         elif attempt.usage is not None:
-            tally.add_usage(attempt)
+            tally.add_whole_body(attempt, scheduled, end)
 
     def note_arrival(self, t: float, in_flight: int) -> None:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in

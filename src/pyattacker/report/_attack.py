@@ -5,10 +5,17 @@ and the JSON document show the same numbers. Every latency row says which clock 
 ``scheduled`` (from when the request should have started: what a user sees) or ``sent``
 (from when it left: service time).
 
-Every report quotes what went wrong: the most common error messages requests ended with
-(``errors``), besides the status codes and error classes that only say how often.
+Every report quotes what went wrong: the most common kinds of error message requests ended
+with (``errors``, messages that differ only in numbers and ids grouped), one example each,
+besides the status codes and error classes that only say how often.
 
-An LLM run (one whose ``to_dict()`` has an ``llm`` section) adds an LLM section: TTFT,
+"Throttled" is said three ways, each labelled: requests that *ended* throttled (the
+outcomes and the ``ended throttled`` series column), requests throttled *at least once*,
+and throttled *attempts* (the LLM series column).
+
+An LLM attack's header says what was asked (model, API, streaming, prompts, parameters;
+never a key). An LLM run (one whose ``to_dict()`` has an ``llm`` section) adds an LLM
+section: TTFT,
 ITL, TPOT and end-to-end on the clocks that apply, with the requests each covers, tokens
 and requests per minute over the span each happened in, throttling, attempts per
 request, the utilisation header and a time series in the columns of seed 001's tool.
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import LAG_WARN_S, AttackResult
@@ -124,6 +131,9 @@ def _headline(data: Mapping[str, Any]) -> list[str]:
         f"{planned}scheduled {s['scheduled']} · sent {s['sent']} ({rate}) · "
         f"late {s['late']} (> {s['late_after_s'] * 1000:g} ms) · dropped {s['dropped']}",
     ]
+    llm = data["plan"].get("llm")
+    if llm is not None:
+        lines.insert(0, _llm_plan_line(llm))
     if s["stop_reason"]:
         lines.append(f"Stopped early: {s['stop_reason']} (figures cover what ran).")
     lag = s.get("loop_lag_s")
@@ -139,6 +149,33 @@ def _headline(data: Mapping[str, Any]) -> list[str]:
                 "Lower the rate, the clients or the streams."
             )
     return lines
+
+
+def _llm_plan_line(llm: Mapping[str, Any]) -> str:
+    """``LLM: model m, chat API, streamed; prompts: ...``: what an LLM attack asked for."""
+    model = "deployment's model" if llm["model"] is None else f"model {llm['model']}"
+    stream = "streamed" if llm["stream"] else "whole body (not streamed)"
+    parts = [f"LLM: {model}, {llm['api']} API, {stream}", f"prompts: {_prompts(llm['prompts'])}"]
+    if llm["max_tokens"] is not None:
+        parts.append(f"max_tokens {llm['max_tokens']}")
+    if llm["azure_deployment"] is not None:
+        parts.append(f"Azure deployment {llm['azure_deployment']}")
+    if llm["api_version"] is not None:
+        parts.append(f"api-version {llm['api_version']}")
+    if llm["extra"]:
+        parts.append("extra: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in llm["extra"].items()))
+    return "; ".join(parts)
+
+
+def _prompts(prompts: Mapping[str, Any]) -> str:
+    if prompts["kind"] == "synthetic":
+        return (
+            f"{prompts['note']} (synthetic, seed {prompts['seed']}), "
+            f"max_tokens {prompts['max_tokens']}"
+        )
+    if prompts["kind"] == "jsonl":
+        return f"file {prompts['file']}, {prompts['lines']} lines"
+    return str(prompts["kind"])
 
 
 def _latency_header() -> list[str]:
@@ -178,12 +215,12 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
     total = data["total"]
     per_request = total["requests"] and total["attempts"] / total["requests"]
     lines = [
-        "Outcomes: " + _pairs(total["outcomes"]),
+        "Outcomes (how requests ended): " + _pairs(total["outcomes"]),
         "Status codes: " + _pairs(total["status"]),
         "Error classes: " + _pairs(total["error_classes"]),
         f"Attempts: {_attempts(total)} "
         f"({per_request:.2f} per request; histogram {_pairs(total['attempts_per_request'])}); "
-        f"throttled requests {total['throttled_requests']}, "
+        f"{_throttled(total['throttled_requests'], total['outcomes'])}, "
         f"throttled attempts {total['throttled_attempts']}",
         "Retry decisions: " + _pairs(data["retry_decisions"]),
     ]
@@ -200,6 +237,12 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _throttled(at_least_once: int, outcomes: Mapping[str, int]) -> str:
+    """``requests throttled at least once: 16 (12 still throttled at the end)``."""
+    ended = outcomes.get("throttled", 0)
+    return f"requests throttled at least once: {at_least_once} ({ended} still throttled at the end)"
+
+
 def _pairs(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
 
@@ -213,27 +256,32 @@ def _attempts(stats: Mapping[str, Any]) -> str:
     return f"{text}, {sent} sent, {attempts - sent} {_UNSENT}"
 
 
-def _error_lines(errors: Mapping[str, int]) -> tuple[str, list[tuple[int, str]], str | None]:
-    """A title, ``(count, message)`` of the most common messages, and a line for the
-    requests those leave out (``None`` when none is left out)."""
+def _error_lines(
+    errors: Sequence[Mapping[str, Any]],
+) -> tuple[str, list[tuple[int, str]], str | None]:
+    """A title, ``(count, example)`` of the most common kinds of message, and a line for
+    the requests those leave out (``None`` when none is left out)."""
     if not errors:
         return "Errors: none", [], None
-    total = sum(errors.values())
-    shown = list(errors.items())[:_MAX_ERROR_LINES]
-    rest = total - sum(count for _, count in shown)
-    title = f"Errors (requests by the message they ended with, most common first; {total} in all):"
-    more = f"{rest} more with other messages (--json lists every message kept)" if rest else None
-    return title, [(count, message) for message, count in shown], more
+    total = sum(group["count"] for group in errors)
+    shown = [g for g in errors if g["example"] is not None][:_MAX_ERROR_LINES]
+    rest = total - sum(group["count"] for group in shown)
+    title = (
+        "Errors (requests by the kind of message they ended with, most common first, "
+        f"one example each; {total} in all):"
+    )
+    more = f"{rest} more of other kinds (--json lists every kind kept)" if rest else None
+    return title, [(group["count"], group["example"]) for group in shown], more
 
 
-def _error_text(errors: Mapping[str, int]) -> list[str]:
+def _error_text(errors: Sequence[Mapping[str, Any]]) -> list[str]:
     title, shown, more = _error_lines(errors)
     width = max((len(str(count)) for count, _ in shown), default=0)
     lines = [title, *(f"  {count:>{width}}  {message}" for count, message in shown)]
     return lines if more is None else [*lines, f"  {more}"]
 
 
-def _error_markdown(errors: Mapping[str, int]) -> list[str]:
+def _error_markdown(errors: Sequence[Mapping[str, Any]]) -> list[str]:
     title, shown, more = _error_lines(errors)
     lines = [f"- {title}", *(f"  - {count}: {_code(message)}" for count, message in shown)]
     return lines if more is None else [*lines, f"  - {more}"]
@@ -252,9 +300,9 @@ def _window_header() -> list[str]:
         "sent",
         "ok",
         "failed",
-        "throttled",
+        "ended throttled",
         "dropped",
-        "in flight",
+        "max in flight",
         "p50 sched",
         "p99 sched",
         "p99 sent",
@@ -286,22 +334,33 @@ def _window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
 
 
 _LLM_SERIES_NOTE = (
-    "rpm: requests sent per minute of the window (of the part of it the run covered); "
-    "throttled: refused attempts, in the window each ended in; TTFT on the sent clock, of "
-    "the answers that streamed; e2e on the scheduled clock, of the OK streams; times in ms."
+    "rpm: requests sent per minute of the window (of the part of it sending covered, as the "
+    "summary's sent rate); throttled attempts: refused attempts, in the window each ended "
+    "in; TTFT on the sent clock, of the answers that streamed; e2e on the scheduled clock, "
+    "of the OK answers; times in ms."
+)
+_CLOCKS = (
+    "Clocks: sent = from the request's first send, scheduled = from when it should have "
+    "started; both span every attempt of a retried request."
 )
 
 
 def _llm_intro(llm: Mapping[str, Any]) -> list[str]:
-    streamed, ok = llm["streamed_requests"], llm["ok_streams"]
+    streamed, ok, answers = llm["streamed_requests"], llm["ok_streams"], llm["ok_answers"]
+    if not streamed:
+        return [
+            f"No answer streamed: time to first token, inter-token latency and time per "
+            f"output token need a streamed answer. End to end covers the {answers} OK "
+            "answers. Times in ms.",
+            _CLOCKS,
+        ]
     return [
         f"{streamed} answers streamed (answered requests whose last attempt got a first "
         f"token): {ok} OK, failed after first token: {llm['failed_after_first_token']}.",
-        f"Time to first token covers all {streamed}; inter-token latency, time per output "
-        f"token and end to end the {ok} OK streams (a broken stream ends where it broke). "
-        "Times in ms.",
-        "Clocks: sent = from the request's first send, scheduled = from when it should have "
-        "started; both span every attempt of a retried request.",
+        f"Time to first token covers all {streamed}; inter-token latency and time per "
+        f"output token the {ok} OK streams; end to end the {answers} OK answers (a broken "
+        "stream ends where it broke). Times in ms.",
+        _CLOCKS,
     ]
 
 
@@ -310,13 +369,18 @@ def _llm_header() -> list[str]:
 
 
 def _llm_rows(llm: Mapping[str, Any]) -> list[list[str]]:
+    """The LLM table; without a streamed answer, only end to end (the intro says why)."""
     rows = [
+        ["end to end", "sent", *_llm_cells(llm["e2e_s"]["sent"])],
+        ["", "scheduled", *_llm_cells(llm["e2e_s"]["scheduled"])],
+    ]
+    if not llm["streamed_requests"]:
+        return rows
+    rows[:0] = [
         ["time to first token", "sent", *_llm_cells(llm["ttft_s"]["sent"])],
         ["", "scheduled", *_llm_cells(llm["ttft_s"]["scheduled"])],
         ["inter-token latency", "chunk gaps", *_llm_cells(llm["itl_s"])],
         ["time per output token", "first→end", *_llm_cells(llm["tpot_s"])],
-        ["end to end", "sent", *_llm_cells(llm["e2e_s"]["sent"])],
-        ["", "scheduled", *_llm_cells(llm["e2e_s"]["scheduled"])],
     ]
     for target, stats in llm.get("targets", {}).items():
         rows.append([f"  {target}: TTFT", "sent", *_llm_cells(stats["ttft_s"]["sent"])])
@@ -329,21 +393,17 @@ def _llm_cells(summary: Mapping[str, Any]) -> list[str]:
 
 def _llm_lines(llm: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
     tokens, rate = llm["tokens"], llm["per_minute"]
-    sent_span = (
-        "schedule"
-        if rate["sent_span_s"] == data["summary"]["schedule_s"]
-        else "until the last send"
-    )
+    schedule = data["summary"]["schedule_s"]
     lines = [
         f"Tokens: {tokens['prompt']} prompt, {tokens['completion']} completion "
         f"(usage of {tokens['requests_with_usage']} OK requests)",
-        f"Per minute: {_num(rate['sent'])} requests sent (over the {rate['sent_span_s']:.2f} s "
-        f"{sent_span}); {_num(rate['ok_requests'])} answered OK, "
+        f"Per minute: {_num(rate['sent'])} requests sent "
+        f"({_span(rate['sent_span_s'], schedule, 'send')}); "
+        f"{_num(rate['ok_requests'])} answered OK, "
         f"{_num(rate['prompt_tokens'])} context and {_num(rate['completion_tokens'])} "
-        f"generated tokens (over the {rate['answer_span_s']:.2f} s from the start to the "
-        "last answer)",
-        f"Throttled requests {llm['throttled_requests']}, throttled attempts "
-        f"{llm['throttled_attempts']}; attempts: {_attempts(llm)}; "
+        f"generated tokens ({_span(rate['answer_span_s'], schedule, 'answer')})",
+        f"{_throttled(llm['throttled_requests'], data['total']['outcomes']).capitalize()}; "
+        f"throttled attempts {llm['throttled_attempts']}; attempts: {_attempts(llm)}; "
         f"{_num(llm['sent_attempts_per_sent_request'], '.2f')} per request that was sent "
         f"(retry: {data['plan']['retry']})",
     ]
@@ -352,6 +412,14 @@ def _llm_lines(llm: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
         figures = ", ".join(f"{k} {_num(util[k], '.1f')} %" for k in ("mean", "p50", "p95", "max"))
         lines.append(f"Utilisation header of {util['count']} attempts: {figures}")
     return lines
+
+
+def _span(span_s: float, schedule_s: float, last: str) -> str:
+    """``over the 60.00 s schedule`` or ``over the 45.00 s from the start to the last send``:
+    each rate's span is from the start to the last ``last``, or the schedule when longer."""
+    if span_s == schedule_s:
+        return f"over the {span_s:.2f} s schedule"
+    return f"over the {span_s:.2f} s from the start to the last {last}"
 
 
 def _num(value: object, spec: str = ".1f") -> str:
@@ -364,10 +432,10 @@ def _llm_window_header() -> list[str]:
     return [
         "t (s)",
         "rpm",
-        "in flight",
+        "max in flight",
         "completed",
         "failures",
-        "throttled",
+        "throttled attempts",
         "ttft avg (sent)",
         "ttft p95 (sent)",
         "e2e avg (sched)",
