@@ -59,11 +59,12 @@ and every attempt is counted.
 
 \b
 With --llm each URL is an OpenAI-compatible base (http://host:8000/v1, or an Azure OpenAI
-resource with --azure-deployment): requests are streamed chat completions (or
---api completions) and the report adds time to first token, inter-token latency, time per
-output token and tokens per minute, on both clocks. Token counts are the server's own
-(its usage report); --shape prompts are CONTEXT common English words, about one token each
-in OpenAI's tokenizers, so no tokenizer is downloaded and nothing else touches the network.
+resource with --azure-deployment): requests are chat completions (or --api completions),
+streamed unless --no-stream. The report adds end to end and time to first token, both on
+both clocks, inter-token latency, time per output token (TTFT, ITL and TPOT need a
+stream), and requests and tokens per minute. Token counts are the server's own (its usage
+report); --shape prompts are CONTEXT common English words, about one token each in
+OpenAI's tokenizers, so no tokenizer is downloaded and nothing else touches the network.
 --retry none sends exactly one attempt per request: a throttled request is counted as
 throttled, not retried behind your back.
 """
