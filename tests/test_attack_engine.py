@@ -406,3 +406,33 @@ def test_a_late_scheduler_still_lets_requests_go_out_while_it_catches_up() -> No
     result = asyncio.run(sender.engine.run())
     assert result.scheduled == 2000
     assert seen_at_first_send[0] < 200
+
+
+def test_max_in_flight_counts_the_arriving_request_so_quick_answers_show_one_not_zero() -> None:
+    # Answers in 50 ms, arrivals every 100 ms: one request in flight at a time, never zero.
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=2.0, window=1.0)
+    result, _ = attack(plan, FakeServer())
+    assert [w.max_in_flight for w in result.windows] == [1, 1]
+
+
+def test_windows_with_no_arrival_show_the_requests_still_in_flight() -> None:
+    # 10 arrivals in the first second, each answered 2.5 s later: windows 1 and 2 see no
+    # arrival but all 10 still in flight; 5 are left when window 3 begins.
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=1.0, window=1.0)
+    result, _ = attack(plan, FakeServer(latency=lambda n, t: 2.5))
+    assert [w.scheduled for w in result.windows] == [10, 0, 0, 0]
+    assert [w.max_in_flight for w in result.windows] == [10, 10, 10, 5]
+
+
+def test_a_dropped_arrival_notes_the_full_count_it_did_not_join() -> None:
+    server = FakeServer(latency=lambda n, t: 10.0)
+    plan = AttackPlan.build([A], OpenModel(rate=10, max_in_flight=3), duration=1.0)
+    result, _ = attack(plan, server)
+    assert max(w.max_in_flight for w in result.windows) == 3
+
+
+def test_a_closed_model_shows_every_client_in_flight() -> None:
+    plan = AttackPlan.build([A], ClosedModel(clients=4), duration=1.0, window=1.0)
+    result, _ = attack(plan, FakeServer())
+    # The last four requests, sent at 0.95 s, end at 1.0 s: in the second window.
+    assert [w.max_in_flight for w in result.windows] == [4, 4]

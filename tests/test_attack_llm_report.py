@@ -53,7 +53,7 @@ def test_retried_refusals_show_in_the_windows_as_the_attempts_the_server_refused
     result, truth = _attack(THROTTLING, lambda url: _plan(url, OpenModel(rate=200), retry=retry))
     llm = result.to_dict()["llm"]
     assert truth["throttled"] == result.total.throttled_attempts > 0
-    assert sum(w["throttled"] for w in llm["windows"]) == truth["throttled"]
+    assert sum(w["throttled_attempts"] for w in llm["windows"]) == truth["throttled"]
     # Every request ended OK, so the requests' throttled column would have said 0.
     assert all(w.throttled == 0 for w in result.windows)
     ok_streams = llm["ok_streams"]

@@ -386,12 +386,36 @@ def test_windows_are_dense_from_zero_with_empty_windows_included() -> None:
 
 def test_notes_count_arrivals_and_sends_and_keep_the_largest_in_flight() -> None:
     series = WindowSeries(1.0, ORIGIN)
-    for t, n in ((ORIGIN, 3), (ORIGIN + 0.4, 7), (ORIGIN + 0.6, 5), (ORIGIN + 1.2, 2)):
+    for t, n in ((ORIGIN, 3), (ORIGIN + 0.4, 7), (ORIGIN + 0.6, 5), (ORIGIN + 1.2, 4)):
         series.note_arrival(t, n)
     series.note_sent(ORIGIN + 0.9)
     first, second = series.windows()
     assert (first.scheduled, first.sent, first.max_in_flight) == (3, 1, 7)
-    assert (second.scheduled, second.sent, second.max_in_flight) == (1, 0, 2)
+    # 3 arrived in the first window and none ended: 3 in flight when the second began,
+    # fewer than at its arrival.
+    assert (second.scheduled, second.sent, second.max_in_flight) == (1, 0, 4)
+
+
+def test_a_window_with_no_arrival_shows_what_was_still_in_flight_when_it_began() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    for n, t in enumerate((0.1, 0.2, 0.3)):  # three arrive, each counting itself
+        series.note_arrival(ORIGIN + t, n + 1)
+    series.add(record(attempt(0, 1, ORIGIN + 0.1, Outcome.OK, end=0.5)))  # ends in window 0
+    series.add(record(attempt(1, 1, ORIGIN + 0.2, Outcome.OK, end=1.5)))  # ends in window 1
+    series.add(record(attempt(2, 1, ORIGIN + 0.3, Outcome.OK, end=3.5)))  # a long stream
+    windows = series.windows()
+    assert [w.scheduled for w in windows] == [3, 0, 0, 0]
+    assert [w.max_in_flight for w in windows] == [3, 2, 1, 1]
+
+
+def test_dropped_and_cancelled_requests_are_not_carried_as_in_flight() -> None:
+    series = WindowSeries(1.0, ORIGIN)
+    series.note_arrival(ORIGIN, 1)
+    series.note_arrival(ORIGIN + 0.5, 1)  # dropped: noted with the count it did not join
+    series.add(record(attempt(1, 1, ORIGIN + 0.5, Outcome.DROPPED, sent=None, end=None)))
+    series.add(record(attempt(0, 1, ORIGIN, Outcome.CANCELLED, sent=None, end=None)))
+    series.note_arrival(ORIGIN + 1.5, 1)
+    assert [w.max_in_flight for w in series.windows()] == [1, 1]
 
 
 @pytest.mark.parametrize(("t", "match"), [(ORIGIN - 0.001, "before"), (math.nan, "finite")])

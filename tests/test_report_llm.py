@@ -151,7 +151,7 @@ CUT = "LlmResponseError: the stream broke off after 2 content chunks, before [DO
 
 
 def llm_result() -> AttackResult:
-    return result_of(llm_records(), (0, 1, 0), errors=[ErrorGroup(CUT, 1, CUT)])
+    return result_of(llm_records(), (1, 1, 1), errors=[ErrorGroup(CUT, 1, CUT)])
 
 
 def http_result() -> AttackResult:
@@ -172,7 +172,7 @@ def http_result() -> AttackResult:
         )
         for i, t in enumerate((0.0, 20.0, 45.0))
     ]
-    return result_of(plain, (0, 0, 0))
+    return result_of(plain, (1, 1, 1))
 
 
 # --- JSON ----------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def test_the_json_llm_section_states_every_figure_on_its_clock() -> None:
         "ok_requests": 2.0,
         "prompt_tokens": 800.0,
         "completion_tokens": 120.0,
-        "sent_span_s": 60.0,  # the schedule
+        "sending_span_s": 60.0,  # the schedule
         "sent": 3.0,
     }
     assert (llm["throttled_requests"], llm["throttled_attempts"]) == (1, 1)
@@ -212,14 +212,14 @@ def test_the_json_llm_section_states_every_figure_on_its_clock() -> None:
 
 def test_answers_per_minute_are_over_the_time_the_answers_took_not_the_schedule() -> None:
     # The reviewer's case: a 4 s schedule whose retried answers came until 20 s.
-    result = result_of(llm_records(), (0, 1, 0), elapsed=20 * 60.0)
+    result = result_of(llm_records(), (1, 1, 1), elapsed=20 * 60.0)
     rate = result.to_dict()["llm"]["per_minute"]
     assert (rate["answer_span_s"], rate["ok_requests"]) == (1200.0, 0.1)  # 2 in 20 minutes
-    assert (rate["sent_span_s"], rate["sent"]) == (60.0, 3.0)
+    assert (rate["sending_span_s"], rate["sent"]) == (60.0, 3.0)
     assert (
         "Per minute: 3.0 requests sent (over the 60.00 s schedule); 0.1 answered OK, "
         "40.0 context and 6.0 generated tokens (over the 1200.00 s from the start to the "
-        "last answer)"
+        "end of the run)"
     ) in attack_text(result).splitlines()
 
 
@@ -230,10 +230,11 @@ def test_the_json_llm_time_series_has_seed_001s_columns_per_window() -> None:
         "width": 30.0,
         "covered_s": 30.0,
         "rpm": 4.0,  # two first sends in 30 s
-        "in_flight": 1,
+        "max_in_flight": 1,
         "completed": 2,
-        "failures": 0,
-        "throttled": 1,  # request 1 was refused once (then served): one throttled call
+        "failed": 0,
+        "throttled": 0,  # no request ended throttled...
+        "throttled_attempts": 1,  # ...but request 1 was refused once (then served)
         "ttft_sent_s": summary(0.5, 2.0),
         "e2e_scheduled_s": summary(1.625, 2.75),
         "prompt_tokens": 800,
@@ -241,7 +242,7 @@ def test_the_json_llm_time_series_has_seed_001s_columns_per_window() -> None:
     }
     # Sending covered the whole window (the 60 s schedule): one send in 30 s is 2 a minute.
     assert (second["covered_s"], second["rpm"]) == (30.0, 2.0)
-    assert (second["completed"], second["failures"], second["throttled"]) == (1, 1, 0)
+    assert (second["completed"], second["failed"], second["throttled_attempts"]) == (1, 1, 0)
     assert second["ttft_sent_s"] == summary(0.25)
     assert second["e2e_scheduled_s"] == summary()  # the cut stream is no whole answer
     assert (second["prompt_tokens"], second["completion_tokens"]) == (0, 0)
@@ -263,7 +264,7 @@ def test_an_http_run_has_no_llm_section_in_any_form() -> None:
 
 
 def test_a_run_whose_only_llm_data_is_a_utilisation_header_gets_the_section() -> None:
-    result = result_of([RequestRecord.from_attempts([refused(0, 1.0)])], (0,))
+    result = result_of([RequestRecord.from_attempts([refused(0, 1.0)])], (1,))
     llm = result.to_dict()["llm"]
     assert llm["streamed_requests"] == 0
     assert llm["utilisation_pct"] == summary(100.0)
@@ -295,7 +296,8 @@ def test_the_text_report_names_the_clock_and_the_requests_of_every_llm_row() -> 
     )
     assert lines[start + 2] == (
         "Time to first token covers all 3; inter-token latency and time per output token the "
-        "2 OK streams; end to end the 2 OK answers (a broken stream ends where it broke). "
+        "2 OK streams; end to end the 2 OK answers (a stream that broke has a TTFT but no "
+        "end to end). "
         "Times in ms."
     )
     table = lines[start + 4 :][:7]
@@ -321,11 +323,10 @@ def test_the_text_report_states_tokens_rates_throttling_and_utilisation() -> Non
         "Per minute: 3.0 requests sent (over the 60.00 s schedule); 2.0 answered OK, "
         "800.0 context and 120.0 generated tokens (over the 60.00 s schedule)"
     ) in lines
-    assert (
-        "Requests throttled at least once: 1 (0 still throttled at the end); throttled "
-        "attempts 1; attempts: 4 for 3 requests, all sent; "
-        "1.33 per request that was sent (retry: none (one attempt per request))"
-    ) in lines
+    assert "Sent attempts per request that was sent (what the server saw): 1.33" in lines
+    throttled = [line for line in lines if "throttled attempts" in line]
+    assert len(throttled) == 1  # the Attempts: line's, not repeated in the LLM section
+    assert throttled[0].startswith("Attempts: 4 for 3 requests, all sent")
     assert (
         "Utilisation header of 3 attempts: mean 66.7 %, p50 60.0 %, p95 100.0 %, max 100.0 %"
         in (lines)
@@ -338,14 +339,14 @@ def test_the_text_time_series_shows_one_row_per_window_in_seed_001s_columns() ->
     header, first, second = lines[start + 2 : start + 5]
     assert header.split("  ")[0:1] == ["t (s)"]
     assert [cell.strip() for cell in header.split("  ") if cell.strip()] == [
-        "t (s)", "rpm", "max in flight", "completed", "failures", "throttled attempts",
-        "ttft avg (sent)",
+        "t (s)", "rpm", "max in flight", "answered", "failed", "throttled (ended)",
+        "throttled (attempts)", "ttft avg (sent)",
         "ttft p95 (sent)", "e2e avg (sched)", "e2e p95 (sched)", "ctx tokens", "gen tokens",
     ]  # fmt: skip
-    assert first.split() == ["0", "4.0", "1", "2", "0", "1", "1250.00", "2000.00", "2187.50",
-                             "2750.00", "800", "120"]  # fmt: skip
-    assert second.split() == ["30", "2.0", "0", "1", "1", "0", "250.00", "250.00", "-", "-",
-                              "0", "0"]  # fmt: skip
+    assert first.split() == ["0", "4.0", "1", "2", "0", "0", "1", "1250.00", "2000.00",
+                             "2187.50", "2750.00", "800", "120"]  # fmt: skip
+    assert second.split() == ["30", "2.0", "1", "1", "1", "0", "0", "250.00", "250.00", "-",
+                              "-", "0", "0"]  # fmt: skip
 
 
 def test_the_markdown_report_has_the_llm_tables() -> None:
@@ -357,13 +358,13 @@ def test_the_markdown_report_has_the_llm_tables() -> None:
     ) in markdown
     assert "| inter-token latency | chunk gaps | 4 | 281.25 |" in markdown
     assert (
-        "3 answers streamed (answered requests whose last attempt got a first token): "
+        "- 3 answers streamed (answered requests whose last attempt got a first token): "
         "2 OK, failed after first token: 1."
     ) in markdown.splitlines()
     assert "### LLM time series (30 s windows)" in markdown
     assert "| ttft avg (sent) | ttft p95 (sent) | e2e avg (sched) | e2e p95 (sched) |" in markdown
     assert (
-        "| 0 | 4.0 | 1 | 2 | 0 | 1 | 1250.00 | 2000.00 | 2187.50 | 2750.00 | 800 | 120 |"
+        "| 0 | 4.0 | 1 | 2 | 0 | 0 | 1 | 1250.00 | 2000.00 | 2187.50 | 2750.00 | 800 | 120 |"
     ) in markdown
     assert "- Tokens: 800 prompt, 120 completion (usage of 2 OK requests)" in markdown
     assert "generated tokens (over the 60.00 s schedule)" in markdown
@@ -402,18 +403,18 @@ def test_the_plan_says_which_model_api_prompts_and_parameters_were_tested_and_no
             "seed": 3,
             "note": "50 common English words, about one token each",
         },
-        "max_tokens": 12,
+        "max_tokens": 10,  # the shape's: every synthetic prompt names it, so 12 is unused
         "azure_deployment": None,
         "api_version": None,
         "extra": {"temperature": 0.5, "ignore_eos": True},
     }
     line = (
         "LLM: model mock-llm, chat API, streamed; prompts: 50 common English words, about one "
-        "token each (synthetic, seed 3), max_tokens 10; max_tokens 12; extra: "
+        "token each (synthetic, seed 3), max_tokens 10; extra: "
         "temperature=0.5, ignore_eos=true"
     )
     assert attack_text(result).splitlines()[1] == line
-    assert line in attack_markdown(result).splitlines()
+    assert f"- {line}" in attack_markdown(result).splitlines()
     for output in (attack_json(result), attack_text(result), attack_markdown(result)):
         assert "sk-secret" not in output
 
@@ -438,7 +439,7 @@ def whole_body(request: int, at: float) -> RequestRecord:
 
 
 def test_a_whole_body_run_has_end_to_end_and_one_line_instead_of_the_stream_figures() -> None:
-    result = result_of([whole_body(i, t) for i, t in enumerate((0.0, 20.0, 40.0))], (0, 0, 0))
+    result = result_of([whole_body(i, t) for i, t in enumerate((0.0, 20.0, 40.0))], (1, 1, 1))
     llm = result.to_dict()["llm"]
     assert (llm["streamed_requests"], llm["ok_streams"], llm["ok_answers"]) == (0, 0, 3)
     assert llm["e2e_s"] == {
@@ -465,17 +466,17 @@ def test_a_whole_body_run_has_end_to_end_and_one_line_instead_of_the_stream_figu
 def test_requests_sent_per_minute_is_never_below_answered_ok_when_every_request_succeeded() -> None:
     records = [whole_body(i, t) for i, t in enumerate((0.0, 20.0, 40.0))]
     for elapsed in (41.125, 45.0, 60.0, 90.0):  # before, at and after the schedule's end
-        rate = result_of(records, (0, 0, 0), elapsed=elapsed).to_dict()["llm"]["per_minute"]
+        rate = result_of(records, (1, 1, 1), elapsed=elapsed).to_dict()["llm"]["per_minute"]
         assert rate["sent"] >= rate["ok_requests"], elapsed
         assert rate["answer_span_s"] == max(60.0, elapsed)
-    late = result_of(records, (0, 0, 0), elapsed=90.0)
-    assert "generated tokens (over the 90.00 s from the start to the last answer)" in (
+    late = result_of(records, (1, 1, 1), elapsed=90.0)
+    assert "generated tokens (over the 90.00 s from the start to the end of the run)" in (
         attack_text(late)
     )
 
 
 def test_a_window_rpm_stops_at_the_send_span_not_at_the_last_answer() -> None:
-    result = result_of(llm_records(), (0, 1, 0), elapsed=200.0)
+    result = result_of(llm_records(), (1, 1, 1), elapsed=200.0)
     result.schedule_s = 45.0  # sending covered 45 s: 15 s of the second window
     first, second = result.to_dict()["llm"]["windows"]
     assert (first["covered_s"], first["rpm"]) == (30.0, 4.0)
@@ -492,7 +493,59 @@ def test_each_throttled_figure_says_what_it_counts() -> None:
     )
     start = lines.index("Time series (30 s windows)")
     header = [cell.strip() for cell in lines[start + 1].split("  ") if cell.strip()]
-    assert header[5:8] == ["ended throttled", "dropped", "max in flight"]
+    assert header[5:8] == ["throttled (ended)", "dropped", "max in flight"]
     markdown = attack_markdown(llm_result())
-    assert "| ended throttled | dropped | max in flight |" in markdown
-    assert "| max in flight | completed | failures | throttled attempts |" in markdown
+    assert "| throttled (ended) | dropped | max in flight |" in markdown
+    assert (
+        "| max in flight | answered | failed | throttled (ended) | throttled (attempts) |"
+    ) in markdown
+
+
+def test_a_run_with_nothing_throttled_says_throttled_none() -> None:
+    (attempts,) = [line for line in attack_text(http_result()).splitlines() if "Attempts:" in line]
+    assert attempts.endswith("; throttled: none")
+    assert "throttled at least once" not in attempts
+
+
+def test_markdown_puts_the_headline_and_llm_intro_lines_in_lists_not_one_paragraph() -> None:
+    lines = attack_markdown(llm_result()).splitlines()
+    assert next(line for line in lines if "Plan span" in line).startswith("- Plan span ")
+    assert next(line for line in lines if "Clocks:" in line).startswith("- Clocks:")
+
+
+def test_markdown_names_the_total_rows_it_cannot_indent() -> None:
+    markdown = attack_markdown(http_result())
+    assert "| total: ok only | scheduled |" in markdown
+    assert "| total: dispatch delay | sched→sent |" in markdown
+    assert "|   ok only" not in markdown
+    assert "  ok only  " in attack_text(http_result())
+
+
+def test_time_series_left_align_only_the_time_and_right_align_every_figure() -> None:
+    lines = attack_text(llm_result()).splitlines()
+    http = lines.index("Time series (30 s windows)")
+    assert lines[http + 1].startswith("t (s)  sched  sent")
+    assert lines[http + 2].startswith("0          2     2")  # sched and sent right-aligned
+    llm = lines.index("LLM time series (30 s windows)")
+    assert lines[llm + 2].startswith("t (s)  rpm  max in flight")
+    assert lines[llm + 3].startswith("0      4.0              1")  # rpm right-aligned too
+
+
+def test_an_llm_plan_has_no_body_bytes_and_both_spans_are_in_the_summary() -> None:
+    data = with_plan(llm_plan()).to_dict()
+    assert "body_bytes" not in data["plan"]
+    assert "body_bytes" in http_result().to_dict()["plan"]
+    summary = data["summary"]
+    assert (summary["send_span_s"], summary["sending_span_s"]) == (40.125, 60.0)
+    assert summary["sending_span_s"] == data["llm"]["per_minute"]["sending_span_s"]
+    assert summary["answer_span_s"] == data["llm"]["per_minute"]["answer_span_s"]
+
+
+def test_a_prompts_file_plan_reports_the_max_tokens_sent_for_lines_that_name_none(
+    tmp_path: Any,
+) -> None:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"prompt": "a"}\n')
+    result = with_plan(llm_plan(prompts=JsonlPrompts(path), max_tokens=7))
+    assert result.to_dict()["plan"]["llm"]["max_tokens"] == 7
+    assert "; max_tokens 7" in attack_text(result).splitlines()[1]

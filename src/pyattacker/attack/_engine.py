@@ -271,14 +271,17 @@ class Engine:
                 behind += 1
                 if behind % _YIELD_EVERY == 0:
                     await self.clock.sleep(0)
-            self._tally.arrival(scheduled, self._in_flight)
             if self._in_flight >= cap:
+                self._tally.arrival(scheduled, self._in_flight)
                 self._drop(n, scheduled)
-            elif self._queue_when_full and (self._backlog or not self._has_room()):
-                self._in_flight += 1  # in progress: waiting for a connection, like a waiter
-                self._backlog.append((n, scheduled))
+                continue
+            # Counted with the new request in: in-flight only rises here, so the
+            # window's peak is at one of its arrivals (or carried from before it).
+            self._in_flight += 1
+            self._tally.arrival(scheduled, self._in_flight)
+            if self._queue_when_full and (self._backlog or not self._has_room()):
+                self._backlog.append((n, scheduled))  # in progress: waiting for a connection
             else:
-                self._in_flight += 1
                 self._spawn(n, scheduled)
 
     def _admit_backlog(self) -> None:
@@ -313,8 +316,8 @@ class Engine:
             n = next(ordinals)
             if limit is not None and n >= limit:
                 return
-            self._tally.arrival(scheduled, self._in_flight)
             self._in_flight += 1
+            self._tally.arrival(scheduled, self._in_flight)
             await self._request(n, scheduled)
             # The next request is due one think time after this one ended: a late wake-up
             # from that pause is dispatch delay, not hidden.

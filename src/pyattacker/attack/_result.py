@@ -105,8 +105,9 @@ class AttackResult:
 
     @property
     def answer_span_s(self) -> float:
-        """The span answers and tokens per minute are over: from the start to the last
-        answer, or the schedule when that is longer. Never shorter than
+        """The span answers and tokens per minute are over: from the start to the end of
+        the run (:attr:`elapsed`: the last request's end, an answer or not), or the
+        schedule or :attr:`sending_span_s` when longer. Never shorter than
         :attr:`sending_span_s` (every answer comes after its send), so when every request
         succeeded the answered rate is at most the sent rate."""
         return max(self.schedule_s, self.send_span_s, self.elapsed)
@@ -129,6 +130,8 @@ class AttackResult:
                     "schedule_s": self.schedule_s,
                     "elapsed_s": self.elapsed,
                     "send_span_s": self.send_span_s,
+                    "sending_span_s": self.sending_span_s,
+                    "answer_span_s": self.answer_span_s,
                     "planned": self.planned,
                     "scheduled": self.scheduled,
                     "sent": self.sent,
@@ -159,7 +162,7 @@ class AttackResult:
         section = llm_stats_dict(self.total, answers)
         span = self.sending_span_s
         section["per_minute"]["sent"] = _per_minute(self.sent, span)
-        section["per_minute"]["sent_span_s"] = span
+        section["per_minute"]["sending_span_s"] = span
         if len(self.by_target) > 1:
             section["targets"] = {
                 target: llm_stats_dict(stats, answers)
@@ -211,9 +214,10 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
     """The LLM view of one aggregate (definitions: ``RequestStats``' docstring).
 
     Durations in seconds. ``per_minute`` rates of answers and tokens are over
-    ``answer_span_s`` (``AttackResult.answer_span_s``: the run's start to its last answer,
-    or the schedule when longer), ``None`` when it is 0; the caller adds the sent rate
-    and its own span. ``utilisation_pct`` is ``None`` when no attempt carried the header.
+    ``answer_span_s`` (``AttackResult.answer_span_s``: from the run's start to its end, or
+    the schedule when longer), ``None`` when it is 0; the caller adds the sent rate and
+    its span (``sending_span_s``). ``utilisation_pct`` is ``None`` when no attempt carried
+    the header.
     ``sent_attempts_per_sent_request`` is what a server saw per request that reached it.
     ``ok_answers`` counts the OK LLM answers, streamed or whole body (the end-to-end
     population); ``ok_streams`` the OK ones that streamed (the ITL and TPOT population).
@@ -253,30 +257,33 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
     }
 
 
-def llm_window_dict(window: Window, send_span_s: float) -> dict[str, Any]:
+def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
     """One row of the LLM time series, in the columns of seed 001's tool.
 
     ``rpm``: requests first sent in the window, per minute of the part of the window
-    sending covered (``send_span_s`` seconds from the start: ``AttackResult.sending_span_s``,
-    the span of the summary's sent rate), so a last window cut short does not read low;
-    ``covered_s`` is that part, and ``rpm`` is ``None`` for a window after it. ``in_flight``: the
-    most in progress at an arrival. ``completed`` and ``failures``: requests by the window
-    of their end. ``throttled``: refused *attempts*, each in the window where it ended
-    (seed 001 counts throttled calls; one attempt per request makes it the requests).
-    ``ttft_sent_s``: TTFT on the sent clock of the streamed requests;
-    ``e2e_scheduled_s``: end to end on the scheduled clock of the OK answers, streamed or
-    not (the populations of the summary's figures).
+    sending covered (``sending_span_s`` seconds from the start:
+    ``AttackResult.sending_span_s``, the span of the summary's sent rate), so a last window
+    cut short does not read low; ``covered_s`` is that part, and ``rpm`` is ``None`` for a
+    window after it. ``max_in_flight``, ``completed`` (answered: OK, failed or throttled),
+    ``failed`` (answered with an error other than a throttle) and ``throttled`` (requests
+    whose last attempt was refused) mean what they do in the report's ``windows``:
+    requests by the window of their end. ``throttled_attempts``: refused *attempts*, each
+    in the window where it ended (seed 001 counts throttled calls). ``ttft_sent_s``: TTFT
+    on the sent clock of the streamed requests; ``e2e_scheduled_s``: end to end on the
+    scheduled clock of the OK answers, streamed or not (the populations of the summary's
+    figures).
     """
-    covered = min(window.width, send_span_s - window.start)
+    covered = min(window.width, sending_span_s - window.start)
     return {
         "start": window.start,
         "width": window.width,
         "covered_s": max(covered, 0.0),
         "rpm": window.sent * 60.0 / covered if covered > 0 else None,
-        "in_flight": window.max_in_flight,
+        "max_in_flight": window.max_in_flight,
         "completed": window.completed,
-        "failures": window.failed,
-        "throttled": window.throttled_attempts,
+        "failed": window.failed,
+        "throttled": window.throttled,
+        "throttled_attempts": window.throttled_attempts,
         "ttft_sent_s": window.ttft.to_dict(),
         "e2e_scheduled_s": window.e2e_scheduled.to_dict(),
         "prompt_tokens": window.prompt_tokens,
@@ -334,7 +341,6 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "method": plan.method,
         "headers": [name for name, _ in plan.headers],  # names only: values may be secrets
         "keys": len(plan.keys),  # how many, never which
-        "body_bytes": len(plan.body) if plan.body else 0,
         "timeouts_s": {
             "connect": plan.timeouts.connect,
             "read": plan.timeouts.read,
@@ -347,7 +353,9 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "window_s": plan.window,
         "seed": plan.seed,
     }
-    if plan.llm is not None:
+    if plan.llm is None:  # an LLM attack builds each body from a prompt
+        data["body_bytes"] = len(plan.body) if plan.body else 0
+    else:
         data["llm"] = llm_plan_dict(plan.llm)
     return data
 
@@ -355,17 +363,25 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
 def llm_plan_dict(spec: LlmSpec) -> dict[str, Any]:
     """What an LLM attack asked for: every setting of ``spec``, never a key (keys live in
     the plan's ``keys``, not in the spec). ``extra`` parameters are request body fields
-    (``temperature``...), shown with their values."""
+    (``temperature``...), shown with their values (one may replace ``max_tokens``).
+    ``max_tokens`` is the cap the requests ask for: a synthetic shape's (which names one
+    for every prompt, so the spec's is unused), else the spec's, sent for the JSONL lines
+    that name none (``None``: those send none, and the server decides)."""
     return {
         "model": spec.model,
         "api": spec.api.value,
         "stream": spec.stream,
         "prompts": prompts_dict(spec.prompts),
-        "max_tokens": spec.max_tokens,
+        "max_tokens": _effective_max_tokens(spec),
         "azure_deployment": spec.azure_deployment,
         "api_version": spec.api_version,
         "extra": dict(spec.extra),
     }
+
+
+def _effective_max_tokens(spec: LlmSpec) -> int | None:
+    prompts = spec.prompts
+    return prompts.max_tokens if isinstance(prompts, SyntheticPrompts) else spec.max_tokens
 
 
 def prompts_dict(prompts: PromptSource) -> dict[str, Any]:

@@ -135,7 +135,8 @@ class Tally:
         self._on_record = on_record
 
     def arrival(self, scheduled: float, in_flight: int) -> None:
-        """One arrival of the load model at ``scheduled``, with ``in_flight`` in progress."""
+        """One arrival of the load model at ``scheduled``, with ``in_flight`` in progress
+        counting it (unless it was dropped): see ``WindowSeries.note_arrival``."""
         self.scheduled += 1
         self.windows.note_arrival(scheduled, in_flight)
 

@@ -41,8 +41,13 @@ class Window:
     + throttled`` (answered requests), while ``dropped`` and ``cancelled`` are counted
     beside it. ``latency`` (scheduled clock) and ``service_time`` (sent clock) summarise
     the answered requests, as :class:`~pyattacker.measure.RequestStats` does.
-    ``max_in_flight``: the largest
-    in-flight count noted in the window.
+    ``max_in_flight``: the most requests in flight at once in the window. In-flight counts
+    only rise at an arrival, so the peak is at one of the window's arrivals (each noted
+    with the count including itself, see :meth:`WindowSeries.note_arrival`) or at the
+    window's start: the count then is carried over as the arrivals before the window minus
+    the requests counted as ended before it (a record counts in the window of its ``end``,
+    one with no end, cut off before sending, in that of its arrival). So a window with no
+    arrival, in the middle of a long stream, shows what was still in flight.
 
     ``throttled_attempts``: refused *attempts*, each in the window of its own ``end`` (its
     ``scheduled`` if it has none), so a request refused twice and then served counts two
@@ -271,7 +276,8 @@ class WindowSeries:
 
     def note_arrival(self, t: float, in_flight: int) -> None:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
-        its window (the engine calls this once per arrival)."""
+        its window (the engine calls this once per arrival). ``in_flight`` counts the
+        arriving request if it was admitted (not dropped): the count just after it."""
         tally = self._tally(t)
         tally.scheduled += 1
         if in_flight > tally.max_in_flight:
@@ -284,15 +290,22 @@ class WindowSeries:
     def windows(self) -> list[Window]:
         """Every window from 0 to the last one touched, empty ones included."""
         last = max(self._tallies, default=-1)
-        return [self._window(i, self._tallies.get(i) or _Tally()) for i in range(last + 1)]
+        windows = []
+        carried = 0  # in flight at the window's start: arrived before it, not yet ended
+        for i in range(last + 1):
+            tally = self._tallies.get(i) or _Tally()
+            windows.append(self._window(i, tally, max(tally.max_in_flight, carried)))
+            ended = tally.completed + tally.dropped + tally.cancelled
+            carried = max(0, carried + tally.scheduled - ended)
+        return windows
 
-    def _window(self, index: int, tally: _Tally) -> Window:
+    def _window(self, index: int, tally: _Tally, max_in_flight: int) -> Window:
         counts = {name: getattr(tally, name) for name in _COUNTS}
         return Window(
             index=index,
             start=index * self.width,
             width=self.width,
-            max_in_flight=tally.max_in_flight,
+            max_in_flight=max_in_flight,
             latency=tally.latency.summary(),
             service_time=tally.service_time.summary(),
             ttft=tally.ttft.summary(),

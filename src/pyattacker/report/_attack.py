@@ -10,8 +10,9 @@ with (``errors``, messages that differ only in numbers and ids grouped), one exa
 besides the status codes and error classes that only say how often.
 
 "Throttled" is said three ways, each labelled: requests that *ended* throttled (the
-outcomes and the ``ended throttled`` series column), requests throttled *at least once*,
-and throttled *attempts* (the LLM series column).
+outcomes and the ``throttled (ended)`` series columns), requests throttled *at least
+once*, and throttled *attempts* (the LLM series' ``throttled (attempts)``); a run with
+none says ``throttled: none``.
 
 An LLM attack's header says what was asked (model, API, streaming, prompts, parameters;
 never a key). An LLM run (one whose ``to_dict()`` has an ``llm`` section) adds an LLM
@@ -48,8 +49,9 @@ def attack_json(result: AttackResult, *, indent: int | None = 2) -> str:
 def attack_markdown(result: AttackResult) -> str:
     """The report as a Markdown document (headline, latency table, counts, time series)."""
     data = result.to_dict()
-    lines = [f"# pyattacker attack — {_title(data)}", "", *_headline(data), ""]
-    lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), _latency_rows(data)), ""]
+    lines = [f"# pyattacker attack — {_title(data)}", "", *_items(_headline(data)), ""]
+    latency = _latency_rows(data, nested="total: {}")
+    lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), latency), ""]
     lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data))]
     lines += [*_error_markdown(data["errors"]), ""]
     windows = data["windows"]
@@ -59,9 +61,9 @@ def attack_markdown(result: AttackResult) -> str:
         lines.append("")
     llm = data.get("llm")
     if llm is not None:
-        lines += ["## LLM", "", *_llm_intro(llm), ""]
-        lines += [*_markdown_table(_llm_header(), _llm_rows(llm)), ""]
-        lines += [*(f"- {line}" for line in _llm_lines(llm, data)), ""]
+        lines += ["## LLM", "", *_items(_llm_intro(llm)), ""]
+        lines += [*_markdown_table(_llm_header(), _llm_rows(llm, nested="{}")), ""]
+        lines += [*_items(_llm_lines(llm, data["summary"]["schedule_s"])), ""]
         if llm["windows"]:
             lines += [f"### LLM time series ({data['plan']['window_s']:g} s windows)", ""]
             lines += [_LLM_SERIES_NOTE, ""]
@@ -74,7 +76,8 @@ def attack_text(result: AttackResult) -> str:
     """The report for a terminal: plain aligned text (rich renders it as is)."""
     data = result.to_dict()
     lines = [f"pyattacker attack — {_title(data)}", *_headline(data), ""]
-    lines += ["Latency (ms)", *_aligned(_latency_header(), _latency_rows(data)), ""]
+    latency = _latency_rows(data, nested="  {}")
+    lines += ["Latency (ms)", *_aligned(_latency_header(), latency, labels=2), ""]
     lines += _count_lines(data)
     lines += _error_text(data["errors"])
     windows = data["windows"]
@@ -84,11 +87,12 @@ def attack_text(result: AttackResult) -> str:
         if len(rows) > _MAX_WINDOW_ROWS:
             lines.append(f"(first {_MAX_WINDOW_ROWS} of {len(rows)} windows; --json has all)")
             rows = rows[:_MAX_WINDOW_ROWS]
-        lines += _aligned(_window_header(), rows)
+        lines += _aligned(_window_header(), rows, labels=1)
     llm = data.get("llm")
     if llm is not None:
-        lines += ["", "LLM", *_llm_intro(llm), *_aligned(_llm_header(), _llm_rows(llm)), ""]
-        lines += _llm_lines(llm, data)
+        table = _aligned(_llm_header(), _llm_rows(llm, nested="  {}"), labels=2)
+        lines += ["", "LLM", *_llm_intro(llm), *table, ""]
+        lines += _llm_lines(llm, data["summary"]["schedule_s"])
         if llm["windows"]:
             lines += ["", f"LLM time series ({data['plan']['window_s']:g} s windows)"]
             lines.append(_LLM_SERIES_NOTE)
@@ -96,7 +100,7 @@ def attack_text(result: AttackResult) -> str:
             if len(rows) > _MAX_WINDOW_ROWS:
                 lines.append(f"(first {_MAX_WINDOW_ROWS} of {len(rows)} windows; --json has all)")
                 rows = rows[:_MAX_WINDOW_ROWS]
-            lines += _aligned(_llm_window_header(), rows)
+            lines += _aligned(_llm_window_header(), rows, labels=1)
     return "\n".join(lines)
 
 
@@ -156,7 +160,7 @@ def _llm_plan_line(llm: Mapping[str, Any]) -> str:
     model = "deployment's model" if llm["model"] is None else f"model {llm['model']}"
     stream = "streamed" if llm["stream"] else "whole body (not streamed)"
     parts = [f"LLM: {model}, {llm['api']} API, {stream}", f"prompts: {_prompts(llm['prompts'])}"]
-    if llm["max_tokens"] is not None:
+    if llm["max_tokens"] is not None and llm["prompts"]["kind"] != "synthetic":
         parts.append(f"max_tokens {llm['max_tokens']}")
     if llm["azure_deployment"] is not None:
         parts.append(f"Azure deployment {llm['azure_deployment']}")
@@ -182,7 +186,9 @@ def _latency_header() -> list[str]:
     return ["", "clock", *_COLUMNS]
 
 
-def _latency_rows(data: Mapping[str, Any]) -> list[list[str]]:
+def _latency_rows(data: Mapping[str, Any], *, nested: str) -> list[list[str]]:
+    """The latency table; ``nested`` formats the labels of the rows under ``total``
+    (indented for a terminal, ``total: ...`` in Markdown, which drops the indent)."""
     rows: list[list[str]] = []
     sections = [("total", data["total"])]
     if len(data["targets"]) > 1:
@@ -191,9 +197,10 @@ def _latency_rows(data: Mapping[str, Any]) -> list[list[str]]:
         rows.append([name, "scheduled", *_cells(stats["latency_s"]["scheduled"])])
         rows.append(["", "sent", *_cells(stats["latency_s"]["sent"])])
         if name == "total":
-            rows.append(["  ok only", "scheduled", *_cells(stats["latency_ok_s"])])
-            rows.append(["  dispatch delay", "sched→sent", *_cells(stats["dispatch_delay_s"])])
-            rows.append(["  first byte", "sent", *_cells(stats["ttfb_s"])])
+            rows.append([nested.format("ok only"), "scheduled", *_cells(stats["latency_ok_s"])])
+            delay = _cells(stats["dispatch_delay_s"])
+            rows.append([nested.format("dispatch delay"), "sched→sent", *delay])
+            rows.append([nested.format("first byte"), "sent", *_cells(stats["ttfb_s"])])
     return rows
 
 
@@ -220,8 +227,7 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
         "Error classes: " + _pairs(total["error_classes"]),
         f"Attempts: {_attempts(total)} "
         f"({per_request:.2f} per request; histogram {_pairs(total['attempts_per_request'])}); "
-        f"{_throttled(total['throttled_requests'], total['outcomes'])}, "
-        f"throttled attempts {total['throttled_attempts']}",
+        f"{_throttled(total)}",
         "Retry decisions: " + _pairs(data["retry_decisions"]),
     ]
     if total["early_sends"]:
@@ -237,10 +243,17 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _throttled(at_least_once: int, outcomes: Mapping[str, int]) -> str:
-    """``requests throttled at least once: 16 (12 still throttled at the end)``."""
-    ended = outcomes.get("throttled", 0)
-    return f"requests throttled at least once: {at_least_once} ({ended} still throttled at the end)"
+def _throttled(stats: Mapping[str, Any]) -> str:
+    """``requests throttled at least once: 16 (12 still throttled at the end), throttled
+    attempts 30``, or ``throttled: none``."""
+    at_least_once, attempts = stats["throttled_requests"], stats["throttled_attempts"]
+    if not at_least_once and not attempts:
+        return "throttled: none"
+    ended = stats["outcomes"].get("throttled", 0)
+    return (
+        f"requests throttled at least once: {at_least_once} ({ended} still throttled at the "
+        f"end), throttled attempts {attempts}"
+    )
 
 
 def _pairs(counts: Mapping[str, int]) -> str:
@@ -300,7 +313,7 @@ def _window_header() -> list[str]:
         "sent",
         "ok",
         "failed",
-        "ended throttled",
+        "throttled (ended)",
         "dropped",
         "max in flight",
         "p50 sched",
@@ -335,9 +348,12 @@ def _window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
 
 _LLM_SERIES_NOTE = (
     "rpm: requests sent per minute of the window (of the part of it sending covered, as the "
-    "summary's sent rate); throttled attempts: refused attempts, in the window each ended "
-    "in; TTFT on the sent clock, of the answers that streamed; e2e on the scheduled clock, "
-    "of the OK answers; times in ms."
+    "summary's sent rate); max in flight: the most requests in progress at once; answered: "
+    "requests that got an answer (OK, failed or throttled), of which failed: an error other "
+    "than a throttle, and throttled (ended): the last attempt refused, each request in the "
+    "window it ended in; throttled (attempts): refused attempts, each in the window it ended "
+    "in (a retried request may count several); TTFT on the sent clock, of the answers that "
+    "streamed; e2e on the scheduled clock, of the OK answers; times in ms."
 )
 _CLOCKS = (
     "Clocks: sent = from the request's first send, scheduled = from when it should have "
@@ -358,8 +374,8 @@ def _llm_intro(llm: Mapping[str, Any]) -> list[str]:
         f"{streamed} answers streamed (answered requests whose last attempt got a first "
         f"token): {ok} OK, failed after first token: {llm['failed_after_first_token']}.",
         f"Time to first token covers all {streamed}; inter-token latency and time per "
-        f"output token the {ok} OK streams; end to end the {answers} OK answers (a broken "
-        "stream ends where it broke). Times in ms.",
+        f"output token the {ok} OK streams; end to end the {answers} OK answers (a stream "
+        "that broke has a TTFT but no end to end). Times in ms.",
         _CLOCKS,
     ]
 
@@ -368,8 +384,9 @@ def _llm_header() -> list[str]:
     return ["", "clock", *_LLM_COLUMNS]
 
 
-def _llm_rows(llm: Mapping[str, Any]) -> list[list[str]]:
-    """The LLM table; without a streamed answer, only end to end (the intro says why)."""
+def _llm_rows(llm: Mapping[str, Any], *, nested: str) -> list[list[str]]:
+    """The LLM table; without a streamed answer, only end to end (the intro says why).
+    ``nested`` formats the per-target rows' labels (as in :func:`_latency_rows`)."""
     rows = [
         ["end to end", "sent", *_llm_cells(llm["e2e_s"]["sent"])],
         ["", "scheduled", *_llm_cells(llm["e2e_s"]["scheduled"])],
@@ -383,7 +400,9 @@ def _llm_rows(llm: Mapping[str, Any]) -> list[list[str]]:
         ["time per output token", "first→end", *_llm_cells(llm["tpot_s"])],
     ]
     for target, stats in llm.get("targets", {}).items():
-        rows.append([f"  {target}: TTFT", "sent", *_llm_cells(stats["ttft_s"]["sent"])])
+        rows.append(
+            [nested.format(f"{target}: TTFT"), "sent", *_llm_cells(stats["ttft_s"]["sent"])]
+        )
     return rows
 
 
@@ -391,21 +410,20 @@ def _llm_cells(summary: Mapping[str, Any]) -> list[str]:
     return [str(summary.get("count", 0)), *(_ms(summary.get(k)) for k in _LLM_COLUMNS[1:])]
 
 
-def _llm_lines(llm: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
+def _llm_lines(llm: Mapping[str, Any], schedule: float) -> list[str]:
+    """Tokens, rates and what the server saw; the throttling and attempt counts are the
+    ``Attempts:`` line's, not repeated here."""
     tokens, rate = llm["tokens"], llm["per_minute"]
-    schedule = data["summary"]["schedule_s"]
     lines = [
         f"Tokens: {tokens['prompt']} prompt, {tokens['completion']} completion "
         f"(usage of {tokens['requests_with_usage']} OK requests)",
         f"Per minute: {_num(rate['sent'])} requests sent "
-        f"({_span(rate['sent_span_s'], schedule, 'send')}); "
+        f"({_span(rate['sending_span_s'], schedule, 'the last send')}); "
         f"{_num(rate['ok_requests'])} answered OK, "
         f"{_num(rate['prompt_tokens'])} context and {_num(rate['completion_tokens'])} "
-        f"generated tokens ({_span(rate['answer_span_s'], schedule, 'answer')})",
-        f"{_throttled(llm['throttled_requests'], data['total']['outcomes']).capitalize()}; "
-        f"throttled attempts {llm['throttled_attempts']}; attempts: {_attempts(llm)}; "
-        f"{_num(llm['sent_attempts_per_sent_request'], '.2f')} per request that was sent "
-        f"(retry: {data['plan']['retry']})",
+        f"generated tokens ({_span(rate['answer_span_s'], schedule, 'the end of the run')})",
+        f"Sent attempts per request that was sent (what the server saw): "
+        f"{_num(llm['sent_attempts_per_sent_request'], '.2f')}",
     ]
     util = llm["utilisation_pct"]
     if util is not None:
@@ -414,12 +432,12 @@ def _llm_lines(llm: Mapping[str, Any], data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _span(span_s: float, schedule_s: float, last: str) -> str:
+def _span(span_s: float, schedule_s: float, until: str) -> str:
     """``over the 60.00 s schedule`` or ``over the 45.00 s from the start to the last send``:
-    each rate's span is from the start to the last ``last``, or the schedule when longer."""
+    each rate's span is from the start to ``until``, or the schedule when longer."""
     if span_s == schedule_s:
         return f"over the {span_s:.2f} s schedule"
-    return f"over the {span_s:.2f} s from the start to the last {last}"
+    return f"over the {span_s:.2f} s from the start to {until}"
 
 
 def _num(value: object, spec: str = ".1f") -> str:
@@ -433,9 +451,10 @@ def _llm_window_header() -> list[str]:
         "t (s)",
         "rpm",
         "max in flight",
-        "completed",
-        "failures",
-        "throttled attempts",
+        "answered",
+        "failed",
+        "throttled (ended)",
+        "throttled (attempts)",
         "ttft avg (sent)",
         "ttft p95 (sent)",
         "e2e avg (sched)",
@@ -450,10 +469,11 @@ def _llm_window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
         [
             f"{w['start']:g}",
             _num(w["rpm"]),
-            str(w["in_flight"]),
+            str(w["max_in_flight"]),
             str(w["completed"]),
-            str(w["failures"]),
+            str(w["failed"]),
             str(w["throttled"]),
+            str(w["throttled_attempts"]),
             _ms(w["ttft_sent_s"].get("mean")),
             _ms(w["ttft_sent_s"].get("p95")),
             _ms(w["e2e_scheduled_s"].get("mean")),
@@ -465,16 +485,24 @@ def _llm_window_rows(windows: list[Mapping[str, Any]]) -> list[list[str]]:
     ]
 
 
-def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+def _aligned(header: list[str], rows: list[list[str]], *, labels: int) -> list[str]:
+    """A plain-text table: the first ``labels`` columns (row names, clocks) left-aligned,
+    the figures after them right-aligned; columns two spaces apart."""
     table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     out = []
     for row in table:
         cells = [
-            cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+            cell.ljust(widths[i]) if i < labels else cell.rjust(widths[i])
+            for i, cell in enumerate(row)
         ]
         out.append("  ".join(cells).rstrip())
     return out
+
+
+def _items(lines: list[str]) -> list[str]:
+    """``lines`` as a Markdown list: single newlines would join them into one paragraph."""
+    return [f"- {line}" for line in lines]
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
