@@ -17,7 +17,7 @@ import pytest
 from pyattacker.store import RowKind, SQLiteStore
 
 CHILD = Path(__file__).with_name("crash_child.py")
-N = 6000
+N = 20000  # about 7 s of work for the child here: five kills within 1.2 s each land mid-run
 
 
 def _effects(log: Path) -> list[tuple[int, str, int]]:
