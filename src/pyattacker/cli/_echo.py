@@ -89,23 +89,32 @@ def echo_server(
         raise
 
 
-def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:
-    """``("429:0.1", "500:0.01,503:0.02")`` as ``{429: 0.1, 500: 0.01, 503: 0.02}``."""
+def parse_fails(
+    fails: tuple[str, ...],
+    *,
+    example: str = "429:0.1",
+    total_hint: str = "e.g. --fail 429:0.1,500:0.01",
+) -> dict[int, float]:
+    """``("429:0.1", "500=0.01,503:0.02")`` as ``{429: 0.1, 500: 0.01, 503: 0.02}`` (a
+    status and its fraction joined by ``:`` or ``=``; empty parts are skipped). Shared by
+    ``echo-server`` and ``llm-server``; ``example`` is the form their hints show."""
     table: dict[int, float] = {}
-    for part in (p.strip() for text in fails for p in text.split(",")):
-        status, colon, fraction = part.partition(":")
-        if not colon:
+    for part in (p.strip() for text in fails for p in text.split(",") if p.strip()):
+        status, sep, fraction = part.replace("=", ":", 1).partition(":")
+        if not sep:
             raise ConfigError(
-                f"expected STATUS:FRACTION, got {part!r}", field="--fail", hint="e.g. 429:0.1"
+                f"expected STATUS:FRACTION or STATUS=FRACTION, got {part!r}",
+                field="--fail",
+                hint=f"e.g. {example}",
             )
         code = check_status(status.strip(), "--fail", lowest=400)
         try:
             table[code] = float(fraction)
         except ValueError:
             raise ConfigError(
-                f"bad fraction {fraction!r}", field="--fail", hint="e.g. 429:0.1"
+                f"bad fraction {fraction!r}", field="--fail", hint=f"e.g. {example}"
             ) from None
-    return check_fail(table, "--fail")
+    return check_fail(table, "--fail", hint=total_hint)
 
 
 def _announce(server: EchoServer) -> None:

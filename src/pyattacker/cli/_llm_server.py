@@ -6,9 +6,9 @@ import sys
 
 import click
 
+from pyattacker.cli._echo import parse_fails
 from pyattacker.errors import ConfigError
 from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
-from pyattacker.servers._core import check_fail, check_status
 from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
 from pyattacker.servers._llm_process import API_KEYS_ENV
 from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS
@@ -204,7 +204,7 @@ def llm_server(
             overflow=overflow,
             rpm=rpm,
             tpm=tpm,
-            fail=parse_fails(fails),
+            fail=parse_fails(fails, example="503=0.01", total_hint=_FAIL_HINT),
             storms=parse_storms(storms, field="--storms"),
             api_keys=api_keys,
             seed=seed,
@@ -221,25 +221,6 @@ def _in_our_words(exc: ConfigError) -> ConfigError:
         return exc
     option = _OPTIONS.get(exc.field, "--" + exc.field.replace("_", "-"))
     return ConfigError(exc.message, field=option, hint=_HINTS.get(exc.field, exc.hint))
-
-
-def parse_fails(fails: tuple[str, ...]) -> dict[int, float]:
-    """``("503=0.01", "500=0.005,429:0.1")`` as ``{503: 0.01, 500: 0.005, 429: 0.1}``."""
-    table: dict[int, float] = {}
-    for part in (p.strip() for text in fails for p in text.split(",") if p.strip()):
-        status, sep, fraction = part.replace(":", "=", 1).partition("=")
-        if not sep:
-            raise ConfigError(
-                f"expected STATUS=FRACTION, got {part!r}", field="--fail", hint="e.g. 503=0.01"
-            )
-        code = check_status(status.strip(), "--fail", lowest=400)
-        try:
-            table[code] = float(fraction)
-        except ValueError:
-            raise ConfigError(
-                f"bad fraction {fraction!r}", field="--fail", hint="e.g. 503=0.01"
-            ) from None
-    return check_fail(table, "--fail", hint=_FAIL_HINT)
 
 
 def _announce(server: LlmServer) -> None:
