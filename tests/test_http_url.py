@@ -134,7 +134,16 @@ def test_headers_are_case_insensitive_and_keep_order_and_repeats() -> None:
 def test_pyattacker_http_exports_exactly_the_public_names_in_sorted_order() -> None:
     import pyattacker.http
 
-    names = ["URL", "Headers", "HttpClient", "Response", "Timeouts", "Timing", "check_request"]
+    names = [
+        "URL",
+        "Headers",
+        "HttpClient",
+        "Response",
+        "Timeouts",
+        "Timing",
+        "Waiter",
+        "check_request",
+    ]
     assert pyattacker.http.__all__ == names
     assert sorted(names, key=lambda n: (not n.isupper(), n)) == names  # ruff's RUF022 order
     assert all(hasattr(pyattacker.http, name) for name in names)

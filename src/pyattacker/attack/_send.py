@@ -13,13 +13,20 @@ is how the engine's timelines are pinned exactly without sockets.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 from pyattacker.attack._plan import Target
-from pyattacker.http import HttpClient, Timing
+from pyattacker.errors import HttpStatusError
+from pyattacker.http import HttpClient, Response, Timing
 from pyattacker.measure import Attempt
 
-__all__ = ["HttpSender", "Sender"]
+__all__ = ["HttpSender", "OnEnd", "Sender"]
+
+# Told how a started attempt ended: with None (ok), its error, or a CancelledError when
+# it was abandoned.
+OnEnd = Callable[[Attempt, BaseException | None], None]
 
 
 class Sender(Protocol):
@@ -55,6 +62,67 @@ class HttpSender:
         attempt.bytes_received = len(response.body)
         if response.status >= 400:
             response.raise_for_status()
+
+    def start(self, target: Target, attempt: Attempt, on_end: OnEnd) -> Callable[[], None] | None:
+        """Send ``attempt`` now, without a task, if an idle connection is at hand.
+
+        ``on_end(attempt, error)`` is called when it ends, with the attempt filled in as
+        :meth:`send` fills it and ``error`` what ``send`` would have raised (``None`` if
+        ok; a ``CancelledError`` once the returned function abandoned it). It may be called
+        before ``start`` returns (a connection found closed on writing). Returns that
+        abandoning function, or ``None``, having sent nothing: then use :meth:`send`.
+        """
+        attempt.bytes_sent = self._bytes_out
+        timing = Timing(0.0)
+        waiter = _Waiter(attempt, timing, on_end)
+        return self.client.start(
+            self.method, target.url, waiter, headers=target.headers, body=self.body, timing=timing
+        )
+
+
+class _Waiter:
+    """Ends a started attempt the moment its connection knows how it went (see
+    :class:`~pyattacker.http.Waiter`): what ``send`` does after its ``await``, inline."""
+
+    __slots__ = ("_attempt", "_done", "_on_end", "_timing")
+
+    def __init__(self, attempt: Attempt, timing: Timing, on_end: OnEnd) -> None:
+        self._attempt, self._timing, self._on_end = attempt, timing, on_end
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: Response, /) -> None:
+        attempt = self._attempt
+        attempt.status = result.status
+        attempt.bytes_received = len(result.body)
+        error: BaseException | None = None
+        if result.status >= 400:
+            try:
+                result.raise_for_status()
+            except HttpStatusError as exc:
+                error = exc
+        self._end(error)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self._end(exception)
+
+    def cancel(self) -> bool:
+        if self._done:
+            return False
+        self._end(asyncio.CancelledError())
+        return True
+
+    def _end(self, error: BaseException | None) -> None:
+        self._done = True
+        _copy(self._timing, self._attempt)
+        try:
+            self._on_end(self._attempt, error)
+        except Exception as exc:  # a bug of the caller's: say so, not inside the parser
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "an attempt's on_end callback failed", "exception": exc}
+            )
 
 
 def _copy(timing: Timing, attempt: Attempt) -> None:

@@ -9,7 +9,7 @@ policy to judge and record. See :class:`HttpClient`.
 from pyattacker.http._client import HttpClient
 from pyattacker.http._request import check_request
 from pyattacker.http._response import Response
-from pyattacker.http._types import Headers, Timeouts, Timing
+from pyattacker.http._types import Headers, Timeouts, Timing, Waiter
 from pyattacker.http._url import URL
 
 __all__ = [
@@ -19,5 +19,6 @@ __all__ = [
     "Response",
     "Timeouts",
     "Timing",
+    "Waiter",
     "check_request",
 ]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import ssl as _ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +24,7 @@ from pyattacker.http._errors import Stage, mapped
 from pyattacker.http._pool import OriginPool
 from pyattacker.http._request import HeadersInput, RequestEncoder
 from pyattacker.http._response import Response
-from pyattacker.http._types import Timeouts, Timing
+from pyattacker.http._types import Timeouts, Timing, Waiter
 from pyattacker.http._url import URL
 
 __all__ = ["HttpClient"]
@@ -140,6 +141,37 @@ class HttpClient:
             conn.abandon(response)  # no-op unless this exchange is still running
             raise
         return conn, response
+
+    def start(
+        self,
+        method: str,
+        url: URL | str,
+        waiter: Waiter,
+        *,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+        timing: Timing | None = None,
+    ) -> Callable[[], None] | None:
+        """Send one request *now* on an idle keep-alive connection, without awaiting.
+
+        ``waiter`` is told how the exchange ends (see :class:`Waiter`): given the response
+        with its whole body read, or the error, exactly as :meth:`request` would have
+        returned or raised. Returns a function that abandons the exchange (unless it has
+        ended, its connection is closed and ``waiter.cancel()`` is called), or ``None``,
+        having sent nothing, when no idle connection is at hand: opening one takes awaits,
+        so use :meth:`request`. Must be called with the loop running.
+
+        This is the load engine's hot path: no task, no future and no loop turn per
+        request (measured, those were about a third of a request's CPU time).
+        """
+        loop = asyncio.get_running_loop()
+        response, payload, limits, _, conn = self._prepare(
+            loop, method, url, headers, body, None, timing
+        )
+        if conn is None:
+            return None
+        conn.send(response, payload, limits, waiter, method=method, streaming=False)
+        return partial(conn.abandon, response)
 
     def stream(
         self,

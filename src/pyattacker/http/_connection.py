@@ -32,7 +32,7 @@ from pyattacker.http._response import (
     delimited_by_close,
     reusable_without_body,
 )
-from pyattacker.http._types import Headers, Timeouts
+from pyattacker.http._types import Headers, Timeouts, Waiter
 
 __all__ = ["Connection"]
 
@@ -69,7 +69,7 @@ class Connection(asyncio.Protocol):
         self.fd, self.idle_since = -1, 0.0
         self._state = _IDLE
         self._response: Response | None = None
-        self._waiter: asyncio.Future[Response] | None = None
+        self._waiter: Waiter | None = None
         self._stream: BodyStream | None = None
         self._raw: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
@@ -92,7 +92,7 @@ class Connection(asyncio.Protocol):
         response: Response,
         payload: tuple[bytes, bytes | None, bool],
         timeouts: Timeouts,
-        waiter: asyncio.Future[Response],
+        waiter: Waiter,
         *,
         method: str,
         streaming: bool,

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pyattacker.http._response import Response
 
 from pyattacker._checks import check_number
 
-__all__ = ["Headers", "Timeouts", "Timing"]
+__all__ = ["Headers", "Timeouts", "Timing", "Waiter"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,25 @@ class Timing:
     end: float | None = None
     chunk_times: list[float] = field(default_factory=list)
     reused: bool = False
+
+
+class Waiter(Protocol):
+    """Who learns how one exchange ended: an ``asyncio.Future[Response]`` (what
+    :meth:`HttpClient.request` awaits), or any object with these four methods that acts at
+    once (:meth:`HttpClient.start`'s callers: no task, no future, no loop turn).
+
+    The connection calls at most one of ``set_result`` / ``set_exception`` / ``cancel``,
+    and only while ``done()`` is false. A waiter that acts at once must not send on a
+    connection from inside these calls: they run inside the connection's own callbacks.
+    """
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Response, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+    def cancel(self) -> bool: ...
 
 
 class Headers:
