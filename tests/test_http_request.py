@@ -175,3 +175,26 @@ def test_check_request_refuses_what_the_client_would_and_sends_nothing() -> None
         check_request("GET", url, headers={"Content-Length": "3"})
     with pytest.raises(ConfigError, match="Latin-1"):
         check_request("GET", url, headers={"X-A": "\u20ac"})
+
+
+def test_the_same_immutable_request_is_encoded_once_and_given_again() -> None:
+    encoder = RequestEncoder()
+    headers = (("X-Key", "k1"),)
+    first = encoder.encode("POST", URL_, headers, b"{}")
+    assert encoder.encode("POST", URL_, headers, b"{}") is first  # the very same result
+    other = encoder.encode("PUT", URL_, headers, b"{}")  # another method: encoded afresh
+    assert other is not first
+    assert other[0].startswith(b"PUT ")
+
+
+def test_headers_that_can_change_are_encoded_afresh_every_time() -> None:
+    encoder = RequestEncoder()
+    headers = [("X-Key", "k1")]
+    assert b"X-Key: k1\r\n" in encoder.encode("GET", URL_, headers, None)[0]
+    headers[0] = ("X-Key", "k2")
+    assert b"X-Key: k2\r\n" in encoder.encode("GET", URL_, headers, None)[0]
+    # a tuple holding a list can change too
+    pairs = (["X-Key", "k1"],)
+    assert b"X-Key: k1\r\n" in encoder.encode("GET", URL_, pairs, None)[0]  # type: ignore[arg-type]
+    pairs[0][1] = "k2"
+    assert b"X-Key: k2\r\n" in encoder.encode("GET", URL_, pairs, None)[0]  # type: ignore[arg-type]

@@ -222,7 +222,9 @@ class WindowSeries:
         return int((t - self.origin) / self.width)  # int() floors a non-negative float
 
     def _tally(self, t: float) -> _Tally:
-        index = self.index_of(t)
+        return self._tally_at(self.index_of(t))
+
+    def _tally_at(self, index: int) -> _Tally:
         tally = self._tallies.get(index)
         if tally is None:
             tally = self._tallies[index] = _Tally()
