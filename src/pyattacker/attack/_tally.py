@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyattacker.measure import Attempt, RequestRecord, RequestStats, WindowSeries
-from pyattacker.measure._batch import PlainAnswers, add_to_stats, add_to_windows, is_plain
+from pyattacker.measure._records import is_plain
 
 __all__ = ["MAX_MESSAGES", "OTHER_MESSAGES", "ErrorGroup", "ErrorMessages", "Tally", "error_key"]
 
@@ -184,9 +184,11 @@ class Tally:
         if not plain:
             return
         self._plain = []
-        batch = PlainAnswers(plain)
-        add_to_windows(self._windows, batch)  # first: it raises for a time it cannot place
-        add_to_stats(self._total, batch)
+        from pyattacker.measure import _batch  # numpy: imported on the first batch only
+
+        batch = _batch.PlainAnswers(plain)
+        _batch.add_to_windows(self._windows, batch)  # first: it raises for a time it cannot place
+        _batch.add_to_stats(self._total, batch)
         self._sent += len(batch)
         self._last_sent = max(self._last_sent, float(batch.sent.max()))
         self._late += int((batch.sent - batch.scheduled > self._late_after).sum())
