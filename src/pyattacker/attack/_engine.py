@@ -418,14 +418,16 @@ class Engine:
         lease.release_now()
         self._leased -= 1
         self._in_flight -= 1
-        self._tally.finished([attempt])
-        if self._backlog and not self._admit_soon:
-            # Not from here: this runs inside the connection's callbacks, and the backlog's
-            # next request may be sent on that very connection.
-            self._admit_soon = True
-            asyncio.get_running_loop().call_soon(self._admit_backlog)
-        if not self._live and self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
+        try:
+            self._tally.finished([attempt])  # may raise: a user's on_record
+        finally:
+            if self._backlog and not self._admit_soon:
+                # Not from here: this runs inside the connection's callbacks, and the
+                # backlog's next request may be sent on that very connection.
+                self._admit_soon = True
+                asyncio.get_running_loop().call_soon(self._admit_backlog)
+            if not self._live and self._drained is not None and not self._drained.done():
+                self._drained.set_result(None)
 
     # -- one request ----------------------------------------------------------------------
 

@@ -1,0 +1,316 @@
+"""The engine's direct path records exactly what its task path records, over real sockets.
+
+An open-model, one-attempt plan sent through the plain :class:`HttpSender` is written from
+the scheduler on an idle keep-alive connection and finished from that connection's
+callback (``Engine._dispatch`` -> ``HttpSender.start``), with no task. Each test checks
+that path was really taken (a spy on ``HttpSender.start``) and, where the figures are
+deterministic, compares them with the same plan forced onto the task path (a subclass of
+``HttpSender``, which the engine never sends directly). Servers listen on 127.0.0.1 on a
+port the OS picks; bounds come from the plan and the server, never from a stopwatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from http_helpers import LOOPS, closed_port, run
+from llm_server_helpers import until
+from pyattacker.attack import AttackPlan, AttackResult, Engine, HttpSender, OpenModel, Target
+from pyattacker.attack._send import OnEnd
+from pyattacker.http import HttpClient
+from pyattacker.measure import Attempt, Outcome, RequestRecord
+from pyattacker.servers import EchoServer
+
+GUARD_S = 30.0  # a hang guard only: a run that needs it has failed already
+
+PlanOf = Callable[[str], AttackPlan]
+During = Callable[[Engine, EchoServer], Awaitable[None]]
+
+
+class TaskPathSender(HttpSender):
+    """The same sender, but not *the* ``HttpSender``: the engine sends it through tasks."""
+
+
+@dataclass
+class StartSpy:
+    """What ``HttpSender.start`` did: sent a request directly, or declined (no idle
+    connection at hand, so the engine fell back to a task)."""
+
+    sent: int = 0
+    declined: int = 0
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> StartSpy:
+    calls = StartSpy()
+    original = HttpSender.start
+
+    def start(
+        self: HttpSender, target: Target, attempt: Attempt, on_end: OnEnd
+    ) -> Callable[[], None] | None:
+        abandon = original(self, target, attempt, on_end)
+        if abandon is None:
+            calls.declined += 1
+        else:
+            calls.sent += 1
+        return abandon
+
+    monkeypatch.setattr(HttpSender, "start", start)
+    return calls
+
+
+@dataclass
+class Run:
+    result: AttackResult
+    engine: Engine
+    client: dict[str, int]  # the HttpClient's statistics for the one origin, at the end
+    served: dict[str, Any]  # the echo server's
+    records: list[RequestRecord] = field(default_factory=list)
+
+
+async def attack(
+    plan_of: PlanOf,
+    *,
+    direct: bool = True,
+    records: bool = False,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    during: During | None = None,
+    **echo: Any,
+) -> Run:
+    """Run the plan against a fresh echo server (``**echo`` its settings), keeping the
+    records if asked (else no ``on_record``: the tally's one-attempt fast path)."""
+    kept: list[RequestRecord] = []
+    if records:
+        on_record = kept.append
+    async with EchoServer(**echo) as server:
+        plan = plan_of(server.url + "/")
+        async with HttpClient(timeouts=plan.timeouts, max_connections=plan.connections) as client:
+            sender = (HttpSender if direct else TaskPathSender)(client)
+            engine = Engine(plan, sender, on_record=on_record)
+            running = asyncio.ensure_future(engine.run())
+            try:
+                if during is not None:
+                    await during(engine, server)
+                result = await asyncio.wait_for(running, GUARD_S)
+            finally:
+                if not running.done():  # `during` failed: leave nothing running
+                    engine.stop("test failed")
+                    await asyncio.gather(running, return_exceptions=True)
+            (stats,) = client.statistics().values()
+        served = server.stats()
+    return Run(result, engine, stats, served, sorted(kept, key=lambda r: r.request))
+
+
+def figures(result: AttackResult) -> dict[str, object]:
+    """Every count the result holds that does not depend on how fast this machine is."""
+    total, windows = result.total, result.windows
+    window_counts = ("scheduled", "sent", "completed", "ok", "failed", "dropped", "cancelled")
+    return {
+        "scheduled": result.scheduled,
+        "sent": result.sent,
+        "requests": total.requests,
+        "attempts": total.attempts,
+        "sent_attempts": total.sent_attempts,
+        "attempts_per_request": dict(total.attempts_per_request),
+        "by_outcome": dict(total.by_outcome),
+        "by_status": dict(total.by_status),
+        "by_error_class": dict(total.by_error_class),
+        "bytes": (total.bytes_sent, total.bytes_received),
+        "counts": tuple(
+            h.count
+            for h in (
+                *(total.latency, total.latency_ok, total.service_time, total.ttfb),
+                *(total.dispatch_delay, total.attempt_service_time),
+            )
+        ),
+        "windows": {name: sum(getattr(w, name) for w in windows) for name in window_counts},
+        "window_latency": sum(w.latency.count for w in windows),
+        "decisions": dict(result.decisions),
+        "errors": [(group.key, group.count) for group in result.errors],
+        "stop_reason": result.stop_reason,
+    }
+
+
+def both_paths(
+    plan_of: PlanOf, spy: StartSpy, loop: str = "asyncio", records: bool = False, **echo: Any
+) -> Run:
+    """Run the plan directly and on tasks (a fresh server each, same seed); check they
+    recorded the same figures and that the task path never sent directly."""
+
+    async def main() -> tuple[Run, int, Run]:
+        direct = await attack(plan_of, records=records, **echo)
+        sent_directly = spy.sent
+        tasks = await attack(plan_of, direct=False, records=records, **echo)
+        return direct, sent_directly, tasks
+
+    direct, sent_directly, tasks = run(main, loop)
+    assert spy.sent == sent_directly  # the forced run never went direct
+    assert figures(direct.result) == figures(tasks.result)
+    assert direct.served["statuses"] == tasks.served["statuses"]
+    return direct
+
+
+def open_plan(rate: float, requests: int, **options: Any) -> PlanOf:
+    return lambda url: AttackPlan.build([url], OpenModel(rate=rate), requests=requests, **options)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_direct_sends_record_the_same_counts_as_the_task_path(loop: str, spy: StartSpy) -> None:
+    direct = both_paths(open_plan(1000, 300), spy, loop)
+    result = direct.result
+    # Most requests went direct: only the ones that found no idle connection did not.
+    assert spy.sent + spy.declined == 300
+    assert spy.sent > 150
+    assert result.scheduled == result.sent == result.total.requests == 300
+    assert result.total.by_outcome == {"ok": 300}
+    assert result.total.by_status == {200: 300}
+    assert result.total.bytes_received == 300 * 2  # the echo server's 2-byte payload
+    assert direct.served["count"] == 300
+    assert result.decisions == {}
+
+
+def test_direct_status_failures_are_failed_with_status_class_and_retry_decision(
+    spy: StartSpy,
+) -> None:
+    direct = both_paths(open_plan(1000, 300), spy, fail={500: 0.2, 503: 0.1}, seed=7)
+    total = direct.result.total
+    statuses = direct.served["statuses"]
+    failed = statuses.get("500", 0) + statuses.get("503", 0)
+    assert spy.sent > 150  # an error status keeps the connection: still direct
+    assert 0 < failed < 300
+    assert total.by_outcome == {"ok": 300 - failed, "failed": failed}
+    assert {str(k): v for k, v in total.by_status.items()} == statuses
+    assert total.by_error_class == {"upstream": failed}  # 5xx: the server side failed
+    assert direct.result.decisions == {"attempts_exhausted": failed}
+    assert {group.count for group in direct.result.errors} <= {statuses["500"], statuses["503"]}
+    assert total.latency.count == 300  # a failure is an answer: it has a latency
+
+
+def test_a_refused_target_is_connection_errors_on_both_paths_not_a_crash(spy: StartSpy) -> None:
+    port = closed_port()
+
+    def plan_of(url: str) -> AttackPlan:
+        return AttackPlan.build([f"http://127.0.0.1:{port}/"], OpenModel(rate=200), requests=20)
+
+    direct = both_paths(plan_of, spy)
+    result = direct.result
+    # Every request was offered to the direct path, found no connection and fell back.
+    assert (spy.sent, spy.declined) == (0, 20)
+    assert (result.scheduled, result.sent, result.total.requests) == (20, 0, 20)
+    assert result.total.by_outcome == {"failed": 20}
+    assert result.total.by_error_class == {"connection": 20}
+    assert result.decisions == {"attempts_exhausted": 20}
+    assert direct.client["open"] == 0
+
+
+def test_stop_abandons_direct_requests_as_cancelled_and_accounts_for_every_one(
+    spy: StartSpy,
+) -> None:
+    # 400/s against a server answering in 20 ms until 50 are answered; then it stalls
+    # (answers nothing for a minute): the requests on the wire, sent directly for the most
+    # part, and the ones after them pile up; the stop comes once 40 wait for an answer.
+    at_stop: list[int] = []
+
+    async def stall_then_stop(engine: Engine, server: EchoServer) -> None:
+        await until(lambda: engine.total.requests >= 50)
+        server.stall(60.0)
+        await until(lambda: engine.progress().in_flight >= 40)
+        live, before = len(engine._live), engine.total.requests
+        engine.stop("test stop")
+        at_stop.extend((live, engine.total.requests - before))
+
+    async def main() -> Run:
+        plan_of = open_plan(400, 4000)
+        return await attack(plan_of, records=True, during=stall_then_stop, delay="fixed:20ms")
+
+    done = run(main)
+    result, total, engine = done.result, done.result.total, done.engine
+    live, ended_by_stop = at_stop
+    assert live > 0  # direct requests were in flight when the stop came...
+    assert ended_by_stop >= live  # ...and were recorded as it returned, tasks a step later
+    assert result.stop_reason == "test stop"
+    assert result.scheduled == total.requests == len(done.records) < 4000
+    assert total.by_outcome["ok"] >= 50
+    assert total.by_outcome["ok"] + total.by_outcome["cancelled"] == total.requests
+    assert total.by_outcome["cancelled"] >= 40
+    # The server saw each sent request: answered, still held, or dropped with its connection.
+    served = done.served
+    assert result.sent == served["count"] + served["in_flight"] + served["dropped"]
+    cancelled = [r for r in done.records if r.outcome is Outcome.CANCELLED]
+    assert all(r.latency is None and r.error_class == "cancelled" for r in cancelled)
+    # Nothing left behind: no task, no lease, no live request, no connection in use.
+    assert (engine._tasks, engine._live, engine._abandon) == (set(), {}, {})
+    assert (engine._in_flight, engine._leased, len(engine._backlog)) == (0, 0, 0)
+    assert done.client["in_use"] == 0
+    assert spy.sent > 0
+
+
+def test_a_backlog_on_two_connections_is_sent_in_full_with_its_wait_recorded(
+    spy: StartSpy,
+) -> None:
+    # Two connections, 20 ms answers: 100/s at most, against 200 arrivals a second.
+    plan_of = open_plan(200, 100, connections=2)
+    direct = both_paths(plan_of, spy, records=True, delay="fixed:20ms")
+    result, total = direct.result, direct.result.total
+    assert spy.sent >= 90  # all but the requests that opened the two connections
+    assert result.scheduled == result.sent == total.requests == 100
+    assert total.by_outcome == {"ok": 100}
+    assert total.dispatch_delay.count == 100
+    # The 100th arrival (t = 0.495 s) waits for 98 answers, two at a time, of >= 20 ms
+    # each: it is sent at 0.98 s at the earliest.
+    assert (total.dispatch_delay.max or 0.0) > 0.4
+    assert result.late > 0
+    assert direct.client["created"] == 2
+    assert direct.served["count"] == 100
+    # Never more than the two connections' worth in flight: on the client's clock, no
+    # instant had three requests between sent and end (queued ones do count as in flight).
+    events = sorted([(r.end, -1) for r in direct.records] + [(r.sent, +1) for r in direct.records])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    assert peak == 2
+    assert max(w.max_in_flight for w in result.windows) > 2
+
+
+@pytest.mark.parametrize("raises_at", [20, 99])  # mid-run, and the very last request
+def test_an_on_record_that_raises_strands_no_queued_request_as_the_task_path_does(
+    raises_at: int,
+) -> None:
+    def on_record(record: RequestRecord) -> None:
+        if record.request == raises_at:
+            raise OSError("No space left on device")  # a --samples file on a full disk
+
+    async def main() -> Run:
+        plan_of = open_plan(400, 100, connections=1)  # arrivals queue behind 5 ms answers
+        return await attack(plan_of, on_record=on_record, delay="fixed:5ms")
+
+    done = run(main)  # as the task path (TaskPathSender): every request sent and answered
+    assert done.result.total.by_outcome == {"ok": 100}
+    assert done.served["count"] == 100
+
+
+def test_every_direct_request_makes_one_record_with_its_attempt_filled_in(spy: StartSpy) -> None:
+    async def main() -> Run:
+        return await attack(open_plan(1000, 200), records=True)
+
+    done = run(main)
+    records, target = done.records, done.engine.plan.resolved_targets()[0]
+    assert [r.request for r in records] == list(range(200))
+    assert spy.sent > 100
+    for record in records:
+        (attempt,) = record.attempts
+        assert (attempt.outcome, attempt.status) == (Outcome.OK, 200)
+        assert attempt.resource == target.id
+        assert None not in (attempt.acquired, attempt.sent, attempt.first_byte, attempt.end)
+        assert attempt.scheduled <= attempt.acquired <= attempt.sent  # type: ignore[operator]
+        assert attempt.sent <= attempt.first_byte <= attempt.end  # type: ignore[operator]
+        assert (attempt.bytes_sent, attempt.bytes_received) == (0, 2)
+        assert (attempt.error, attempt.error_class) == (None, None)
+    # The records add up to the result (what --samples would write is what was counted).
+    assert sum(r.answered for r in records) == done.result.total.latency.count == 200
