@@ -149,6 +149,12 @@ class Tally:
         self._on_record = on_record
         self._batching = on_record is None and not per_target
         self._plain: list[Attempt] = []
+        if self._batching:
+            # numpy now, not on the first batch: its import and first calls (~0.1 s) would
+            # stall the run they measure
+            from pyattacker.measure import _batch
+
+            _batch.warm_up()
 
     @property
     def total(self) -> RequestStats:
@@ -184,7 +190,7 @@ class Tally:
         if not plain:
             return
         self._plain = []
-        from pyattacker.measure import _batch  # numpy: imported on the first batch only
+        from pyattacker.measure import _batch  # imported already, see __init__
 
         batch = _batch.PlainAnswers(plain)
         _batch.add_to_windows(self._windows, batch)  # first: it raises for a time it cannot place

@@ -21,16 +21,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._records import Attempt, Outcome, is_plain
+from pyattacker.measure._stats import RequestStats
+from pyattacker.measure._windows import WindowSeries
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from pyattacker.measure._histogram import Histogram
-    from pyattacker.measure._stats import RequestStats
-    from pyattacker.measure._windows import WindowSeries
-
-__all__ = ["PlainAnswers", "add_to_stats", "add_to_windows", "is_plain", "record_array"]
+__all__ = [
+    "PlainAnswers", "add_to_stats", "add_to_windows", "is_plain", "record_array", "warm_up"
+]  # fmt: skip
 
 _UNIT = 2.0**30  # the histogram's bucket unit, 2**-30 s (see _histogram.py)
 _SUB_BITS = 11
@@ -67,6 +68,17 @@ class PlainAnswers:
 
     def __len__(self) -> int:
         return len(self.end)
+
+
+def warm_up() -> None:
+    """Run every numpy call of this module once on a throwaway batch: some import parts of
+    numpy on first use (~10 ms), which a caller does not want inside a measured run."""
+    attempt = Attempt(request=0, attempt=1, scheduled=1.0, outcome=Outcome.OK)
+    attempt.sent, attempt.first_byte, attempt.end, attempt.status = 1.0, 1.5, 2.0, 200
+    batch = PlainAnswers([attempt, attempt])
+    add_to_stats(RequestStats(), batch)
+    add_to_windows(WindowSeries(1.0, 0.0), batch)
+    record_array(Histogram(), np.array([Histogram.TOP, 1.0]))
 
 
 def _span(start: npt.NDArray[np.float64], end: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
