@@ -130,6 +130,7 @@ class Engine:
             and plan.retry.max_attempts == 1
             and type(sender) is HttpSender
         )
+        self._start_direct = sender.start if isinstance(sender, HttpSender) else None
         self._live: dict[int, Lease] = {}
         self._abandon: dict[int, Callable[[], None]] = {}
         self._drained: asyncio.Future[None] | None = None
@@ -216,12 +217,19 @@ class Engine:
             if self._stopping is None:
                 raise
         self._schedule_end = self.clock.now()
-        while self._tasks or self._live:
+        while True:
             if self._tasks:
                 await asyncio.wait(set(self._tasks))
-            else:  # only direct requests run: _end_direct says when the last one ended
+            elif self._live:  # only direct requests run: _end_direct says when they ended
                 self._drained = asyncio.get_running_loop().create_future()
                 await self._drained
+            elif self._backlog and self._stopping is None and self._has_room():
+                # Nothing runs, and queued arrivals wait for an admission the last direct
+                # request scheduled (call_soon): admit them now (we are not inside a
+                # connection's callback here). Each turn admits at least one.
+                self._admit_backlog()
+            else:
+                break
             if self._stopping is not None:
                 self._cancel_unstarted()
         # Queued arrivals are admitted as leases come back, and a stop cancels them, so
@@ -369,15 +377,19 @@ class Engine:
         if lease is None:
             self._spawn(n, scheduled)
             return
-        attempt = Attempt(request=n, attempt=1, scheduled=scheduled)
-        attempt.acquired = lease.acquired_at
-        resource_id = attempt.resource = lease.resource.id
+        resource_id = lease.resource.id
+        attempt = Attempt(
+            request=n,
+            attempt=1,
+            scheduled=scheduled,
+            acquired=lease.acquired_at,
+            resource=resource_id,
+        )
         self._leased += 1
         self._live[n] = lease
         try:
-            sender = self.sender
-            assert isinstance(sender, HttpSender)
-            abandon = sender.start(self._targets[resource_id], attempt, self._end_direct)
+            assert self._start_direct is not None  # _direct says so
+            abandon = self._start_direct(self._targets[resource_id], attempt, self._end_direct)
         except Exception as exc:  # invalid input, a closed client: a failed attempt
             if n in self._live:
                 self._end_direct(attempt, exc)

@@ -166,18 +166,14 @@ class OpenModel:
         end = _end_of(duration, self.duration)
         rng = random.Random(seed) if self.arrival == "poisson" else None
         u = rng.expovariate(1.0) if rng is not None else 0.0
-        index = 0
-        segments = self._segments
-        while index < len(segments):
-            segment = segments[index]
-            if u >= segment.cumulative + segment.intensity():
-                index += 1
-                continue
-            t = segment.invert(u)
-            if t >= end:
-                return
-            yield t
-            u += rng.expovariate(1.0) if rng is not None else 1.0
+        for segment in self._segments:
+            limit, invert = segment.cumulative + segment.intensity(), segment.invert
+            while u < limit:
+                t = invert(u)
+                if t >= end:
+                    return
+                yield t
+                u += rng.expovariate(1.0) if rng is not None else 1.0
 
 
 def _end_of(duration: float | None, plan: float | None) -> float:

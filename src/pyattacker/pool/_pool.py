@@ -196,6 +196,11 @@ class Pool:
         n = len(slots)
         if n == 0:
             return None
+        if n == 1 and score is None:  # one resource (a load test's one URL): no ranking
+            slot = slots[0]
+            if not slot.usable(now) or (exclude and slot.resource.id in exclude):
+                return None
+            return slot if selector is ANY or selector.matches(slot.resource) else None
         best: Slot | None = None
         best_key: tuple[float, float] = (math.inf, math.inf)
         any_selector = selector is ANY
