@@ -314,3 +314,89 @@ def test_every_direct_request_makes_one_record_with_its_attempt_filled_in(spy: S
         assert (attempt.error, attempt.error_class) == (None, None)
     # The records add up to the result (what --samples would write is what was counted).
     assert sum(r.answered for r in records) == done.result.total.latency.count == 200
+
+
+def test_feedback_reports_every_direct_answer_to_the_pool_as_the_task_path_does(
+    spy: StartSpy,
+) -> None:
+    # Failures reported by lease.report(ok=False) are the pool's `failures`.
+    failures: list[int] = []
+
+    async def main() -> None:
+        for direct in (True, False):
+            done = await attack(
+                open_plan(1000, 200, feedback=True), direct=direct, fail={500: 0.2}, seed=3
+            )
+            failures.append(done.engine.pool.statistics().failures)
+            assert done.result.total.by_outcome["failed"] == failures[-1] > 0
+
+    run(main)
+    assert failures[0] == failures[1]
+    assert spy.sent > 100
+
+
+def test_a_read_timeout_on_a_direct_request_is_a_timeout_failure(spy: StartSpy) -> None:
+    from pyattacker.http import Timeouts
+
+    plan_of = open_plan(200, 30, timeouts=Timeouts(read=0.05))
+    direct = both_paths(plan_of, spy, delay="fixed:200ms")
+    total = direct.result.total
+    assert total.by_outcome == {"failed": 30}
+    assert total.by_error_class == {"timeout": 30}
+    assert direct.result.decisions == {"attempts_exhausted": 30}
+
+
+def test_a_client_closed_mid_run_fails_the_rest_and_a_raising_on_record_kills_nothing(
+    spy: StartSpy,
+) -> None:
+    # start() raises for a closed client; the failed attempt's record goes to an
+    # on_record that raises: the run still ends with every request accounted for.
+    def on_record(record: RequestRecord) -> None:
+        if record.outcome is not Outcome.OK:
+            raise OSError("disk full")
+
+    async def close_client(engine: Engine, server: EchoServer) -> None:
+        await until(lambda: engine.total.requests >= 50)
+        sender = engine.sender
+        assert isinstance(sender, HttpSender)
+        await sender.client.aclose()
+
+    async def main() -> Run:
+        return await attack(open_plan(500, 300), on_record=on_record, during=close_client)
+
+    done = run(main)
+    total, engine = done.result.total, done.engine
+    assert total.requests == done.result.scheduled == 300
+    assert total.by_outcome["ok"] >= 50
+    assert total.by_outcome["ok"] + total.by_outcome["failed"] == 300
+    assert (engine._in_flight, engine._leased, engine._live) == (0, 0, {})
+    assert spy.sent >= 40  # all but the first requests, which opened connections
+
+
+def test_a_stop_from_on_record_in_the_scheduler_step_records_every_arrival() -> None:
+    # A drop's record stops the run from inside the scheduler's own step, in the turn
+    # that spawned tasks for earlier arrivals: those are cancelled before their first
+    # step, and must still be recorded (and counted out of in flight).
+    class Slow:
+        async def send(self, target: Target, attempt: Attempt) -> None:
+            await asyncio.sleep(5)
+
+    holder: list[Engine] = []
+
+    def on_record(record: RequestRecord) -> None:
+        if record.outcome is Outcome.DROPPED:
+            holder[0].stop("drop seen")
+
+    async def main() -> tuple[AttackResult, Engine]:
+        plan = AttackPlan.build(
+            ["http://127.0.0.1:9/"], OpenModel(rate=1e6, max_in_flight=10), requests=1000
+        )
+        engine = Engine(plan, Slow(), on_record=on_record)
+        holder.append(engine)
+        return await asyncio.wait_for(engine.run(), GUARD_S), engine
+
+    result, engine = run(main)
+    assert result.stop_reason == "drop seen"
+    assert result.scheduled == result.total.requests == 11  # ten spawned, one dropped
+    assert result.total.by_outcome == {"cancelled": 10, "dropped": 1}
+    assert (engine._in_flight, engine._unstarted) == (0, {})

@@ -198,3 +198,13 @@ def test_headers_that_can_change_are_encoded_afresh_every_time() -> None:
     assert b"X-Key: k1\r\n" in encoder.encode("GET", URL_, pairs, None)[0]  # type: ignore[arg-type]
     pairs[0][1] = "k2"
     assert b"X-Key: k2\r\n" in encoder.encode("GET", URL_, pairs, None)[0]  # type: ignore[arg-type]
+
+
+def test_large_bodies_and_requests_to_new_url_objects_are_not_kept_alive() -> None:
+    encoder = RequestEncoder()
+    for i in range(200):  # a fresh URL object per request, as a string URL gives
+        encoder.encode("PUT", URL.parse(f"http://example.com/{i}"), None, bytes(5000))
+        encoder.encode("POST", URL.parse(f"http://example.com/{i}"), None, b"{}")
+    memo = encoder._memo
+    assert 0 < len(memo) <= 64
+    assert all(body is None or len(body) <= 4096 for _, _, _, body, _ in memo.values())  # type: ignore[arg-type]

@@ -7,6 +7,8 @@ only: every histogram bucket, sum, minimum, maximum, counter and window must com
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -164,3 +166,32 @@ def test_a_tally_holding_plain_answers_shows_them_to_every_reader() -> None:
     assert held._plain == []  # reading counted the held ones
     assert held.total == reference.total
     assert held.windows == reference.windows
+
+
+@pytest.mark.parametrize("field", ["end", "sent", "first_byte", "scheduled"])
+def test_a_bad_time_is_counted_as_one_by_one_counting_would_and_loses_no_held_answer(
+    field: str,
+) -> None:
+    def tally() -> Tally:
+        return Tally(origin=ORIGIN, window=1.0, late_after=0.01, per_target=False, on_record=None)
+
+    def feed(count: Callable[[Attempt], None]) -> str | None:
+        """Five good answers, one with a NaN ``field``, five more; the error, if any."""
+        error = None
+        for i in range(11):
+            attempt = plain(i, ORIGIN + i * 0.001)
+            if i == 5:
+                setattr(attempt, field, float("nan"))
+            try:
+                count(attempt)
+            except ValueError as exc:
+                error = str(exc)
+        return error
+
+    held, reference = tally(), tally()
+    error = feed(lambda a: held.finished([a]))
+    assert error == feed(reference._one_attempt)  # raised (or not) as before batching
+    assert (error is not None) == (field in ("end", "sent"))  # a time no window holds
+    assert held.total == reference.total  # ...and the held answers were all counted
+    assert held.windows == reference.windows
+    assert held.sent == reference.sent

@@ -232,6 +232,10 @@ class Engine:
                 break
             if self._stopping is not None:
                 self._cancel_unstarted()
+        if self._stopping is not None:
+            # A stop in the very turn that spawned tasks cancels them before their first
+            # step: they end without an await here, so record them now.
+            self._cancel_unstarted()
         # Queued arrivals are admitted as leases come back, and a stop cancels them, so
         # none is left here unless the bookkeeping is wrong: then say so, do not hang.
         self._cancel_backlog()
@@ -287,6 +291,8 @@ class Engine:
         start = self._start
         behind = 0
         for n, offset in enumerate(arrivals):
+            if self._stopping is not None:  # stopped from inside this step (an on_record)
+                return
             self._last_offset = offset
             scheduled = start + offset
             if self._now() < scheduled:
@@ -392,7 +398,12 @@ class Engine:
             abandon = self._start_direct(self._targets[resource_id], attempt, self._end_direct)
         except Exception as exc:  # invalid input, a closed client: a failed attempt
             if n in self._live:
-                self._end_direct(attempt, exc)
+                try:
+                    self._end_direct(attempt, exc)
+                except Exception as bug:  # a user's on_record: as _Waiter reports it
+                    asyncio.get_running_loop().call_exception_handler(
+                        {"message": "an attempt's on_end callback failed", "exception": bug}
+                    )
             return
         if abandon is None:  # no idle connection (the first ones, or one closed): a task
             del self._live[n]

@@ -11,6 +11,7 @@ and tuned on its own.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pyattacker.measure._records import is_plain
 
 __all__ = ["MAX_MESSAGES", "OTHER_MESSAGES", "ErrorGroup", "ErrorMessages", "Tally", "error_key"]
 
+_INF = math.inf
 MAX_MESSAGES = 20
 # Plain answers held before they are counted as one batch (see Tally): ~0.1 ms of work
 # per flush at this size, so no flush holds up the loop.
@@ -212,7 +214,7 @@ class Tally:
             self.errors.note(error)
         if len(attempts) == 1 and self._batching:
             attempt = attempts[0]
-            if is_plain(attempt):
+            if is_plain(attempt) and self._placeable(attempt):
                 self._plain.append(attempt)
                 if len(self._plain) >= BATCH:
                     self.flush()
@@ -220,6 +222,18 @@ class Tally:
                 self._one_attempt(attempt)
         else:
             self._record(RequestRecord.from_attempts(attempts))
+
+    def _placeable(self, attempt: Attempt) -> bool:
+        """Every time of a plain ``attempt`` is finite and lands in a window (else the
+        per-request path counts it, and raises for it alone, as it always did: a batch
+        must never fail for one bad time and lose the others)."""
+        origin = self._windows.origin
+        return (
+            origin <= attempt.scheduled < _INF
+            and origin <= attempt.sent < _INF  # type: ignore[operator]  # plain: not None
+            and -_INF < attempt.first_byte < _INF  # type: ignore[operator]
+            and origin <= attempt.end < _INF  # type: ignore[operator]
+        )
 
     def _one_attempt(self, attempt: Attempt) -> None:
         self._total.add_attempt(attempt)

@@ -26,6 +26,8 @@ _OWNED = frozenset({"content-length", "transfer-encoding"})
 # Methods whose requests carry a body by convention: without one, say so (RFC 9110 §8.6).
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _LARGE_BODY = 64 * 1024  # above this, the body is written beside the head, not copied into it
+_MEMO_ENTRIES = 64  # encodings remembered (see RequestEncoder.encode)
+_MEMO_BODY = 4 * 1024  # the largest body an encoding is remembered with
 
 
 _Encoded = tuple[bytes, bytes | None, bool]
@@ -38,8 +40,9 @@ class RequestEncoder:
     the default for that request). Header names must be HTTP tokens and values must be
     Latin-1 without CR, LF or NUL; ``Content-Length`` and ``Transfer-Encoding`` are the
     client's own and refused. The encoder keeps no per-request state; it remembers the
-    last encoding per URL object when headers and body cannot change (a tuple of string
-    pairs or ``None``; ``bytes`` or ``None``), and gives it again for the same objects.
+    last encoding per URL and headers objects when headers and body cannot change (a
+    tuple of string pairs or ``None``; ``bytes`` of at most 4 KiB or ``None``), and gives
+    it again for the same objects.
     """
 
     __slots__ = ("_default_blob", "_default_names", "_defaults", "_memo", "_methods")
@@ -59,9 +62,11 @@ class RequestEncoder:
         self._defaults = list(merged.values())
         self._default_blob = b"".join(self._defaults)
         self._methods: dict[str, bytes] = {}
-        # The last encoding per URL object, for immutable headers and body: a load test
-        # sends the same request again and again (~1 us a request saved).
-        self._memo: dict[int, tuple[str, URL, object, object, _Encoded]] = {}
+        # The last encoding per (URL, headers) object pair, for unchangeable headers and a
+        # small body: a load test sends the same request again and again (~1 us a request
+        # saved). At most _MEMO_ENTRIES of at most ~2 x _MEMO_BODY each: the memo keeps
+        # what it holds alive, so never a large body.
+        self._memo: dict[tuple[int, int], tuple[str, URL, object, object, _Encoded]] = {}
 
     def encode(
         self, method: str, url: URL, headers: HeadersInput | None, body: bytes | None
@@ -72,7 +77,8 @@ class RequestEncoder:
         ``separate_body`` is the body when it is too large to copy, else ``None``.
         ``keep_alive`` is false when the caller asked for ``Connection: close``.
         """
-        memo = self._memo.get(id(url))
+        key = (id(url), id(headers))
+        memo = self._memo.get(key)
         if (
             memo is not None
             and memo[0] == method
@@ -82,10 +88,11 @@ class RequestEncoder:
         ):
             return memo[4]
         encoded = self._encode(method, url, headers, body)
-        if _immutable(headers) and (body is None or type(body) is bytes):
-            if len(self._memo) >= 64:
+        small = body is None or (type(body) is bytes and len(body) <= _MEMO_BODY)
+        if small and _immutable(headers):
+            if len(self._memo) >= _MEMO_ENTRIES:
                 self._memo.clear()
-            self._memo[id(url)] = (method, url, headers, body, encoded)
+            self._memo[key] = (method, url, headers, body, encoded)
         return encoded
 
     def _encode(
