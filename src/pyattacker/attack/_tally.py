@@ -11,22 +11,16 @@ and tuned on its own.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pyattacker.measure import Attempt, RequestRecord, RequestStats, WindowSeries
-from pyattacker.measure._records import is_plain
 
 __all__ = ["MAX_MESSAGES", "OTHER_MESSAGES", "ErrorGroup", "ErrorMessages", "Tally", "error_key"]
 
-_INF = math.inf
 MAX_MESSAGES = 20
-# Plain answers held before they are counted as one batch (see Tally): ~0.1 ms of work
-# per flush at this size, so no flush holds up the loop.
-BATCH = 1024
 OTHER_MESSAGES = "(other messages)"
 
 # An id: letters and digits joined by - or _ (``chatcmpl-9f2c``, a UUID), or one run of 8 or
@@ -121,12 +115,6 @@ class Tally:
     requests are counted from their attempt and no record is built (~2 us a request).
     ``errors`` counts the last attempt's :attr:`~pyattacker.measure.Attempt.error` of
     every request that has one (a failed, throttled or dropped request, mostly).
-
-    Without ``on_record`` and ``per_target``, plain answers (one attempt, OK, no LLM
-    data: nearly every request of a load test) are held and counted :data:`BATCH` at a
-    time with numpy (``measure._batch``), ~1 us a request instead of ~8. Reading
-    ``total``, ``windows``, ``sent``, ``late`` or ``last_sent`` counts the held ones first,
-    so readers always see every finished request.
     """
 
     def __init__(
@@ -138,111 +126,42 @@ class Tally:
         per_target: bool,
         on_record: Callable[[RequestRecord], None] | None,
     ) -> None:
-        self._total = RequestStats()
+        self.total = RequestStats()
         self.by_target: dict[str, RequestStats] = {}
-        self._windows = WindowSeries(window, origin)
+        self.windows = WindowSeries(window, origin)
         self.scheduled = 0
-        self._sent = 0
-        self._late = 0
-        self._last_sent = origin
+        self.sent = 0
+        self.late = 0
+        self.last_sent = origin
         self.errors = ErrorMessages()
         self._late_after = late_after
         self._per_target = per_target
         self._on_record = on_record
-        self._batching = on_record is None and not per_target
-        self._plain: list[Attempt] = []
-        if self._batching:
-            # numpy now, not on the first batch: its import and first calls (~0.1 s) would
-            # stall the run they measure
-            from pyattacker.measure import _batch
-
-            _batch.warm_up()
-
-    @property
-    def total(self) -> RequestStats:
-        self.flush()
-        return self._total
-
-    @property
-    def windows(self) -> WindowSeries:
-        self.flush()
-        return self._windows
-
-    @property
-    def sent(self) -> int:
-        """Requests whose first attempt was sent."""
-        self.flush()
-        return self._sent
-
-    @property
-    def late(self) -> int:
-        """Requests whose first attempt was sent more than ``late_after`` after schedule."""
-        self.flush()
-        return self._late
-
-    @property
-    def last_sent(self) -> float:
-        """When the last first attempt was sent (the origin before any)."""
-        self.flush()
-        return self._last_sent
-
-    def flush(self) -> None:
-        """Count the plain answers held so far."""
-        plain = self._plain
-        if not plain:
-            return
-        self._plain = []
-        from pyattacker.measure import _batch  # imported already, see __init__
-
-        batch = _batch.PlainAnswers(plain)
-        _batch.add_to_windows(self._windows, batch)  # first: it raises for a time it cannot place
-        _batch.add_to_stats(self._total, batch)
-        self._sent += len(batch)
-        self._last_sent = max(self._last_sent, float(batch.sent.max()))
-        self._late += int((batch.sent - batch.scheduled > self._late_after).sum())
 
     def arrival(self, scheduled: float, in_flight: int) -> None:
         """One arrival of the load model at ``scheduled``, with ``in_flight`` in progress
         counting it (unless it was dropped): see ``WindowSeries.note_arrival``."""
         self.scheduled += 1
-        self._windows.note_arrival(scheduled, in_flight)
+        self.windows.note_arrival(scheduled, in_flight)
 
     def finished(self, attempts: list[Attempt]) -> None:
         """Count one finished request (its attempts, in order)."""
         error = attempts[-1].error
         if error is not None:
             self.errors.note(error)
-        if len(attempts) == 1 and self._batching:
-            attempt = attempts[0]
-            if is_plain(attempt) and self._placeable(attempt):
-                self._plain.append(attempt)
-                if len(self._plain) >= BATCH:
-                    self.flush()
-            else:
-                self._one_attempt(attempt)
+        if len(attempts) == 1 and self._on_record is None and not self._per_target:
+            self._one_attempt(attempts[0])
         else:
             self._record(RequestRecord.from_attempts(attempts))
 
-    def _placeable(self, attempt: Attempt) -> bool:
-        """Every time of a plain ``attempt`` is finite and lands in a window (else the
-        per-request path counts it, and raises for it alone, as it always did: a batch
-        must never fail for one bad time and lose the others)."""
-        origin = self._windows.origin
-        return (
-            origin <= attempt.scheduled < _INF
-            and origin <= attempt.sent < _INF  # type: ignore[operator]  # plain: not None
-            and -_INF < attempt.first_byte < _INF  # type: ignore[operator]
-            and origin <= attempt.end < _INF  # type: ignore[operator]
-        )
-
     def _one_attempt(self, attempt: Attempt) -> None:
-        self._total.add_attempt(attempt)
+        self.total.add_attempt(attempt)
         if attempt.sent is not None:
             self._sent_at(attempt.sent, attempt.scheduled)
-        self._windows.add_attempt(attempt)
+        self.windows.add_attempt(attempt)
 
     def _record(self, record: RequestRecord) -> None:
-        self._total.add(record)
+        self.total.add(record)
         if self._per_target and record.resource is not None:
             stats = self.by_target.get(record.resource)
             if stats is None:
@@ -250,14 +169,14 @@ class Tally:
             stats.add(record)
         if record.sent is not None:
             self._sent_at(record.sent, record.scheduled)
-        self._windows.add(record)
+        self.windows.add(record)
         if self._on_record is not None:
             self._on_record(record)
 
     def _sent_at(self, sent: float, scheduled: float) -> None:
-        self._sent += 1
-        if sent > self._last_sent:
-            self._last_sent = sent
-        self._windows.note_sent(sent)
+        self.sent += 1
+        if sent > self.last_sent:
+            self.last_sent = sent
+        self.windows.note_sent(sent)
         if sent - scheduled > self._late_after:
-            self._late += 1
+            self.late += 1

@@ -156,20 +156,6 @@ class Histogram:
         self._min = min(self._min, value)
         self._max = max(self._max, value)
 
-    def _add_counts(
-        self, buckets: Iterable[tuple[int, int]], *, count: int, total_units: int, low: float,
-        high: float,
-    ) -> None:  # fmt: skip
-        """Add samples already bucketed (``measure._batch.record_array``): ``(bucket,
-        n)`` pairs, their ``count``, the sum of their ``floor(v * 2**60)``, min and max."""
-        counts = self._counts
-        for i, n in buckets:
-            counts[i] = counts.get(i, 0) + n
-        self._count += count
-        self._sum += total_units
-        self._min = min(self._min, low)
-        self._max = max(self._max, high)
-
     def merge(self, other: Histogram) -> None:
         """Add ``other``'s samples: afterwards ``self`` equals the histogram of both."""
         counts = self._counts

@@ -397,20 +397,3 @@ def _tokens(usage: dict[str, float] | None, key: str) -> int | float | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-def is_plain(attempt: Attempt) -> bool:
-    """Whether ``attempt``, as a one-attempt request, is a *plain answer*, one that
-    ``measure._batch.PlainAnswers`` can hold: answered OK, every timestamp there, a
-    status, no error and no LLM data."""
-    return (
-        attempt.outcome is Outcome.OK
-        and attempt.end is not None
-        and attempt.sent is not None
-        and attempt.first_byte is not None
-        and attempt.status is not None
-        and attempt.error_class is None
-        and attempt.error is None
-        and attempt.first_token is None
-        and attempt.usage is None
-    )

@@ -13,6 +13,7 @@ from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecor
 __all__ = ["RequestStats"]
 
 UTILISATION_HEADER = "azure-openai-deployment-utilization"
+_NAMES = {outcome: outcome.value for outcome in Outcome}
 
 # The LLM figures (see the class docstring). Stats written before they existed load with
 # these empty, so every name here is optional in `from_dict`.
@@ -211,7 +212,7 @@ class RequestStats:
         self.requests += 1
         self.attempts += 1
         self.attempts_per_request[1] += 1
-        self.by_outcome[outcome.value] += 1
+        self.by_outcome[_NAMES[outcome]] += 1  # not outcome.value: an enum property, ~0.5 us
         status = attempt.status
         if status is not None:
             self.by_status[status] += 1

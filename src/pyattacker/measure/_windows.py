@@ -222,7 +222,10 @@ class WindowSeries:
         return int((t - self.origin) / self.width)  # int() floors a non-negative float
 
     def _tally(self, t: float) -> _Tally:
-        return self._tally_at(self.index_of(t))
+        if not self.origin <= t < math.inf:  # index_of, inlined: twice per request
+            self.index_of(t)  # raises the reason
+        index = int((t - self.origin) / self.width)
+        return self._tallies.get(index) or self._tally_at(index)
 
     def _tally_at(self, index: int) -> _Tally:
         tally = self._tallies.get(index)
@@ -259,7 +262,11 @@ class WindowSeries:
         end, outcome = attempt.end, attempt.outcome
         scheduled = attempt.scheduled
         tally = self._tally(scheduled if end is None else end)
-        setattr(tally, outcome.value, getattr(tally, outcome.value) + 1)
+        if outcome is Outcome.OK:  # the common case, without reading the enum's value
+            tally.ok += 1
+        else:
+            name = outcome.value
+            setattr(tally, name, getattr(tally, name) + 1)
         if outcome not in ANSWERED:
             return
         tally.completed += 1
@@ -280,11 +287,7 @@ class WindowSeries:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
         its window (the engine calls this once per arrival). ``in_flight`` counts the
         arriving request if it was admitted (not dropped): the count just after it."""
-        # _tally(t), inlined: once per arrival of an open model
-        if not self.origin <= t < math.inf:
-            self.index_of(t)  # raises the reason
-        index = int((t - self.origin) / self.width)
-        tally = self._tallies.get(index) or self._tally_at(index)
+        tally = self._tally(t)
         tally.scheduled += 1
         if in_flight > tally.max_in_flight:
             tally.max_in_flight = in_flight
