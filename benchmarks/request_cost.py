@@ -1,0 +1,109 @@
+"""The attack engine's Python cost per request, without sockets: a steadier gauge than scale.py.
+
+Usage: ``.venv/bin/python benchmarks/request_cost.py [--requests 100000] [--runs 3]``
+
+``scale.py`` is the budget's measure, but on this VM its levels move by 20-30 % from
+minute to minute (the host lends our vCPUs more or less of a core), so it cannot show a
+change of a few percent. This runs the engine's open model against *fake* keep-alive
+connections: each write is answered on the next loop turn with a canned response, fed to
+the real ``Connection`` (httptools parser, timing, pool), so everything of ours on the
+request's path runs (scheduler, lease, ``HttpClient.start``, the waiter, the tally) and
+nothing of the kernel's. The arrival rate is far above capacity, so the scheduler never
+waits: the figure is CPU seconds per request, the best of ``--runs``. Compare two
+versions in the same minute (``PYTHONPATH=other/src``), not with yesterday's numbers.
+What it leaves out (the write and read syscalls, epoll, the waits between arrivals) is
+about as much again on this VM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+import uvloop
+
+from pyattacker.attack import AttackPlan, Engine, HttpSender, OpenModel
+from pyattacker.http import HttpClient
+from pyattacker.http._connection import Connection
+
+RESPONSE = (
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n"
+    b"Connection: keep-alive\r\n\r\nok"
+)
+
+
+class AnsweringTransport:
+    """Just enough of an ``asyncio.Transport``: every write is answered next turn."""
+
+    def __init__(self, conn: Connection, loop: asyncio.AbstractEventLoop) -> None:
+        self.conn, self.loop = conn, loop
+
+    def write(self, data: bytes) -> None:
+        self.loop.call_soon(self.conn.data_received, RESPONSE)
+
+    def writelines(self, parts: Any) -> None:
+        self.write(b"".join(parts))
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def one_run(requests: int, connections: int) -> float:
+    """CPU microseconds per request of one engine run over answering transports."""
+    loop = asyncio.get_running_loop()
+    plan = AttackPlan.build(
+        ["http://127.0.0.1:9/"],  # never dialled: every connection is made up front
+        OpenModel(rate=1e7, max_in_flight=1_000_000),
+        requests=requests,
+        connections=connections,
+    )
+    client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections)
+    target = plan.resolved_targets()[0]
+    client._bind(loop)
+    pool = client._pool_for(target.url)
+    for _ in range(connections):
+        assert pool.reserve()
+        conn = Connection(pool, client._now, loop)
+        conn.connection_made(AnsweringTransport(conn, loop))  # type: ignore[arg-type]
+        pool.opened(conn)
+        pool.checkin(conn)
+    engine = Engine(plan, HttpSender(client))
+    cpu = time.process_time()
+    result = await engine.run()
+    cpu = time.process_time() - cpu
+    answered = result.total.by_outcome["ok"]
+    if answered != requests:
+        raise SystemExit(f"only {answered} of {requests} requests answered: not a valid run")
+    return cpu / requests * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=64)
+    args = parser.parse_args()
+    costs = [uvloop.run(one_run(args.requests, args.connections)) for _ in range(args.runs)]
+    print(
+        f"python cost per request: {min(costs):.2f} us (best of {args.runs}: "
+        + ", ".join(f"{c:.2f}" for c in costs)
+        + ")"
+    )
+
+
+if __name__ == "__main__":
+    main()
