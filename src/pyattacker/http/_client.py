@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any
 
 from pyattacker._checks import check_whole
 from pyattacker.clock import Clock, LoopClock
@@ -164,21 +164,12 @@ class HttpClient:
         This is the load engine's hot path: no task, no future and no loop turn per
         request (measured, those were about a third of a request's CPU time).
         """
-        # What _prepare does, in the order it does it, minus what a caller that only takes
-        # an idle connection needs: this runs once per request of a load test.
+        # What _prepare does, minus what a caller that only takes an idle connection needs:
+        # this runs once per request of a load test.
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._bind(loop)
-        if self._closed:
-            raise RuntimeError("this HttpClient is closed")
-        if url.__class__ is not URL:
-            url = _as_url(url)
-        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
-            _prepare_body_error(body)
-        payload = self._encoder.encode(method, url, headers, body)
-        pool = self._last_pool
-        if url is not self._last_url or pool is None:
-            pool = self._pool_for(url)
+        url, payload, pool = self._encode(method, url, headers, body)
         now = self._now()
         conn = pool.checkout(now)
         if conn is None:
@@ -264,21 +255,31 @@ class HttpClient:
             timing = Timing(self._now())
         else:
             timing.started = self._now()
-        if self._closed:
-            raise RuntimeError("this HttpClient is closed")
-        if url.__class__ is not URL:
-            url = _as_url(url)
-        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
-            _prepare_body_error(body)
+        url, payload, pool = self._encode(method, url, headers, body)
         limits = self._timeouts if timeouts is None else timeouts
-        payload = self._encoder.encode(method, url, headers, body)
-        pool = self._last_pool  # a load test sends to the same URL object again and again
-        if url is not self._last_url or pool is None:
-            pool = self._pool_for(url)
         conn = pool.checkout(timing.started)
         if conn is not None:
             timing.reused = True
         return Response(url, timing), payload, limits, pool, conn
+
+    def _encode(
+        self, method: str, url: URL | str, headers: HeadersInput | None, body: bytes | None
+    ) -> tuple[URL, _Payload, OriginPool]:
+        """Check the client and the input, encode the request, find the origin's pool."""
+        if self._closed:
+            raise RuntimeError("this HttpClient is closed")
+        checked = url if url.__class__ is URL else _as_url(url)
+        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
+            raise ConfigError(
+                f"must be bytes or None, got {type(body).__name__}",
+                field="body",
+                hint="encode text first",
+            )
+        payload = self._encoder.encode(method, checked, headers, body)
+        pool = self._last_pool  # a load test sends to the same URL object again and again
+        if checked is not self._last_url or pool is None:
+            pool = self._pool_for(checked)
+        return checked, payload, pool
 
     def _pool_for(self, url: URL) -> OriginPool:
         pool = self._pools.get(url.origin)
@@ -371,12 +372,6 @@ class HttpClient:
         if self._ssl is None:
             self._ssl = _ssl.create_default_context()
         return self._ssl
-
-
-def _prepare_body_error(body: object) -> NoReturn:
-    raise ConfigError(
-        f"must be bytes or None, got {type(body).__name__}", field="body", hint="encode text first"
-    )
 
 
 def _as_url(url: object) -> URL:
