@@ -121,7 +121,7 @@ class Engine:
         )
         self._backlog: deque[tuple[int, float]] = deque()
         # Direct requests that ended, waiting for _finish_direct (scheduled when true).
-        self._ended: list[tuple[Attempt, BaseException | None]] = []
+        self._ended: deque[tuple[Attempt, BaseException | None]] = deque()
         self._finish_soon = False
         # Open-model requests that need no retry are sent straight from the scheduler on an
         # idle connection, with no task and no coroutine (see _dispatch): their leases, and
@@ -266,7 +266,7 @@ class Engine:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled)
         attempt.outcome = Outcome.CANCELLED
         attempt.error_class = ErrorClass.CANCELLED.value
-        self._tally.finished([attempt])
+        self._count([attempt])
 
     def _cancel_backlog(self) -> None:
         """Record every queued arrival as cancelled: scheduled, never sent."""
@@ -428,14 +428,9 @@ class Engine:
         """Count the direct requests that ended, admit queued arrivals (safe here: not
         inside a connection's callbacks), and wake ``_run_to_end`` when none runs."""
         self._finish_soon = False
-        ended, self._ended = self._ended, []
-        for attempt, error in ended:
-            try:
-                self._finish_one(attempt, error)
-            except Exception as exc:  # a user's on_record: say so, lose nothing else
-                asyncio.get_running_loop().call_exception_handler(
-                    {"message": "an attempt's on_record callback failed", "exception": exc}
-                )
+        ended = self._ended
+        while ended:  # one at a time: whatever escapes leaves the rest queued
+            self._finish_one(*ended.popleft())
         if self._backlog:
             self._admit_backlog()
         if not self._live and self._drained is not None and not self._drained.done():
@@ -469,7 +464,7 @@ class Engine:
         lease.release_now()
         self._leased -= 1
         self._in_flight -= 1
-        self._tally.finished([attempt])  # may raise: a user's on_record
+        self._count([attempt])
 
     # -- one request ----------------------------------------------------------------------
 
@@ -496,7 +491,7 @@ class Engine:
         finally:
             self._in_flight -= 1
             if attempts:
-                self._tally.finished(attempts)
+                self._count(attempts)
 
     async def _attempts(self, n: int, scheduled: float, attempts: list[Attempt]) -> None:
         number = 1
@@ -536,6 +531,10 @@ class Engine:
             await self.sender.send(self._targets[resource_id], attempt)
         except asyncio.CancelledError:
             self._release(lease)
+            # Cut off before its outcome was known, even if its answer had arrived (its
+            # end is set): not a failure.
+            attempt.outcome = Outcome.CANCELLED
+            attempt.error_class = ErrorClass.CANCELLED.value
             raise
         except Exception as exc:
             self._failed(attempt, exc)
@@ -595,10 +594,24 @@ class Engine:
 
     # -- bookkeeping --------------------------------------------------------------------
 
+    def _count(self, attempts: list[Attempt]) -> None:
+        """Count a finished request. The tally counts it before it calls the user's
+        ``on_record``; if that raises (``--samples`` on a full disk), the error goes to the
+        loop's exception handler, as a callback's would, and the run goes on: one failed
+        write must not lose the other requests' records or the result."""
+        try:
+            self._tally.finished(attempts)
+        except Exception as exc:
+            loop = asyncio._get_running_loop()
+            context = {"message": "the attack's on_record callback failed", "exception": exc}
+            if loop is None:
+                raise
+            loop.call_exception_handler(context)
+
     def _drop(self, n: int, scheduled: float) -> None:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled, outcome=Outcome.DROPPED)
         attempt.error = "dropped: max_in_flight requests were already in progress"
-        self._tally.finished([attempt])
+        self._count([attempt])
 
     def progress(self) -> Progress:
         """What has happened so far (safe to call while running)."""
