@@ -340,3 +340,22 @@ def test_stages_ramp_up_and_down_to_zero_and_send_what_the_ramps_plan(
     assert report["summary"]["planned"] == pytest.approx(100.0)
     assert report["summary"]["scheduled"] == report["summary"]["sent"] == 100
     assert echo.stats()["count"] == 100
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_samples_on_a_full_disk_keep_the_attack_and_its_report_and_exit_1(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    rows, out = tmp_path / "rows.csv", tmp_path / "r.json"
+    rows.symlink_to("/dev/full")  # every write fails with ENOSPC
+    argv = ["attack", echo.url, "--rate", "500/s", "--requests", "2000", "-q"]
+    assert run_cli([*argv, "--samples", str(rows), "--json", str(out)]) == 1
+    report = json.loads(out.read_text())
+    assert report["total"]["outcomes"] == {"ok": 2000}  # the attack itself went on
+    assert echo.stats()["count"] == 2000
+    captured = capsys.readouterr()
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith(f"--samples: writing {rows} failed (No space left on device)")
+    assert "incomplete" in last
+    assert "Traceback" not in captured.err

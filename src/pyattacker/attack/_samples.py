@@ -30,6 +30,10 @@ class SampleWriter:
 
     ``llm`` (the plan is an LLM attack) adds the LLM columns to every row, so that a CSV
     file has one header whatever its first request did.
+
+    Writing never raises during a run (a full disk must not stop the attack or lose its
+    report): the first ``OSError`` is kept in ``failed``, later rows are only counted in
+    ``lost``, and the caller says so when the run is over.
     """
 
     def __init__(self, stream: IO[str], kind: str, *, llm: bool = False) -> None:
@@ -39,6 +43,8 @@ class SampleWriter:
         self._csv: Any = None
         self.columns = LLM_SAMPLE_COLUMNS if llm else SAMPLE_COLUMNS
         self.rows = 0
+        self.lost = 0
+        self.failed: OSError | None = None
 
     @classmethod
     def open(cls, path: str | Path, *, llm: bool = False) -> SampleWriter:
@@ -60,6 +66,16 @@ class SampleWriter:
         return cls(stream, kind, llm=llm)
 
     def write(self, record: RequestRecord) -> None:
+        if self.failed is not None:
+            self.lost += 1
+            return
+        try:
+            self._write(record)
+        except OSError as exc:
+            self.failed = exc
+            self.lost += 1
+
+    def _write(self, record: RequestRecord) -> None:
         row = record.to_dict(llm=self._llm)
         if self._kind == "jsonl":
             self._stream.write(json.dumps(row, separators=(",", ":")) + "\n")
@@ -75,4 +91,8 @@ class SampleWriter:
         self.rows += 1
 
     def close(self) -> None:
-        self._stream.close()
+        try:
+            self._stream.close()
+        except OSError as exc:  # the last buffered rows did not reach the file
+            if self.failed is None:
+                self.failed = exc

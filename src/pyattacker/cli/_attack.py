@@ -321,9 +321,19 @@ def attack_command(
         _write(json_path, attack_json(result))
     if markdown_path:
         _write(markdown_path, attack_markdown(result))
+    if samples is not None and samples.failed is not None:
+        reason = samples.failed.strerror or str(samples.failed)
+        missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""
+        click.echo(
+            f"--samples: writing {samples_path} failed ({reason}); the file is incomplete"
+            + missing,
+            err=True,
+        )
     if result.interrupted:
         click.echo("interrupted: the report covers what ran before Ctrl-C", err=True)
         return 130
+    if samples is not None and samples.failed is not None:
+        return 1
     return 0 if result.failed_requests == 0 else 1
 
 
