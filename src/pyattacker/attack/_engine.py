@@ -397,16 +397,15 @@ class Engine:
         try:
             assert self._start_direct is not None  # _direct says so
             abandon = self._start_direct(self._targets[resource_id], attempt, self._end_direct)
-        except Exception as exc:  # invalid input, a closed client: a failed attempt
-            if n in self._live:
-                self._end_direct(attempt, exc)
+        except Exception as exc:  # invalid input, a closed client: failed before sending
+            self._end_direct(attempt, exc)
             return
         if abandon is None:  # no idle connection (the first ones, or one closed): a task
             del self._live[n]
             lease.release_now()
             self._leased -= 1
             self._spawn(n, scheduled)
-        elif n in self._live:  # else it has ended already
+        else:  # (it may have ended already, queued for _finish_direct: abandoning is a no-op)
             self._abandon[n] = abandon
 
     def _end_direct(self, attempt: Attempt, error: BaseException | None) -> None:
@@ -440,7 +439,9 @@ class Engine:
         """As :meth:`_attempt`, :meth:`_attempts` and :meth:`_request` would end a
         one-attempt request."""
         n = attempt.request
-        lease = self._live.pop(n)
+        lease = self._live.pop(n, None)
+        if lease is None:  # ended twice (start() raised, then its connection failed too)
+            return
         self._abandon.pop(n, None)
         if error is None:
             attempt.outcome = Outcome.OK
