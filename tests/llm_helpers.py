@@ -6,18 +6,22 @@ records the requests it read. The bytes are built here: OpenAI-style SSE chunks,
 chunked response split at awkward places, a stream cut short, HTML, 429 and 401 answers.
 Built on ``http_helpers.Server``; the misbehaviour is the point, which is why these are
 hand-written and not the mock LLM server.
+
+``streamed_attempt`` builds the :class:`Attempt` of a streamed answer for the tests of
+the measurements and reports.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from http_helpers import Peer, Server
 from pyattacker.http import URL, HttpClient, Response, Timeouts, Timing
+from pyattacker.measure import Attempt, Outcome
 
 KEY = "sk-test-very-secret-0123456789"
 
@@ -163,3 +167,33 @@ class RecordingHttp(HttpClient):
         return super().stream(
             method, url, headers=headers, body=body, timeouts=timeouts, timing=timing
         )
+
+
+def streamed_attempt(
+    request: int = 0,
+    attempt: int = 1,
+    *,
+    at: float = 100.0,
+    sent: float = 0.125,
+    first: float = 0.625,
+    chunks: Iterable[float] = (0.75, 1.0, 1.5),
+    end: float = 1.625,
+    usage: dict[str, float] | None = None,
+    outcome: Outcome = Outcome.OK,
+    headers: dict[str, str] | None = None,
+) -> Attempt:
+    """A streamed attempt scheduled at ``at``; every other time is an offset from ``at``."""
+    return Attempt(
+        request,
+        attempt,
+        scheduled=at,
+        sent=at + sent,
+        first_byte=at + sent + 0.0625,
+        first_token=at + first,
+        token_times=[at + t for t in chunks],
+        end=at + end,
+        outcome=outcome,
+        status=200 if outcome is Outcome.OK else None,
+        usage=usage,
+        headers=headers,
+    )

@@ -7,10 +7,10 @@ figure is checked exactly: a histogram equals the histogram of the expected valu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 
 import pytest
 
+from llm_helpers import streamed_attempt as streamed
 from pyattacker.measure import (
     Attempt,
     Histogram,
@@ -29,36 +29,6 @@ def hist(*values: float) -> Histogram:
     for v in values:
         h.record(v)
     return h
-
-
-def streamed(
-    request: int = 0,
-    attempt: int = 1,
-    *,
-    at: float = ORIGIN,
-    sent: float = 0.125,
-    first: float = 0.625,
-    chunks: Iterable[float] = (0.75, 1.0, 1.5),
-    end: float = 1.625,
-    usage: dict[str, float] | None = None,
-    outcome: Outcome = Outcome.OK,
-    headers: dict[str, str] | None = None,
-) -> Attempt:
-    """A streamed attempt scheduled at ``at``; every other time is an offset from ``at``."""
-    return Attempt(
-        request,
-        attempt,
-        scheduled=at,
-        sent=at + sent,
-        first_byte=at + sent + 0.0625,
-        first_token=at + first,
-        token_times=[at + t for t in chunks],
-        end=at + end,
-        outcome=outcome,
-        status=200 if outcome is Outcome.OK else None,
-        usage=usage,
-        headers=headers,
-    )
 
 
 def throttled(request: int, attempt: int, at: float, headers: dict[str, str] | None) -> Attempt:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from llm_helpers import streamed_attempt
 from pyattacker.attack import AttackPlan, AttackResult, LlmSpec, OpenModel
 from pyattacker.attack._tally import ErrorGroup
 from pyattacker.llm import JsonlPrompts, SyntheticPrompts
@@ -54,17 +55,15 @@ def streamed(
     utilisation: str | None = None,
 ) -> Attempt:
     sent, first, chunks, end = times
-    return Attempt(
+    return streamed_attempt(
         request,
         attempt,
-        scheduled=at,
-        sent=at + sent,
-        first_byte=at + sent + 0.0625,
-        first_token=at + first,
-        token_times=[at + t for t in chunks],
-        end=at + end,
+        at=at,
+        sent=sent,
+        first=first,
+        chunks=chunks,
+        end=end,
         outcome=outcome,
-        status=200 if outcome is Outcome.OK else None,
         usage=None
         if usage is None
         else {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
