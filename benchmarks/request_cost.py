@@ -1,6 +1,7 @@
 """The attack engine's Python cost per request, without sockets: a steadier gauge than scale.py.
 
-Usage: ``.venv/bin/python benchmarks/request_cost.py [--requests 100000] [--runs 3]``
+Usage: ``.venv/bin/python benchmarks/request_cost.py [--requests 100000] [--runs 3]
+[--rate R]``
 
 ``scale.py`` is the budget's measure, but on this VM its levels move by 20-30 % from
 minute to minute (the host lends our vCPUs more or less of a core), so it cannot show a
@@ -11,6 +12,11 @@ request's path runs (scheduler, lease, ``HttpClient.start``, the waiter, the tal
 nothing of the kernel's. The arrival rate is far above capacity, so the scheduler never
 waits: the figure is CPU seconds per request, the best of ``--runs``. Compare two
 versions in the same minute (``PYTHONPATH=other/src``), not with yesterday's numbers.
+
+``--rate R`` plans R arrivals a second instead, so the scheduler keeps time (polls for
+each arrival) as in a real attack; each run then prints its p99 dispatch delay and how
+many requests were late (> 10 ms): whether our own work keeps that rate, kernel aside.
+Runs are under ``quiet_gc``, as ``run_attack``'s are.
 What it leaves out (the write and read syscalls, epoll, the waits between arrivals) is
 about as much again on this VM.
 """
@@ -24,6 +30,7 @@ from typing import Any
 
 import uvloop
 
+from pyattacker._gc import quiet_gc
 from pyattacker.attack import AttackPlan, Engine, HttpSender, OpenModel
 from pyattacker.http import HttpClient
 from pyattacker.http._connection import Connection
@@ -62,12 +69,12 @@ class AnsweringTransport:
         pass
 
 
-async def one_run(requests: int, connections: int) -> float:
+async def one_run(requests: int, connections: int, rate: float | None) -> float:
     """CPU microseconds per request of one engine run over answering transports."""
     loop = asyncio.get_running_loop()
     plan = AttackPlan.build(
         ["http://127.0.0.1:9/"],  # never dialled: every connection is made up front
-        OpenModel(rate=1e7, max_in_flight=1_000_000),
+        OpenModel(rate=1e7, max_in_flight=1_000_000) if rate is None else OpenModel(rate=rate),
         requests=requests,
         connections=connections,
     )
@@ -88,6 +95,9 @@ async def one_run(requests: int, connections: int) -> float:
     answered = result.total.by_outcome["ok"]
     if answered != requests:
         raise SystemExit(f"only {answered} of {requests} requests answered: not a valid run")
+    if rate is not None:
+        p99 = result.total.dispatch_delay.percentile(99) * 1e3
+        print(f"  {rate:,.0f}/s: p99 dispatch delay {p99:.2f} ms, late {result.late:,}")
     return cpu / requests * 1e6
 
 
@@ -96,8 +106,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--rate", type=float, help="planned arrivals/s (default: far above)")
     args = parser.parse_args()
-    costs = [uvloop.run(one_run(args.requests, args.connections)) for _ in range(args.runs)]
+    with quiet_gc():
+        costs = [
+            uvloop.run(one_run(args.requests, args.connections, args.rate))
+            for _ in range(args.runs)
+        ]
     print(
         f"python cost per request: {min(costs):.2f} us (best of {args.runs}: "
         + ", ".join(f"{c:.2f}" for c in costs)
