@@ -296,6 +296,41 @@ def test_summary_to_dict_names_the_percentiles_as_reports_print_them() -> None:
     assert Summary.of_values([3.0, 1.0, 2.0]).p50 == 2.0
 
 
+# --- record_many ----------------------------------------------------------------------
+
+
+@given(st.lists(in_range, max_size=80), st.lists(in_range, max_size=20))
+def test_recording_many_at_once_equals_recording_each(
+    before: list[float], batch: list[float]
+) -> None:
+    one_by_one, at_once = histogram_of(before), histogram_of(before)
+    for value in batch:
+        one_by_one.record(value)
+    at_once.record_many(batch)
+    assert at_once == one_by_one
+    assert at_once.to_dict() == one_by_one.to_dict()
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=1e300), max_size=30))
+def test_recording_many_values_above_the_top_equals_recording_each(values: list[float]) -> None:
+    one_by_one, at_once = Histogram(), Histogram()
+    for value in values:
+        one_by_one.record(value)
+    at_once.record_many(values)
+    assert at_once == one_by_one
+
+
+@pytest.mark.parametrize("bad", [-0.001, math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("where", [0, 1, 2])
+def test_recording_many_with_one_bad_value_raises_and_records_none(bad: float, where: int) -> None:
+    values = [0.001, 0.002, 0.003]
+    values[where] = bad
+    hist = histogram_of([0.5])
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        hist.record_many(values)
+    assert hist == histogram_of([0.5])
+
+
 # --- the package ----------------------------------------------------------------------
 
 

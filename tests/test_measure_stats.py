@@ -22,6 +22,7 @@ from pyattacker.measure import (
     RequestStats,
     Summary,
     WindowSeries,
+    is_plain_ok,
 )
 
 ORIGIN = 1000.0
@@ -541,6 +542,87 @@ def test_adding_a_one_attempt_request_by_its_attempt_equals_adding_its_record(
         windows_by_attempt.add_attempt(rec.attempts[0])
     assert by_attempt == by_record
     assert windows_by_attempt.windows() == windows_by_record.windows()
+
+
+@st.composite
+def plain_ok_attempts(draw: st.DrawFn) -> list[Attempt]:
+    """One-attempt OK answers with no LLM figures, as the load path counts them in
+    batches: early sends, zero spans, no first byte or status sometimes."""
+    found = []
+    for n in range(draw(st.integers(0, 40))):
+        at = ORIGIN + draw(st.floats(0.001, 5.0))  # an early send stays after the origin
+        sent = at + draw(st.floats(-0.001, 1.0))
+        end = sent + draw(st.floats(0.0, 2.0))
+        first_byte = draw(st.none() | st.floats(sent - 0.001, end))
+        found.append(
+            Attempt(
+                n,
+                1,
+                scheduled=at,
+                sent=sent,
+                first_byte=first_byte,
+                end=end,
+                outcome=Outcome.OK,
+                status=draw(st.sampled_from([None, 200, 204])),
+                error_class=draw(st.sampled_from([None, ErrorClass.UPSTREAM.value])),
+                bytes_sent=draw(st.integers(0, 100)),
+                bytes_received=draw(st.integers(0, 100)),
+            )
+        )
+    return found
+
+
+@given(tagged_records(), plain_ok_attempts())
+def test_adding_plain_ok_answers_in_one_batch_equals_adding_each_by_its_attempt(
+    tagged: list[tuple[RequestRecord, int]], batch: list[Attempt]
+) -> None:
+    assert all(is_plain_ok(a) for a in batch)
+    each, at_once = stats_of([r for r, _ in tagged]), stats_of([r for r, _ in tagged])
+    each_windows, windows_at_once = WindowSeries(0.75, ORIGIN), WindowSeries(0.75, ORIGIN)
+    for a in batch:
+        each.add_attempt(a)
+        each_windows.add_attempt(a)
+        assert a.sent is not None
+        each_windows.note_sent(a.sent)
+    at_once.add_ok_attempts(batch)
+    windows_at_once.add_ok_attempts(batch)
+    windows_at_once.note_sends([a.sent for a in batch if a.sent is not None])
+    assert at_once == each
+    assert at_once.to_dict() == each.to_dict()
+    assert windows_at_once.windows() == each_windows.windows()
+
+
+def test_a_batch_with_a_time_before_the_origin_is_refused_and_counts_none() -> None:
+    good = attempt(0, 1, ORIGIN + 1.0, Outcome.OK, status=200)
+    early = attempt(1, 1, ORIGIN - 2.0, Outcome.OK, status=200)  # ends before the origin
+    series = WindowSeries(1.0, ORIGIN)
+    with pytest.raises(ValueError, match="before the series origin"):
+        series.add_ok_attempts([good, early])
+    with pytest.raises(ValueError, match="before the series origin"):
+        series.note_sends([ORIGIN + 1.0, ORIGIN - 1.0])
+    with pytest.raises(ValueError, match="finite"):
+        series.note_sends([ORIGIN + 1.0, math.nan])
+    assert series.windows() == []
+
+
+@pytest.mark.parametrize(
+    ("change", "plain"),
+    [
+        ({}, True),
+        ({"outcome": Outcome.FAILED}, False),
+        ({"sent": None}, False),
+        ({"end": None}, False),
+        ({"first_token": ORIGIN + 0.002}, False),
+        ({"usage": {"completion_tokens": 3.0}}, False),
+    ],
+)
+def test_a_plain_ok_answer_is_ok_sent_and_ended_with_no_llm_figures(
+    change: dict[str, object], plain: bool
+) -> None:
+    a = attempt(0, 1, ORIGIN, Outcome.OK, status=200)
+    for name, value in change.items():
+        setattr(a, name, value)
+    assert is_plain_ok(a) is plain
 
 
 @given(tagged_records())

@@ -23,7 +23,7 @@ from pyattacker.measure._records import (
     Outcome,
     RequestRecord,
 )
-from pyattacker.measure._stats import RequestStats
+from pyattacker.measure._stats import RequestStats, is_plain_ok
 from pyattacker.measure._summary import PERCENTILES, Summary, exact_percentile, nearest_rank
 from pyattacker.measure._windows import Window, WindowSeries
 
@@ -41,5 +41,6 @@ __all__ = [
     "Window",
     "WindowSeries",
     "exact_percentile",
+    "is_plain_ok",
     "nearest_rank",
 ]

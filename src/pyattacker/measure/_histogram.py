@@ -39,7 +39,7 @@ want plain JSON. One float-to-int conversion here feeds both the bucket and the 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pyattacker.measure._summary import PERCENTILES, Summary, nearest_rank
@@ -142,6 +142,43 @@ class Histogram:
             self._min = value
         if value > self._max:
             self._max = value
+
+    def record_many(self, values: Sequence[float]) -> None:
+        """Record each of ``values`` once: exactly what ``record(v)`` for each does.
+
+        For the load path, which counts answers in batches: one call, with the bucket
+        arithmetic in a loop of local names, costs about a third of a ``record()`` per
+        value. Raises ``ValueError``, having recorded none of them, if any value is
+        negative, NaN or infinite.
+        """
+        if not values:
+            return
+        low, high = min(values), max(values)
+        if not (low >= 0.0 and high < _TOP) or math.isnan(sum(values)):
+            for value in values:  # the rare case: check each, and say which is wrong
+                if not 0.0 <= value < math.inf:
+                    self._record_checked(value, 1)  # raises the reason
+            for value in values:
+                self.record(value)
+            return
+        counts, total = self._counts, 0
+        get = counts.get
+        for value in values:  # record()'s bucket arithmetic, inlined
+            x = int(value * _SCALE)
+            u = x >> _SHIFT
+            if u < _SUB_COUNT:
+                i = u
+            else:
+                k = u.bit_length() - _SUB_BITS
+                i = (k << (_SUB_BITS - 1)) + (u >> k)
+            counts[i] = get(i, 0) + 1
+            total += x
+        self._count += len(values)
+        self._sum += total
+        if low < self._min:
+            self._min = low
+        if high > self._max:
+            self._max = high
 
     def _record_checked(self, value: float, count: int) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
