@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyattacker.attack import ClosedModel, OpenModel, Stage
+from pyattacker.attack._load import _Segment
 from pyattacker.errors import ConfigError
 
 
@@ -103,3 +104,18 @@ def test_a_closed_model_needs_at_least_one_client_and_no_negative_think_time() -
         ClosedModel(clients=0)
     with pytest.raises(ConfigError, match="think_time"):
         ClosedModel(clients=1, think_time=-1.0)
+
+
+@given(
+    st.floats(1e-3, 1e7),
+    st.floats(0.0, 1e9),
+    st.floats(0.0, 1e6),
+    st.one_of(st.just(math.inf), st.floats(1e-3, 1e6)),
+)
+def test_a_constant_segment_inverts_to_the_general_root_bit_for_bit(
+    rate: float, u: float, start: float, duration: float
+) -> None:
+    segment = _Segment(start, duration, rate, rate, 0.0)
+    general = 2 * u / (rate + math.sqrt(rate * rate))  # the ramp's root with no slope
+    expected = start + min(general, duration) if u > 0 else start
+    assert segment.invert(u) == expected

@@ -13,6 +13,7 @@ import logging
 import math
 import socket
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -21,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyattacker import testing
-from pyattacker.clock import Clock, LoopClock, wall_time
+from pyattacker.clock import Clock, LoopClock, is_simulated, wall_time
 from pyattacker.errors import (
     ConfigError,
     SimulationError,
@@ -584,3 +585,22 @@ def test_scaled_clock_repr_and_speedup() -> None:
     clock = ScaledClock(20.0, start=5.0)
     assert clock.speedup == 20.0
     assert repr(clock) == "<ScaledClock speedup=20.0 start=5.0 wall_budget_s=None idle>"
+
+
+# ------------------------------------------------------------------- which loop is simulated
+
+
+def test_only_the_testing_loops_are_simulated_and_loop_clock_reads_their_time() -> None:
+    import uvloop
+
+    async def reading() -> tuple[bool, float]:
+        loop = asyncio.get_running_loop()
+        return is_simulated(loop), LoopClock().now()
+
+    simulated, now = run_virtual(reading(), start=1234.5)
+    assert simulated is True
+    assert now == 1234.5  # the virtual loop's time, not the machine's
+    for runner in (asyncio.run, uvloop.run):
+        simulated, now = runner(reading())
+        assert simulated is False
+        assert abs(now - time.monotonic()) < 5.0  # the machine's monotonic clock

@@ -40,7 +40,7 @@ from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._tally import Tally
-from pyattacker.clock import TIMER_SLACK_S, Clock, LoopClock, epoch_time
+from pyattacker.clock import TIMER_SLACK_S, Clock, LoopClock, epoch_time, is_simulated
 from pyattacker.errors import ErrorClass, error_class_of, retry_after_of
 from pyattacker.measure import (
     Attempt,
@@ -201,7 +201,7 @@ class Engine:
         schedule = self._open() if isinstance(self.plan.load, OpenModel) else self._closed()
         self._schedule_task = loop.create_task(schedule)
         # On a real loop, watch how late our own loop runs (a simulated one is never late).
-        real = self._loop_clock is not None and not getattr(loop, "simulated_time", False)
+        real = self._loop_clock is not None and not is_simulated(loop)
         self._lag = LagProbe(loop, self._now) if real else None
         if self._lag is not None:
             self._lag.start()
@@ -303,9 +303,7 @@ class Engine:
         # LoopClock.sleep_until's polling, inlined for arrivals due within TIMER_SLACK_S
         # (nearly all of them at high rates): one loop turn per poll, without the chain of
         # coroutines around each.
-        poll = self._loop_clock is not None and not getattr(
-            asyncio.get_running_loop(), "simulated_time", False
-        )
+        poll = self._loop_clock is not None and not is_simulated(asyncio.get_running_loop())
         for n, offset in enumerate(arrivals):
             if self._stopping is not None:  # stopped from inside this step (an on_record)
                 return
@@ -403,13 +401,9 @@ class Engine:
             self._spawn(n, scheduled)
             return
         resource_id = lease.resource.id
-        attempt = Attempt(
-            request=n,
-            attempt=1,
-            scheduled=scheduled,
-            acquired=lease.acquired_at,
-            resource=resource_id,
-        )
+        # Positional: half the cost of keywords for a dataclass of 19 fields (~0.4 us).
+        attempt = Attempt(n, 1, scheduled, lease.acquired_at)
+        attempt.resource = resource_id
         self._leased += 1
         self._live[n] = lease
         try:

@@ -67,6 +67,8 @@ class _Segment:
         if d <= 0:
             return self.start
         b = self.rate0
+        if b > 0 and self.rate1 == b:  # constant: the root below is exactly d / b, cheaper
+            return self.start + min(d / b, self.duration)
         a = 0.0 if math.isinf(self.duration) else (self.rate1 - self.rate0) / (2 * self.duration)
         # Root of a·s² + b·s - d = 0 in the form that stays exact when a → 0.
         s = 2 * d / (b + math.sqrt(max(0.0, b * b + 4 * a * d)))
