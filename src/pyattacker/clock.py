@@ -49,9 +49,12 @@ class LoopClock:
 
     def now(self) -> float:
         loop = asyncio._get_running_loop()
-        if loop is not None and is_simulated(loop):
-            return loop.time()
-        return time.monotonic()
+        if loop is None:
+            return time.monotonic()
+        simulated = _SIMULATED.get(loop.__class__)  # is_simulated, inlined: once a lease
+        if simulated is None:
+            simulated = is_simulated(loop)
+        return loop.time() if simulated else time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))

@@ -41,7 +41,6 @@ class Lease:
         self,
         pool: Pool,
         slot: Slot,
-        *,
         client: object,
         acquired_at: float,
         owner: LeaseOwner | None,

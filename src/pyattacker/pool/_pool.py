@@ -258,9 +258,7 @@ class Pool:
             slot.leases += 1
             self._granted += 1
             self._rr = slot.index + 1
-            lease = Lease(
-                self, slot, client=client, acquired_at=now, owner=owner, algorithm=algorithm
-            )
+            lease = Lease(self, slot, client, now, owner, algorithm)  # positional: once a request
             if owner is not None:
                 owner._adopt(lease)
             if self._bus.wants("lease.acquired"):  # no keyword dict when nobody listens
