@@ -14,7 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyattacker.measure as measure
-from pyattacker.measure import PERCENTILES, Histogram, Summary, exact_percentile, nearest_rank
+from pyattacker.measure import (
+    PERCENTILES,
+    Histogram,
+    Summary,
+    exact_percentile,
+    nearest_rank,
+    record_all,
+)
 
 QS = (0.0, *PERCENTILES, 100.0)
 in_range = st.floats(min_value=0.0, max_value=Histogram.TOP, exclude_max=True)
@@ -329,6 +336,19 @@ def test_recording_many_with_one_bad_value_raises_and_records_none(bad: float, w
     with pytest.raises(ValueError, match="finite and >= 0"):
         hist.record_many(values)
     assert hist == histogram_of([0.5])
+
+
+@given(st.lists(in_range, max_size=40), st.integers(1, 4))
+def test_recording_values_into_several_histograms_equals_recording_each_into_each(
+    values: list[float], how_many: int
+) -> None:
+    at_once = [histogram_of([0.25 * n]) for n in range(how_many)]
+    one_by_one = [histogram_of([0.25 * n]) for n in range(how_many)]
+    record_all(values, *at_once)
+    for hist in one_by_one:
+        for value in values:
+            hist.record(value)
+    assert at_once == one_by_one
 
 
 # --- the package ----------------------------------------------------------------------

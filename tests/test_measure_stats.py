@@ -22,6 +22,7 @@ from pyattacker.measure import (
     RequestStats,
     Summary,
     WindowSeries,
+    add_ok_answers,
     is_plain_ok,
 )
 
@@ -572,9 +573,9 @@ def plain_ok_attempts(draw: st.DrawFn) -> list[Attempt]:
     return found
 
 
-@given(tagged_records(), plain_ok_attempts())
+@given(tagged_records(), plain_ok_attempts(), st.booleans())
 def test_adding_plain_ok_answers_in_one_batch_equals_adding_each_by_its_attempt(
-    tagged: list[tuple[RequestRecord, int]], batch: list[Attempt]
+    tagged: list[tuple[RequestRecord, int]], batch: list[Attempt], with_windows: bool
 ) -> None:
     assert all(is_plain_ok(a) for a in batch)
     each, at_once = stats_of([r for r, _ in tagged]), stats_of([r for r, _ in tagged])
@@ -584,25 +585,33 @@ def test_adding_plain_ok_answers_in_one_batch_equals_adding_each_by_its_attempt(
         each_windows.add_attempt(a)
         assert a.sent is not None
         each_windows.note_sent(a.sent)
-    at_once.add_ok_attempts(batch)
-    windows_at_once.add_ok_attempts(batch)
-    windows_at_once.note_sends([a.sent for a in batch if a.sent is not None])
+    add_ok_answers(batch, at_once, windows_at_once if with_windows else None)
     assert at_once == each
     assert at_once.to_dict() == each.to_dict()
-    assert windows_at_once.windows() == each_windows.windows()
+    if with_windows:  # a batch across a window's end too (0.75 s windows, 5 s of answers)
+        assert windows_at_once.windows() == each_windows.windows()
 
 
-def test_a_batch_with_a_time_before_the_origin_is_refused_and_counts_none() -> None:
+@pytest.mark.parametrize(
+    ("end", "sent", "match"),
+    [
+        (ORIGIN - 2.0, ORIGIN + 0.5, "before the series origin"),
+        (ORIGIN + 1.0, ORIGIN - 1.0, "before the series origin"),
+        (math.nan, ORIGIN + 0.5, "finite"),
+        (ORIGIN + 1.0, math.inf, "finite"),
+    ],
+)
+def test_a_batch_with_a_time_before_the_origin_or_not_finite_is_refused_and_counts_none(
+    end: float, sent: float, match: str
+) -> None:
     good = attempt(0, 1, ORIGIN + 1.0, Outcome.OK, status=200)
-    early = attempt(1, 1, ORIGIN - 2.0, Outcome.OK, status=200)  # ends before the origin
-    series = WindowSeries(1.0, ORIGIN)
-    with pytest.raises(ValueError, match="before the series origin"):
-        series.add_ok_attempts([good, early])
-    with pytest.raises(ValueError, match="before the series origin"):
-        series.note_sends([ORIGIN + 1.0, ORIGIN - 1.0])
-    with pytest.raises(ValueError, match="finite"):
-        series.note_sends([ORIGIN + 1.0, math.nan])
+    bad = attempt(1, 1, ORIGIN + 0.5, Outcome.OK, status=200)
+    bad.end, bad.sent = end, sent
+    stats, series = RequestStats(), WindowSeries(1.0, ORIGIN)
+    with pytest.raises(ValueError, match=match):
+        add_ok_answers([good, bad], stats, series)
     assert series.windows() == []
+    assert stats == RequestStats()
 
 
 @pytest.mark.parametrize(

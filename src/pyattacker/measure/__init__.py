@@ -5,6 +5,8 @@
   :data:`SAMPLE_COLUMNS` / :data:`LLM_SAMPLE_COLUMNS` name the columns of a request's row.
 * :class:`Histogram` — log-linear, bounded, exactly mergeable; percentiles within 0.05 %
   for values >= 1 µs. :func:`exact_percentile` is the one percentile definition.
+* :func:`add_ok_answers` — the plain OK answers that are most of a load test, counted in
+  batches (:func:`is_plain_ok`), as they would be one by one, for about half the cost.
 * :class:`RequestStats` — counts and histograms of many requests, with TTFT, ITL, TPOT
   and token counts for streamed LLM answers; :class:`WindowSeries` — the same per fixed
   time window.
@@ -14,7 +16,8 @@ workers aggregate locally and a coordinator adds them up. Nothing here reads a c
 caller passes timestamps.
 """
 
-from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._batch import add_ok_answers, is_plain_ok
+from pyattacker.measure._histogram import Histogram, record_all
 from pyattacker.measure._records import (
     ANSWERED,
     LLM_SAMPLE_COLUMNS,
@@ -23,7 +26,7 @@ from pyattacker.measure._records import (
     Outcome,
     RequestRecord,
 )
-from pyattacker.measure._stats import RequestStats, is_plain_ok
+from pyattacker.measure._stats import RequestStats
 from pyattacker.measure._summary import PERCENTILES, Summary, exact_percentile, nearest_rank
 from pyattacker.measure._windows import Window, WindowSeries
 
@@ -40,7 +43,9 @@ __all__ = [
     "Summary",
     "Window",
     "WindowSeries",
+    "add_ok_answers",
     "exact_percentile",
     "is_plain_ok",
     "nearest_rank",
+    "record_all",
 ]

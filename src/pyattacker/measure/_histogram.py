@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 from pyattacker.measure._summary import PERCENTILES, Summary, nearest_rank
 
-__all__ = ["Histogram"]
+__all__ = ["Histogram", "record_all"]
 
 _UNIT_BITS = 30  # bucket unit: 2**-30 s
 _SUM_BITS = 60  # sum unit: 2**-60 s
@@ -144,41 +144,9 @@ class Histogram:
             self._max = value
 
     def record_many(self, values: Sequence[float]) -> None:
-        """Record each of ``values`` once: exactly what ``record(v)`` for each does.
-
-        For the load path, which counts answers in batches: one call, with the bucket
-        arithmetic in a loop of local names, costs about a third of a ``record()`` per
-        value. Raises ``ValueError``, having recorded none of them, if any value is
-        negative, NaN or infinite.
-        """
-        if not values:
-            return
-        low, high = min(values), max(values)
-        if not (low >= 0.0 and high < _TOP) or math.isnan(sum(values)):
-            for value in values:  # the rare case: check each, and say which is wrong
-                if not 0.0 <= value < math.inf:
-                    self._record_checked(value, 1)  # raises the reason
-            for value in values:
-                self.record(value)
-            return
-        counts, total = self._counts, 0
-        get = counts.get
-        for value in values:  # record()'s bucket arithmetic, inlined
-            x = int(value * _SCALE)
-            u = x >> _SHIFT
-            if u < _SUB_COUNT:
-                i = u
-            else:
-                k = u.bit_length() - _SUB_BITS
-                i = (k << (_SUB_BITS - 1)) + (u >> k)
-            counts[i] = get(i, 0) + 1
-            total += x
-        self._count += len(values)
-        self._sum += total
-        if low < self._min:
-            self._min = low
-        if high > self._max:
-            self._max = high
+        """Record each of ``values`` once: exactly what ``record(v)`` for each does (see
+        :func:`record_all`, which this is for one histogram)."""
+        record_all(values, self)
 
     def _record_checked(self, value: float, count: int) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -345,6 +313,57 @@ class Histogram:
         return (
             f"Histogram(count={self._count}, p50={_ms(p50)}, p99={_ms(p99)}, max={_ms(self._max)})"
         )
+
+
+def record_all(values: Sequence[float], *histograms: Histogram) -> None:
+    """Record each of ``values`` once in each of ``histograms``: exactly what
+    ``h.record(v)`` for each value and histogram does.
+
+    For the load path, which counts answers in batches: the bucket arithmetic runs in a
+    loop of local names, once per value however many histograms take it (a batch's
+    latencies go to the totals and to their window alike). Raises ``ValueError``, having
+    recorded nothing, if any value is negative, NaN or infinite.
+    """
+    if not values or not histograms:
+        return
+    low, high = min(values), max(values)
+    if not (low >= 0.0 and high < _TOP) or math.isnan(sum(values)):
+        for value in values:  # the rare case: check each, and say which is wrong
+            if not 0.0 <= value < math.inf:
+                raise ValueError(f"a duration must be finite and >= 0 seconds, got {value!r}")
+        for histogram in histograms:
+            for value in values:
+                histogram.record(value)
+        return
+    first = histograms[0]._counts
+    second = histograms[1]._counts if len(histograms) == 2 else None
+    indexes: list[int] | None = [] if len(histograms) > 2 else None
+    total = 0
+    for value in values:  # record()'s bucket arithmetic, inlined
+        x = int(value * _SCALE)
+        u = x >> _SHIFT
+        if u < _SUB_COUNT:
+            i = u
+        else:
+            k = u.bit_length() - _SUB_BITS
+            i = (k << (_SUB_BITS - 1)) + (u >> k)
+        first[i] = first.get(i, 0) + 1
+        if second is not None:
+            second[i] = second.get(i, 0) + 1
+        elif indexes is not None:
+            indexes.append(i)
+        total += x
+    for n, histogram in enumerate(histograms):
+        if n and indexes is not None:
+            counts = histogram._counts
+            for i in indexes:
+                counts[i] = counts.get(i, 0) + 1
+        histogram._count += len(values)
+        histogram._sum += total
+        if low < histogram._min:
+            histogram._min = low
+        if high > histogram._max:
+            histogram._max = high
 
 
 def _ms(seconds: float) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
 
-__all__ = ["RequestStats", "is_plain_ok"]
+__all__ = ["RequestStats"]
 
 UTILISATION_HEADER = "azure-openai-deployment-utilization"
 _NAMES = {outcome: outcome.value for outcome in Outcome}
@@ -238,55 +238,6 @@ class RequestStats:
         elif attempt.usage is not None:  # an LLM answer that did not stream
             self._add_whole_body(attempt, scheduled, sent, end)
 
-    def add_ok_attempts(self, attempts: Sequence[Attempt]) -> None:
-        """``add_attempt`` of each of ``attempts``, in one pass: each must be a *plain OK
-        answer* (:func:`is_plain_ok`), the bulk of a load test.
-
-        The counters move once per batch and each histogram takes its values in one
-        :meth:`Histogram.record_many`: about half the cost of ``add_attempt`` per request.
-        The tests check both agree.
-        """
-        if not attempts:
-            return
-        by_status, by_error_class = self.by_status, self.by_error_class
-        delays: list[float] = []
-        latencies: list[float] = []
-        services: list[float] = []
-        ttfbs: list[float] = []
-        early = sent_bytes = received_bytes = 0
-        for attempt in attempts:
-            scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
-            assert sent is not None  # is_plain_ok
-            assert end is not None
-            status = attempt.status
-            if status is not None:
-                by_status[status] += 1
-            if attempt.error_class is not None:
-                by_error_class[str(attempt.error_class)] += 1
-            sent_bytes += attempt.bytes_sent
-            received_bytes += attempt.bytes_received
-            if sent < scheduled:
-                early += 1
-            delays.append(sent - scheduled if sent > scheduled else 0.0)
-            latencies.append(end - scheduled if end > scheduled else 0.0)
-            services.append(end - sent if end > sent else 0.0)
-            first_byte = attempt.first_byte
-            if first_byte is not None:
-                ttfbs.append(first_byte - sent if first_byte > sent else 0.0)
-        n = len(attempts)
-        self.requests += n
-        self.attempts += n
-        self.sent_attempts += n
-        self.attempts_per_request[1] += n
-        self.by_outcome[_NAMES[Outcome.OK]] += n
-        self.early_sends += early
-        self.bytes_sent += sent_bytes
-        self.bytes_received += received_bytes
-        self.dispatch_delay.record_many(delays)
-        self.latency_ok.record_many(latencies)
-        self._service_single.record_many(services)
-        self.ttfb.record_many(ttfbs)
-
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
         throttled = sent_attempts = 0
         for attempt in attempts:
@@ -432,19 +383,6 @@ class RequestStats:
     def __repr__(self) -> str:
         outcomes = ", ".join(f"{k}={v}" for k, v in sorted(self.by_outcome.items()))
         return f"RequestStats(requests={self.requests}, {outcomes or 'empty'}, {self.latency!r})"
-
-
-def is_plain_ok(attempt: Attempt) -> bool:
-    """Whether ``attempt`` is a *plain OK answer*: ended OK, sent and ended, with no LLM
-    figures (no first token, no usage). :meth:`RequestStats.add_ok_attempts` and
-    :meth:`WindowSeries.add_ok_attempts` count such one-attempt requests in batches."""
-    return (
-        attempt.outcome is Outcome.OK
-        and attempt.sent is not None
-        and attempt.end is not None
-        and attempt.first_token is None
-        and attempt.usage is None
-    )
 
 
 def utilisation_of(attempt: Attempt) -> float | None:

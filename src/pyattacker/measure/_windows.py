@@ -9,7 +9,7 @@ line up and merge exactly, window by window.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,44 +282,6 @@ class WindowSeries:
             tally.add_streamed(attempt, attempt.first_token, scheduled, sent, end)
         elif attempt.usage is not None:
             tally.add_whole_body(attempt, scheduled, end)
-
-    def add_ok_attempts(self, attempts: Sequence[Attempt]) -> None:
-        """``add_attempt`` of each of ``attempts``, in one pass, each a plain OK answer
-        (:func:`~pyattacker.measure.is_plain_ok`): a window's histograms take their
-        values in one ``record_many`` (see ``RequestStats.add_ok_attempts``). Raises like
-        ``add_attempt``, having counted none of them, for an end before the origin."""
-        origin, width = self.origin, self.width
-        batches: dict[int, tuple[list[float], list[float]]] = {}
-        for attempt in attempts:
-            scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
-            assert sent is not None  # is_plain_ok
-            assert end is not None
-            if not origin <= end < math.inf:
-                self.index_of(end)  # raises the reason
-            index = int((end - origin) / width)
-            batch = batches.get(index)
-            if batch is None:
-                batch = batches[index] = ([], [])
-            batch[0].append(end - scheduled if end > scheduled else 0.0)
-            batch[1].append(end - sent if end > sent else 0.0)
-        for index, (latencies, services) in batches.items():
-            tally = self._tallies.get(index) or self._tally_at(index)
-            tally.ok += len(latencies)
-            tally.completed += len(latencies)
-            tally.latency.record_many(latencies)
-            tally.service_time.record_many(services)
-
-    def note_sends(self, times: Sequence[float]) -> None:
-        """``note_sent`` of each of ``times``; raises, having counted none, as it does."""
-        origin, width = self.origin, self.width
-        counts: dict[int, int] = {}
-        for t in times:
-            if not origin <= t < math.inf:
-                self.index_of(t)  # raises the reason
-            index = int((t - origin) / width)
-            counts[index] = counts.get(index, 0) + 1
-        for index, n in counts.items():
-            (self._tallies.get(index) or self._tally_at(index)).sent += n
 
     def note_arrival(self, t: float, in_flight: int) -> None:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
