@@ -116,7 +116,8 @@ class _Waiter:
 
     def _end(self, error: BaseException | None) -> None:
         self._done = True
-        _copy(self._timing, self._attempt)
+        timing, attempt = self._timing, self._attempt
+        attempt.sent, attempt.first_byte, attempt.end = timing.sent, timing.first_byte, timing.end
         try:
             self._on_end(self._attempt, error)
         except Exception as exc:  # a bug of the caller's: say so, not inside the parser

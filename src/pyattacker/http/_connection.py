@@ -130,6 +130,13 @@ class Connection(asyncio.Protocol):
             self._unsent = unsent
         else:
             response.timing.sent = now
+        if timeouts.total is None and self._read_timer is not None:
+            # The common case, inlined: no total limit, the read watchdog already armed
+            # (it re-arms itself, see _check_read); just note the limit it enforces.
+            read = self._read_timeout = timeouts.read
+            if read is None or read >= self._armed_for:
+                self._total_limit = None
+                return
         self._arm_timers(timeouts, now - response.timing.started)
 
     def end_stream(self, response: Response) -> None:

@@ -246,6 +246,20 @@ class Pool:
         """A lease on the best usable resource now, or None. Never waits."""
         now = self.clock.now()
         skip = frozenset(exclude) if exclude else _NOTHING
+        slots = self._slots
+        if len(slots) == 1 and score is None and selector is ANY and not skip:
+            # One resource and no choice to make (a load test's one URL), the usual case:
+            # what _pick, Slot.usable and _client_of find, without their calls, when the
+            # slot is ready, has room and has its client. Anything else: the general path.
+            only = slots[0]
+            client = only.client
+            if (
+                client is not None
+                and only.health.state is Health.READY
+                and only.active + only.reserved < only.limit
+                and only.not_before <= now
+            ):
+                return self._grant(only, client, now, owner, algorithm)
         while True:
             slot = self._pick(selector, score, skip, now)
             if slot is None:
@@ -254,18 +268,26 @@ class Pool:
             if client is None:
                 skip = skip | {slot.resource.id}
                 continue
-            slot.active += 1
-            slot.leases += 1
-            self._granted += 1
-            self._rr = slot.index + 1
-            lease = Lease(self, slot, client, now, owner, algorithm)  # positional: once a request
-            if owner is not None:
-                owner._adopt(lease)
-            if self._bus.wants("lease.acquired"):  # no keyword dict when nobody listens
-                self._emit(
-                    "lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm
-                )
-            return lease
+            return self._grant(slot, client, now, owner, algorithm)
+
+    def _grant(
+        self,
+        slot: Slot,
+        client: object,
+        now: float,
+        owner: LeaseOwner | None,
+        algorithm: str | None,
+    ) -> Lease:
+        slot.active += 1
+        slot.leases += 1
+        self._granted += 1
+        self._rr = slot.index + 1
+        lease = Lease(self, slot, client, now, owner, algorithm)  # positional: once a request
+        if owner is not None:
+            owner._adopt(lease)
+        if self._bus.wants("lease.acquired"):  # no keyword dict when nobody listens
+            self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
+        return lease
 
     def _client_of(self, slot: Slot, now: float) -> object | None:
         """The slot's client, built on first use. None: the factory failed (a health failure)."""
