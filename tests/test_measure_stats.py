@@ -550,11 +550,12 @@ def plain_ok_attempts(draw: st.DrawFn) -> list[Attempt]:
     """One-attempt OK answers with no LLM figures, as the load path counts them in
     batches: early sends, zero spans, no first byte or status sometimes."""
     found = []
+    one_read = draw(st.booleans())  # each answer whole in one read: first byte = end
     for n in range(draw(st.integers(0, 40))):
         at = ORIGIN + draw(st.floats(0.001, 5.0))  # an early send stays after the origin
         sent = at + draw(st.floats(-0.001, 1.0))
         end = sent + draw(st.floats(0.0, 2.0))
-        first_byte = draw(st.none() | st.floats(sent - 0.001, end))
+        first_byte = end if one_read else draw(st.none() | st.floats(sent - 0.001, end))
         found.append(
             Attempt(
                 n,

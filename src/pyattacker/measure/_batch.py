@@ -97,10 +97,16 @@ def add_ok_answers(
     stats.bytes_sent += sent_bytes
     stats.bytes_received += received_bytes
     record_all(delays, stats.dispatch_delay)
-    record_all(ttfbs, stats.ttfb)
+    # A small answer arrives in one read, so its first byte is its end: the same values,
+    # whose buckets are computed once.
+    service_histograms = [stats._service_single]
+    if ttfbs == services:
+        service_histograms.append(stats.ttfb)
+    else:
+        record_all(ttfbs, stats.ttfb)
     if windows is None:
         record_all(latencies, stats.latency_ok)
-        record_all(services, stats._service_single)
+        record_all(services, *service_histograms)
         return
     for index, count in send_windows.items():
         windows._tally_at(index).sent += count
@@ -110,10 +116,10 @@ def add_ok_answers(
         tally.ok += n
         tally.completed += n
         record_all(latencies, stats.latency_ok, tally.latency)
-        record_all(services, stats._service_single, tally.service_time)
+        record_all(services, *service_histograms, tally.service_time)
         return
     record_all(latencies, stats.latency_ok)
-    record_all(services, stats._service_single)
+    record_all(services, *service_histograms)
     for index in sorted(set(end_windows)):  # a batch across a window's end
         mine = [i for i, w in enumerate(end_windows) if w == index]
         tally = windows._tally_at(index)

@@ -336,8 +336,8 @@ def record_all(values: Sequence[float], *histograms: Histogram) -> None:
                 histogram.record(value)
         return
     first = histograms[0]._counts
-    second = histograms[1]._counts if len(histograms) == 2 else None
-    indexes: list[int] | None = [] if len(histograms) > 2 else None
+    second = histograms[1]._counts if len(histograms) >= 2 else None
+    indexes: list[int] | None = [] if len(histograms) > 2 else None  # for the third on
     total = 0
     for value in values:  # record()'s bucket arithmetic, inlined
         x = int(value * _SCALE)
@@ -350,11 +350,11 @@ def record_all(values: Sequence[float], *histograms: Histogram) -> None:
         first[i] = first.get(i, 0) + 1
         if second is not None:
             second[i] = second.get(i, 0) + 1
-        elif indexes is not None:
-            indexes.append(i)
+            if indexes is not None:
+                indexes.append(i)
         total += x
     for n, histogram in enumerate(histograms):
-        if n and indexes is not None:
+        if n > 1 and indexes is not None:
             counts = histogram._counts
             for i in indexes:
                 counts[i] = counts.get(i, 0) + 1
