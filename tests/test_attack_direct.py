@@ -244,7 +244,7 @@ def test_stop_abandons_direct_requests_as_cancelled_and_accounts_for_every_one(
     cancelled = [r for r in done.records if r.outcome is Outcome.CANCELLED]
     assert all(r.latency is None and r.error_class == "cancelled" for r in cancelled)
     # Nothing left behind: no task, no lease, no live request, no connection in use.
-    assert (engine._tasks, engine._live, engine._abandon) == (set(), {}, {})
+    assert (engine._tasks, engine._live) == (set(), {})
     assert (engine._in_flight, engine._leased, len(engine._backlog)) == (0, 0, 0)
     assert done.client["in_use"] == 0
     assert spy.sent > 0

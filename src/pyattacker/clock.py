@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from asyncio import _get_running_loop
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
@@ -45,16 +46,24 @@ class LoopClock:
     ``time.monotonic()`` too, so timers and timestamps agree on every loop we run.
     """
 
-    __slots__ = ()
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        # The last loop `now()` ran on and how it reads time there: one tuple, replaced
+        # whole, so that a clock shared by threads never pairs a loop with another's reader.
+        self._last: tuple[asyncio.AbstractEventLoop | None, Callable[[], float]] = (
+            None,
+            time.monotonic,
+        )
 
     def now(self) -> float:
-        loop = asyncio._get_running_loop()
-        if loop is None:
-            return time.monotonic()
-        simulated = _SIMULATED.get(loop.__class__)  # is_simulated, inlined: once a lease
-        if simulated is None:
-            simulated = is_simulated(loop)
-        return loop.time() if simulated else time.monotonic()
+        loop = _get_running_loop()
+        last = self._last
+        if loop is last[0]:  # the usual case: the pool reads it once a lease
+            return last[1]()
+        read = loop.time if loop is not None and is_simulated(loop) else time.monotonic
+        self._last = (loop, read)
+        return read()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))

@@ -140,8 +140,7 @@ class Engine:
             and type(sender) is HttpSender
         )
         self._start_direct = sender.start if isinstance(sender, HttpSender) else None
-        self._live: dict[int, Lease] = {}
-        self._abandon: dict[int, Callable[[], None]] = {}
+        self._live: dict[int, tuple[Lease, Callable[[], None] | None]] = {}
         self._drained: asyncio.Future[None] | None = None
         self._capacity = plan.connections * len(self._targets)
         self._leased = 0  # leases this engine holds now
@@ -257,8 +256,9 @@ class Engine:
             self._schedule_task.cancel()
         for task in self._tasks:
             task.cancel()
-        for abandon in list(self._abandon.values()):
-            abandon()  # each ends at once (cancelled) ...
+        for _, abandon in list(self._live.values()):
+            if abandon is not None:
+                abandon()  # each ends at once (cancelled) ...
         self._finish_direct()  # ... and is recorded now
         self._cancel_backlog()
 
@@ -405,20 +405,21 @@ class Engine:
         attempt = Attempt(n, 1, scheduled, lease.acquired_at)
         attempt.resource = resource_id
         self._leased += 1
-        self._live[n] = lease
+        # Live from here. Noted after start() returns: an end it reports meanwhile (a
+        # connection found closed) is only queued, and counted in a later callback.
         try:
             assert self._start_direct is not None  # _direct says so
             abandon = self._start_direct(self._targets[resource_id], attempt, self._end_direct)
         except Exception as exc:  # invalid input, a closed client: failed before sending
+            self._live[n] = (lease, None)
             self._end_direct(attempt, exc)
             return
         if abandon is None:  # no idle connection (the first ones, or one closed): a task
-            del self._live[n]
             lease.release_now()
             self._leased -= 1
             self._spawn(n, scheduled)
         else:  # (it may have ended already, queued for _finish_direct: abandoning is a no-op)
-            self._abandon[n] = abandon
+            self._live[n] = (lease, abandon)
 
     def _end_direct(self, attempt: Attempt, error: BaseException | None) -> None:
         """A direct request ended (its waiter says so, from inside the connection's
@@ -451,10 +452,10 @@ class Engine:
         """As :meth:`_attempt`, :meth:`_attempts` and :meth:`_request` would end a
         one-attempt request."""
         n = attempt.request
-        lease = self._live.pop(n, None)
-        if lease is None:  # ended twice (start() raised, then its connection failed too)
+        live = self._live.pop(n, None)
+        if live is None:  # ended twice (start() raised, then its connection failed too)
             return
-        self._abandon.pop(n, None)
+        lease = live[0]
         if error is None:
             attempt.outcome = Outcome.OK
             if self.plan.feedback:

@@ -75,9 +75,7 @@ class HttpSender:
         attempt.bytes_sent = self._bytes_out
         timing = Timing(0.0)
         waiter = _Waiter(attempt, timing, on_end)
-        return self.client.start(
-            self.method, target.url, waiter, headers=target.headers, body=self.body, timing=timing
-        )
+        return self.client.start(self.method, target.url, waiter, target.headers, self.body, timing)
 
 
 class _Waiter:

@@ -93,7 +93,6 @@ class Connection(asyncio.Protocol):
         payload: tuple[bytes, bytes | None, bool],
         timeouts: Timeouts,
         waiter: Waiter,
-        *,
         method: str,
         streaming: bool,
     ) -> None:
