@@ -436,3 +436,39 @@ def test_a_closed_model_shows_every_client_in_flight() -> None:
     result, _ = attack(plan, FakeServer())
     # The last four requests, sent at 0.95 s, end at 1.0 s: in the second window.
     assert [w.max_in_flight for w in result.windows] == [4, 4]
+
+
+class EarlyStamps:
+    """Request 0 stamps its times 1 s early, as a sender on another clock would."""
+
+    async def send(self, target: Target, attempt: Attempt) -> None:
+        now = LoopClock().now()
+        await asyncio.sleep(0.01)
+        shift = 1.0 if attempt.request == 0 else 0.0
+        attempt.sent = now - shift
+        attempt.first_byte = attempt.end = LoopClock().now() - shift
+        attempt.status = 200
+
+
+@pytest.mark.parametrize("rate", [10, 100])  # the refused request's batch full or not
+def test_a_request_stamped_on_another_clock_is_reported_and_the_run_counts_every_other(
+    rate: int,
+) -> None:
+    reported: list[dict[str, object]] = []
+
+    async def main() -> AttackResult:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: reported.append(context))
+        plan = AttackPlan.build([A], OpenModel(rate=rate), duration=1.0)
+        engine = Engine(plan, EarlyStamps())
+        engine.progress()  # a reader (the live view) before and after it is harmless
+        result = await engine.run()
+        engine.progress()
+        return result
+
+    result = run_virtual(main(), start=1000.0)
+    assert result.total.requests == rate  # in the totals, as when each was counted alone
+    assert sum(w.ok for w in result.windows) == rate - 1  # its window time was refused
+    assert [str(c["exception"]) for c in reported] == [
+        "time 999.0 is before the series origin 1000.0"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,3 +64,35 @@ def test_batched_plain_answers_count_exactly_as_records_counted_one_by_one(
     assert batched.windows.windows() == each.windows.windows()
     assert (batched.sent, batched.late, batched.last_sent) == (each.sent, each.late, each.last_sent)
     assert batched.errors.groups() == each.errors.groups()
+
+
+def plain_ok(n: int, at: float) -> list[Attempt]:
+    attempt = Attempt(n, 1, scheduled=at, sent=at + 0.001, first_byte=at + 0.002, end=at + 0.002)
+    attempt.outcome, attempt.status = Outcome.OK, 200
+    return [attempt]
+
+
+def test_a_refused_time_in_a_batch_loses_only_its_own_request_as_counting_alone_does() -> None:
+    requests = [plain_ok(n, ORIGIN + 0.01 * (n + 1)) for n in range(BATCH)]
+    requests[5] = plain_ok(5, ORIGIN - 1.0)  # stamped on another clock: before the origin
+    batched = Tally(origin=ORIGIN, window=0.5, late_after=0.01, per_target=False, on_record=None)
+    alone = Tally(origin=ORIGIN, window=0.5, late_after=0.01, per_target=False, on_record=None)
+    refused = []
+    for attempts in requests[:-1]:
+        batched.finished(attempts)
+        try:
+            alone._one_attempt(attempts[0])  # the old way: each counted as it ends
+        except ValueError as exc:
+            refused.append(exc)
+    with pytest.raises(ValueError, match="before the series origin"):
+        batched.finished(requests[-1])  # the batch is full: counted, and one time refused
+    alone._one_attempt(requests[-1][0])
+    assert len(refused) == 1
+    assert batched.total == alone.total
+    assert batched.total.requests == BATCH
+    assert batched.windows.windows() == alone.windows.windows()
+    assert (batched.sent, batched.late, batched.last_sent) == (
+        alone.sent,
+        alone.late,
+        alone.last_sent,
+    )

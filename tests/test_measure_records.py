@@ -253,3 +253,9 @@ def test_outcome_of_a_status_and_error_class_follows_the_documented_rule(
 
 def test_outcomes_are_their_string_values() -> None:
     assert [str(o) for o in Outcome] == ["ok", "failed", "throttled", "dropped", "cancelled"]
+
+
+def test_an_attempts_first_four_fields_by_position_are_request_attempt_scheduled_acquired() -> None:
+    # The engine builds its attempts positionally on the hot path: a reordering of the
+    # fields must fail here, not skew every record.
+    assert Attempt(7, 2, 10.0, 10.5) == Attempt(request=7, attempt=2, scheduled=10.0, acquired=10.5)

@@ -594,23 +594,26 @@ def test_adding_plain_ok_answers_in_one_batch_equals_adding_each_by_its_attempt(
 
 
 @pytest.mark.parametrize(
-    ("end", "sent", "match"),
+    ("field", "value", "match", "with_windows"),
     [
-        (ORIGIN - 2.0, ORIGIN + 0.5, "before the series origin"),
-        (ORIGIN + 1.0, ORIGIN - 1.0, "before the series origin"),
-        (math.nan, ORIGIN + 0.5, "finite"),
-        (ORIGIN + 1.0, math.inf, "finite"),
+        ("end", ORIGIN - 2.0, "before the series origin", True),
+        ("sent", ORIGIN - 1.0, "before the series origin", True),
+        ("end", math.nan, "finite", True),
+        ("sent", math.inf, "finite", True),
+        ("end", math.inf, "end time must be finite", False),
+        ("first_byte", math.nan, "first_byte time must be finite", False),
+        ("scheduled", -math.inf, "scheduled time must be finite", True),
     ],
 )
 def test_a_batch_with_a_time_before_the_origin_or_not_finite_is_refused_and_counts_none(
-    end: float, sent: float, match: str
+    field: str, value: float, match: str, with_windows: bool
 ) -> None:
     good = attempt(0, 1, ORIGIN + 1.0, Outcome.OK, status=200)
     bad = attempt(1, 1, ORIGIN + 0.5, Outcome.OK, status=200)
-    bad.end, bad.sent = end, sent
+    setattr(bad, field, value)
     stats, series = RequestStats(), WindowSeries(1.0, ORIGIN)
     with pytest.raises(ValueError, match=match):
-        add_ok_answers([good, bad], stats, series)
+        add_ok_answers([good, bad], stats, series if with_windows else None)
     assert series.windows() == []
     assert stats == RequestStats()
 

@@ -496,3 +496,19 @@ class _HttpError(Exception):
 
 def _http_error(status: int, *, retry_after: str) -> _HttpError:
     return _HttpError(status, {"Retry-After": retry_after})
+
+
+def test_a_lease_from_the_one_resource_fast_path_carries_when_what_and_for_whom() -> None:
+    async def main() -> None:
+        pool = Pool("p", [res("only", 2)])
+        await asyncio.sleep(1.5)
+        owner = TaskContext([pool])
+        for _ in range(2):  # the first builds the client (general path), the second not
+            lease = pool.try_acquire(owner=owner, algorithm="wait")
+            assert lease is not None
+            assert (lease.acquired_at, lease.algorithm, lease.owner) == (now(), "wait", owner)
+            assert lease.client is lease.resource
+        assert pool.try_acquire() is None  # full: both units held
+        assert pool.statistics().active == 2
+
+    run(main)

@@ -38,7 +38,7 @@ class Clock(Protocol):
 class LoopClock:
     """The default clock: the running event loop's timers, and its time when it is simulated.
 
-    Under a loop of :mod:`pyattacker.testing` (one with ``simulated_time = True``) ``now()``
+    Under a loop of :mod:`pyattacker.testing` (a class with ``simulated_time = True``) ``now()``
     is that loop's ``time()``: virtual or scaled. On any other loop it is
     ``time.monotonic()`` (nanosecond resolution on Linux), never ``loop.time()``: uvloop's
     ``time()`` is libuv's millisecond counter, cached once per loop iteration, which would
@@ -49,21 +49,20 @@ class LoopClock:
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        # The last loop `now()` ran on and how it reads time there: one tuple, replaced
-        # whole, so that a clock shared by threads never pairs a loop with another's reader.
-        self._last: tuple[asyncio.AbstractEventLoop | None, Callable[[], float]] = (
-            None,
-            time.monotonic,
-        )
+        # The class of the last loop `now()` ran on, and whether it is simulated: one tuple,
+        # replaced whole, so that a clock shared by threads never pairs a class with
+        # another's answer. No reference to the loop itself (it may close and go).
+        self._last: tuple[type, bool] = (type(None), False)
 
     def now(self) -> float:
         loop = _get_running_loop()
-        last = self._last
-        if loop is last[0]:  # the usual case: the pool reads it once a lease
-            return last[1]()
-        read = loop.time if loop is not None and is_simulated(loop) else time.monotonic
-        self._last = (loop, read)
-        return read()
+        if loop is None:
+            return time.monotonic()
+        kind, simulated = self._last
+        if loop.__class__ is not kind:  # the usual case skips this: one loop class a run
+            simulated = is_simulated(loop)
+            self._last = (loop.__class__, simulated)
+        return loop.time() if simulated else time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))

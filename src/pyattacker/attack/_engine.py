@@ -184,7 +184,7 @@ class Engine:
     @property
     def total(self) -> RequestStats:
         """Every finished request so far (safe to read while running)."""
-        return self._tally.total
+        return self._counted().total
 
     # -- driving --------------------------------------------------------------------------
 
@@ -405,8 +405,8 @@ class Engine:
         attempt = Attempt(n, 1, scheduled, lease.acquired_at)
         attempt.resource = resource_id
         self._leased += 1
-        # Live from here. Noted after start() returns: an end it reports meanwhile (a
-        # connection found closed) is only queued, and counted in a later callback.
+        # Noted as live once start() returns: an end it reports meanwhile (a connection
+        # found closed) is only queued, and counted in a later callback, never before.
         try:
             assert self._start_direct is not None  # _direct says so
             abandon = self._start_direct(self._targets[resource_id], attempt, self._end_direct)
@@ -612,15 +612,28 @@ class Engine:
         """Count a finished request. The tally counts it before it calls the user's
         ``on_record``; if that raises (``--samples`` on a full disk), the error goes to the
         loop's exception handler, as a callback's would, and the run goes on: one failed
-        write must not lose the other requests' records or the result."""
+        write must not lose the other requests' records or the result. So does a request
+        the tally refuses (a time from another clock than the engine's)."""
         try:
             self._tally.finished(attempts)
         except Exception as exc:
-            loop = asyncio._get_running_loop()
-            context = {"message": "the attack's on_record callback failed", "exception": exc}
-            if loop is None:
-                raise
-            loop.call_exception_handler(context)
+            self._report(exc, "counting a finished request (or on_record) failed")
+
+    def _counted(self) -> Tally:
+        """The tally with every finished request counted (its batch flushed): what the
+        readers (:attr:`total`, :meth:`progress`, the result) read. A request it refuses
+        is reported as :meth:`_count` reports one, never raised at the reader."""
+        try:
+            self._tally.flush()
+        except Exception as exc:
+            self._report(exc, "counting a finished request failed")
+        return self._tally
+
+    def _report(self, exc: Exception, message: str) -> None:
+        loop = asyncio._get_running_loop()
+        if loop is None:
+            raise exc
+        loop.call_exception_handler({"message": message, "exception": exc})
 
     def _drop(self, n: int, scheduled: float) -> None:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled, outcome=Outcome.DROPPED)
@@ -640,7 +653,7 @@ class Engine:
             elapsed=elapsed,
             planned=planned,
             scheduled=self._tally.scheduled,
-            sent=self._tally.sent,
+            sent=self._counted().sent,
             completed=total.requests,
             in_flight=self._in_flight,
             dropped=outcomes[Outcome.DROPPED.value],
@@ -676,7 +689,7 @@ class Engine:
         return ran
 
     def _result(self) -> AttackResult:
-        tally = self._tally
+        tally = self._counted()
         return AttackResult(
             plan=self.plan,
             started_at=self._started_at,

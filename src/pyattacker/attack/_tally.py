@@ -5,8 +5,8 @@ the error messages requests ended with (:class:`ErrorMessages`): what a report q
 say *what* went wrong, where status codes and error classes only say how often.
 
 Kept apart from the engine so the async driver reads as scheduling and sending only, and
-so the counting (on the hot path: every line here runs once per request) can be measured
-and tuned on its own.
+so the counting (the hot path: it runs for every request, and for most of them in the
+batches of :meth:`Tally.flush`) can be measured and tuned on its own.
 """
 
 from __future__ import annotations
@@ -131,6 +131,11 @@ class Tally:
     requests are counted from their attempt and no record is built (~2 us a request).
     ``errors`` counts the last attempt's :attr:`~pyattacker.measure.Attempt.error` of
     every request that has one (a failed, throttled or dropped request, mostly).
+
+    Without either, plain OK answers wait in a small batch (see :meth:`flush`): read the
+    figures through ``total``, ``windows``, ``sent``, ``late`` and ``last_sent``, which
+    count it first. A time that cannot be counted (not finite, before ``origin``) raises
+    ``ValueError`` from :meth:`finished` or from whichever of those counts its batch.
     """
 
     def __init__(
@@ -224,7 +229,20 @@ class Tally:
         if not ok:
             return
         self._ok = []
-        add_ok_answers(ok, self._total, self._windows)
+        try:
+            add_ok_answers(ok, self._total, self._windows)
+        except ValueError:
+            # A time the batch refuses (a sender on another clock, say): count each one as
+            # it would have been alone, so that only the wrong ones are refused, then say so.
+            refused: ValueError | None = None
+            for attempt in ok:
+                try:
+                    self._one_attempt(attempt)
+                except ValueError as exc:
+                    refused = refused or exc
+            if refused is not None:
+                raise refused from None
+            return
         late_after, late = self._late_after, 0
         last = self._last_sent
         for attempt in ok:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pyattacker.measure._histogram import record_all
 from pyattacker.measure._records import Attempt, Outcome
@@ -41,12 +42,12 @@ def add_ok_answers(
     (:func:`is_plain_ok`): exactly what ``stats.add_attempt(a)`` does for each, and, with
     ``windows``, ``windows.add_attempt(a)`` and ``windows.note_sent(a.sent)``.
 
-    Raises ``ValueError`` as those do (a time before the windows' origin, or not
-    finite), having counted none of them.
+    Raises ``ValueError``, having counted none of them, for a time that is not finite or
+    (with ``windows``) before their origin: then count them one by one to keep the rest.
     """
     if not attempts:
         return
-    origin = width = 0.0
+    origin, width = -math.inf, 1.0
     if windows is not None:
         origin, width = windows.origin, windows.width
     statuses: list[int] = []
@@ -62,10 +63,15 @@ def add_ok_answers(
         scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
         assert sent is not None  # is_plain_ok
         assert end is not None
+        first_byte = attempt.first_byte
+        if not (
+            origin <= end < math.inf
+            and origin <= sent < math.inf
+            and -math.inf < scheduled < math.inf
+            and (first_byte is None or -math.inf < first_byte < math.inf)
+        ):
+            _refuse(attempt, windows)
         if windows is not None:
-            if not (origin <= end < math.inf and origin <= sent < math.inf):
-                windows.index_of(end)  # raises the reason (for whichever is wrong)
-                windows.index_of(sent)
             end_windows.append(int((end - origin) / width))
             index = int((sent - origin) / width)
             send_windows[index] = send_windows.get(index, 0) + 1
@@ -81,7 +87,6 @@ def add_ok_answers(
         delays.append(sent - scheduled if sent > scheduled else 0.0)
         latencies.append(end - scheduled if end > scheduled else 0.0)
         services.append(end - sent if end > sent else 0.0)
-        first_byte = attempt.first_byte
         if first_byte is not None:
             ttfbs.append(first_byte - sent if first_byte > sent else 0.0)
     n = len(attempts)
@@ -127,3 +132,16 @@ def add_ok_answers(
         tally.completed += len(mine)
         record_all([latencies[i] for i in mine], tally.latency)
         record_all([services[i] for i in mine], tally.service_time)
+
+
+def _refuse(attempt: Attempt, windows: WindowSeries | None) -> NoReturn:
+    """Raise the ``ValueError`` that counting ``attempt`` alone would raise."""
+    for name in ("scheduled", "sent", "first_byte", "end"):
+        t = getattr(attempt, name)
+        if t is None:
+            continue
+        if windows is not None and name in ("sent", "end"):
+            windows.index_of(t)  # raises for a time before the origin, or not finite
+        if not math.isfinite(t):
+            raise ValueError(f"attempt {attempt.request}'s {name} time must be finite, got {t!r}")
+    raise AssertionError("_refuse found nothing to refuse")  # pragma: no cover

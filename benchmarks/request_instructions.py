@@ -1,0 +1,75 @@
+"""Machine instructions per request of the attack engine's direct path: a deterministic gauge.
+
+Usage: ``.venv/bin/python benchmarks/request_instructions.py [--against OTHER/src]``
+
+``request_cost.py`` times the engine against fake connections, but on this VM its figure
+moves by 30 % or more from one minute to the next, so a change worth a few percent cannot
+be seen in it. This runs the same script under valgrind's callgrind, which counts the
+instructions the process executes: the count does not depend on the machine's load. It
+runs ``request_cost.py`` with 10,000 and with 30,000 requests and divides the difference
+by 20,000, so start-up (imports, the loop, the fake connections) cancels out and what
+remains is the cost of one request: scheduler, lease, ``HttpClient.start``, the
+connection's parse, the waiter and the tally. Fewer instructions is faster on any machine,
+although not in exact proportion (the cache and the branch predictor are not counted).
+``--against PATH`` also measures the code at PATH (a ``src`` directory, e.g. of a
+``git worktree``) and prints the ratio. Needs ``valgrind`` (Debian's package); each
+measurement takes about a minute and a half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+SIZES = (10_000, 30_000)
+
+
+def instructions(src: Path, requests: int) -> int:
+    """Instructions callgrind counted for one ``request_cost.py`` run of ``requests``."""
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        str(HERE / "request_cost.py"),
+        "--runs",
+        "1",
+        "--requests",
+        str(requests),
+    ]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    found = re.search(r"Collected : ([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def per_request(src: Path) -> float:
+    low, high = (instructions(src, n) for n in SIZES)
+    return (high - low) / (SIZES[1] - SIZES[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", type=Path, help="another src directory to compare")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    ours = per_request(SRC)
+    print(f"{SRC}: {ours:,.0f} instructions per request")
+    if args.against is not None:
+        theirs = per_request(args.against.resolve())
+        print(f"{args.against}: {theirs:,.0f} instructions per request")
+        print(f"ratio: {ours / theirs:.3f} (ours / theirs)")
+
+
+if __name__ == "__main__":
+    main()
