@@ -457,3 +457,29 @@ def test_a_long_idle_connection_is_probed_and_a_closed_one_is_not_used() -> None
     first, second = run(main)
     assert (first.body, second.body) == (b"ok", b"fresh")
     assert second.timing.reused is False
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"],
+        [b"HTT", b"P/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"],  # version split across reads
+        [b"HTTP/1.1 103 Early Hints\r\n\r\n", b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"],
+    ],
+)
+def test_the_http_version_is_the_final_status_lines_however_its_bytes_arrive(
+    chunks: list[bytes],
+) -> None:
+    async def handler(peer: Peer) -> None:
+        await peer.read_request()
+        for chunk in chunks:
+            await peer.send(chunk)
+            await asyncio.sleep(0.01)
+        peer.close()
+
+    async def main() -> Response:
+        async with Server(handler) as server, HttpClient() as client:
+            return await _get(server, client)
+
+    response = run(main)
+    assert (response.http_version, response.status, response.body) == ("1.0", 200, b"ok")

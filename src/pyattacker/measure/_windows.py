@@ -287,7 +287,11 @@ class WindowSeries:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
         its window (the engine calls this once per arrival). ``in_flight`` counts the
         arriving request if it was admitted (not dropped): the count just after it."""
-        tally = self._tally(t)
+        origin = self.origin  # _tally(t), inlined: once per arrival
+        if not origin <= t < math.inf:
+            self.index_of(t)  # raises the reason
+        index = int((t - origin) / self.width)
+        tally = self._tallies.get(index) or self._tally_at(index)
         tally.scheduled += 1
         if in_flight > tally.max_in_flight:
             tally.max_in_flight = in_flight
