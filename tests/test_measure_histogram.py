@@ -303,7 +303,7 @@ def test_summary_to_dict_names_the_percentiles_as_reports_print_them() -> None:
     assert Summary.of_values([3.0, 1.0, 2.0]).p50 == 2.0
 
 
-# --- record_many ----------------------------------------------------------------------
+# --- record_all -----------------------------------------------------------------------
 
 
 @given(st.lists(in_range, max_size=80), st.lists(in_range, max_size=20))
@@ -313,7 +313,7 @@ def test_recording_many_at_once_equals_recording_each(
     one_by_one, at_once = histogram_of(before), histogram_of(before)
     for value in batch:
         one_by_one.record(value)
-    at_once.record_many(batch)
+    record_all(batch, at_once)
     assert at_once == one_by_one
     assert at_once.to_dict() == one_by_one.to_dict()
 
@@ -323,7 +323,7 @@ def test_recording_many_values_above_the_top_equals_recording_each(values: list[
     one_by_one, at_once = Histogram(), Histogram()
     for value in values:
         one_by_one.record(value)
-    at_once.record_many(values)
+    record_all(values, at_once)
     assert at_once == one_by_one
 
 
@@ -334,7 +334,7 @@ def test_recording_many_with_one_bad_value_raises_and_records_none(bad: float, w
     values[where] = bad
     hist = histogram_of([0.5])
     with pytest.raises(ValueError, match="finite and >= 0"):
-        hist.record_many(values)
+        record_all(values, hist)
     assert hist == histogram_of([0.5])
 
 

@@ -143,11 +143,6 @@ class Histogram:
         if value > self._max:
             self._max = value
 
-    def record_many(self, values: Sequence[float]) -> None:
-        """Record each of ``values`` once: exactly what ``record(v)`` for each does (see
-        :func:`record_all`, which this is for one histogram)."""
-        record_all(values, self)
-
     def _record_checked(self, value: float, count: int) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"count must be a whole number >= 1, got {count!r}")
