@@ -1,7 +1,7 @@
 """The highest open-model rate one generator process sustains cleanly, against Locust's.
 
 Usage: ``.venv/bin/python benchmarks/scale.py [--levels 1000,2000,...] [--hold 5]
-[--tries 3] [--out scale.json] [--no-pin] [--no-peer] [--peer-users 10]``
+[--tries 3] [--out scale.json] [--no-pin] [--no-peer] [--peer-seconds 10]``
 
 One echo server process (``--delay fixed:1ms``) serves every level. Each level is a fresh
 attack from this process (the public API, uvloop, constant arrivals, default plan: 256
@@ -21,9 +21,10 @@ was seen even with a bare 20-line asyncio client, far below its capacity), and o
 such stall inside a 5 s level puts more than 1 % of its requests past 10 ms on its own.
 The peer gets the same allowance: it runs before and after, and the faster run counts.
 It stops at the first level that is not clean in any try and prints the highest clean
-one with the CPU count. The peer, ``bash ../shared/bench/locust_closed.sh URL USERS`` (Locust's
-FastHttpUser, closed loop, 10 users by default; a black box whose last line is
-``peer_locust_rps N``), runs against the same server before and after the levels, since
+one with the CPU count. The peer, ``bash ../shared/bench/locust_closed.sh URL SECONDS``
+(Locust's FastHttpUser, closed loop, the script's 32 users, for 10 s by default; a black
+box whose last line is ``peer_locust_rps N``), runs against the same server before and
+after the levels, since
 the machine's speed drifts; the ratio of our highest clean level to the faster of the two
 peer runs is judged against the budget of 5x.
 
@@ -170,12 +171,12 @@ def render(level: Level) -> str:
     )
 
 
-def run_peer(url: str, users: int, prefix: list[str]) -> float | None:
+def run_peer(url: str, seconds: int, prefix: list[str]) -> float | None:
     """Locust's closed-loop rate against ``url`` (the script's last line), or None."""
     if not PEER_SCRIPT.exists():
         print(f"peer: {PEER_SCRIPT} is missing; not run")
         return None
-    command = [*prefix, "bash", str(PEER_SCRIPT), url, str(users)]
+    command = [*prefix, "bash", str(PEER_SCRIPT), url, str(seconds)]
     print(f"peer: {' '.join(command)}", flush=True)
     done = subprocess.run(command, capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
@@ -243,7 +244,12 @@ def main() -> None:
     parser.add_argument("--out", help="write the results as JSON to this path")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to CPUs")
     parser.add_argument("--no-peer", action="store_true", help="skip the Locust runs")
-    parser.add_argument("--peer-users", type=int, default=10, help="Locust users")
+    parser.add_argument(
+        "--peer-seconds",
+        type=int,
+        default=10,
+        help="how long each Locust run lasts (the script's second argument; it runs 32 users)",
+    )
     args = parser.parse_args()
     levels = [float(text) for text in args.levels.split(",") if text.strip()]
     cpus = None if args.no_pin else cpu_pair()
@@ -259,11 +265,11 @@ def main() -> None:
         # The script wants the bare origin: with a trailing slash it measured 0 req/s here.
         if not args.no_peer:
             server.reset()
-            peers.append(run_peer(server.url, args.peer_users, peer_prefix(cpus)))
+            peers.append(run_peer(server.url, args.peer_seconds, peer_prefix(cpus)))
         results = climb(server, levels, args.hold, max(1, args.tries))
         if not args.no_peer:
             server.reset()
-            peers.append(run_peer(server.url, args.peer_users, peer_prefix(cpus)))
+            peers.append(run_peer(server.url, args.peer_seconds, peer_prefix(cpus)))
     clean = [level.rate for level in results if not level.problems()]
     best = max(clean) if clean else 0.0
     print(f"highest clean level: {best:,.0f} req/s on {os.cpu_count()} CPUs")
