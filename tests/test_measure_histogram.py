@@ -18,6 +18,7 @@ from pyattacker.measure import (
     PERCENTILES,
     Histogram,
     Summary,
+    _histogram,
     exact_percentile,
     nearest_rank,
     record_all,
@@ -349,6 +350,20 @@ def test_recording_values_into_several_histograms_equals_recording_each_into_eac
         for value in values:
             hist.record(value)
     assert at_once == one_by_one
+
+
+@given(st.dictionaries(st.integers(0, 50), st.integers(1, 5)), st.lists(st.integers(0, 60)))
+def test_the_python_fallback_counts_bucket_indexes_as_the_c_helper_does(
+    counts: dict[int, int], indexes: list[int]
+) -> None:
+    in_c, in_python = dict(counts), dict(counts)
+    _histogram._count_elements(in_c, indexes)
+    _histogram._count_in_python(in_python, indexes)
+    assert (
+        in_c
+        == in_python
+        == {i: counts.get(i, 0) + indexes.count(i) for i in set(counts) | set(indexes)}
+    )
 
 
 # --- the package ----------------------------------------------------------------------

@@ -12,6 +12,7 @@ on local names: about half the cost. The figures are the same; the tests check i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -56,8 +57,8 @@ def add_ok_answers(
     latencies: list[float] = []
     services: list[float] = []
     ttfbs: list[float] = []
-    end_windows: list[int] = []
-    send_windows: dict[int, int] = {}
+    ends: list[float] = []
+    sents: list[float] = []
     early = sent_bytes = received_bytes = 0
     for attempt in attempts:  # reads and checks only: nothing changes before every one passed
         scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
@@ -71,10 +72,8 @@ def add_ok_answers(
             and (first_byte is None or -math.inf < first_byte < math.inf)
         ):
             _refuse(attempt, windows)
-        if windows is not None:
-            end_windows.append(int((end - origin) / width))
-            index = int((sent - origin) / width)
-            send_windows[index] = send_windows.get(index, 0) + 1
+        ends.append(end)
+        sents.append(sent)
         status = attempt.status
         if status is not None:
             statuses.append(status)
@@ -113,10 +112,16 @@ def add_ok_answers(
         record_all(latencies, stats.latency_ok)
         record_all(services, *service_histograms)
         return
-    for index, count in send_windows.items():
-        windows._tally_at(index).sent += count
-    first = end_windows[0]
-    if end_windows.count(first) == n:  # the usual case: the whole batch ended in one window
+    # A window's index only grows with the time, so a batch whose earliest and latest
+    # times share a window lies wholly in it: the usual case, with no index per attempt.
+    first = _index(min(sents), origin, width)
+    if first == _index(max(sents), origin, width):
+        windows._tally_at(first).sent += n
+    else:
+        for index, count in Counter([_index(t, origin, width) for t in sents]).items():
+            windows._tally_at(index).sent += count
+    first = _index(min(ends), origin, width)
+    if first == _index(max(ends), origin, width):
         tally = windows._tally_at(first)
         tally.ok += n
         tally.completed += n
@@ -125,6 +130,7 @@ def add_ok_answers(
         return
     record_all(latencies, stats.latency_ok)
     record_all(services, *service_histograms)
+    end_windows = [_index(t, origin, width) for t in ends]
     for index in sorted(set(end_windows)):  # a batch across a window's end
         mine = [i for i, w in enumerate(end_windows) if w == index]
         tally = windows._tally_at(index)
@@ -132,6 +138,10 @@ def add_ok_answers(
         tally.completed += len(mine)
         record_all([latencies[i] for i in mine], tally.latency)
         record_all([services[i] for i in mine], tally.service_time)
+
+
+def _index(t: float, origin: float, width: float) -> int:
+    return int((t - origin) / width)  # WindowSeries.index_of, for a time it accepts
 
 
 def _refuse(attempt: Attempt, windows: WindowSeries | None) -> NoReturn:
