@@ -153,10 +153,10 @@ class Response:
 
     __slots__ = (
         "_consumed",
-        "_reason",
+        "_head",
+        "_headers",
         "_stream",
         "body",
-        "headers",
         "http_version",
         "status",
         "timing",
@@ -167,8 +167,9 @@ class Response:
         self.url = url
         self.timing = timing
         self.status = 0
-        self._reason = b""
-        self.headers = _NO_HEADERS
+        # The head's bytes, as the connection read them; `headers` reads them when asked.
+        self._head = b""
+        self._headers: Headers | None = None
         self.http_version = "1.1"
         self.body = b""
         self._stream: BodyStream | None = None
@@ -178,9 +179,23 @@ class Response:
         self._consumed = "read"
 
     @property
+    def headers(self) -> Headers:
+        """The response's headers (none until its head has arrived)."""
+        headers = self._headers
+        if headers is None:
+            if not self._head:
+                return _NO_HEADERS
+            headers = self._headers = Headers._of_head(self._head)
+        return headers
+
+    @headers.setter
+    def headers(self, headers: Headers) -> None:
+        self._headers = headers
+
+    @property
     def reason(self) -> str:
         """The reason phrase of the status line (may be empty)."""
-        return self._reason.decode("latin-1")
+        return self.headers._status_reason().decode("latin-1")
 
     def text(self, encoding: str = "utf-8") -> str:
         """The body decoded (``errors="replace"``: a load test reports, it does not crash)."""
@@ -257,7 +272,7 @@ class Response:
         self._consumed = ""
 
     def __repr__(self) -> str:
-        reason = f" {self.reason}" if self._reason else ""
+        reason = f" {self.reason}" if self.reason else ""
         return f"<Response {self.status}{reason} {self.url}>"
 
 

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from pyattacker.http._response import Response
 
+from httptools import HttpParserCallbackError, HttpResponseParser
+
 from pyattacker._checks import check_number
 
-__all__ = ["Headers", "Timeouts", "Timing", "Waiter"]
+__all__ = ["Headers", "Timeouts", "Timing", "Waiter", "read_head"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +90,38 @@ class Headers:
 
     Built from the raw ``(name, value)`` byte pairs the parser saw; they are decoded
     (Latin-1, as HTTP/1.1 defines) only when someone looks, which a load test mostly does
-    not. Read-only.
+    not. A connection gives the response's head bytes instead (:meth:`_of_head`): the pairs
+    are then read off them when first needed, by the same parser, so that answers nobody
+    asks about cost no per-header callback. Read-only.
     """
 
-    __slots__ = ("_decoded", "_raw")
+    __slots__ = ("_decoded", "_head", "_raw", "_reason")
 
     def __init__(self, raw: list[tuple[bytes, bytes]] | None = None) -> None:
         self._raw = raw if raw is not None else []
+        self._head: bytes | None = None
+        self._reason = b""
         self._decoded: list[tuple[str, str, str]] | None = None
+
+    @classmethod
+    def _of_head(cls, head: bytes) -> Headers:
+        """The headers of the response whose head (status line included, any 1xx heads
+        before it too) is in ``head``, which a parser has already accepted; bytes after
+        the head are ignored."""
+        headers = cls()
+        headers._head = head
+        return headers
+
+    def _pairs(self) -> list[tuple[bytes, bytes]]:
+        if self._head is not None:
+            self._reason, self._raw = read_head(self._head)
+            self._head = None
+        return self._raw
+
+    def _status_reason(self) -> bytes:
+        """The reason phrase of the status line these headers came with (``b""`` if none)."""
+        self._pairs()
+        return self._reason
 
     @classmethod
     def from_pairs(cls, pairs: list[tuple[str, str]]) -> Headers:
@@ -107,7 +133,7 @@ class Headers:
         if self._decoded is None:
             self._decoded = [
                 (name.decode("latin-1").lower(), name.decode("latin-1"), value.decode("latin-1"))
-                for name, value in self._raw
+                for name, value in self._pairs()
             ]
         return self._decoded
 
@@ -135,7 +161,7 @@ class Headers:
         return (name for _, name, _ in self._entries())
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._pairs())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Headers):
@@ -146,3 +172,44 @@ class Headers:
 
     def __repr__(self) -> str:
         return f"Headers({self.items()!r})"
+
+
+class _HeadEnd(Exception):
+    """Raised by :class:`_HeadReader` to stop its parser at the end of the head."""
+
+
+class _HeadReader:
+    """httptools' callbacks for :func:`read_head`: the status line's reason and the
+    ``(name, value)`` pairs of the first head with a final (>= 200) status."""
+
+    __slots__ = ("parser", "raw", "reason")
+
+    def __init__(self) -> None:
+        self.raw: list[tuple[bytes, bytes]] = []
+        self.reason = b""
+        self.parser = HttpResponseParser(self)
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.raw.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self.parser.get_status_code() < 200:  # 1xx: informational, the real head follows
+            self.raw, self.reason = [], b""
+            return
+        raise _HeadEnd
+
+
+def read_head(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """``(reason, [(name, value), ...])`` of the final response head in ``head``, bytes a
+    parser has accepted: what httptools' ``on_status`` and ``on_header`` callbacks gave
+    while it read them (a fresh parser of the same kind reads them again)."""
+    reader = _HeadReader()
+    try:
+        reader.parser.feed_data(head)
+    except HttpParserCallbackError as exc:
+        if not isinstance(exc.__context__, _HeadEnd):
+            raise
+    return reader.reason, reader.raw
