@@ -446,9 +446,25 @@ class Engine:
         """Count the direct requests that ended, admit queued arrivals (safe here: not
         inside a connection's callbacks), and wake ``_run_to_end`` when none runs."""
         self._finish_soon = False
-        ended = self._ended
+        ended, live, tally = self._ended, self._live, self._tally
+        plain = not self.plan.feedback
         while ended:  # one at a time: whatever escapes leaves the rest queued
-            self._finish_one(*ended.popleft())
+            attempt, error = ended.popleft()
+            if error is not None or not plain:
+                self._finish_one(attempt, error)
+                continue
+            # _finish_one's usual case, inlined: an answer, no feedback to give.
+            held = live.pop(attempt.request, None)
+            if held is None:  # ended twice (start() raised, then its connection failed too)
+                continue
+            attempt.outcome = Outcome.OK
+            held[0].release_now()
+            self._leased -= 1
+            self._in_flight -= 1
+            try:
+                tally.finished_one(attempt)
+            except Exception as exc:  # as _count reports it
+                self._report(exc, "counting a finished request (or on_record) failed")
         if self._backlog:
             self._admit_backlog()
         if not self._live and self._drained is not None and not self._drained.done():

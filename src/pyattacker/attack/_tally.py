@@ -214,6 +214,16 @@ class Tally:
         else:
             self._record(RequestRecord.from_attempts(attempts))
 
+    def finished_one(self, attempt: Attempt) -> None:
+        """``finished([attempt])``: a one-attempt request (the engine's direct path)."""
+        if self._batching and attempt.error is None and is_plain_ok(attempt):
+            ok = self._ok
+            ok.append(attempt)
+            if len(ok) >= BATCH:
+                self.flush()
+            return
+        self.finished([attempt])
+
     def flush(self) -> None:
         """Count the plain OK answers batched so far.
 
