@@ -10,6 +10,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -483,3 +484,34 @@ def test_the_http_version_is_the_final_status_lines_however_its_bytes_arrive(
 
     response = run(main)
     assert (response.http_version, response.status, response.body) == ("1.0", 200, b"ok")
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_start_follows_the_client_to_a_second_loop_and_refuses_outside_any(loop: str) -> None:
+    client = HttpClient()
+
+    async def first() -> None:
+        async with Server(keep_alive) as server:
+            await _get(server, client)  # leaves an idle connection of this loop's
+            assert client.statistics()[server.url.rstrip("/")]["idle"] == 1
+
+    async def second() -> tuple[Callable[[], None] | None, Response]:
+        async with Server(keep_alive) as server:
+            # The first loop's connection is not this loop's: start() finds none idle.
+            none_idle = client.start("GET", server.url, asyncio.get_running_loop().create_future())
+            await _get(server, client)
+            waiter: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+            assert client.start("GET", server.url, waiter) is not None
+            response = await waiter
+            await client.aclose()
+            return none_idle, response
+
+    run(first, loop)
+    none_idle, response = run(second, loop)
+    assert none_idle is None
+    assert (response.status, response.body) == (200, b"ok")
+    idle = asyncio.new_event_loop()
+    waiter: asyncio.Future[Response] = idle.create_future()
+    idle.close()
+    with pytest.raises(RuntimeError, match="no running event loop"):  # nothing to send on
+        client.start("GET", "http://127.0.0.1:9/", waiter)

@@ -156,7 +156,7 @@ class Engine:
                 )
                 for target in self._targets.values()
             ],
-            clock=self.clock,
+            clock=_EngineTime(self),
             deadlock_warn_s=None,
         )
         self._rng = random.Random(plan.seed)
@@ -731,6 +731,23 @@ class Engine:
             stop_reason=self._stopping,
             loop_lag=None if self._lag is None else self._lag.lag,
         )
+
+
+class _EngineTime:
+    """The engine's clock as its pool reads it, once per lease: the engine's own reader
+    (decided once per run, see ``run()``), not ``LoopClock.now()``, which looks up the
+    running loop on every call (a getpid() system call on Python 3.11)."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def now(self) -> float:
+        return self._engine._now()
+
+    async def sleep(self, seconds: float) -> None:
+        await self._engine.clock.sleep(seconds)
 
 
 def _returns(target: Target) -> Callable[[Resource], Target]:

@@ -13,6 +13,7 @@ import ssl as _ssl
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
+from threading import get_ident
 from types import TracebackType
 from typing import Any
 
@@ -61,7 +62,7 @@ class HttpClient:
 
     __slots__ = (
         "_clock", "_closed", "_encoder", "_last_pool", "_last_url", "_limit", "_loop", "_now",
-        "_pools", "_ssl", "_timeouts",
+        "_pools", "_ssl", "_thread", "_timeouts",
     )  # fmt: skip
 
     def __init__(
@@ -84,6 +85,7 @@ class HttpClient:
         self._clock = clock if clock is not None else LoopClock()
         self._now = self._clock.now
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_now` was bound for
+        self._thread = 0  # the thread it was bound in
         self._timeouts = timeouts
         self._limit = check_whole(max_connections, "max_connections")
         self._ssl = ssl
@@ -166,9 +168,14 @@ class HttpClient:
         """
         # What _prepare does, minus what a caller that only takes an idle connection needs:
         # this runs once per request of a load test.
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._bind(loop)
+        loop = self._loop
+        if loop is None or not loop.is_running() or get_ident() != self._thread:
+            # Not the loop this client is bound to (or none yet): ask which one runs. Not
+            # on every call: asking costs a getpid() system call on Python 3.11, and the
+            # bound loop running in this thread can only be the running loop.
+            loop = asyncio.get_running_loop()
+            if loop is not self._loop:
+                self._bind(loop)
         url, payload, pool = self._encode(method, url, headers, body)
         now = self._now()
         conn = pool.checkout(now)
@@ -364,7 +371,7 @@ class HttpClient:
         """
         if self._loop is not None:
             self._pools, self._last_url, self._last_pool = {}, None, None
-        self._loop = loop
+        self._loop, self._thread = loop, get_ident()
         clock = self._clock
         self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
 
