@@ -169,6 +169,7 @@ class Engine:
         self._stopping: str | None = None
         self._schedule_task: asyncio.Task[None] | None = None
         self._loop_clock: LoopClock | None = None
+        self._call_soon: Callable[[Callable[[], None]], object] = _no_loop
         self._now: Callable[[], float] = self.clock.now
         self._started_at = 0.0
         self._schedule_end: float | None = None
@@ -194,6 +195,7 @@ class Engine:
     async def run(self) -> AttackResult:
         """Run the plan to its end (or until :meth:`stop`) and return what was measured."""
         loop = asyncio.get_running_loop()
+        self._call_soon = loop.call_soon
         clock = self.clock
         self._loop_clock = clock if isinstance(clock, LoopClock) else None
         self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
@@ -440,7 +442,8 @@ class Engine:
         self._ended.append((attempt, error))
         if not self._finish_soon:
             self._finish_soon = True
-            asyncio.get_running_loop().call_soon(self._finish_direct)
+            # The loop run() runs on: direct requests exist only inside it.
+            self._call_soon(self._finish_direct)
 
     def _finish_direct(self) -> None:
         """Count the direct requests that ended, admit queued arrivals (safe here: not
@@ -748,6 +751,10 @@ class _EngineTime:
 
     async def sleep(self, seconds: float) -> None:
         await self._engine.clock.sleep(seconds)
+
+
+def _no_loop(callback: Callable[[], None]) -> object:
+    raise RuntimeError("the engine is not running: run() has not started")
 
 
 def _returns(target: Target) -> Callable[[Resource], Target]:
