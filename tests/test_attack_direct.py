@@ -21,7 +21,9 @@ import pytest
 from http_helpers import LOOPS, closed_port, run
 from llm_server_helpers import until
 from pyattacker.attack import AttackPlan, AttackResult, Engine, HttpSender, OpenModel, Target
+from pyattacker.attack import attack as public_attack
 from pyattacker.attack._send import OnEnd
+from pyattacker.errors import ConfigError
 from pyattacker.http import HttpClient
 from pyattacker.measure import Attempt, Outcome, RequestRecord
 from pyattacker.servers import EchoServer
@@ -457,3 +459,47 @@ def test_requests_cut_off_by_a_stop_are_cancelled_never_failed_without_a_cause(
     done = run(main)
     assert set(done.result.total.by_outcome) <= {"ok", "cancelled"}
     assert done.result.total.requests == done.result.scheduled == len(records)
+
+
+def test_preconnected_connections_carry_every_request_directly_from_the_first(
+    spy: StartSpy,
+) -> None:
+    async def main(preconnect: int) -> AttackResult:
+        async with EchoServer() as server:
+            plan = AttackPlan.build(
+                [server.url + "/"], OpenModel(rate=500), requests=30, preconnect=preconnect
+            )
+            return await asyncio.wait_for(public_attack(plan), GUARD_S)
+
+    cold = run(lambda: main(0))
+    assert spy.declined >= 1  # the first request found no connection: it opened one
+    declined, sent = spy.declined, spy.sent
+    warm = run(lambda: main(4))
+    # Four connections stood open before the first arrival: no request had to open one.
+    assert (spy.declined - declined, spy.sent - sent) == (0, 30)
+    assert warm.total.by_outcome == cold.total.by_outcome == {"ok": 30}
+    assert warm.to_dict()["plan"]["preconnect"] == 4
+
+
+def test_preconnecting_to_a_refused_target_reports_connection_errors_not_a_crash() -> None:
+    port = closed_port()
+    plan = AttackPlan.build(
+        [f"http://127.0.0.1:{port}/"], OpenModel(rate=200), requests=10, preconnect=3
+    )
+    result = run(lambda: asyncio.wait_for(public_attack(plan), GUARD_S))
+    assert result.total.by_outcome == {"failed": 10}
+    assert result.total.by_error_class == {"connection": 10}
+
+
+@pytest.mark.parametrize(
+    ("preconnect", "message"),
+    [(-1, "preconnect"), (300, "more than the 256 connections"), (True, "preconnect")],
+)
+def test_a_preconnect_below_zero_or_above_the_connections_is_refused_naming_it(
+    preconnect: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        AttackPlan.build(
+            ["http://127.0.0.1:9/"], OpenModel(rate=1), requests=1, preconnect=preconnect
+        )
+    assert caught.value.field == "preconnect"

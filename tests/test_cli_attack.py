@@ -60,6 +60,7 @@ def echo() -> Iterator[EchoServerProcess]:
             "keys[0]",
         ),
         (["{url}", "--rate", "10/s", "--duration", "1s", "--keys-file", "nope.txt"], "--keys-file"),
+        (["{url}", "--rate", "10/s", "--duration", "1s", "--preconnect", "300"], "preconnect"),
     ],
 )
 def test_bad_input_exits_2_naming_the_field_and_sends_nothing(
@@ -209,6 +210,7 @@ def test_help_documents_every_option_and_both_clocks(capsys: pytest.CaptureFixtu
         "--retry",
         "--algorithm",
         "--connections",
+        "--preconnect",
         "--max-in-flight",
         "--feedback",
         "--window",

@@ -515,3 +515,32 @@ def test_start_follows_the_client_to_a_second_loop_and_refuses_outside_any(loop:
     idle.close()
     with pytest.raises(RuntimeError, match="no running event loop"):  # nothing to send on
         client.start("GET", "http://127.0.0.1:9/", waiter)
+
+
+def test_preconnect_opens_idle_connections_that_requests_then_reuse() -> None:
+    async def main() -> tuple[int, int, int, Response, int, int]:
+        async with Server(keep_alive) as server, HttpClient(max_connections=5) as client:
+            opened = await client.preconnect(server.url, 3)
+            again = await client.preconnect(server.url, 3)  # already open: none more
+            capped = await client.preconnect(server.url, 50)  # up to max_connections
+            response = await _get(server, client)
+            stats = client.statistics()[server.url.rstrip("/")]
+            return opened, again, capped, response, server.accepted, stats["created"]
+
+    opened, again, capped, response, accepted, created = run(main)
+    assert (opened, again, capped) == (3, 3, 5)
+    assert (accepted, created) == (5, 5)
+    assert response.timing.reused is True  # the request connected nothing itself
+    assert response.timing.connected is None
+
+
+def test_preconnect_to_a_refused_port_opens_none_and_raises_nothing() -> None:
+    async def main() -> tuple[int, dict[str, int]]:
+        async with HttpClient() as client:
+            url = f"http://127.0.0.1:{closed_port()}/"
+            opened = await client.preconnect(url, 4)
+            return opened, client.statistics()[url.rstrip("/")]
+
+    opened, stats = run(main)
+    assert opened == 0
+    assert (stats["open"], stats["idle"]) == (0, 0)  # every reserved slot was freed

@@ -51,6 +51,10 @@ class AttackPlan:
       plan whatever the server answers.
     - ``late_after``: a request whose first attempt was sent more than this many seconds
       after it was scheduled counts as late.
+    - ``preconnect``: connections per target opened before the first arrival (at most
+      ``connections``), as wrk opens all of its first: no request's time is then spent
+      connecting, and the schedule does not start with a backlog while they open. 0 (the
+      default): connections open as requests need them, inside those requests' time.
     - ``keys``: API keys; each (URL, key) pair is one resource, and every ``{key}`` in a header
       value is replaced by that resource's key (``Authorization: Bearer {key}``). Keys are
       sent only in headers and never appear in a report.
@@ -76,6 +80,7 @@ class AttackPlan:
     window: float = 1.0
     seed: int = 0
     late_after: float = 0.010
+    preconnect: int = 0
     keys: tuple[str, ...] = field(default=(), repr=False)
     llm: LlmSpec | None = None
 
@@ -117,6 +122,13 @@ class AttackPlan:
         if self.llm is not None:
             self._as_llm(self.llm)
         check_whole(self.connections, "connections", at_least=1)
+        check_whole(self.preconnect, "preconnect", at_least=0)
+        if self.preconnect > self.connections:
+            raise ConfigError(
+                f"{self.preconnect} is more than the {self.connections} connections allowed",
+                field="preconnect",
+                hint="preconnect at most as many as --connections",
+            )
         check_number(self.window, "window", above=0.0, hint="e.g. 1s")
         check_number(self.late_after, "late_after", at_least=0.0)
         object.__setattr__(self, "retry", resolve_retry(self.retry))

@@ -349,6 +349,7 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "retry": retry_label(plan.retry),
         "algorithm": plan.algorithm if isinstance(plan.algorithm, str) else repr(plan.algorithm),
         "connections": plan.connections,
+        "preconnect": plan.preconnect,
         "feedback": plan.feedback,
         "window_s": plan.window,
         "seed": plan.seed,

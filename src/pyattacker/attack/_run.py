@@ -69,6 +69,16 @@ async def attack(
     if on_progress is not None:
         ticker = loop.create_task(_tick(engine, on_progress, progress_every))
     try:
+        if client is not None and plan.preconnect:
+            # Before the engine's clock starts: connecting is then in no request's time.
+            per_target = Counter(target.url.origin for target in plan.resolved_targets())
+            urls = {target.url.origin: target.url for target in plan.resolved_targets()}
+            await asyncio.gather(
+                *(
+                    client.preconnect(urls[origin], plan.preconnect * n)
+                    for origin, n in per_target.items()
+                )
+            )
         return await engine.run()
     finally:
         if ticker is not None:

@@ -139,6 +139,14 @@ throttled, not retried behind your back.
     "--connections", default=256, show_default=True, help="Connections per target (its capacity)."
 )
 @click.option(
+    "--preconnect",
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Open N connections per target before the first request, as wrk does: no "
+    "request's time is then spent connecting (at most --connections).",
+)
+@click.option(
     "--max-in-flight",
     default=10_000,
     show_default=True,
@@ -232,6 +240,7 @@ def attack_command(
     retry: str,
     algorithm: str,
     connections: int,
+    preconnect: int,
     max_in_flight: int,
     feedback: bool,
     window: str | None,
@@ -285,6 +294,7 @@ def attack_command(
             retry=_retry(retry),
             algorithm=algorithm,
             connections=connections,
+            preconnect=preconnect,
             feedback=feedback,
             window=parse_duration(window or ("10s" if llm_spec else "1s"), field="--window"),
             seed=seed,

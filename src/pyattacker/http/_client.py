@@ -19,7 +19,7 @@ from typing import Any
 
 from pyattacker._checks import check_whole
 from pyattacker.clock import Clock, LoopClock
-from pyattacker.errors import ConfigError, RequestTimeout
+from pyattacker.errors import ConfigError, HttpError, RequestTimeout
 from pyattacker.http._connection import Connection
 from pyattacker.http._errors import Stage, mapped
 from pyattacker.http._pool import OriginPool
@@ -211,6 +211,44 @@ class HttpClient:
         arrives, when there is no response to read it from.
         """
         return _Stream(self, method, url, headers, body, timeouts, timing)
+
+    async def preconnect(self, url: URL | str, count: int) -> int:
+        """Open connections to ``url``'s origin now, so that requests find them idle: up
+        to ``count`` in all for the origin (and within ``max_connections``), opened at
+        once, each within the connect timeout. Returns how many stand open and idle.
+
+        Opening is not a request: a connection that fails to open is not retried and its
+        error is not raised (fewer are returned); the requests that follow meet the same
+        refusal and report it as theirs. A load test calls this before its clock starts,
+        as wrk does, so that no request's time is spent connecting.
+        """
+        check_whole(count, "count", at_least=0)
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._bind(loop)
+        if self._closed:
+            raise RuntimeError("this HttpClient is closed")
+        target = url if url.__class__ is URL else _as_url(url)
+        pool = self._pool_for(target)
+        wanted = max(0, min(count, self._limit) - pool.open)
+        limits = self._timeouts
+
+        async def open_one() -> Connection | None:
+            if not pool.reserve():
+                return None
+            response = Response(target, Timing(self._now()))
+            try:
+                async with asyncio.timeout(limits.connect):
+                    return await self._open(pool, response, loop)
+            except (HttpError, TimeoutError):  # the requests will meet it and report it
+                return None
+
+        opened = await asyncio.gather(*(open_one() for _ in range(wanted)))
+        for conn in opened:
+            if conn is not None and not conn.closed:
+                conn.idle_since = self._now()
+                pool.checkin(conn)
+        return len(pool.idle)
 
     def statistics(self) -> dict[str, dict[str, int]]:
         """Per origin (``"http://host:port"``): ``open``, ``idle``, ``in_use``,
