@@ -140,6 +140,7 @@ class Engine:
             and type(sender) is HttpSender
         )
         self._start_direct = sender.start if isinstance(sender, HttpSender) else None
+        self._on_end = self._end_direct  # bound once: the direct path passes it per request
         self._live: dict[int, tuple[Lease, Callable[[], None] | None]] = {}
         self._drained: asyncio.Future[None] | None = None
         self._capacity = plan.connections * len(self._targets)
@@ -417,7 +418,7 @@ class Engine:
         # found closed) is only queued, and counted in a later callback, never before.
         try:
             assert self._start_direct is not None  # _direct says so
-            abandon = self._start_direct(target, attempt, self._end_direct)
+            abandon = self._start_direct(target, attempt, self._on_end)
         except Exception as exc:  # invalid input, a closed client: failed before sending
             self._live[n] = (lease, None)
             self._end_direct(attempt, exc)

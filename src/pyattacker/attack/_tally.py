@@ -18,6 +18,7 @@ from typing import Any
 
 from pyattacker.measure import (
     Attempt,
+    Outcome,
     RequestRecord,
     RequestStats,
     WindowSeries,
@@ -216,7 +217,16 @@ class Tally:
 
     def finished_one(self, attempt: Attempt) -> None:
         """``finished([attempt])``: a one-attempt request (the engine's direct path)."""
-        if self._batching and attempt.error is None and is_plain_ok(attempt):
+        if (
+            self._batching
+            and attempt.error is None
+            # is_plain_ok(attempt), inlined: once per request
+            and attempt.outcome is Outcome.OK
+            and attempt.sent is not None
+            and attempt.end is not None
+            and attempt.first_token is None
+            and attempt.usage is None
+        ):
             ok = self._ok
             ok.append(attempt)
             if len(ok) >= BATCH:
