@@ -7,9 +7,10 @@ One echo server process (``--delay fixed:1ms``) serves every level. Each level i
 attack from this process (the public API, uvloop, constant arrivals, default plan: 256
 connections, one attempt per request) at a rising rate for ``--hold`` seconds. Its 256
 connections are opened before its first arrival (``preconnect``, as wrk opens its
-connections first): the level measures the generator's steady state. Opened as requests need them (``--cold``),
-the first 20-30 ms of a level go to connecting, and the backlog they leave costs about
-1,500 late requests at 33,000/s (measured), close to 1 % of a 5 s level on its own.
+connections first): the level measures the generator's steady state. Opened as requests
+need them (``--cold``), the first 20-30 ms of a level go to connecting, and the backlog
+they leave costs about 1,500 late requests at 33,000/s (measured), close to 1 % of a 5 s
+level on its own.
 A level is *clean* when (DESIGN.md §9, seed 002):
 
 - nothing was dropped;
