@@ -12,6 +12,8 @@ port the OS picks; bounds come from the plan and the server, never from a stopwa
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -503,3 +505,67 @@ def test_a_preconnect_below_zero_or_above_the_connections_is_refused_naming_it(
             ["http://127.0.0.1:9/"], OpenModel(rate=1), requests=1, preconnect=preconnect
         )
     assert caught.value.field == "preconnect"
+
+
+def test_a_stop_while_preconnecting_ends_the_run_at_once_with_nothing_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def slow_preconnect(self: HttpClient, url: object, count: int) -> int:
+        await asyncio.sleep(GUARD_S)  # a server that takes its time to accept
+        return 0
+
+    monkeypatch.setattr(HttpClient, "preconnect", slow_preconnect)
+    progress: list[float] = []
+
+    async def main() -> AttackResult:
+        async with EchoServer() as server:
+            plan = AttackPlan.build(
+                [server.url + "/"], OpenModel(rate=100), duration=0.2, preconnect=2
+            )
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.05, os.kill, os.getpid(), signal.SIGINT)
+            return await asyncio.wait_for(
+                public_attack(
+                    plan,
+                    stop_on_signals=True,
+                    on_progress=lambda p: progress.append(p.elapsed),
+                    progress_every=0.01,
+                ),
+                GUARD_S / 2,  # the preconnect would take GUARD_S: the stop cut it short
+            )
+
+    result = run(main)
+    assert result.stop_reason == "interrupted"
+    assert (result.scheduled, result.sent, result.total.requests) == (0, 0, 0)
+    assert progress == []  # no live view before the engine's clock started
+
+
+def test_the_live_view_counts_elapsed_time_from_the_first_arrival_not_the_preconnect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = HttpClient.preconnect
+
+    async def slow_preconnect(self: HttpClient, url: Any, count: int) -> int:
+        await asyncio.sleep(0.2)
+        return await original(self, url, count)
+
+    monkeypatch.setattr(HttpClient, "preconnect", slow_preconnect)
+    progress: list[float] = []
+
+    async def main() -> AttackResult:
+        async with EchoServer() as server:
+            plan = AttackPlan.build(
+                [server.url + "/"], OpenModel(rate=200), duration=0.3, preconnect=2
+            )
+            return await asyncio.wait_for(
+                public_attack(
+                    plan, on_progress=lambda p: progress.append(p.elapsed), progress_every=0.05
+                ),
+                GUARD_S,
+            )
+
+    result = run(main)
+    assert result.total.by_outcome == {"ok": 60}
+    assert progress, "the live view never ticked"
+    # Seconds since the engine started: never the raw clock (hours of uptime) or negative.
+    assert all(0.0 <= elapsed < GUARD_S for elapsed in progress), progress

@@ -179,3 +179,23 @@ def test_read_head_skips_informational_heads_and_ignores_bytes_after_the_head() 
 def test_headers_built_from_pairs_have_no_reason_and_read_nothing() -> None:
     headers = Headers.from_pairs([("A", "1")])
     assert (headers._status_reason(), headers.items(), len(headers)) == (b"", [("A", "1")], 1)
+
+
+def test_after_an_informational_head_the_kept_bytes_end_at_the_final_head() -> None:
+    early = b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+    final = b"HTTP/1.1 200 OK\r\nX-Final: yes\r\nContent-Length: 4000\r\n\r\n"
+    body = b"y" * 4000
+    response = _run(_answer([early + final + body]))
+    assert response._head == early + final  # both heads, not the body
+    assert response.headers.items() == [("X-Final", "yes"), ("Content-Length", "4000")]
+
+
+def test_a_head_in_many_small_reads_is_read_whole() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: 2\r\nContent-Length: 2\r\n\r\nok"
+    response = _run(_answer([answer[i : i + 3] for i in range(0, len(answer), 3)]))
+    assert response.headers.items() == [("X-A", "1"), ("X-B", "2"), ("Content-Length", "2")]
+    assert response.body == b"ok"
+
+
+def test_read_head_gives_what_it_read_when_the_bytes_turn_out_not_to_be_http() -> None:
+    assert read_head(b"this is not HTTP at all\r\n\r\n") == (b"", [])

@@ -59,28 +59,44 @@ async def attack(
         )
     engine = Engine(plan, sender, clock=clock, on_record=on_record)
     loop = asyncio.get_running_loop()
+    # Before the engine's clock starts: connecting is then in no request's time. A stop
+    # meanwhile (Ctrl-C) cancels it, and the run then ends at once with nothing sent.
+    opening = (
+        loop.create_task(_preconnect(plan, client))
+        if client is not None and plan.preconnect
+        else None
+    )
+
+    stopped: list[str] = []
+
+    def stop(reason: str) -> None:
+        stopped.append(reason)
+        engine.stop(reason)
+        if opening is not None:
+            opening.cancel()
+
     handled: list[signal.Signals] = []
     if stop_on_signals:
         for signum in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signum, engine.stop, "interrupted")
+                loop.add_signal_handler(signum, stop, "interrupted")
                 handled.append(signum)
     ticker = None
-    if on_progress is not None:
-        ticker = loop.create_task(_tick(engine, on_progress, progress_every))
     try:
-        if client is not None and plan.preconnect:
-            # Before the engine's clock starts: connecting is then in no request's time.
-            per_target = Counter(target.url.origin for target in plan.resolved_targets())
-            urls = {target.url.origin: target.url for target in plan.resolved_targets()}
-            await asyncio.gather(
-                *(
-                    client.preconnect(urls[origin], plan.preconnect * n)
-                    for origin, n in per_target.items()
-                )
-            )
+        if opening is not None:
+            try:
+                await opening
+            except asyncio.CancelledError:
+                if not stopped:  # cancelled from outside, not by stop()
+                    raise
+        if on_progress is not None:  # its elapsed time counts from the engine's start
+            ticker = loop.create_task(_tick(engine, on_progress, progress_every))
         return await engine.run()
     finally:
+        if opening is not None and not opening.done():
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await opening
         if ticker is not None:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -89,6 +105,17 @@ async def attack(
             loop.remove_signal_handler(signum)
         if client is not None:
             await client.aclose()
+
+
+async def _preconnect(plan: AttackPlan, client: HttpClient) -> None:
+    """Open ``plan.preconnect`` connections per target (targets sharing an origin share
+    its pool: as many for each of them)."""
+    targets = plan.resolved_targets()
+    per_origin = Counter(target.url.origin for target in targets)
+    urls = {target.url.origin: target.url for target in targets}
+    await asyncio.gather(
+        *(client.preconnect(urls[origin], plan.preconnect * n) for origin, n in per_origin.items())
+    )
 
 
 def _llm_sender(plan: AttackPlan, client: HttpClient) -> Sender:

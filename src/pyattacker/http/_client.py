@@ -233,21 +233,22 @@ class HttpClient:
         wanted = max(0, min(count, self._limit) - pool.open)
         limits = self._timeouts
 
-        async def open_one() -> Connection | None:
+        async def open_one() -> None:
             if not pool.reserve():
-                return None
+                return
             response = Response(target, Timing(self._now()))
             try:
                 async with asyncio.timeout(limits.connect):
-                    return await self._open(pool, response, loop)
+                    conn = await self._open(pool, response, loop)
             except (HttpError, TimeoutError):  # the requests will meet it and report it
-                return None
-
-        opened = await asyncio.gather(*(open_one() for _ in range(wanted)))
-        for conn in opened:
-            if conn is not None and not conn.closed:
+                return
+            # Idle at once, each as it opens: cancelled midway (Ctrl-C), the ones already
+            # open stay usable, none is left counted as in use.
+            if not conn.closed:
                 conn.idle_since = self._now()
                 pool.checkin(conn)
+
+        await asyncio.gather(*(open_one() for _ in range(wanted)))
         return len(pool.idle)
 
     def statistics(self) -> dict[str, dict[str, int]]:

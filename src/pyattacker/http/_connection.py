@@ -59,11 +59,11 @@ class Connection(asyncio.Protocol):
 
     __slots__ = (
         "_armed_for", "_at", "_body", "_dropped", "_got_bytes", "_head", "_head_bytes",
-        "_informational", "_keep_alive", "_last_activity", "_loop", "_now", "_parser",
-        "_parser_stale", "_paused", "_pool", "_read_timeout", "_read_timer", "_response",
-        "_reused", "_sent_pending", "_state", "_stream", "_streaming", "_total_limit",
-        "_total_timer", "_transport", "_unsent", "_until_close", "_version", "_waiter",
-        "closed", "fd", "idle_since",
+        "_head_parts", "_informational", "_informational_heads", "_keep_alive",
+        "_last_activity", "_loop", "_now", "_parser", "_parser_stale", "_paused", "_pool",
+        "_read_timeout", "_read_timer", "_response", "_reused", "_sent_pending", "_state",
+        "_stream", "_streaming", "_total_limit", "_total_timer", "_transport", "_unsent",
+        "_until_close", "_version", "_waiter", "closed", "fd", "idle_since",
     )  # fmt: skip
 
     def __init__(
@@ -81,6 +81,8 @@ class Connection(asyncio.Protocol):
         # The bytes read since the request was sent, until the response's head is complete
         # (usually one read: the whole answer): its headers are read off them when asked.
         self._head_bytes = b""
+        self._head_parts: list[bytes] | None = None  # when the head came in several reads
+        self._informational_heads = 0  # 1xx heads before this exchange's final one
         self._body: list[bytes] = []
         self._streaming = self._head = self._reused = False
         self._got_bytes = self._informational = self._until_close = False
@@ -119,6 +121,7 @@ class Connection(asyncio.Protocol):
         self._head, self._reused = method == _HEAD, response.timing.reused
         self._keep_alive, self._state = keep_alive, _AWAITING
         self._body = []
+        self._informational_heads = 0
         self._got_bytes = self._until_close = False
         transport = self._transport
         if transport is None or self.closed:  # the server closed it before we could send
@@ -230,8 +233,11 @@ class Connection(asyncio.Protocol):
             # formats a new string for every response (~0.3 us): None if not whole here.
             self._version = _VERSIONS.get(data[:9])
             self._head_bytes = data
+            self._head_parts = None  # (a failed exchange's, if any, is not this one's)
         elif self._state == _AWAITING:  # a head split across reads (or after a 1xx): rare
-            self._head_bytes += data
+            if self._head_parts is None:
+                self._head_parts = [self._head_bytes]
+            self._head_parts.append(data)
         try:
             self._parser.feed_data(data)
         except HttpParserCallbackError as exc:
@@ -276,16 +282,24 @@ class Connection(asyncio.Protocol):
         status = parser.get_status_code()
         if status < 200:  # 1xx: informational, the real response follows
             self._informational = True
+            self._informational_heads += 1
             self._version = None  # the next status line's is not in the first bytes
             return
         response.status = status
-        head = self._head_bytes
-        self._head_bytes = b""
-        if len(head) > _HEAD_ONLY_ABOVE and self._version is not None:
-            # Keep the head, not a large body read with it. The first blank line ends the
-            # head; after a 1xx (version unknown), keep it all: the reader skips 1xx heads.
-            end = head.find(b"\r\n\r\n")
-            if end >= 0:
+        head, parts = self._head_bytes, self._head_parts
+        if parts is not None:
+            head = b"".join(parts)
+        self._head_bytes, self._head_parts = b"", None
+        if len(head) > _HEAD_ONLY_ABOVE:
+            # Keep the heads, not a large body read with them: each head (a 1xx's, then
+            # the final one) ends at its blank line. If a head ended with bare line feeds,
+            # the search finds less and keeps more (the reader needs only a superset).
+            end = -4
+            for _ in range(self._informational_heads + 1):
+                end = head.find(b"\r\n\r\n", end + 4)
+                if end < 0:
+                    break
+            else:
                 head = head[: end + 4]
         response._head = head
         response.http_version = self._version or parser.get_http_version()

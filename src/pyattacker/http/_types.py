@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from pyattacker.http._response import Response
 
-from httptools import HttpParserCallbackError, HttpResponseParser
+from httptools import (
+    HttpParserCallbackError,
+    HttpParserError,
+    HttpParserUpgrade,
+    HttpResponseParser,
+)
 
 from pyattacker._checks import check_number
 
@@ -212,4 +217,9 @@ def read_head(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     except HttpParserCallbackError as exc:
         if not isinstance(exc.__context__, _HeadEnd):
             raise
+    except (HttpParserError, HttpParserUpgrade):
+        # Not for bytes the connection's parser accepted, which end at their final head;
+        # but headers are read from inside that parser's callbacks (a status error's), so
+        # give what was read rather than break the connection there.
+        pass
     return reader.reason, reader.raw
