@@ -544,3 +544,17 @@ def test_preconnect_to_a_refused_port_opens_none_and_raises_nothing() -> None:
     opened, stats = run(main)
     assert opened == 0
     assert (stats["open"], stats["idle"]) == (0, 0)  # every reserved slot was freed
+
+
+def test_start_sends_each_call_s_own_method_and_body_when_other_arguments_repeat() -> None:
+    async def main() -> list[tuple[str, bytes]]:
+        async with Server(keep_alive) as server, HttpClient() as client:
+            await _get(server, client)  # an idle connection for start()
+            url, headers = URL.parse(server.url), (("X-Same", "1"),)
+            for method, body in (("GET", None), ("POST", b"one"), ("POST", b"two")):
+                waiter: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+                assert client.start(method, url, waiter, headers, body) is not None
+                await waiter
+            return [(r.method, r.body) for r in server.requests[1:]]
+
+    assert run(main) == [("GET", b""), ("POST", b"one"), ("POST", b"two")]

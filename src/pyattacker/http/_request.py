@@ -88,8 +88,7 @@ class RequestEncoder:
         ):
             return memo[4]
         encoded = self._encode(method, url, headers, body)
-        small = body is None or (type(body) is bytes and len(body) <= _MEMO_BODY)
-        if small and _immutable(headers):
+        if cacheable(headers, body):
             if len(self._memo) >= _MEMO_ENTRIES:
                 self._memo.clear()
             self._memo[key] = (method, url, headers, body, encoded)
@@ -152,6 +151,14 @@ class RequestEncoder:
             kept = zip(self._default_names, self._defaults, strict=True)
             defaults = b"".join(line for lower, line in kept if lower not in replaced)
         return b"".join(lines), host, defaults, keep_alive
+
+
+def cacheable(headers: HeadersInput | None, body: bytes | None) -> bool:
+    """Whether a request's encoding may be remembered and given again for the same
+    ``headers`` and ``body`` objects: neither can change (headers ``None`` or a tuple of
+    string pairs, body ``None`` or ``bytes``), and the body is small enough to keep."""
+    small = body is None or (type(body) is bytes and len(body) <= _MEMO_BODY)
+    return small and _immutable(headers)
 
 
 def _immutable(headers: HeadersInput | None) -> bool:
