@@ -148,6 +148,7 @@ class Engine:
         # Requests spawned whose task has not run yet: a stop that cancels such a task
         # before its first step never enters `_request`, so they are recorded from here.
         self._unstarted: dict[int, float] = {}
+        self._pool_time = _EngineTime(self.clock)
         self.pool = Pool(
             "targets",
             [
@@ -157,7 +158,7 @@ class Engine:
                 )
                 for target in self._targets.values()
             ],
-            clock=_EngineTime(self),
+            clock=self._pool_time,
             deadlock_warn_s=None,
         )
         self._rng = random.Random(plan.seed)
@@ -200,6 +201,7 @@ class Engine:
         clock = self.clock
         self._loop_clock = clock if isinstance(clock, LoopClock) else None
         self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
+        self._pool_time.now = self._now
         self._started_at = epoch_time()
         self._start = self.clock.now()
         self._tally = self._new_tally(self._start)
@@ -738,20 +740,19 @@ class Engine:
 
 
 class _EngineTime:
-    """The engine's clock as its pool reads it, once per lease: the engine's own reader
-    (decided once per run, see ``run()``), not ``LoopClock.now()``, which looks up the
-    running loop on every call (a getpid() system call on Python 3.11)."""
+    """The engine's clock as its pool reads it, once per lease: ``now`` is the engine's
+    own reader (decided once per run, see ``run()``), called as is, not
+    ``LoopClock.now()``, which looks up the running loop on every call (a getpid() system
+    call on Python 3.11)."""
 
-    __slots__ = ("_engine",)
+    __slots__ = ("_clock", "now")
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def now(self) -> float:
-        return self._engine._now()
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.now: Callable[[], float] = clock.now  # run() sets the reader
 
     async def sleep(self, seconds: float) -> None:
-        await self._engine.clock.sleep(seconds)
+        await self._clock.sleep(seconds)
 
 
 def _no_loop(callback: Callable[[], None]) -> object:
