@@ -18,7 +18,9 @@ as a plain loop of bound-method calls, best of ``--repeat``:
 
 Then the memory each keeps for one such histogram, the percentile error of ours against
 :func:`exact_percentile`, and what ``RequestStats.add`` costs per request (the per-record
-aggregation work on the load path). Prints figures; asserts nothing.
+aggregation work on the load path), and ``record_all``'s cost per value in batches of 32
+into two histograms, with its bucket counts taken by ``Counter.update``'s C loop and by
+the Python fallback. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from pyattacker.measure import (
     Outcome,
     RequestRecord,
     RequestStats,
+    _histogram,
     exact_percentile,
+    record_all,
 )
 
 try:
@@ -144,6 +148,26 @@ def stats_add_us(values: list[float], repeat: int) -> float:
     return min(per_call_ns(RequestStats().add, records) for _ in range(repeat)) / 1e3  # type: ignore[arg-type]
 
 
+def batch_ns(values: list[float], repeat: int, in_c: bool) -> float:
+    """ns per value of ``record_all`` over batches of 32 into two histograms (a batch's
+    latencies go to the totals and their window), counting the bucket indexes with
+    ``Counter.update``'s C loop (``in_c``) or with its Python fallback."""
+    batches = [values[i : i + 32] for i in range(0, min(len(values), 320_000), 32)]
+    counting = _histogram._count_elements
+    _histogram._count_elements = counting if in_c else _histogram._count_in_python
+    try:
+        best_ns = float("inf")
+        for _ in range(repeat):
+            first, second = Histogram(), Histogram()
+            start = time.perf_counter()
+            for batch in batches:
+                record_all(batch, first, second)
+            best_ns = min(best_ns, (time.perf_counter() - start) / (32 * len(batches)) * 1e9)
+        return best_ns
+    finally:
+        _histogram._count_elements = counting
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
@@ -165,6 +189,9 @@ def main() -> None:
         print(f"memory {line}")
     print(f"worst relative percentile error (p0..p100): {worst_error(values):.2e}")
     print(f"RequestStats.add_us {stats_add_us(values, args.repeat):.2f}")
+    for in_c, name in ((True, "c_count"), (False, "py_count")):
+        ns = batch_ns(values, args.repeat, in_c)
+        print(f"record_all_ns {name:<9} {ns:8.1f}  (per value, batches of 32, two histograms)")
 
 
 if __name__ == "__main__":
