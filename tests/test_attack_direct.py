@@ -28,6 +28,7 @@ from pyattacker.attack._send import OnEnd
 from pyattacker.errors import ConfigError
 from pyattacker.http import HttpClient
 from pyattacker.measure import Attempt, Outcome, RequestRecord
+from pyattacker.report import attack_text
 from pyattacker.servers import EchoServer
 
 GUARD_S = 30.0  # a hang guard only: a run that needs it has failed already
@@ -481,6 +482,8 @@ def test_preconnected_connections_carry_every_request_directly_from_the_first(
     assert (spy.declined - declined, spy.sent - sent) == (0, 30)
     assert warm.total.by_outcome == cold.total.by_outcome == {"ok": 30}
     assert warm.to_dict()["plan"]["preconnect"] == 4
+    assert "4 connections per target opened first" in attack_text(warm).splitlines()[0]
+    assert "opened first" not in attack_text(cold)
 
 
 def test_preconnecting_to_a_refused_target_reports_connection_errors_not_a_crash() -> None:

@@ -121,7 +121,9 @@ def _title(data: Mapping[str, Any]) -> str:
         what = f"closed model, {load['clients']} clients{think}"
     targets = plan["targets"]
     where = targets[0] if len(targets) == 1 else f"{len(targets)} targets"
-    return f"{plan['method']} {where}, {what}, retry {plan['retry']}"
+    opened = plan.get("preconnect")  # absent from reports written before it existed
+    first = f", {opened} connections per target opened first" if opened else ""
+    return f"{plan['method']} {where}, {what}, retry {plan['retry']}{first}"
 
 
 def _headline(data: Mapping[str, Any]) -> list[str]:
