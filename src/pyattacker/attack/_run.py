@@ -43,10 +43,10 @@ async def attack(
     gracefully: the result then says ``stop_reason="interrupted"``.
     """
     client: HttpClient | None = None
+    # Targets that share an origin (keys, paths on one host) share the client's pool for
+    # that origin: size it for all of them, or a lease would wait again inside.
+    per_origin = Counter(target.url.origin for target in plan.resolved_targets())
     if sender is None:
-        # Targets that share an origin (keys, paths on one host) share the client's pool
-        # for that origin: size it for all of them, or a lease would wait again inside.
-        per_origin = Counter(target.url.origin for target in plan.resolved_targets())
         client = HttpClient(
             timeouts=plan.timeouts,
             max_connections=plan.connections * max(per_origin.values()),
@@ -62,7 +62,7 @@ async def attack(
     # Before the engine's clock starts: connecting is then in no request's time. A stop
     # meanwhile (Ctrl-C) cancels it, and the run then ends at once with nothing sent.
     opening = (
-        loop.create_task(_preconnect(plan, client))
+        loop.create_task(_preconnect(plan, client, per_origin))
         if client is not None and plan.preconnect
         else None
     )
@@ -107,12 +107,12 @@ async def attack(
             await client.aclose()
 
 
-async def _preconnect(plan: AttackPlan, client: HttpClient) -> None:
-    """Open ``plan.preconnect`` connections per target (targets sharing an origin share
-    its pool: as many for each of them)."""
-    targets = plan.resolved_targets()
-    per_origin = Counter(target.url.origin for target in targets)
-    urls = {target.url.origin: target.url for target in targets}
+async def _preconnect(
+    plan: AttackPlan, client: HttpClient, per_origin: Counter[tuple[str, str, int]]
+) -> None:
+    """Open ``plan.preconnect`` connections per target (``per_origin`` counts the targets
+    sharing each origin's pool: as many for each of them)."""
+    urls = {target.url.origin: target.url for target in plan.resolved_targets()}
     await asyncio.gather(
         *(client.preconnect(urls[origin], plan.preconnect * n) for origin, n in per_origin.items())
     )

@@ -23,7 +23,6 @@ from pyattacker.measure import (
     RequestStats,
     WindowSeries,
     add_ok_answers,
-    is_plain_ok,
 )
 
 __all__ = [
@@ -199,21 +198,10 @@ class Tally:
 
     def finished(self, attempts: list[Attempt]) -> None:
         """Count one finished request (its attempts, in order)."""
-        if self._batching and len(attempts) == 1:
-            attempt = attempts[0]
-            if attempt.error is None and is_plain_ok(attempt):
-                ok = self._ok
-                ok.append(attempt)
-                if len(ok) >= BATCH:
-                    self.flush()
-                return
-        error = attempts[-1].error
-        if error is not None:
-            self.errors.note(error)
-        if len(attempts) == 1 and self._on_record is None and not self._per_target:
-            self._one_attempt(attempts[0])
+        if len(attempts) == 1:
+            self.finished_one(attempts[0])
         else:
-            self._record(RequestRecord.from_attempts(attempts))
+            self._unbatched(attempts)
 
     def finished_one(self, attempt: Attempt) -> None:
         """``finished([attempt])``: a one-attempt request (the engine's direct path)."""
@@ -232,7 +220,17 @@ class Tally:
             if len(ok) >= BATCH:
                 self.flush()
             return
-        self.finished([attempt])
+        self._unbatched([attempt])
+
+    def _unbatched(self, attempts: list[Attempt]) -> None:
+        """Count a request that is not a plain OK answer (or while batching is off)."""
+        error = attempts[-1].error
+        if error is not None:
+            self.errors.note(error)
+        if len(attempts) == 1 and self._on_record is None and not self._per_target:
+            self._one_attempt(attempts[0])
+        else:
+            self._record(RequestRecord.from_attempts(attempts))
 
     def flush(self) -> None:
         """Count the plain OK answers batched so far.
