@@ -8,6 +8,8 @@ What each kind exports:
 - ``artifacts`` — ``pipeline_id``, ``seq`` (-1 for the seed), ``digest``, ``codec``,
   ``size``, ``created_at`` and the content: ``value`` (the decoded JSON) for codec
   ``json``, else ``data_base64``.
+- ``results`` — one row per item (pipeline): its key, input, final output, state, error,
+  attempts and usage; see ``pyattacker.store.results``.
 - every other kind — exactly what ``Store.rows`` yields.
 
 Formats: ``jsonl`` (one object per line), ``json`` (one array), ``csv`` (columns from the
@@ -34,12 +36,17 @@ from typing import Any
 from pyattacker._atomic import check_output, create_beside, fill, replace
 from pyattacker.errors import ConfigError
 from pyattacker.store._protocol import Store
-from pyattacker.store._rows import RowKind
+from pyattacker.store._results import results
+from pyattacker.store._rows import ROW_KINDS, RowKind
 from pyattacker.store._tables import resolve_kind
 
-__all__ = ["EXPORT_FORMATS", "export_rows"]
+__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "RESULTS", "export_rows"]
 
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+#: The view of one row per item, exported beside the stored kinds (not a table).
+RESULTS = "results"
+#: What ``export_rows`` (and ``pyattacker export --rows``) can write.
+EXPORT_KINDS: tuple[str, ...] = (*ROW_KINDS, RESULTS)
 
 Row = dict[str, Any]
 _to_json = json.JSONEncoder(ensure_ascii=False).encode
@@ -48,7 +55,8 @@ _to_json = json.JSONEncoder(ensure_ascii=False).encode
 def export_rows(
     store: Store, out: str | os.PathLike[str], *, kind: RowKind | str, fmt: str = "jsonl"
 ) -> int:
-    """Write every row of ``kind`` in ``store`` to ``out`` as ``fmt``; return how many.
+    """Write every row of ``kind`` (one of ``EXPORT_KINDS``: a stored kind or
+    ``"results"``) in ``store`` to ``out`` as ``fmt``; return how many.
 
     Raises ``ConfigError`` naming the valid choices for an unknown ``kind`` (field
     ``kind``) or ``fmt`` (field ``format``, also when Parquet is asked for without
@@ -57,12 +65,20 @@ def export_rows(
     temporary file is removed. The file's mode is the replaced file's, else what the umask
     leaves of 0666.
     """
-    resolved = resolve_kind(kind)
+    resolved: RowKind | str = RESULTS if kind == RESULTS else _stored_kind(kind)
     write = _writer(fmt)
     target = Path(out)
     check_output(target, "out")
     _not_the_store(store, target)
     return _atomically(target, lambda path: write(_view(store, resolved), path))
+
+
+def _stored_kind(kind: RowKind | str) -> RowKind:
+    try:
+        return resolve_kind(kind)
+    except ConfigError as exc:
+        hint = f"one of: {', '.join(EXPORT_KINDS)}"
+        raise ConfigError(exc.message, field="kind", hint=hint) from None
 
 
 def _not_the_store(store: Store, target: Path) -> None:
@@ -82,7 +98,9 @@ def _not_the_store(store: Store, target: Path) -> None:
 # -- what is exported -------------------------------------------------------------------
 
 
-def _view(store: Store, kind: RowKind) -> Iterator[Row]:
+def _view(store: Store, kind: RowKind | str) -> Iterator[Row]:
+    if not isinstance(kind, RowKind):  # the one view that is not a stored kind
+        return results(store)
     if kind is RowKind.PIPELINES:
         return (_nested(store, p) for p in store.rows(RowKind.PIPELINES))
     if kind is RowKind.ARTIFACTS:
