@@ -238,3 +238,17 @@ def test_an_output_without_extension_is_json_lines(tmp_path: Path) -> None:
         _run(store)
     assert run_cli(["export", str(db), str(out), "--rows", "results"]) == 0
     assert len(out.read_text().splitlines()) == len(ROWS)
+
+
+def test_export_rows_takes_the_format_from_the_extension_and_refuses_an_unknown_one(
+    tmp_path: Path,
+) -> None:
+    store = MemoryStore()
+    _run(store)
+    assert export_rows(store, tmp_path / "r.csv", kind="results") == len(ROWS)
+    assert (tmp_path / "r.csv").read_text().startswith("key,")
+    with pytest.raises(ConfigError, match=r"\.xlsx") as refused:
+        export_rows(store, tmp_path / "r.xlsx", kind="results")
+    assert refused.value.field == "out"
+    assert not (tmp_path / "r.xlsx").exists()
+    assert export_rows(store, tmp_path / "r.xlsx", kind="results", fmt="json") == len(ROWS)

@@ -20,6 +20,7 @@ from rich.console import Console
 from pyattacker.errors import ConfigError
 from pyattacker.report._run import render_run_text, summarize
 from pyattacker.store import EXPORT_FORMATS, EXPORT_KINDS, Store, export_rows, open_store
+from pyattacker.store._export import format_for
 
 __all__ = ["export_command", "open_reader", "print_run_report", "report_command"]
 
@@ -144,22 +145,10 @@ def _to_stdout(reader: Store, kind: str, fmt: str) -> int:
     return written
 
 
-_EXTENSIONS = {**{fmt: fmt for fmt in EXPORT_FORMATS}, "ndjson": "jsonl", "pq": "parquet"}
-
-
 def _format_of(out: str) -> str:
-    """The export format OUT's extension names (``jsonl`` for ``-`` or no extension);
-    ``ConfigError`` (field ``OUT``) for an extension that names none: writing JSON Lines
-    into ``out.xlsx`` would hand the user a file their tool cannot open."""
-    suffix = Path(out).suffix.lstrip(".").lower()
-    if out == "-" or not suffix:
-        return "jsonl"
-    found = _EXTENSIONS.get(suffix)
-    if found is None:
-        known = ", ".join(f".{ext}" for ext in _EXTENSIONS)
-        raise ConfigError(
-            f"{out}: unknown extension .{suffix} (known: {known})",
-            field="OUT",
-            hint=f"name a file with one of them, or pass --format ({', '.join(EXPORT_FORMATS)})",
-        )
-    return found
+    """The format OUT's extension names; an unknown one is refused naming ``--format``."""
+    try:
+        return format_for(out, field="OUT")
+    except ConfigError as exc:
+        hint = f"name a file with one of them, or pass --format ({', '.join(EXPORT_FORMATS)})"
+        raise ConfigError(exc.message, field="OUT", hint=hint) from None

@@ -40,7 +40,7 @@ from pyattacker.store._results import results
 from pyattacker.store._rows import ROW_KINDS, RowKind
 from pyattacker.store._tables import resolve_kind
 
-__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "RESULTS", "export_rows"]
+__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "RESULTS", "export_rows", "format_for"]
 
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
 #: The view of one row per item, exported beside the stored kinds (not a table).
@@ -53,24 +53,49 @@ _to_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def export_rows(
-    store: Store, out: str | os.PathLike[str], *, kind: RowKind | str, fmt: str = "jsonl"
+    store: Store, out: str | os.PathLike[str], *, kind: RowKind | str, fmt: str | None = None
 ) -> int:
     """Write every row of ``kind`` (one of ``EXPORT_KINDS``: a stored kind or
     ``"results"``) in ``store`` to ``out`` as ``fmt``; return how many.
 
-    Raises ``ConfigError`` naming the valid choices for an unknown ``kind`` (field
-    ``kind``) or ``fmt`` (field ``format``, also when Parquet is asked for without
-    ``pyarrow``), and when ``out``'s folder does not exist or is not writable, ``out`` is a
-    folder or the store's own file (field ``out``). Errors while writing propagate after the
-    temporary file is removed. The file's mode is the replaced file's, else what the umask
-    leaves of 0666.
+    ``fmt`` None: the format ``out``'s extension names (:func:`format_for`). Raises
+    ``ConfigError`` naming the valid choices for an unknown ``kind`` (field ``kind``), an
+    extension that names no format (field ``out``) or ``fmt`` (field ``format``, also when
+    Parquet is asked for without ``pyarrow``), and when ``out``'s folder does not exist or
+    is not writable, ``out`` is a folder or the store's own file (field ``out``). Errors
+    while writing propagate after the temporary file is removed. The file's mode is the
+    replaced file's, else what the umask leaves of 0666.
     """
     resolved: RowKind | str = RESULTS if kind == RESULTS else _stored_kind(kind)
-    write = _writer(fmt)
+    write = _writer(format_for(out, field="out") if fmt is None else fmt)
     target = Path(out)
     check_output(target, "out")
     _not_the_store(store, target)
     return _atomically(target, lambda path: write(_view(store, resolved), path))
+
+
+_EXTENSIONS = {**{fmt: fmt for fmt in EXPORT_FORMATS}, "ndjson": "jsonl", "pq": "parquet"}
+
+
+def format_for(out: str | os.PathLike[str], *, field: str = "out") -> str:
+    """The export format ``out``'s extension names (``.jsonl``, ``.ndjson``, ``.json``,
+    ``.csv``, ``.parquet``, ``.pq``); ``jsonl`` for ``-`` (stdout) or no extension.
+
+    ``ConfigError`` (``field``) for any other extension: JSON Lines written into
+    ``out.xlsx`` would be a file its user's tool cannot open."""
+    name = os.fspath(out)
+    suffix = Path(name).suffix.lstrip(".").lower()
+    if name == "-" or not suffix:
+        return "jsonl"
+    found = _EXTENSIONS.get(suffix)
+    if found is None:
+        known = ", ".join(f".{ext}" for ext in _EXTENSIONS)
+        raise ConfigError(
+            f"{name}: unknown extension .{suffix} (known: {known})",
+            field=field,
+            hint=f"name a file with one of them, or say which format ({', '.join(EXPORT_FORMATS)})",
+        )
+    return found
 
 
 def _stored_kind(kind: RowKind | str) -> RowKind:
