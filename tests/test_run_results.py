@@ -252,3 +252,14 @@ def test_export_rows_takes_the_format_from_the_extension_and_refuses_an_unknown_
     assert refused.value.field == "out"
     assert not (tmp_path / "r.xlsx").exists()
     assert export_rows(store, tmp_path / "r.xlsx", kind="results", fmt="json") == len(ROWS)
+
+
+def test_the_store_report_sums_the_usage_of_every_attempt_retries_included() -> None:
+    store = MemoryStore()
+    _run(store, key_of=lambda row: row["id"])
+    summary = summarize(store)
+    # five items asked once each, one of them twice (its first attempt failed and was paid)
+    assert summary["attempts"]["usage"] == {"completion_tokens": 30, "prompt_tokens": 60}
+    console = Console(width=120, record=True, color_system=None)
+    console.print(render_run_text(summary))
+    assert "Usage reported: 30 completion_tokens, 60 prompt_tokens" in console.export_text()

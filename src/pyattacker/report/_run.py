@@ -53,8 +53,9 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         failed ones included, ``None`` when there are none); ``attempts`` (``total``,
         ``by_outcome``, ``by_error_class``, ``retries`` and ``retry_wait_s`` — the decisions that
         said "try again" and the delays they chose —, ``decisions`` by reason, ``by_resource``:
-        per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``);
-        ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
+        per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``;
+        ``usage``: what every attempt reported with ``lease.report(usage=...)``, summed by
+        name); ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
         ``message``, ``count``, ``gave_up`` — how many of them ended their task —, ``tasks``,
         ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind.
 
@@ -125,6 +126,7 @@ class _Tally:
     retry_wait_s: float = 0.0
     resources: dict[str, Counter[str]] = field(default_factory=dict)
     errors: dict[tuple[str, str], _ErrorTally] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)  # summed over every attempt
 
     def pipeline(self, row: Mapping[str, Any]) -> None:
         state = str(row["state"])
@@ -185,6 +187,10 @@ class _Tally:
                 counts["throttled"] += 1
         if outcome == "failed":
             self._error(row, decision)
+        used = row.get("usage")
+        if used:
+            for unit, amount in used.items():
+                self.usage[unit] = self.usage.get(unit, 0) + amount
 
     def _error(self, row: Mapping[str, Any], decision: Mapping[str, Any]) -> None:
         key = (str(row.get("error_class") or "unknown"), str(row.get("error") or "(no message)"))
@@ -225,6 +231,7 @@ class _Tally:
             "retry_wait_s": self.retry_wait_s,
             "decisions": _ranked(self.decisions),
             "by_resource": by_resource,
+            "usage": dict(sorted(self.usage.items())),
         }
 
     def top_errors(self, limit: int) -> list[dict[str, Any]]:
@@ -357,7 +364,15 @@ def _attempt_lines(attempts: Mapping[str, Any]) -> list[str]:
             f"{attempts['retries']} retries, waiting {_seconds(attempts['retry_wait_s'])} "
             "in total (parked, holding no worker)"
         )
+    usage = attempts.get("usage")
+    if usage:
+        lines.append(f"Usage reported: {', '.join(f'{_number(n)} {u}' for u, n in usage.items())}")
     return lines
+
+
+def _number(value: float) -> str:
+    """``12,345`` for whole numbers, ``0.25`` otherwise (usage may be tokens or dollars)."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
 
 
 def _failures_grid(summary: Mapping[str, Any]) -> Table | None:
