@@ -46,7 +46,7 @@ EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
 #: The view of one row per item, exported beside the stored kinds (not a table).
 RESULTS = "results"
 #: What ``export_rows`` (and ``pyattacker export --rows``) can write.
-EXPORT_KINDS: tuple[str, ...] = (*ROW_KINDS, RESULTS)
+EXPORT_KINDS: tuple[str, ...] = (RESULTS, *ROW_KINDS)
 
 Row = dict[str, Any]
 _to_json = json.JSONEncoder(ensure_ascii=False).encode
