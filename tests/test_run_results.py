@@ -16,7 +16,7 @@ from pyattacker.errors import ConfigError, FatalError, RetryableError
 from pyattacker.pool import Pool, Resource, TaskContext
 from pyattacker.report._run import render_run_text, summarize
 from pyattacker.retry import Retrying
-from pyattacker.run import pipeline, task
+from pyattacker.run import fanout, pipeline, task
 from pyattacker.store import MemoryStore, RowKind, SQLiteStore, export_rows, results
 from pyattacker.store._results import tokens_of
 from run_helpers import rows, run_virtually, runner
@@ -75,6 +75,23 @@ def test_the_usage_an_attempt_reports_is_summed_into_its_attempts_row() -> None:
     assert attempt["usage"] == {"tokens": 10, "calls": 1}
     (task_row,) = rows(store, RowKind.TASKS)
     assert task_row["usage"] == {"tokens": 10, "calls": 1}
+
+
+def test_the_branches_of_a_fanout_add_their_usage_to_its_one_attempt() -> None:
+    def branch(name: str, tokens: int) -> Any:
+        @task(name, resource="llm")
+        async def call(x: int, ctx: TaskContext) -> int:
+            async with ctx.acquire() as lease:
+                lease.report(ok=True, usage={"tokens": tokens})
+            return x
+
+        return call
+
+    store = MemoryStore()
+    both = fanout(branch("a", 4), branch("b", 6))
+    run_virtually(runner(store, pools=_pools()), pipeline("p", both).bind(1))
+    (attempt,) = rows(store, RowKind.ATTEMPTS)
+    assert attempt["usage"] == {"tokens": 10}
 
 
 def test_a_failed_attempt_keeps_its_usage_and_an_attempt_that_reported_none_has_none() -> None:
