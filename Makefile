@@ -1,16 +1,21 @@
 # Two commands do all the set-up on a fresh machine:
-#   make demo   run the main job on its embedded default
-#   make test   format check, lint, mypy --strict and the test suite
+#   make demo   run the main job on its embedded default (installs only what it needs)
+#   make test   format check, lint, mypy --strict and the test suite (adds the dev tools)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: demo test check clean
 
+# The runtime: pyattacker and its few dependencies, enough for the demo and `run`.
 $(BIN)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pyattacker needs Python >= 3.11; set PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e .
+	@touch $@
+
+# The dev tools on top (pytest, mypy, ruff, and the extras the tests exercise).
+$(BIN)/.installed-dev: $(BIN)/.installed
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $@
 
@@ -19,7 +24,7 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 demo: $(BIN)/.installed
 	$(BIN)/pyattacker demo || test $$? -eq 1
 
-test: $(BIN)/.installed
+test: $(BIN)/.installed-dev
 	PATH="$(abspath $(BIN)):$$PATH" scripts/check
 
 check: test

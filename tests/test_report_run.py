@@ -193,8 +193,8 @@ def test_pipelines_are_counted_by_state_with_the_errors_that_ended_them(memory: 
         ("succeeded", 1),
     ]
     assert pipelines["failed_because"] == [
-        {"error": E429, "count": 1, "example_pipeline_id": "p3"},
-        {"error": EMPTY, "count": 1, "example_pipeline_id": "p2"},
+        {"error": E429, "count": 1, "example_pipeline_id": "p3", "example_keys": [3]},
+        {"error": EMPTY, "count": 1, "example_pipeline_id": "p2", "example_keys": [2]},
     ]
 
 

@@ -178,6 +178,7 @@ def test_store_exports_exactly_the_public_names() -> None:
     assert len(store_module.__all__) == len(set(store_module.__all__))
     assert set(store_module.__all__) == {
         "EXPORT_FORMATS",
+        "EXPORT_KINDS",
         "OK_DECISION",
         "ROW_KINDS",
         "SCHEMA_VERSION",
@@ -198,6 +199,7 @@ def test_store_exports_exactly_the_public_names() -> None:
         "TaskState",
         "export_rows",
         "open_store",
+        "results",
     }
 
 
@@ -425,7 +427,7 @@ def test_a_successful_attempt_carried_by_its_task_row_is_one_of_the_attempts(
 ) -> None:
     carried = task(
         "p1", 1, attempts=2, resources=["llm/k1"], attempt_started_at=1010.0,
-        attempt_ended_at=1011.5, attempt_duration_s=1.5,
+        attempt_ended_at=1011.5, attempt_duration_s=1.5, usage={"tokens": 12},
     )  # fmt: skip
     failed = attempt("p1", 1, 1, outcome="failed", decision={"retry": True, "reason": "retryable"})
     begun.write(Batch(pipelines=[pipeline("p1")], tasks=[carried], attempts=[failed]))
@@ -435,7 +437,7 @@ def test_a_successful_attempt_carried_by_its_task_row_is_one_of_the_attempts(
         "run_id": "r1", "pipeline_id": "p1", "seq": 1, "task": "task-1", "attempt": 2,
         "outcome": "ok", "started_at": 1010.0, "ended_at": 1011.5, "duration_s": 1.5,
         "decision": {"retry": False, "reason": "ok"}, "resources": ["llm/k1"],
-        "error_class": None, "error": None, "traceback": None,
+        "error_class": None, "error": None, "traceback": None, "usage": {"tokens": 12},
     }  # fmt: skip
     assert len(list(begun.rows(RowKind.ATTEMPTS))) == 2
 

@@ -19,7 +19,8 @@ from rich.console import Console
 
 from pyattacker.errors import ConfigError
 from pyattacker.report._run import render_run_text, summarize
-from pyattacker.store import EXPORT_FORMATS, ROW_KINDS, RowKind, Store, export_rows, open_store
+from pyattacker.store import EXPORT_FORMATS, EXPORT_KINDS, Store, export_rows, open_store
+from pyattacker.store._export import format_for
 
 __all__ = ["export_command", "open_reader", "print_run_report", "report_command"]
 
@@ -36,11 +37,16 @@ stored rows (runs, pipelines, tasks, attempts, events); nothing is written.
 
 _EXPORT_EPILOG = """\b
 Examples:
+  pyattacker export runs/eval.db results.csv --rows results
   pyattacker export runs/eval.db attempts.csv --rows attempts --format csv
   pyattacker export runs/eval.db pipelines.jsonl --rows pipelines
   pyattacker export runs/eval.db tasks.parquet --rows tasks     (needs pyattacker[parquet])
 
 \b
+`results` is one row per item: key (--key value, else the input row index), input,
+output, state, step, error_class, error, attempts, usage and tokens.
+The format comes from OUT's extension (.jsonl, .json, .csv, .parquet; none: jsonl);
+another extension is refused unless --format says what to write.
 Rows come in the order Store.rows gives (oldest first; attempts and artifacts in two
 parts, see docs/run.md); in csv and parquet, JSON-shaped columns hold JSON text. Pipelines
 come nested, each with its tasks and their attempts; artifacts with the JSON they hold as
@@ -102,15 +108,15 @@ def report_command(store: str, as_json: bool, errors: int) -> None:
 @click.option(
     "--rows",
     "kind",
-    type=click.Choice(ROW_KINDS),
+    type=click.Choice(EXPORT_KINDS),
     required=True,
-    help="Which rows to write.",
+    help="Which rows to write (results: one row per item).",
 )
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(EXPORT_FORMATS),
-    help="File format (default: from OUT's extension, e.g. .csv; else jsonl).",
+    help="File format (default: from OUT's extension, e.g. .csv; jsonl when it has none).",
 )
 def export_command(store: str, out: str, kind: str, fmt: str | None) -> None:
     """Write one kind of a store's rows to a file OUT (replaced atomically), or to stdout
@@ -121,7 +127,7 @@ def export_command(store: str, out: str, kind: str, fmt: str | None) -> None:
         if out == "-":
             written = _to_stdout(reader, kind, fmt)
         else:
-            written = export_rows(reader, out, kind=RowKind(kind), fmt=fmt)
+            written = export_rows(reader, out, kind=kind, fmt=fmt)
     finally:
         reader.close()
     click.echo(f"{written} {kind} rows written to {'stdout' if out == '-' else out}", err=True)
@@ -133,13 +139,16 @@ def _to_stdout(reader: Store, kind: str, fmt: str) -> int:
         raise ConfigError("parquet is binary: name a file", field="OUT")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"export.{fmt}"
-        written = export_rows(reader, path, kind=RowKind(kind), fmt=fmt)
+        written = export_rows(reader, path, kind=kind, fmt=fmt)
         with path.open(encoding="utf-8") as exported:
             shutil.copyfileobj(exported, sys.stdout)
     return written
 
 
 def _format_of(out: str) -> str:
-    """The export format OUT's extension names, or ``jsonl`` when it names none."""
-    suffix = Path(out).suffix.lstrip(".").lower()
-    return suffix if suffix in EXPORT_FORMATS else "jsonl"
+    """The format OUT's extension names; an unknown one is refused naming ``--format``."""
+    try:
+        return format_for(out, field="OUT")
+    except ConfigError as exc:
+        hint = f"name a file with one of them, or pass --format ({', '.join(EXPORT_FORMATS)})"
+        raise ConfigError(exc.message, field="OUT", hint=hint) from None

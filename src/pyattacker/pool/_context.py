@@ -35,6 +35,10 @@ from pyattacker.pool._selector import Selector
 
 __all__ = ["TaskContext"]
 
+# Where the attempt's reported usage is summed: in ``meta``, which ``derive`` shares, so a
+# fanout branch's leases add to the same attempt; absent until something is reported.
+_USAGE = "pyattacker.usage"
+
 
 class TaskContext:
     def __init__(
@@ -228,6 +232,20 @@ class TaskContext:
 
     def _forget(self, lease: Lease) -> None:
         self._held.pop(lease, None)
+
+    @property
+    def usage(self) -> dict[str, float] | None:
+        """What this attempt's leases reported with ``lease.report(usage=...)``, summed by
+        key (``{"tokens": 1840.0}``); None when nothing was reported."""
+        found: dict[str, float] | None = self.meta.get(_USAGE)
+        return found
+
+    def _used(self, usage: Mapping[str, float]) -> None:
+        total: dict[str, float] | None = self.meta.get(_USAGE)
+        if total is None:
+            total = self.meta[_USAGE] = {}
+        for unit, amount in usage.items():
+            total[unit] = total.get(unit, 0) + amount
 
     def reclaim_now(self) -> tuple[Lease, ...]:
         """Force-return every lease still held, record each as leaked, and return them.

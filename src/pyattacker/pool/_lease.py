@@ -31,6 +31,8 @@ class LeaseOwner(Protocol):
 
     def _forget(self, lease: Lease) -> None: ...
 
+    def _used(self, usage: Mapping[str, float]) -> None: ...
+
 
 class Lease:
     """One resource, held. ``client`` is what the resource's factory built (or the resource)."""
@@ -77,7 +79,8 @@ class Lease:
         classifies as ``rate_limit``, or an explicit ``retry_after``): a refusal with a
         ``retry_after`` blocks the resource (and its quota group) for everyone until then and
         leaves health alone. ``usage`` adds to the resource's running totals (``quota_aware``
-        reads them). Reporting after release is allowed: the outcome is still a fact.
+        reads them) and, inside a run, to the attempt's record (``AttemptRow.usage``).
+        Reporting after release is allowed: the outcome is still a fact.
         """
         self.pool._report(
             self._slot,
@@ -87,6 +90,8 @@ class Lease:
             error=error,
             retry_after=retry_after,
         )
+        if usage and self.owner is not None:  # checked numbers by now (Pool._report)
+            self.owner._used(usage)
 
     def degrade(self, reason: str) -> None:
         """Take the resource out of rotation for its cooldown; the failure counter is kept."""

@@ -29,6 +29,7 @@ from rich.text import Text
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Histogram
 from pyattacker.store import RowKind, Store
+from pyattacker.store._results import item_key
 
 __all__ = ["render_run_text", "summarize"]
 
@@ -45,14 +46,16 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         ``started_at``/``ended_at`` epoch seconds, ``elapsed_s``, ``stop_reason``,
         ``resumes``); ``pipelines`` (``total``, ``by_state``, and ``failed_because``: the
     ``errors`` most frequent errors that ended failed pipelines, each with ``error``,
-    ``count`` and ``example_pipeline_id``); ``tasks`` (by name, in pipeline
+    ``count``, ``example_pipeline_id`` and ``example_keys``: the first five items it ended,
+    by key — the ``--key`` value, else the input row index); ``tasks`` (by name, in pipeline
         order: ``succeeded``/``failed``/``interrupted`` task rows, ``attempts`` rows, and
         ``duration_s`` = ``count``/``p50``/``p95``/``max`` over *every* attempt of the task,
         failed ones included, ``None`` when there are none); ``attempts`` (``total``,
         ``by_outcome``, ``by_error_class``, ``retries`` and ``retry_wait_s`` — the decisions that
         said "try again" and the delays they chose —, ``decisions`` by reason, ``by_resource``:
-        per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``);
-        ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
+        per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``;
+        ``usage``: what every attempt reported with ``lease.report(usage=...)``, summed by
+        name); ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
         ``message``, ``count``, ``gave_up`` — how many of them ended their task —, ``tasks``,
         ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind.
 
@@ -102,6 +105,10 @@ class _ErrorTally:
     gave_up: int = 0
     tasks: set[str] = field(default_factory=set)
     example: str | None = None
+    keys: list[Any] = field(default_factory=list)  # the first few items it ended, by key
+
+
+_EXAMPLE_KEYS = 5  # failed items named per cause: enough to look one up, bounded memory
 
 
 @dataclass(slots=True)
@@ -119,6 +126,7 @@ class _Tally:
     retry_wait_s: float = 0.0
     resources: dict[str, Counter[str]] = field(default_factory=dict)
     errors: dict[tuple[str, str], _ErrorTally] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)  # summed over every attempt
 
     def pipeline(self, row: Mapping[str, Any]) -> None:
         state = str(row["state"])
@@ -129,11 +137,18 @@ class _Tally:
             if found is None:
                 found = self.causes[message] = _ErrorTally(example=str(row["pipeline_id"]))
             found.count += 1
+            if len(found.keys) < _EXAMPLE_KEYS:
+                found.keys.append(item_key(row))
 
     def failure_causes(self, limit: int) -> list[dict[str, Any]]:
         ranked = sorted(self.causes.items(), key=lambda item: (-item[1].count, item[0]))
         return [
-            {"error": message, "count": tally.count, "example_pipeline_id": tally.example}
+            {
+                "error": message,
+                "count": tally.count,
+                "example_pipeline_id": tally.example,
+                "example_keys": tally.keys,
+            }
             for message, tally in ranked[:limit]
         ]
 
@@ -172,6 +187,10 @@ class _Tally:
                 counts["throttled"] += 1
         if outcome == "failed":
             self._error(row, decision)
+        used = row.get("usage")
+        if used:
+            for unit, amount in used.items():
+                self.usage[unit] = self.usage.get(unit, 0) + amount
 
     def _error(self, row: Mapping[str, Any], decision: Mapping[str, Any]) -> None:
         key = (str(row.get("error_class") or "unknown"), str(row.get("error") or "(no message)"))
@@ -212,6 +231,7 @@ class _Tally:
             "retry_wait_s": self.retry_wait_s,
             "decisions": _ranked(self.decisions),
             "by_resource": by_resource,
+            "usage": dict(sorted(self.usage.items())),
         }
 
     def top_errors(self, limit: int) -> list[dict[str, Any]]:
@@ -344,7 +364,15 @@ def _attempt_lines(attempts: Mapping[str, Any]) -> list[str]:
             f"{attempts['retries']} retries, waiting {_seconds(attempts['retry_wait_s'])} "
             "in total (parked, holding no worker)"
         )
+    usage = attempts.get("usage")
+    if usage:
+        lines.append(f"Usage reported: {', '.join(f'{_number(n)} {u}' for u, n in usage.items())}")
     return lines
+
+
+def _number(value: float) -> str:
+    """``12,345`` for whole numbers, ``0.25`` otherwise (usage may be tokens or dollars)."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
 
 
 def _failures_grid(summary: Mapping[str, Any]) -> Table | None:
@@ -362,9 +390,7 @@ def _failures_grid(summary: Mapping[str, Any]) -> Table | None:
     grid.add_column()
     grid.add_column(no_wrap=True, style="dim")
     for cause in causes:
-        grid.add_row(
-            str(cause["count"]), cause["error"], f"e.g. {_short_id(cause['example_pipeline_id'])}"
-        )
+        grid.add_row(str(cause["count"]), cause["error"], _failed_items(cause))
     return grid
 
 
@@ -386,6 +412,17 @@ def _errors_table(summary: Mapping[str, Any]) -> Table | None:
     table.caption = "gave up: attempts after which the retry policy stopped and the task failed"
     table.caption_justify = "left"
     return table
+
+
+def _failed_items(cause: Mapping[str, Any]) -> str:
+    """Which items a cause ended, by key (the ``--key`` value or the input row index); the
+    pipeline id for a summary that has no keys."""
+    keys = cause.get("example_keys")
+    if not keys:
+        return f"e.g. {_short_id(cause['example_pipeline_id'])}"
+    more = ", …" if cause["count"] > len(keys) else ""
+    noun = "key" if len(keys) == 1 and not more else "keys"
+    return f"{noun} {', '.join(str(k) for k in keys)}{more}"
 
 
 def _short_id(pipeline_id: str | None) -> str:

@@ -59,6 +59,7 @@ from pyattacker.store import (
     TaskRow,
     TaskState,
 )
+from pyattacker.store._results import item_key
 
 __all__ = ["STORED_POOL_EVENTS", "Execution", "Settings"]
 
@@ -221,6 +222,7 @@ class Execution(Admission):
                 attempt_duration_s=duration_s,
                 output_codec=codec,
                 output_data=data,  # the artifact rides in its task row (see TaskRow)
+                usage=ctx.usage,
             )
             job.row = _advanced(job.row, seq + 1, out, now, done=done)
             self._keep_carried(job, seq)
@@ -264,6 +266,7 @@ class Execution(Admission):
             tasks = job.template.tasks
             self.failures.append(
                 {
+                    "key": item_key(job.row),
                     "pipeline_id": job.row.pipeline_id,
                     "task": tasks[min(job.row.cursor, len(tasks) - 1)].name,
                     "error_class": error_class_of(error).value,
@@ -437,6 +440,7 @@ class Execution(Admission):
             error_class=error_class,
             error=None if error is None else self._scrub.error(error),
             traceback=None if error is None else self._scrub.traceback(error),
+            usage=ctx.usage,
         )
         self._commit.attempt(row)
 
@@ -455,6 +459,7 @@ class Execution(Admission):
             duration_s=duration_s,
             decision=OK_DECISION,
             resources=leased,
+            usage=ctx.usage,
         )
 
     def _task_row(

@@ -69,7 +69,8 @@ class RunReport:
     ``stats`` is the final ``Runner.stats()`` snapshot plus ``stats["pipelines"]
     ["by_state"]``: every pipeline in the store by state, earlier runs included.
     ``failures`` lists up to ``Runner(report_failures=…)`` failed pipelines of this run
-    (``pipeline_id``, ``task``, ``error_class``, ``error``). ``resume_hint`` says how to
+    (``key`` — the ``--key`` value, else the input row index —, ``pipeline_id``, ``task``,
+    ``error_class``, ``error``). ``resume_hint`` says how to
     continue an interrupted run; ``exit_code`` is what the CLI exits with.
     """
 

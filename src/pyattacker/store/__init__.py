@@ -7,12 +7,14 @@
 * The rows (:class:`RunRow`, :class:`PipelineRow`, ...) and :class:`Batch`, everything one
   transaction writes.
 * :func:`export_rows` — one kind of row to JSONL, JSON, CSV or Parquet, atomically.
+* :func:`results` — one row per item: key, input, output, state, error, attempts, usage.
 """
 
-from pyattacker.store._export import EXPORT_FORMATS, export_rows
+from pyattacker.store._export import EXPORT_FORMATS, EXPORT_KINDS, export_rows
 from pyattacker.store._memory import MemoryStore
 from pyattacker.store._open import open_store
 from pyattacker.store._protocol import Store
+from pyattacker.store._results import results
 from pyattacker.store._rows import (
     OK_DECISION,
     ROW_KINDS,
@@ -34,6 +36,7 @@ from pyattacker.store._sqlite import SQLiteStore
 
 __all__ = [
     "EXPORT_FORMATS",
+    "EXPORT_KINDS",
     "OK_DECISION",
     "ROW_KINDS",
     "SCHEMA_VERSION",
@@ -54,4 +57,5 @@ __all__ = [
     "TaskState",
     "export_rows",
     "open_store",
+    "results",
 ]

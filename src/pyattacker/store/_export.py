@@ -8,6 +8,8 @@ What each kind exports:
 - ``artifacts`` — ``pipeline_id``, ``seq`` (-1 for the seed), ``digest``, ``codec``,
   ``size``, ``created_at`` and the content: ``value`` (the decoded JSON) for codec
   ``json``, else ``data_base64``.
+- ``results`` — one row per item (pipeline): its key, input, final output, state, error,
+  attempts and usage; see ``pyattacker.store.results``.
 - every other kind — exactly what ``Store.rows`` yields.
 
 Formats: ``jsonl`` (one object per line), ``json`` (one array), ``csv`` (columns from the
@@ -34,35 +36,74 @@ from typing import Any
 from pyattacker._atomic import check_output, create_beside, fill, replace
 from pyattacker.errors import ConfigError
 from pyattacker.store._protocol import Store
-from pyattacker.store._rows import RowKind
+from pyattacker.store._results import results
+from pyattacker.store._rows import ROW_KINDS, RowKind
 from pyattacker.store._tables import resolve_kind
 
-__all__ = ["EXPORT_FORMATS", "export_rows"]
+__all__ = ["EXPORT_FORMATS", "EXPORT_KINDS", "RESULTS", "export_rows", "format_for"]
 
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+#: The view of one row per item, exported beside the stored kinds (not a table).
+RESULTS = "results"
+#: What ``export_rows`` (and ``pyattacker export --rows``) can write.
+EXPORT_KINDS: tuple[str, ...] = (RESULTS, *ROW_KINDS)
 
 Row = dict[str, Any]
 _to_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def export_rows(
-    store: Store, out: str | os.PathLike[str], *, kind: RowKind | str, fmt: str = "jsonl"
+    store: Store, out: str | os.PathLike[str], *, kind: RowKind | str, fmt: str | None = None
 ) -> int:
-    """Write every row of ``kind`` in ``store`` to ``out`` as ``fmt``; return how many.
+    """Write every row of ``kind`` (one of ``EXPORT_KINDS``: a stored kind or
+    ``"results"``) in ``store`` to ``out`` as ``fmt``; return how many.
 
-    Raises ``ConfigError`` naming the valid choices for an unknown ``kind`` (field
-    ``kind``) or ``fmt`` (field ``format``, also when Parquet is asked for without
-    ``pyarrow``), and when ``out``'s folder does not exist or is not writable, ``out`` is a
-    folder or the store's own file (field ``out``). Errors while writing propagate after the
-    temporary file is removed. The file's mode is the replaced file's, else what the umask
-    leaves of 0666.
+    ``fmt`` None: the format ``out``'s extension names (:func:`format_for`). Raises
+    ``ConfigError`` naming the valid choices for an unknown ``kind`` (field ``kind``), an
+    extension that names no format (field ``out``) or ``fmt`` (field ``format``, also when
+    Parquet is asked for without ``pyarrow``), and when ``out``'s folder does not exist or
+    is not writable, ``out`` is a folder or the store's own file (field ``out``). Errors
+    while writing propagate after the temporary file is removed. The file's mode is the
+    replaced file's, else what the umask leaves of 0666.
     """
-    resolved = resolve_kind(kind)
-    write = _writer(fmt)
+    resolved: RowKind | str = RESULTS if kind == RESULTS else _stored_kind(kind)
+    write = _writer(format_for(out, field="out") if fmt is None else fmt)
     target = Path(out)
     check_output(target, "out")
     _not_the_store(store, target)
     return _atomically(target, lambda path: write(_view(store, resolved), path))
+
+
+_EXTENSIONS = {**{fmt: fmt for fmt in EXPORT_FORMATS}, "ndjson": "jsonl", "pq": "parquet"}
+
+
+def format_for(out: str | os.PathLike[str], *, field: str = "out") -> str:
+    """The export format ``out``'s extension names (``.jsonl``, ``.ndjson``, ``.json``,
+    ``.csv``, ``.parquet``, ``.pq``); ``jsonl`` for ``-`` (stdout) or no extension.
+
+    ``ConfigError`` (``field``) for any other extension: JSON Lines written into
+    ``out.xlsx`` would be a file its user's tool cannot open."""
+    name = os.fspath(out)
+    suffix = Path(name).suffix.lstrip(".").lower()
+    if name == "-" or not suffix:
+        return "jsonl"
+    found = _EXTENSIONS.get(suffix)
+    if found is None:
+        known = ", ".join(f".{ext}" for ext in _EXTENSIONS)
+        raise ConfigError(
+            f"{name}: unknown extension .{suffix} (known: {known})",
+            field=field,
+            hint=f"name a file with one of them, or say which format ({', '.join(EXPORT_FORMATS)})",
+        )
+    return found
+
+
+def _stored_kind(kind: RowKind | str) -> RowKind:
+    try:
+        return resolve_kind(kind)
+    except ConfigError as exc:
+        hint = f"one of: {', '.join(EXPORT_KINDS)}"
+        raise ConfigError(exc.message, field="kind", hint=hint) from None
 
 
 def _not_the_store(store: Store, target: Path) -> None:
@@ -82,7 +123,9 @@ def _not_the_store(store: Store, target: Path) -> None:
 # -- what is exported -------------------------------------------------------------------
 
 
-def _view(store: Store, kind: RowKind) -> Iterator[Row]:
+def _view(store: Store, kind: RowKind | str) -> Iterator[Row]:
+    if not isinstance(kind, RowKind):  # the one view that is not a stored kind
+        return results(store)
     if kind is RowKind.PIPELINES:
         return (_nested(store, p) for p in store.rows(RowKind.PIPELINES))
     if kind is RowKind.ARTIFACTS:

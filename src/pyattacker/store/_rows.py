@@ -122,11 +122,11 @@ class PipelineRow:
 class TaskRow:
     """One task of one pipeline, upserted when it ends (``seq`` is its 0-based index).
 
-    A succeeded task also carries its last, successful attempt: ``resources`` it leased and
-    ``attempt_started_at``/``attempt_ended_at``/``attempt_duration_s``. That attempt is not
-    an ``attempts`` row of its own (which would be a fifth row per step of a durable run:
-    about a quarter of its write time); ``Store.rows("attempts")`` yields it all the same,
-    with ``outcome`` ``"ok"`` and the decision ``OK_DECISION``.
+    A succeeded task also carries its last, successful attempt: ``resources`` it leased,
+    ``attempt_started_at``/``attempt_ended_at``/``attempt_duration_s`` and its ``usage``.
+    That attempt is not an ``attempts`` row of its own (which would be a fifth row per step
+    of a durable run: about a quarter of its write time); ``Store.rows("attempts")`` yields
+    it all the same, with ``outcome`` ``"ok"`` and the decision ``OK_DECISION``.
 
     Likewise its output: ``output_codec`` and ``output_data`` are the artifact that
     ``output_artifact`` addresses, kept in the task row rather than an ``artifacts`` row of
@@ -154,6 +154,7 @@ class TaskRow:
     attempt_duration_s: float | None = None
     output_codec: str | None = None
     output_data: bytes | None = None
+    usage: Mapping[str, float] | None = None  # the successful attempt's (see AttemptRow)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -162,7 +163,9 @@ class AttemptRow:
 
     ``decision`` is ``RetryDecision.to_dict()`` for a failed attempt and
     ``{"retry": False, "reason": "ok"}`` for a successful one. ``resources`` lists the
-    ``pool/resource`` ids leased during the attempt, in order.
+    ``pool/resource`` ids leased during the attempt, in order. ``usage`` is what the
+    attempt reported through ``lease.report(usage=...)``, summed by key (``{"tokens":
+    1840}``), or None when it reported none.
     """
 
     run_id: str
@@ -179,6 +182,7 @@ class AttemptRow:
     error_class: str | None = None
     error: str | None = None
     traceback: str | None = None
+    usage: Mapping[str, float] | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -101,7 +101,14 @@ _V1: Migration = (
         kind TEXT NOT NULL, spec TEXT NOT NULL)""",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1,)
+# What attempts reported through `lease.report(usage=...)` (tokens, calls), summed: on
+# failed/cancelled attempts rows and on the successful attempt a task row carries.
+_USAGE: Migration = (
+    "ALTER TABLE attempts ADD COLUMN usage TEXT",
+    "ALTER TABLE tasks ADD COLUMN usage TEXT",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

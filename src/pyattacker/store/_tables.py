@@ -113,14 +113,14 @@ TABLES: dict[RowKind, Table] = {
             "pipeline_id seq name task_digest state attempts run_id started_at ended_at"
             " input_artifact? output_artifact? error_class? error? traceback? resources"
             " attempt_started_at? attempt_ended_at? attempt_duration_s? output_codec?"
-            " output_data?",
-            ("resources",),
+            " output_data? usage?",
+            ("resources", "usage"),
         ),
         _table(
             RowKind.ATTEMPTS,
             "run_id pipeline_id seq task attempt outcome started_at ended_at duration_s"
-            " decision resources error_class? error? traceback?",
-            ("decision", "resources"),
+            " decision resources error_class? error? traceback? usage?",
+            ("decision", "resources", "usage"),
         ),
         _table(RowKind.EVENTS, "run_id kind at pipeline_id? seq? data", ("data",)),
         _table(RowKind.ARTIFACTS, "pipeline_id seq digest codec data created_at"),
@@ -165,14 +165,16 @@ def encode_task(t: TaskRow) -> Values:
             t.attempts, t.run_id, t.started_at, t.ended_at, t.input_artifact,
             t.output_artifact, t.error_class, t.error, t.traceback, _json_list(t.resources),
             t.attempt_started_at, t.attempt_ended_at, t.attempt_duration_s, t.output_codec,
-            None if t.output_data is None else _blob(t.output_data))  # fmt: skip
+            None if t.output_data is None else _blob(t.output_data),
+            None if t.usage is None else _to_json(t.usage))  # fmt: skip
 
 
 def encode_attempt(a: AttemptRow) -> Values:
     decision = _OK_JSON if a.decision is OK_DECISION else _to_json(a.decision)
     return (a.run_id, a.pipeline_id, a.seq, a.task, a.attempt, a.outcome, a.started_at,
             a.ended_at, a.duration_s, decision, _json_list(a.resources),
-            a.error_class, a.error, a.traceback)  # fmt: skip
+            a.error_class, a.error, a.traceback,
+            None if a.usage is None else _to_json(a.usage))  # fmt: skip
 
 
 def encode_event(e: EventRow) -> Values:
@@ -275,7 +277,9 @@ def decode(table: Table, values: Iterable[Any]) -> dict[str, Any]:
     """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``."""
     row = dict(zip(table.names, values, strict=True))
     for name in table.json_columns:
-        row[name] = json.loads(row[name])
+        text = row[name]
+        if text is not None:  # a nullable JSON column (usage) stays None
+            row[name] = json.loads(text)
     if table.kind is RowKind.ARTIFACTS:
         row["size"] = len(row["data"])
     elif table.kind is RowKind.TASKS:
@@ -344,6 +348,7 @@ def ok_attempt(task: Mapping[str, Any]) -> dict[str, Any] | None:
         "error_class": None,
         "error": None,
         "traceback": None,
+        "usage": task["usage"],
     }
 
 
