@@ -199,7 +199,7 @@ def test_unfinished_yields_each_pipeline_once_while_the_runner_writes_between_ro
 def test_the_migrations_create_exactly_the_columns_of_the_rows(written: Path) -> None:
     # plus `pipeline_num` (the rowid of their pipeline) where rows are found by it
     hidden = dict.fromkeys((RowKind.TASKS, RowKind.ATTEMPTS), ("pipeline_num",))
-    hidden[RowKind.ARTIFACTS] = ("pipeline_num",)
+    hidden[RowKind.ARTIFACTS] = hidden[RowKind.TASK_HISTORY] = ("pipeline_num",)
     for kind, table in TABLES.items():
         info = _raw(written, f"PRAGMA table_info({kind.value})")
         assert tuple(str(row[1]) for row in info) == table.names + hidden.get(kind, ())

@@ -27,6 +27,7 @@ class RunCounters:
     parked: int = 0  # waiting out a retry delay, holding no worker
     in_flight: int = 0  # attempts running now (<= concurrency)
     restarted: int = 0  # resumed pipelines whose checkpoint could not be read
+    reused: int = 0  # steps taken from the store (committed before this run), not run
     pipelines: Counter[str] = field(default_factory=Counter)  # ended, by state
     tasks: Counter[str] = field(default_factory=Counter)  # ended, by state
     attempts: int = 0
@@ -51,6 +52,7 @@ class RunCounters:
                 "ended": dict(self.pipelines),
             },
             "tasks": dict(self.tasks),
+            "steps": self.steps(),
             "attempts": {
                 "total": self.attempts,
                 "retries": self.retries,
@@ -60,6 +62,11 @@ class RunCounters:
                 "leaked_leases": self.leaks,
             },
         }
+
+    def steps(self) -> dict[str, int]:
+        """Steps taken from the store (``reused``) and executed by this run (``ran``: task
+        rows it wrote, whatever their state)."""
+        return {"reused": self.reused, "ran": sum(self.tasks.values())}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,6 +26,7 @@ from pyattacker.store._rows import (
     RowKind,
     RunRow,
     RunState,
+    Superseded,
     TaskRow,
     TaskState,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "RunState",
     "SQLiteStore",
     "Store",
+    "Superseded",
     "TaskRow",
     "TaskState",
     "export_rows",
