@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections import Counter
 from pathlib import Path
@@ -11,9 +12,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
 from pyattacker.errors import ConfigError
 from pyattacker.pool import TaskContext
+from pyattacker.report._run import render_run_text, summarize
 from pyattacker.run import Task, pipeline, task
 from pyattacker.run._reuse import reusable_steps
 from pyattacker.store import (
@@ -97,6 +100,22 @@ def finalize_digest(version: int, x: int) -> str:
     from pyattacker.run._codecs import artifact_digest
 
     return artifact_digest("json", f'"v{version}:{x * 10}"'.encode())
+
+
+def test_the_report_says_how_many_steps_each_run_reused_and_ran() -> None:
+    store = MemoryStore()
+    first = run_virtually(runner(store), V1.map(range(N)))
+    second = run_virtually(runner(store), V2.map(range(N)), resume=True)
+    summary = summarize(store)
+    assert summary["steps"] == {
+        first.run_id: {"reused": 0, "ran": 3 * N},
+        second.run_id: {"reused": 2 * N, "ran": N},
+    }
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None).print(render_run_text(summary))
+    assert f"Steps of run {second.run_id}: {2 * N} reused from the store, {N} ran" in (
+        out.getvalue()
+    )
 
 
 def test_a_resume_with_the_template_alone_reruns_the_edited_step_of_every_stored_pipeline() -> None:

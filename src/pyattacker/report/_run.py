@@ -54,7 +54,10 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``);
         ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
         ``message``, ``count``, ``gave_up`` — how many of them ended their task —, ``tasks``,
-        ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind.
+        ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind; ``steps``:
+        per run that recorded it (a run records it when it ends), the steps it took from
+        the store (``reused``) and the steps it ran (``ran``), ``{run_id: {...}}`` oldest
+        first.
 
         Counters are ordered by count, largest first. Raises ``ConfigError`` (field
         ``errors``) for a negative ``errors``; whatever the store raises passes through.
@@ -68,7 +71,7 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         tally.task_row(row)
     for row in store.rows(RowKind.ATTEMPTS):
         tally.attempt(row)
-    events = Counter(str(row["kind"]) for row in store.rows(RowKind.EVENTS))
+    events, steps = _events_and_steps(store.rows(RowKind.EVENTS))
     return {
         "store": store.location,
         "runs": [_run(run) for run in _run_dicts(store)],
@@ -82,6 +85,7 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         "errors": tally.top_errors(errors),
         "errors_distinct": len(tally.errors),
         "events": _ranked(events),
+        "steps": steps,
     }
 
 
@@ -229,6 +233,24 @@ class _Tally:
         ]
 
 
+def _events_and_steps(
+    rows: Iterable[Mapping[str, Any]],
+) -> tuple[Counter[str], dict[str, dict[str, int]]]:
+    """Events by kind, and the step counts each run recorded (``run.steps`` events)."""
+    events: Counter[str] = Counter()
+    steps: dict[str, dict[str, int]] = {}
+    for row in rows:
+        kind = str(row["kind"])
+        events[kind] += 1
+        data = row.get("data") or {}
+        if kind == "run.steps":
+            steps[str(row["run_id"])] = {
+                "reused": int(data.get("reused", 0)),
+                "ran": int(data.get("ran", 0)),
+            }
+    return events, steps
+
+
 # -- text ----------------------------------------------------------------------------------
 
 
@@ -246,7 +268,7 @@ def render_run_text(summary: Mapping[str, Any]) -> RenderableType:
         table = section(summary)
         if table is not None:
             parts.append(table)
-    lines = _attempt_lines(summary["attempts"])
+    lines = [*_steps_lines(summary.get("steps") or {}), *_attempt_lines(summary["attempts"])]
     if lines:
         parts += [Text("\n".join(lines)), Text()]
     for section in (_failures_grid, _errors_table):
@@ -345,6 +367,14 @@ def _attempt_lines(attempts: Mapping[str, Any]) -> list[str]:
             "in total (parked, holding no worker)"
         )
     return lines
+
+
+def _steps_lines(steps: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """What the last run that recorded its steps took from the store and what it ran."""
+    if not steps:
+        return []
+    run_id, last = list(steps.items())[-1]
+    return [f"Steps of run {run_id}: {last['reused']} reused from the store, {last['ran']} ran"]
 
 
 def _failures_grid(summary: Mapping[str, Any]) -> Table | None:
