@@ -3,8 +3,9 @@
 The half of an ``Execution`` (``pyattacker.run._execute``) that decides what runs: it pulls
 the input in chunks as large as the free room (so a generator is never materialised), looks
 each chunk up in the store with one query, refuses bad input before anything of it runs
-(a pool nobody has, a seed no codec stores, a key that names other work), and continues
-stored pipelines from their last readable checkpoint on resume.
+(a pool nobody has, a seed no codec stores, a key over another input row), and continues
+stored pipelines from their last readable checkpoint on resume, or reruns an edited one
+from its first changed step (``_reuse``).
 """
 
 from __future__ import annotations

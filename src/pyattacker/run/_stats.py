@@ -75,6 +75,8 @@ class RunReport:
 
     ``stats`` is the final ``Runner.stats()`` snapshot plus ``stats["pipelines"]
     ["by_state"]``: every pipeline in the store by state, earlier runs included.
+    ``stats["steps"]`` is ``{"reused": n, "ran": m}``: steps this run took from the store
+    (committed by earlier runs) and steps it executed.
     ``failures`` lists up to ``Runner(report_failures=…)`` failed pipelines of this run
     (``pipeline_id``, ``task``, ``error_class``, ``error``). ``resume_hint`` says how to
     continue an interrupted run; ``exit_code`` is what the CLI exits with.
