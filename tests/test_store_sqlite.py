@@ -32,6 +32,7 @@ from pyattacker.store import (
     RunRow,
     RunState,
     SQLiteStore,
+    Superseded,
     TaskRow,
 )
 from pyattacker.store._lifecycle import this_host
@@ -246,6 +247,29 @@ def test_an_older_store_gets_the_additive_migrations_and_keeps_its_data(written:
     assert _raw(written, "SELECT count(note) FROM pipelines") == [(0,)]
     with pytest.raises(ConfigError, match="newer pyattacker"):
         SQLiteStore(written)
+
+
+def test_a_first_schema_store_gains_the_task_history_and_can_move_rows_to_it(
+    path: Path,
+) -> None:
+    with SQLiteStore(path, migrations=MIGRATIONS[:1]) as old:
+        old.begin_run(live_run("r1"), resume=False)
+        old.write(checkpoint("p1", 0))
+    with SQLiteStore(path) as upgraded:
+        move = Superseded(pipeline_id="p1", from_seq=0, run_id="r2", at=1.0)
+        upgraded.write(Batch(superseded=[move]))
+        moved = list(upgraded.rows(RowKind.TASK_HISTORY))
+        assert [(h["pipeline_id"], h["seq"], h["superseded_by"]) for h in moved] == [
+            ("p1", 0, "r2")
+        ]
+        assert list(upgraded.rows(RowKind.TASKS)) == []
+    assert _raw(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+
+
+def test_opening_a_current_store_leaves_the_file_as_it_is(written: Path) -> None:
+    before = written.read_bytes()
+    SQLiteStore(written).close()
+    assert written.read_bytes() == before
 
 
 def test_a_migration_that_fails_changes_nothing(written: Path) -> None:
