@@ -159,8 +159,7 @@ class Admission(StepReuse):
         """Start the pipelines of ``specs`` that need running; there is room for all."""
         prepared = [self._prepare(spec) for spec in specs]
         stored = self._store.pipelines([p.pipeline_id for p in prepared])
-        found = [(s.template, p.pipeline_id) for s, p in zip(specs, prepared, strict=True)]
-        prior = self._prior_attempts([(t, stored[pid]) for t, pid in found if pid in stored])
+        prior = self._prior_attempts(specs, prepared, stored) if stored else {}
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
             if pid in self._live:

@@ -111,9 +111,6 @@ class Execution(Admission):
         fresh: bool = False,
         held_templates: frozenset[str] | None = None,
     ) -> None:
-        """``fresh``: rerun every step of the pipelines met (``_reuse``);
-        ``held_templates``: on resume, the template names the store held at the start,
-        beyond which a template is refused (None: no such check)."""
         self.run_id = run_id
         self._store = store
         self._commit = committer
@@ -284,11 +281,8 @@ class Execution(Admission):
     # -- one task: attempts, decisions, parking -------------------------------------------
 
     async def _task(self, job: Job, task: Task, seq: int) -> tuple[Any, int, TaskContext]:
-        """Run the attempts of one step; ``(value, number of the last attempt, its ctx)``.
-
-        ``attempt`` counts this run's attempts (the retry policy's budget); the numbers
-        recorded continue after the highest one recorded for the step by earlier runs
-        (``job.prior``), so a rerun never reuses a number."""
+        """``(value, number of the last attempt, its ctx)``. ``attempt`` counts this run's
+        (the retry budget); recorded numbers continue after ``job.prior``'s (``_reuse``)."""
         first = self._now()
         started_at = epoch_time()
         base = 0 if job.prior is None else job.prior.get(seq, 0)
@@ -331,9 +325,8 @@ class Execution(Admission):
         pid = job.row.pipeline_id
         return TaskContext(
             self._pools,
-            # Seeded on first use, from the attempt's identity: reruns draw the same. An int
-            # seed, because seeding from a str costs a SHA-512 (5x the time). This run's
-            # count, not the recorded number: a resumed step draws what a first run would.
+            # Seeded on first use, from the attempt's identity (this run's count): reruns draw
+            # the same. An int seed, because seeding from a str costs a SHA-512 (5x the time).
             rng=int(pid[:16], 16) ^ (seq << 20) ^ attempt,
             clock=self._clock,
             pool=task.resource,

@@ -109,7 +109,9 @@ class StepReuse:
 
     run_id: str
     counters: RunCounters
-    fresh: bool
+    fresh: bool  # rerun every step of the pipelines met
+    # On resume, the template names the store held when the run began: another template
+    # is refused (see check_known). None: no such check (not a resume, or add_pipeline).
     held_templates: frozenset[str] | None
     _store: Store
     _commit: Any
@@ -181,14 +183,15 @@ class StepReuse:
         return self._resume_job(template, row)
 
     def _prior_attempts(
-        self, stored: Iterable[tuple[PipelineTemplate, PipelineRow]]
+        self, specs: Sequence[PipelineSpec], prepared: Sequence[Any], stored: Mapping[str, Any]
     ) -> dict[str, dict[int, int]]:
-        """The attempt numbers recorded for the stored pipelines of a chunk that will run
-        again: one query, none when the chunk is all new or all done."""
+        """The attempt numbers recorded for the ``stored`` pipelines of a chunk that will
+        run again (unfinished, edited, or fresh): one query, none if there are none."""
         again = [
-            row.pipeline_id
-            for template, row in stored
-            if row.state is not PipelineState.SUCCEEDED or self._revisits(template, row)
+            p.pipeline_id
+            for spec, p in zip(specs, prepared, strict=True)
+            if (row := stored.get(p.pipeline_id)) is not None
+            and (row.state is not PipelineState.SUCCEEDED or self._revisits(spec.template, row))
         ]
         return self._store.last_attempts(again) if again else {}
 
