@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from pyattacker.errors import ConfigError
+from pyattacker.errors import ConfigError, StoreError
 from pyattacker.pool import TaskContext
 from pyattacker.report._run import render_run_text, summarize
 from pyattacker.run import Task, pipeline, task
@@ -345,3 +345,68 @@ def test_a_step_whose_recorded_input_differs_is_not_reused() -> None:
 
 def _step(name: str, version: int) -> Task:
     return task(lambda x: x, name=name, version=version)
+
+
+KILLED_MODULE = """
+import sys
+from pathlib import Path
+
+from pyattacker.errors import RetryableError
+from pyattacker.retry import Retrying
+from pyattacker.run import Runner, pipeline, task
+
+
+@task("call", retry=Retrying(max_attempts=3, base=600.0, cap=600.0, jitter="none"))
+def call(x: int) -> int:
+    if Path(__file__).with_name("down").exists():
+        raise RetryableError("the endpoint is down")
+    return x + 1
+
+
+calls = pipeline("calls", call)
+
+if __name__ == "__main__":
+    with Runner(sys.argv[1], write_behind=False, handle_signals=False) as runner:
+        runner.run(calls.bind(1))  # parks 600 s after its first attempt: killed there
+"""
+
+
+def test_a_step_rerun_after_a_real_sigkill_is_its_next_attempt(tmp_path: Path) -> None:
+    import importlib.util
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "killed.py").write_text(KILLED_MODULE)
+    (tmp_path / "down").write_text("")
+    path = tmp_path / "run.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, str(tmp_path / "killed.py"), str(path)], env=env)
+    try:
+        deadline = time.monotonic() + 30  # real I/O: wait for the child's first attempt
+        while not _has_attempt(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert _has_attempt(path)
+    (tmp_path / "down").unlink()
+    spec = importlib.util.spec_from_file_location("killed_for_test", tmp_path / "killed.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with SQLiteStore(path) as store:
+        report = run_virtually(runner(store), module.calls, resume=True)
+        assert report.by_state == {"succeeded": 1}
+        numbers = [(a["attempt"], a["outcome"]) for a in store.rows(RowKind.ATTEMPTS)]
+    assert numbers == [(1, "failed"), (2, "ok")]
+
+
+def _has_attempt(path: Path) -> bool:
+    try:
+        with SQLiteStore(path, read_only=True) as store:
+            return any(True for _ in store.rows(RowKind.ATTEMPTS))
+    except (ConfigError, StoreError):
+        return False  # not created (or not migrated) yet
