@@ -75,15 +75,27 @@ def _store(project: Path) -> Any:
     return SQLiteStore(project / "eval.db", read_only=True)
 
 
-@pytest.mark.parametrize("again", [["--resume"], ["--resume", "--input", "items.jsonl"]])
-def test_resume_after_editing_the_last_step_runs_only_it(project: Path, again: list[str]) -> None:
-    assert _run("v1", "--input", "items.jsonl", "--store", "eval.db") == 0
-    assert _run("v2", "--store", "eval.db", *again) == 0
+@pytest.mark.parametrize(
+    ("key", "again"),
+    [
+        ([], ["--resume"]),
+        ([], ["--resume", "--input", "items.jsonl"]),
+        (["--key", "id"], ["--resume", "--input", "items.jsonl"]),
+    ],
+)
+def test_resume_after_editing_the_last_step_runs_only_it(
+    project: Path, key: list[str], again: list[str]
+) -> None:
+    assert _run("v1", "--input", "items.jsonl", "--store", "eval.db", *key) == 0
+    assert _run("v2", "--store", "eval.db", *again, *key) == 0
     assert sorted(set(_ran("v2"))) == ["finalize"]  # classify ran 0 more times
     assert len(_ran("v2")) == ROWS
     with _store(project) as store:
         assert store.count_by_state() == {"succeeded": ROWS}  # no new pipelines
         assert len(list(store.rows(RowKind.TASK_HISTORY))) == ROWS
+    assert run_cli(["export", "eval.db", "old.jsonl", "--rows", "task_history"]) == 0
+    old = [json.loads(line) for line in (project / "old.jsonl").read_text().splitlines()]
+    assert sorted(row["output_value"]["version"] for row in old) == [1] * ROWS
 
 
 def test_the_report_says_how_many_steps_were_reused_and_ran(

@@ -94,6 +94,9 @@ def test_editing_the_last_step_reruns_only_it_and_keeps_one_pipeline_per_row(
         (2, "finalize", finalize_digest(1, x)) for x in range(N)
     )
     assert {h["superseded_by"] for h in history} == {report.run_id}
+    assert sorted(h["output_data"] for h in history) == sorted(
+        f'"v1:{x * 10}"'.encode() for x in range(N)
+    )
 
 
 def finalize_digest(version: int, x: int) -> str:

@@ -287,13 +287,15 @@ def as_sqlite_stores(table: Table, values: Values) -> Values:
 
 
 def decode(table: Table, values: Iterable[Any]) -> dict[str, Any]:
-    """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``."""
+    """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``, task
+    rows without their output (an artifact), task history rows with it (``output_data``:
+    an old output is found nowhere else)."""
     row = dict(zip(table.names, values, strict=True))
     for name in table.json_columns:
         row[name] = json.loads(row[name])
     if table.kind is RowKind.ARTIFACTS:
         row["size"] = len(row["data"])
-    elif table.kind in (RowKind.TASKS, RowKind.TASK_HISTORY):
+    elif table.kind is RowKind.TASKS:
         del row["output_data"]  # the content is an artifact's: rows("artifacts") has it
     return row
 
