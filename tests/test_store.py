@@ -603,6 +603,7 @@ SMALL = st.integers(0, 4)
 
 PIPELINES = st.builds(
     pipeline, IDS, chain_digest=st.sampled_from(["chain-1", "chain-2"]),
+    template=st.sampled_from(["summarise", "translate"]),
     state=st.sampled_from(PipelineState), cursor=SMALL, ordinal=SMALL, key=st.none() | SHORT,
     updated_at=TIMES, output_artifact=st.none() | DIGESTS, error=st.none() | SHORT,
 )  # fmt: skip
@@ -623,6 +624,7 @@ EVENTS = st.builds(
     event, SHORT, pipeline_id=st.none() | IDS, seq=st.none() | SMALL, data=JSON_DICTS
 )
 RESOURCES = st.builds(resource, SHORT, spec=JSON_DICTS)
+SUPERSEDED = st.builds(Superseded, pipeline_id=IDS, from_seq=SMALL, run_id=SHORT, at=TIMES)
 BATCHES = st.builds(
     Batch,
     artifacts=st.lists(ARTIFACTS, max_size=3),
@@ -632,6 +634,7 @@ BATCHES = st.builds(
     events=st.lists(EVENTS, max_size=2),
     resources=st.lists(RESOURCES, max_size=1),
     heartbeat=st.none() | st.tuples(st.just("r1"), TIMES),
+    superseded=st.lists(SUPERSEDED, max_size=1),
 )
 POISONED = st.sampled_from([None, *POISONS.values()])
 
@@ -647,6 +650,10 @@ def _everything(store: Store) -> dict[str, Any]:
         **snapshot(store),
         **narrowed,
         "unfinished": list(store.unfinished(["chain-1"])),
+        "stale": list(store.stale("summarise", "chain-1")),
+        "of_template": list(store.stale("translate", None)),
+        "templates": store.templates(),
+        "last_attempts": store.last_attempts(["p0", "p1", "p2"]),
         "by_state": store.count_by_state(),
         "runs": store.runs(),
     }
