@@ -335,6 +335,7 @@ def test_an_empty_store_summarizes_to_zeros() -> None:
     assert summary["attempts"]["total"] == 0
     assert summary["errors"] == []
     assert summary["events"] == {}
+    assert summary["steps"] == {}
     assert "No pipelines recorded yet." in _text(summary)
 
 

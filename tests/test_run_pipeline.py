@@ -191,10 +191,18 @@ def test_editing_a_comment_keeps_the_pipeline_id() -> None:
     assert before.pipeline_id == after.pipeline_id
 
 
-def test_changing_a_task_body_makes_a_new_pipeline_id() -> None:
+def test_changing_a_task_body_keeps_the_pipeline_id_and_changes_the_chain_digest() -> None:
+    # A pipeline is a row through a named template: an edited step reruns in it.
     before = chain_with(judge_v1).bind(7).prepare()
     after = chain_with(judge_v2).bind(7).prepare()
-    assert before.pipeline_id != after.pipeline_id
+    assert before.pipeline_id == after.pipeline_id
+    assert before.chain_digest != after.chain_digest  # what the Runner notices the edit by
+
+
+def test_renaming_a_template_makes_other_pipelines() -> None:
+    one = pipeline("a", fetch, judge).bind(7).prepare()
+    two = pipeline("b", fetch, judge).bind(7).prepare()
+    assert one.pipeline_id != two.pipeline_id
 
 
 def test_changing_the_seed_or_the_repeat_makes_a_new_pipeline_id() -> None:
@@ -230,8 +238,8 @@ def test_a_keyed_pipeline_id_survives_code_and_seed_changes() -> None:
     before = chain_with(judge_v1).bind(7, key="row-7").prepare()
     after = chain_with(judge_v2).bind(8, key="row-7").prepare()
     assert before.pipeline_id == after.pipeline_id
-    assert before.chain_digest != after.chain_digest  # what the Runner checks to refuse
-    assert before.seed_digest != after.seed_digest
+    assert before.chain_digest != after.chain_digest  # an edit: the Runner reruns it
+    assert before.seed_digest != after.seed_digest  # another row: the Runner refuses it
 
 
 def test_a_keyed_pipeline_id_depends_on_template_name_key_and_repeat() -> None:

@@ -103,7 +103,7 @@ def test_an_unreadable_checkpoint_restarts_that_pipeline_from_its_seed_and_says_
     store.close()
 
 
-def test_changing_a_task_makes_new_pipelines_and_keeps_the_old_ones() -> None:
+def test_changing_a_task_keeps_the_pipelines_and_reruns_only_that_task() -> None:
     store = MemoryStore()
     run_virtually(runner(store), EVAL.map(range(3)))
 
@@ -114,10 +114,12 @@ def test_changing_a_task_makes_new_pipelines_and_keeps_the_old_ones() -> None:
     report = run_virtually(
         runner(store), pipeline("eval", fetch, stricter).map(range(3)), resume=True
     )
-    assert report.by_state == {"succeeded": 6}
+    assert report.by_state == {"succeeded": 3}
+    assert all(SIDE_EFFECTS["fetch", x] == 1 for x in range(3))
+    assert len(rows(store, RowKind.TASK_HISTORY, name="judge")) == 3  # the old outputs
 
 
-def test_an_explicit_key_whose_stored_digests_differ_is_refused_and_the_row_kept() -> None:
+def test_an_explicit_key_over_another_input_row_is_refused_and_the_row_kept() -> None:
     store = MemoryStore()
     run_virtually(runner(store), EVAL.map([1, 2], key_of=lambda x: f"item-{x}"))
     before = rows(store, RowKind.PIPELINES)

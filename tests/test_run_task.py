@@ -389,9 +389,14 @@ def test_the_name_is_part_of_the_fingerprint() -> None:
     assert task(judge_plain, name="a").fingerprint != task(judge_plain, name="b").fingerprint
 
 
-def test_resource_and_timeout_are_not_part_of_the_fingerprint() -> None:
-    moved = as_judge(judge_plain, resource="keys", timeout_s=3)
-    assert moved.fingerprint == as_judge(judge_plain).fingerprint
+def test_the_timeout_is_not_part_of_the_fingerprint() -> None:
+    assert as_judge(judge_plain, timeout_s=3).fingerprint == as_judge(judge_plain).fingerprint
+
+
+def test_the_pool_a_task_leases_from_is_part_of_the_fingerprint() -> None:
+    # Another pool may be another model: its checkpoints are not this task's outputs.
+    moved = as_judge(judge_plain, resource="keys")
+    assert moved.fingerprint != as_judge(judge_plain).fingerprint
 
 
 def make_judge(model: str) -> Task:

@@ -37,6 +37,7 @@ from pyattacker.store import (
     RunState,
     SQLiteStore,
     Store,
+    Superseded,
     TaskRow,
     TaskState,
     open_store,
@@ -195,6 +196,7 @@ def test_store_exports_exactly_the_public_names() -> None:
         "RunState",
         "SQLiteStore",
         "Store",
+        "Superseded",
         "TaskRow",
         "TaskState",
         "export_rows",
@@ -413,6 +415,47 @@ def test_unfinished_yields_pipelines_not_succeeded_of_the_chains_in_ordinal_orde
     assert list(begun.unfinished([])) == []
 
 
+def test_stale_yields_a_templates_unfinished_or_edited_pipelines_and_all_when_fresh(
+    begun: Store,
+) -> None:
+    rows = [
+        pipeline("done", state=PipelineState.SUCCEEDED),
+        pipeline("edited", state=PipelineState.SUCCEEDED, chain_digest="chain-0"),
+        pipeline("failed", state=PipelineState.FAILED),
+        pipeline("other", template="translate", state=PipelineState.FAILED),
+    ]
+    begun.write(Batch(pipelines=rows))
+    assert [p.pipeline_id for p in begun.stale("summarise", "chain-1")] == ["edited", "failed"]
+    every = [p.pipeline_id for p in begun.stale("summarise", None)]
+    assert every == ["done", "edited", "failed"]
+    assert begun.templates() == ["summarise", "translate"]
+
+
+def test_superseded_task_rows_move_to_the_history_in_the_batch_that_says_so(
+    begun: Store,
+) -> None:
+    begun.write(Batch(pipelines=[pipeline(cursor=3)], tasks=[task(seq=s) for s in range(3)]))
+    move = Superseded(pipeline_id="p1", from_seq=1, run_id="r2", at=2000.0)
+    begun.write(Batch(superseded=[move], tasks=[task(seq=1, run_id="r2", attempts=2)]))
+    assert [(t["seq"], t["run_id"]) for t in begun.rows(RowKind.TASKS)] == [(0, "r1"), (1, "r2")]
+    history = list(begun.rows(RowKind.TASK_HISTORY, pipeline_id="p1"))
+    assert [(h["seq"], h["run_id"], h["superseded_by"]) for h in history] == [
+        (1, "r1", "r2"),
+        (2, "r1", "r2"),
+    ]
+    assert history[0]["output_artifact"] == "out-p1-1"
+    assert history[0]["output_data"] is None  # these task rows carried no output
+
+
+def test_last_attempts_is_the_highest_number_recorded_anywhere_per_step(begun: Store) -> None:
+    begun.write(Batch(pipelines=[pipeline(cursor=1), pipeline("p2")], tasks=[task(attempts=2)]))
+    begun.write(Batch(attempts=[attempt(seq=0, number=1), attempt(seq=1, number=3)]))
+    begun.write(Batch(superseded=[Superseded(pipeline_id="p1", from_seq=0, run_id="r2", at=1.0)]))
+    begun.write(Batch(attempts=[attempt("p2", seq=0, number=1)]))
+    assert begun.last_attempts(["p1", "p2", "unknown"]) == {"p1": {0: 2, 1: 3}, "p2": {0: 1}}
+    assert begun.last_attempts([]) == {}
+
+
 def test_pipeline_and_artifact_lookups_return_rows_or_none(begun: Store) -> None:
     begun.write(checkpoint("p1", 0))
     assert begun.pipeline("p1") == pipeline("p1", state=PipelineState.RUNNING, cursor=1)
@@ -562,6 +605,7 @@ SMALL = st.integers(0, 4)
 
 PIPELINES = st.builds(
     pipeline, IDS, chain_digest=st.sampled_from(["chain-1", "chain-2"]),
+    template=st.sampled_from(["summarise", "translate"]),
     state=st.sampled_from(PipelineState), cursor=SMALL, ordinal=SMALL, key=st.none() | SHORT,
     updated_at=TIMES, output_artifact=st.none() | DIGESTS, error=st.none() | SHORT,
 )  # fmt: skip
@@ -582,6 +626,7 @@ EVENTS = st.builds(
     event, SHORT, pipeline_id=st.none() | IDS, seq=st.none() | SMALL, data=JSON_DICTS
 )
 RESOURCES = st.builds(resource, SHORT, spec=JSON_DICTS)
+SUPERSEDED = st.builds(Superseded, pipeline_id=IDS, from_seq=SMALL, run_id=SHORT, at=TIMES)
 BATCHES = st.builds(
     Batch,
     artifacts=st.lists(ARTIFACTS, max_size=3),
@@ -591,6 +636,7 @@ BATCHES = st.builds(
     events=st.lists(EVENTS, max_size=2),
     resources=st.lists(RESOURCES, max_size=1),
     heartbeat=st.none() | st.tuples(st.just("r1"), TIMES),
+    superseded=st.lists(SUPERSEDED, max_size=1),
 )
 POISONED = st.sampled_from([None, *POISONS.values()])
 
@@ -606,6 +652,10 @@ def _everything(store: Store) -> dict[str, Any]:
         **snapshot(store),
         **narrowed,
         "unfinished": list(store.unfinished(["chain-1"])),
+        "stale": list(store.stale("summarise", "chain-1")),
+        "of_template": list(store.stale("translate", None)),
+        "templates": store.templates(),
+        "last_attempts": store.last_attempts(["p0", "p1", "p2"]),
         "by_state": store.count_by_state(),
         "runs": store.runs(),
     }

@@ -32,10 +32,11 @@ from pyattacker.store import (
     RunRow,
     RunState,
     SQLiteStore,
+    Superseded,
     TaskRow,
 )
 from pyattacker.store._lifecycle import this_host
-from pyattacker.store._schema import MIGRATIONS
+from pyattacker.store._schema import _TASK_HISTORY, MIGRATIONS, Migration
 from pyattacker.store._tables import TABLES
 from test_store import (
     attempt,
@@ -199,7 +200,7 @@ def test_unfinished_yields_each_pipeline_once_while_the_runner_writes_between_ro
 def test_the_migrations_create_exactly_the_columns_of_the_rows(written: Path) -> None:
     # plus `pipeline_num` (the rowid of their pipeline) where rows are found by it
     hidden = dict.fromkeys((RowKind.TASKS, RowKind.ATTEMPTS), ("pipeline_num",))
-    hidden[RowKind.ARTIFACTS] = ("pipeline_num",)
+    hidden[RowKind.ARTIFACTS] = hidden[RowKind.TASK_HISTORY] = ("pipeline_num",)
     for kind, table in TABLES.items():
         info = _raw(written, f"PRAGMA table_info({kind.value})")
         # a migration's new column comes after `pipeline_num`: compare them apart
@@ -249,6 +250,48 @@ def test_an_older_store_gets_the_additive_migrations_and_keeps_its_data(written:
     assert _raw(written, "SELECT count(note) FROM pipelines") == [(0,)]
     with pytest.raises(ConfigError, match="newer pyattacker"):
         SQLiteStore(written)
+
+
+def _old_store_holding_a_task(path: Path, migrations: tuple[Migration, ...]) -> None:
+    """A store with only ``migrations`` that holds one pipeline and its first task row:
+    the rows are written by today's store into another file, then copied over column by
+    column (today's write statements name columns an old store does not have)."""
+    today = path.with_name("today.db")
+    with SQLiteStore(today) as store:
+        store.begin_run(live_run("r1"), resume=False)
+        store.write(checkpoint("p1", 0))
+    with SQLiteStore(path, migrations=migrations) as old:
+        old.begin_run(live_run("r1"), resume=False)
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("ATTACH ? AS today", (str(today),))
+        for table in ("pipelines", "tasks"):
+            names = ", ".join(r[1] for r in conn.execute(f"PRAGMA main.table_info({table})"))
+            conn.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM today.{table}")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_a_store_from_before_task_history_gains_it_and_can_move_rows_to_it(
+    path: Path,
+) -> None:
+    _old_store_holding_a_task(path, MIGRATIONS[: MIGRATIONS.index(_TASK_HISTORY)])
+    with SQLiteStore(path) as upgraded:
+        move = Superseded(pipeline_id="p1", from_seq=0, run_id="r2", at=1.0)
+        upgraded.write(Batch(superseded=[move]))
+        moved = list(upgraded.rows(RowKind.TASK_HISTORY))
+        assert [(h["pipeline_id"], h["seq"], h["superseded_by"]) for h in moved] == [
+            ("p1", 0, "r2")
+        ]
+        assert list(upgraded.rows(RowKind.TASKS)) == []
+    assert _raw(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+
+
+def test_opening_a_current_store_leaves_the_file_as_it_is(written: Path) -> None:
+    before = written.read_bytes()
+    SQLiteStore(written).close()
+    assert written.read_bytes() == before
 
 
 def test_a_migration_that_fails_changes_nothing(written: Path) -> None:

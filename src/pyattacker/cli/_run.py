@@ -76,6 +76,16 @@ Exit codes: 0 all succeeded, 1 some pipelines failed, 2 bad input, 130 interrupt
     help="Pipelines per row (repeat indices 0..K-1).",
 )
 @click.option("--key", "key_field", metavar="FIELD", help="Name each pipeline by this row field.")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Rerun every step of the stored pipelines (implies --resume; old outputs are kept).",
+)
+@click.option(
+    "--add-pipeline",
+    is_flag=True,
+    help="Add this pipeline to a store that holds pipelines of another one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 def run_command(
     target: str,
@@ -86,9 +96,12 @@ def run_command(
     concurrency: int,
     repeats: int,
     key_field: str | None,
+    fresh: bool,
+    add_pipeline: bool,
     as_json: bool,
 ) -> int:
     """Run a pipeline over every row of a JSON Lines file, with a durable record."""
+    resume = resume or fresh
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
@@ -108,9 +121,8 @@ def run_command(
     again = _again(sys.argv[1:] if _invoked_as_cli() else None, target, path)
     with Runner(path, pools=pools, concurrency=concurrency) as runner:
         total = count * repeats if rows is not None else runner.store.count_pipelines()
-        report = _flags_named(
-            lambda: _run(runner, specs, total=total, resume=resume, quiet=as_json)
-        )
+        options = {"resume": resume, "fresh": fresh, "add_pipeline": add_pipeline}
+        report = _flags_named(lambda: _run(runner, specs, total=total, quiet=as_json, **options))
         if as_json:
             click.echo(json.dumps({"run": report.to_dict(), "report": summarize(runner.store)}))
         else:
@@ -307,12 +319,12 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name) or "run"
 
 
-def _run(runner: Runner, specs: Any, *, total: int, resume: bool, quiet: bool) -> RunReport:
+def _run(runner: Runner, specs: Any, *, total: int, quiet: bool, **options: bool) -> RunReport:
     progress = None if quiet else RunProgress.for_stderr(runner.stats, total=total, label="run")
     if progress is None:
-        return runner.run(specs, resume=resume)
+        return runner.run(specs, **options)
     with progress:
-        return runner.run(specs, resume=resume)
+        return runner.run(specs, **options)
 
 
 def _invoked_as_cli() -> bool:
@@ -323,13 +335,14 @@ def _again(argv: list[str] | None, target: str, path: Path) -> str:
     """The command that continues this run: the one given, with --store and --resume."""
     if argv is None:  # called in-process (tests, embedding): the essentials only
         argv = ["run", target]
-    words = [w for w in argv if w != "--resume"]
+    words = [w for w in argv if w not in ("--resume", "--fresh")]  # continue, not rerun
     if "--store" not in words:
         words += ["--store", str(path)]
     return shlex.join(["pyattacker", *words, "--resume"])
 
 
 _FLAGS = {"key": "--key", "key_of": "--key", "resource": "--pools", "store": "--store"}
+_FLAGS["add_pipeline"] = "--add-pipeline"
 
 
 def _flags_named(run: Any) -> RunReport:

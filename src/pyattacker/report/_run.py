@@ -57,7 +57,10 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         ``usage``: what every attempt reported with ``lease.report(usage=...)``, summed by
         name); ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
         ``message``, ``count``, ``gave_up`` — how many of them ended their task —, ``tasks``,
-        ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind.
+        ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind; ``steps``:
+        per run that recorded it (a run records it when it ends), the steps it took from
+        the store (``reused``) and the steps it ran (``ran``), ``{run_id: {...}}`` oldest
+        first.
 
         Counters are ordered by count, largest first. Raises ``ConfigError`` (field
         ``errors``) for a negative ``errors``; whatever the store raises passes through.
@@ -71,7 +74,7 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         tally.task_row(row)
     for row in store.rows(RowKind.ATTEMPTS):
         tally.attempt(row)
-    events = Counter(str(row["kind"]) for row in store.rows(RowKind.EVENTS))
+    events, steps = _events_and_steps(store.rows(RowKind.EVENTS))
     return {
         "store": store.location,
         "runs": [_run(run) for run in _run_dicts(store)],
@@ -85,6 +88,7 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         "errors": tally.top_errors(errors),
         "errors_distinct": len(tally.errors),
         "events": _ranked(events),
+        "steps": steps,
     }
 
 
@@ -249,6 +253,24 @@ class _Tally:
         ]
 
 
+def _events_and_steps(
+    rows: Iterable[Mapping[str, Any]],
+) -> tuple[Counter[str], dict[str, dict[str, int]]]:
+    """Events by kind, and the step counts each run recorded (``run.steps`` events)."""
+    events: Counter[str] = Counter()
+    steps: dict[str, dict[str, int]] = {}
+    for row in rows:
+        kind = str(row["kind"])
+        events[kind] += 1
+        data = row.get("data") or {}
+        if kind == "run.steps":
+            steps[str(row["run_id"])] = {
+                "reused": int(data.get("reused", 0)),
+                "ran": int(data.get("ran", 0)),
+            }
+    return events, steps
+
+
 # -- text ----------------------------------------------------------------------------------
 
 
@@ -266,7 +288,7 @@ def render_run_text(summary: Mapping[str, Any]) -> RenderableType:
         table = section(summary)
         if table is not None:
             parts.append(table)
-    lines = _attempt_lines(summary["attempts"])
+    lines = [*_steps_lines(summary.get("steps") or {}), *_attempt_lines(summary["attempts"])]
     if lines:
         parts += [Text("\n".join(lines)), Text()]
     for section in (_failures_grid, _errors_table):
@@ -373,6 +395,14 @@ def _attempt_lines(attempts: Mapping[str, Any]) -> list[str]:
 def _number(value: float) -> str:
     """``12,345`` for whole numbers, ``0.25`` otherwise (usage may be tokens or dollars)."""
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+def _steps_lines(steps: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """What the last run that recorded its steps took from the store and what it ran."""
+    if not steps:
+        return []
+    run_id, last = list(steps.items())[-1]
+    return [f"Steps of run {run_id}: {last['reused']} reused from the store, {last['ran']} ran"]
 
 
 def _failures_grid(summary: Mapping[str, Any]) -> Table | None:

@@ -3,8 +3,9 @@
 The half of an ``Execution`` (``pyattacker.run._execute``) that decides what runs: it pulls
 the input in chunks as large as the free room (so a generator is never materialised), looks
 each chunk up in the store with one query, refuses bad input before anything of it runs
-(a pool nobody has, a seed no codec stores, a key that names other work), and continues
-stored pipelines from their last readable checkpoint on resume.
+(a pool nobody has, a seed no codec stores, a key over another input row), and continues
+stored pipelines from their last readable checkpoint on resume, or reruns an edited one
+from its first changed step (``_reuse``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
+from pyattacker.run._reuse import StepReuse
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
 from pyattacker.store import (
@@ -59,9 +61,12 @@ class Job:
     # On a restart from the seed: the successful attempts that the old task rows carry,
     # by seq. Each becomes an attempts row of its own when its task row is replaced.
     carried: dict[int, AttemptRow] = dataclasses.field(default_factory=dict)
+    # A stored pipeline's highest attempt number recorded per seq, which this run's
+    # attempts of that step continue after (None: a new pipeline, nothing recorded).
+    prior: Mapping[int, int] | None = None
 
 
-class Admission:
+class Admission(StepReuse):
     """Admits pipelines for the ``Execution`` that inherits it (see the module docstring).
 
     The attributes and the methods at the end are the Execution's: set in its
@@ -127,6 +132,7 @@ class Admission:
     def _check_template(self, template: PipelineTemplate) -> None:
         """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
         bad input, found before anything of that template runs or is written."""
+        self._check_held(template)
         missing = template.missing_pool(self._pools)
         if missing is not None:
             known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
@@ -147,20 +153,13 @@ class Admission:
         # Pipelines admitted above were staged with this run's id: flush so that the store
         # does not offer them again.
         await self._commit.checkpoint()
-        for row in self._store.unfinished(list(templates)):
-            if row.run_id == self.run_id or row.pipeline_id in self._live:
-                continue
-            await self._wait_room()
-            if self.stopping:
-                return
-            job = self._resume_job(templates[row.chain_digest], row)
-            if job is not None:
-                self._start(job)
+        await self._admit_revisited(templates.values())
 
     def _admit_chunk(self, specs: list[PipelineSpec]) -> None:
         """Start the pipelines of ``specs`` that need running; there is room for all."""
         prepared = [self._prepare(spec) for spec in specs]
         stored = self._store.pipelines([p.pipeline_id for p in prepared])
+        prior = self._prior_attempts(specs, prepared, stored) if stored else {}
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
             if pid in self._live:
@@ -176,15 +175,21 @@ class Admission:
             if row is None:
                 self._start(self._new_job(spec, prep))
                 continue
-            self._check_key(spec, prep.chain_digest, prep.seed_digest, row)
-            if row.state is PipelineState.SUCCEEDED:
+            self._check_key(spec, prep.seed_digest, row)
+            if self._revisits(spec.template, row):
+                job = self._revisit_job(spec.template, row, seed=spec.seed)
+            elif row.state is PipelineState.SUCCEEDED:
                 self.counters.skipped += 1
+                self.counters.reused += row.cursor
+                continue
             elif row.run_id == self.run_id:
                 self.counters.duplicates += 1
+                continue
             else:
                 job = self._resume_job(spec.template, row, seed=spec.seed)
-                if job is not None:
-                    self._start(job)
+            if job is not None:
+                job.prior = prior.get(pid)
+                self._start(job)
 
     def _prepare(self, spec: PipelineSpec) -> Any:
         if spec.key is not None and not _storable(spec.key):
@@ -202,20 +207,17 @@ class Admission:
                 hint="pass JSON-able rows, dataclasses or bytes, or register a codec",
             ) from exc
 
-    def _check_key(
-        self, spec: PipelineSpec, chain_digest: str, seed_digest: str, stored: PipelineRow
-    ) -> None:
-        if spec.key is None:
+    def _check_key(self, spec: PipelineSpec, seed_digest: str, stored: PipelineRow) -> None:
+        """A key names one input row: refuse it over another row (edited tasks are not
+        refused: they rerun what changed, see ``_reuse``)."""
+        if spec.key is None or stored.seed_digest == seed_digest:
             return
-        if stored.chain_digest == chain_digest and stored.seed_digest == seed_digest:
-            return
-        what = "tasks" if stored.chain_digest != chain_digest else "input row"
         raise ConfigError(
-            f"key {spec.key!r} is already in the store with different {what}",
+            f"key {spec.key!r} is already in the store with a different input row",
             field="key",
             hint=(
-                "a key names one computation: use a new key (or a new template name) for "
-                "changed tasks or input, or a new store; the stored pipeline was left as it is"
+                "a key names one input row: use a new key (or a new template name) for "
+                "another row, or a new store; the stored pipeline was left as it is"
             ),
         )
 
@@ -256,9 +258,12 @@ class Admission:
         now = epoch_time()
         pid, cursor = stored.pipeline_id, stored.cursor
         if cursor >= len(template.tasks):  # every checkpoint is in: it only lacked the label
-            done = dataclasses.replace(stored, state=PipelineState.SUCCEEDED, updated_at=now)
+            done = dataclasses.replace(
+                stored, state=PipelineState.SUCCEEDED, run_id=self.run_id, updated_at=now
+            )
             self._commit.checkpoint(pipeline=done)
             self.counters.skipped += 1
+            self.counters.reused += cursor
             return None
         value, digest_in, problem = self._load(pid, cursor - 1)
         carried: dict[int, AttemptRow] = {}
@@ -268,6 +273,7 @@ class Admission:
             carried = self._carried_attempts(pid)
             cursor = 0
             value, digest_in, problem = self._load(pid, -1)
+        self.counters.reused += cursor
         row = dataclasses.replace(
             stored,
             state=PipelineState.PENDING,

@@ -34,6 +34,7 @@ from pyattacker.store import (
     PipelineRow,
     ResourceRow,
     Store,
+    Superseded,
     TaskRow,
 )
 
@@ -101,6 +102,11 @@ class Committer:
             batch.tasks.append(task)
         if pipeline is not None:
             self._pipelines[pipeline.pipeline_id] = pipeline
+
+    def supersede(self, move: Superseded) -> None:
+        """Stage the move of a pipeline's task rows to the task history; it rides with the
+        checkpoint that moves the pipeline's cursor back (staged right after it)."""
+        self._batch.superseded.append(move)
 
     def attempt(self, row: AttemptRow) -> asyncio.Future[None] | None:
         """Stage an attempt row; a future to await only when writing through."""

@@ -109,6 +109,8 @@ class Execution(Admission):
         settings: Settings,
         counters: RunCounters,
         scrubber: Scrubber,
+        fresh: bool = False,
+        held_templates: frozenset[str] | None = None,
     ) -> None:
         self.run_id = run_id
         self._store = store
@@ -128,6 +130,8 @@ class Execution(Admission):
         self._live_seeds: dict[str, str] = {}  # seed digest of each live pipeline
         self._parked: set[asyncio.Future[bool]] = set()
         self._ordinal = 0
+        self.fresh = fresh
+        self.held_templates = held_templates
         self.stop_reason: str | None = None
         self.failures: list[dict[str, Any]] = []
         self.input_error: BaseException | None = None
@@ -280,24 +284,28 @@ class Execution(Admission):
     # -- one task: attempts, decisions, parking -------------------------------------------
 
     async def _task(self, job: Job, task: Task, seq: int) -> tuple[Any, int, TaskContext]:
+        """``(value, number of the last attempt, its ctx)``. ``attempt`` counts this run's
+        (the retry budget); recorded numbers continue after ``job.prior``'s (``_reuse``)."""
         first = self._now()
         started_at = epoch_time()
+        base = 0 if job.prior is None else job.prior.get(seq, 0)
         attempt = 1
         while True:
-            ctx = self._context(job, task, seq, attempt)
+            ctx = self._context(job, task, seq, attempt, base)
             try:
                 value, error = await self._attempt(job, task, seq, ctx)
             except _Interrupted:
                 if attempt > 1:
-                    self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt - 1, started_at)
+                    ran = base + attempt - 1
+                    self._task_row(job, task, seq, TaskState.INTERRUPTED, ran, started_at)
                 raise
             except asyncio.CancelledError:
                 ran = attempt if _TIMING in ctx.meta else attempt - 1  # or queued for a slot
                 if ran:
-                    self._task_row(job, task, seq, TaskState.INTERRUPTED, ran, started_at)
+                    self._task_row(job, task, seq, TaskState.INTERRUPTED, base + ran, started_at)
                 raise
             if error is None:
-                return value, attempt, ctx
+                return value, base + attempt, ctx
             decision = task.retry.decide(
                 error,
                 attempts_used=attempt,
@@ -307,20 +315,21 @@ class Execution(Admission):
             )
             self._record(job, task, seq, ctx, error, decision.to_dict())
             if not decision.retry:
-                self._task_row(job, task, seq, TaskState.FAILED, attempt, started_at, error)
-                raise _TaskFailed(error, attempt)
+                self._task_row(job, task, seq, TaskState.FAILED, ctx.attempt, started_at, error)
+                raise _TaskFailed(error, ctx.attempt)
             self.counters.retries += 1
             if not await self._park(decision.delay_s):
-                self._task_row(job, task, seq, TaskState.INTERRUPTED, attempt, started_at)
+                self._task_row(job, task, seq, TaskState.INTERRUPTED, ctx.attempt, started_at)
                 raise _Interrupted
             attempt += 1
 
-    def _context(self, job: Job, task: Task, seq: int, attempt: int) -> TaskContext:
+    def _context(self, job: Job, task: Task, seq: int, attempt: int, base: int) -> TaskContext:
+        """The context of this run's ``attempt``-th attempt, numbered ``base + attempt``."""
         pid = job.row.pipeline_id
         return TaskContext(
             self._pools,
-            # Seeded on first use, from the attempt's identity: reruns draw the same. An int
-            # seed, because seeding from a str costs a SHA-512 (5x the time).
+            # Seeded on first use, from the attempt's identity (this run's count): reruns draw
+            # the same. An int seed, because seeding from a str costs a SHA-512 (5x the time).
             rng=int(pid[:16], 16) ^ (seq << 20) ^ attempt,
             clock=self._clock,
             pool=task.resource,
@@ -330,7 +339,7 @@ class Execution(Admission):
             pipeline_id=pid,
             task_id=f"{pid}:{seq}",
             seq=seq,
-            attempt=attempt,
+            attempt=base + attempt,
             store=self._store,
             emit=lambda kind, data: self._event(kind, pid, seq, data),
         )

@@ -8,18 +8,21 @@ pipeline's rows in the store), and annotated types that chain (see :func:`chains
 :class:`PipelineSpecs`, pulling one row at a time, so ten million rows from a generator are
 never held in memory.
 
-**Identity.** ``spec.prepare(codecs)`` encodes the seed and names the pipeline:
+**Identity.** ``spec.prepare(codecs)`` encodes the seed and names the pipeline. A pipeline
+is a row of the input through a *named* template, and stays one pipeline while its steps
+are edited:
 
-- without a key, ``pipeline_id`` is a digest of ``(chain_digest, seed_digest, repeat)``:
-  changing a task's code, its settings, or the seed makes a new pipeline, and the same
-  work submitted twice is recognised as done;
-- with ``key``, it is a digest of ``("key", template name, key, repeat)``, stable across
-  code changes. The Runner compares the stored chain and seed digests with the new ones
-  and refuses a key whose computation changed.
+- without a key, ``pipeline_id`` is a digest of ``("pipeline", template name,
+  seed_digest, repeat)``;
+- with ``key``, a digest of ``("key", template name, key, repeat)``; the Runner refuses
+  a key whose stored seed differs (a key names one input row).
 
-``chain_digest`` covers the task fingerprints in order, not the template's name, so a
-renamed template keeps its pipelines. Every digest input is a JSON array, which keeps
-``("ab", "c")`` and ``("a", "bc")`` apart.
+Neither covers the tasks: editing a step keeps the pipeline, and the Runner reruns the
+steps whose own fingerprint (or input) changed, taking the others from the store
+(``pyattacker.run._reuse``). ``chain_digest`` (the task fingerprints in order, not the
+name) is recorded with each pipeline to notice such edits. Renaming the template makes
+other pipelines. Every digest input is a JSON array, which keeps ``("ab", "c")`` and
+``("a", "bc")`` apart.
 """
 
 from __future__ import annotations
@@ -241,7 +244,7 @@ class PipelineSpec:
         if self.key is not None:
             parts: list[Any] = ["key", self.template.name, self.key, self.repeat]
         else:
-            parts = ["pipeline", self.template.chain_digest, seed_digest, self.repeat]
+            parts = ["pipeline", self.template.name, seed_digest, self.repeat]
         return digest(canonical_json(parts))
 
 

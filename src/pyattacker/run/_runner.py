@@ -40,6 +40,7 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
+from pyattacker.run._reuse import check_known, known_names
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
 from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
@@ -150,9 +151,16 @@ class Runner:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, specs: Iterable[Any] | Any, *, resume: bool = False) -> RunReport:
+    def run(
+        self,
+        specs: Iterable[Any] | Any,
+        *,
+        resume: bool = False,
+        fresh: bool = False,
+        add_pipeline: bool = False,
+    ) -> RunReport:
         """Run ``specs`` to the end and return the report; blocks. See ``run_async``."""
-        coro = self.run_async(specs, resume=resume)
+        coro = self.run_async(specs, resume=resume, fresh=fresh, add_pipeline=add_pipeline)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -182,21 +190,39 @@ class Runner:
             with contextlib.suppress(RuntimeError):  # the run ended and its loop closed
                 loop.call_soon_threadsafe(execution.cancel_live)
 
-    async def run_async(self, specs: Iterable[Any] | Any, *, resume: bool = False) -> RunReport:
+    async def run_async(
+        self,
+        specs: Iterable[Any] | Any,
+        *,
+        resume: bool = False,
+        fresh: bool = False,
+        add_pipeline: bool = False,
+    ) -> RunReport:
         """Run every pipeline of ``specs`` (``template.map(rows)``, ``template.bind(seed)``,
         an iterable of those, or a template alone to resume its stored pipelines).
 
-        With ``resume``, pipelines already ``succeeded`` in the store are skipped and the
-        others continue from their last checkpoint, the store's unfinished pipelines of the
-        same templates included (their input comes from the store). Without it, a store
-        that already holds pipelines is refused (``ConfigError``) and left untouched.
+        With ``resume``, the store's pipelines of the same templates (by name) are looked
+        at again, those of the input and, when the input ends, the others too (their input
+        comes from the store): succeeded ones whose steps are unchanged are skipped,
+        failed and interrupted ones continue from their last checkpoint, and edited ones
+        (a step's fingerprint changed) rerun from their first changed step, the steps
+        before it taken from the store (``pyattacker.run._reuse``). ``fresh`` (implies
+        ``resume``) reruns every step of them, keeping the old outputs in the task history.
+        Without ``resume``, a store that already holds pipelines is refused and left
+        untouched; with it, so is a store holding pipelines of other templates only,
+        unless ``add_pipeline`` (``ConfigError`` in both cases).
 
         Raises ``ConfigError`` for bad input (before anything runs when it can be known
         then), ``StoreError`` when the store stopped recording.
         """
         if self._execution is not None:
             raise ConfigError("this Runner is already running", field="run")
+        resume = resume or fresh
         store = self.store
+        held = None if add_pipeline or not resume else frozenset(store.templates())
+        names = known_names(specs)
+        if held is not None and names is not None:  # before anything is written
+            check_known(names, held, store.location)
         run_id = _new_run_id()
         run = RunRow(
             run_id=run_id,
@@ -226,6 +252,8 @@ class Runner:
             settings=self.settings,
             counters=counters,
             scrubber=Scrubber(self._pools.values()),
+            fresh=fresh,
+            held_templates=held,
         )
         self._execution, self._loop = execution, asyncio.get_running_loop()
         if self._stop_on_start is not None:
@@ -241,6 +269,7 @@ class Runner:
                     # Cancelled from outside, it stops and cancels what runs, then drains.
                     await execution.admit_all(_as_iterable(specs), resume=resume)
                 finally:
+                    execution._event("run.steps", None, None, counters.steps())
                     committer.flush()
         finally:
             self._execution = None

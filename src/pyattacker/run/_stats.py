@@ -27,6 +27,7 @@ class RunCounters:
     parked: int = 0  # waiting out a retry delay, holding no worker
     in_flight: int = 0  # attempts running now (<= concurrency)
     restarted: int = 0  # resumed pipelines whose checkpoint could not be read
+    reused: int = 0  # steps taken from the store (committed before this run), not run
     pipelines: Counter[str] = field(default_factory=Counter)  # ended, by state
     tasks: Counter[str] = field(default_factory=Counter)  # ended, by state
     attempts: int = 0
@@ -51,6 +52,7 @@ class RunCounters:
                 "ended": dict(self.pipelines),
             },
             "tasks": dict(self.tasks),
+            "steps": self.steps(),
             "attempts": {
                 "total": self.attempts,
                 "retries": self.retries,
@@ -61,6 +63,11 @@ class RunCounters:
             },
         }
 
+    def steps(self) -> dict[str, int]:
+        """Steps taken from the store (``reused``) and executed by this run (``ran``: task
+        rows it wrote, whatever their state)."""
+        return {"reused": self.reused, "ran": sum(self.tasks.values())}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunReport:
@@ -68,6 +75,8 @@ class RunReport:
 
     ``stats`` is the final ``Runner.stats()`` snapshot plus ``stats["pipelines"]
     ["by_state"]``: every pipeline in the store by state, earlier runs included.
+    ``stats["steps"]`` is ``{"reused": n, "ran": m}``: steps this run took from the store
+    (committed by earlier runs) and steps it executed.
     ``failures`` lists up to ``Runner(report_failures=…)`` failed pipelines of this run
     (``key`` — the ``--key`` value, else the input row index —, ``pipeline_id``, ``task``,
     ``error_class``, ``error``). ``resume_hint`` says how to

@@ -21,8 +21,8 @@ checkpoint of *this* task from one of yesterday's code. It is a digest of:
   task's fingerprint or a function's code digest where they are those, else their type's
   name. So ``make_judge(model="a")`` and ``make_judge(model="b")`` share a code digest but
   not a fingerprint;
-- ``retry`` (its ``repr``), the algorithm's name, ``config`` (canonical JSON) and
-  ``version``.
+- ``retry`` (its ``repr``), the algorithm's name, the ``resource`` (pool) it leases from,
+  ``config`` (canonical JSON) and ``version``.
 
 Not covered: module globals the function reads and helpers it calls. Bump ``version``
 when one of those changes what the task returns.
@@ -127,6 +127,7 @@ class Task:
             "factory": factory,
             "retry": repr(self.retry),
             "algorithm": None if self.algorithm is None else self.algorithm.name,
+            "resource": self.resource,
             "config": _thaw(self.config),
             "version": self.version,
         }

@@ -28,6 +28,7 @@ from pyattacker.store._rows import (
     RowKind,
     RunRow,
     RunState,
+    Superseded,
     TaskRow,
     TaskState,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "RunState",
     "SQLiteStore",
     "Store",
+    "Superseded",
     "TaskRow",
     "TaskState",
     "export_rows",

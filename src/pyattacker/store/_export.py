@@ -130,6 +130,8 @@ def _view(store: Store, kind: RowKind | str) -> Iterator[Row]:
         return (_nested(store, p) for p in store.rows(RowKind.PIPELINES))
     if kind is RowKind.ARTIFACTS:
         return (_readable_artifact(a) for a in store.rows(RowKind.ARTIFACTS))
+    if kind is RowKind.TASK_HISTORY:
+        return (_readable_history(h) for h in store.rows(RowKind.TASK_HISTORY))
     return store.rows(kind)
 
 
@@ -165,6 +167,21 @@ def _readable_artifact(artifact: Row) -> Row:
         except ValueError:  # bytes that do not decode: export them as they are
             pass
     return {**row, "data_base64": base64.b64encode(data).decode("ascii")}
+
+
+def _readable_history(row: Row) -> Row:
+    """A superseded task row with its old output as a value (JSON) or base64, like an
+    artifact's (``output_value`` or ``output_base64``)."""
+    data = row.get("output_data")
+    rest = {k: v for k, v in row.items() if k != "output_data"}
+    if data is None:
+        return rest
+    if row["output_codec"] == "json":
+        try:
+            return {**rest, "output_value": json.loads(data)}
+        except ValueError:  # bytes that do not decode: export them as they are
+            pass
+    return {**rest, "output_base64": base64.b64encode(data).decode("ascii")}
 
 
 # -- formats ----------------------------------------------------------------------------

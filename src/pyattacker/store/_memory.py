@@ -56,7 +56,11 @@ _RUN_STATE, _RUN_ENDED, _RUN_HEARTBEAT, _RUN_STOP = (
 _P_STATE, _P_RUN, _P_ORDINAL, _P_CHAIN = (
     _PIPELINES.names.index(n) for n in ("state", "run_id", "ordinal", "chain_digest")
 )
-_A_PIPELINE = TABLES[RowKind.ATTEMPTS].names.index("pipeline_id")
+_P_TEMPLATE = _PIPELINES.names.index("template")
+_A_PIPELINE, _A_SEQ, _A_ATTEMPT = (
+    TABLES[RowKind.ATTEMPTS].names.index(n) for n in ("pipeline_id", "seq", "attempt")
+)
+_T_ATTEMPTS = _TASKS.names.index("attempts")
 _IN_FLIGHT = frozenset({PipelineState.RUNNING.value, PipelineState.PENDING.value})
 
 
@@ -81,6 +85,7 @@ class MemoryStore:
         self._tasks_of: dict[str, dict[int, Values]] = {}
         self._artifacts: dict[tuple[str, int], Values] = {}
         self._attempts: list[Values] = []
+        self._task_history: list[Values] = []
         self._events: list[Values] = []
         self._resources: list[Values] = []
 
@@ -125,6 +130,8 @@ class MemoryStore:
         encoded = encoding(lambda: _as_stored(encode_batch(batch)), self.location)
         self._check_pipelines_known(encoded)
         beat = self._beat(encoded.heartbeat)  # may fail too: before anything changes
+        for pid, from_seq, run_id, at in encoded.superseded:
+            self._supersede(pid, from_seq, (run_id, at))
         for values in encoded.artifacts:
             self._artifacts[(values[0], values[1])] = values
         for values in encoded.tasks:
@@ -173,6 +180,37 @@ class MemoryStore:
         found.sort(key=lambda v: v[_P_ORDINAL])  # stable: ties stay in first-write order
         return (to_pipeline(decode(_PIPELINES, v)) for v in found)
 
+    def stale(self, template: str, chain_digest: str | None) -> Iterator[PipelineRow]:
+        self._check_open()
+        found = [
+            v
+            for v in self._pipelines.values()
+            if v[_P_TEMPLATE] == template
+            and (
+                chain_digest is None
+                or v[_P_STATE] != PipelineState.SUCCEEDED.value
+                or v[_P_CHAIN] != chain_digest
+            )
+        ]
+        return (to_pipeline(decode(_PIPELINES, v)) for v in found)
+
+    def templates(self) -> list[str]:
+        self._check_open()
+        return sorted({v[_P_TEMPLATE] for v in self._pipelines.values()})
+
+    def last_attempts(self, pipeline_ids: Sequence[str]) -> dict[str, dict[int, int]]:
+        self._check_open()
+        wanted = set(pipeline_ids)
+        found: dict[str, dict[int, int]] = {}
+        numbered = [(v[_A_PIPELINE], v[_A_SEQ], v[_A_ATTEMPT]) for v in self._attempts]
+        for values in (*self._tasks.values(), *self._task_history):
+            numbered.append((values[0], values[1], values[_T_ATTEMPTS]))
+        for pid, seq, attempt in numbered:
+            if pid in wanted:
+                by_seq = found.setdefault(pid, {})
+                by_seq[seq] = max(attempt, by_seq.get(seq, attempt))
+        return found
+
     def count_pipelines(self) -> int:
         self._check_open()
         return len(self._pipelines)
@@ -218,6 +256,9 @@ class MemoryStore:
                 (v for key, v in self._artifacts.items() if key[0] == pipeline_id),
                 key=lambda v: int(v[1]),
             )
+        if kind is RowKind.TASK_HISTORY:
+            mine = (v for v in self._task_history if v[0] == pipeline_id)
+            return sorted(mine, key=lambda v: int(v[1]))  # stable: oldest first per seq
         rows = self._attempts if kind is RowKind.ATTEMPTS else self._events
         position = TABLES[kind].names.index("pipeline_id")
         return [v for v in rows if v[position] == pipeline_id]
@@ -231,7 +272,15 @@ class MemoryStore:
             RowKind.EVENTS: self._events.copy,
             RowKind.ARTIFACTS: self._artifacts.values,
             RowKind.RESOURCES: self._resources.copy,
+            RowKind.TASK_HISTORY: self._task_history.copy,
         }[kind]()
+
+    def _supersede(self, pipeline_id: str, from_seq: int, marks: Values) -> None:
+        """Move the task rows at ``seq >= from_seq`` to the history (see ``Superseded``)."""
+        by_seq = self._tasks_of.get(pipeline_id, {})
+        for seq in sorted(s for s in by_seq if s >= from_seq):
+            self._task_history.append(by_seq.pop(seq) + marks)
+            del self._tasks[(pipeline_id, seq)]
 
     def _check_pipelines_known(self, encoded: EncodedBatch) -> None:
         arriving = {values[0] for values in encoded.pipelines}
@@ -284,6 +333,7 @@ def _as_stored(encoded: EncodedBatch) -> EncodedBatch:
         events=stored(RowKind.EVENTS, encoded.events),
         resources=stored(RowKind.RESOURCES, encoded.resources),
         heartbeat=encoded.heartbeat,
+        superseded=encoded.superseded,
     )
 
 

@@ -53,10 +53,11 @@ class Store(Protocol):
     def write(self, batch: Batch) -> None:
         """Commit everything in ``batch`` as one transaction; all or nothing.
 
-        Pipeline, task and artifact rows are upserts (the row is replaced whole: a task by
-        ``(pipeline_id, seq)``, an artifact likewise); attempts, events and resources are
-        appended. Artifacts, tasks and attempts must name a pipeline the store holds or the
-        batch brings. ``batch.heartbeat`` sets the run's
+        ``batch.superseded`` moves task rows to the task history first (see
+        ``Superseded``). Pipeline, task and artifact rows are upserts (the row is replaced
+        whole: a task by ``(pipeline_id, seq)``, an artifact likewise); attempts, events and
+        resources are appended. Artifacts, tasks and attempts must name a pipeline the
+        store holds or the batch brings. ``batch.heartbeat`` sets the run's
         ``heartbeat_at``. A failure raises ``StoreError`` with the cause, and the store
         is as it was before the call.
         """
@@ -82,6 +83,23 @@ class Store(Protocol):
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
         """Pipelines not ``succeeded`` whose ``chain_digest`` is in ``chain_digests``, in
         ``ordinal`` order; streamed (a store may hold millions)."""
+        ...
+
+    def stale(self, template: str, chain_digest: str | None) -> Iterator[PipelineRow]:
+        """Pipelines of ``template`` (its name) to look at again on resume: those not
+        ``succeeded`` and those recorded with a chain other than ``chain_digest`` (an
+        edited step); every pipeline of ``template`` when ``chain_digest`` is None (a fresh
+        run). In first-write order; streamed."""
+        ...
+
+    def templates(self) -> list[str]:
+        """The template names of the pipelines held, sorted."""
+        ...
+
+    def last_attempts(self, pipeline_ids: Sequence[str]) -> dict[str, dict[int, int]]:
+        """The highest attempt number recorded for each task of those pipelines (in
+        attempts, task rows and task history), ``{pipeline_id: {seq: attempt}}``; one query
+        for a chunk of admissions."""
         ...
 
     def count_pipelines(self) -> int: ...

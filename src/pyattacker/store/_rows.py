@@ -32,6 +32,7 @@ __all__ = [
     "RowKind",
     "RunRow",
     "RunState",
+    "Superseded",
     "TaskRow",
     "TaskState",
 ]
@@ -69,6 +70,7 @@ class RowKind(enum.StrEnum):
     EVENTS = "events"
     ARTIFACTS = "artifacts"
     RESOURCES = "resources"
+    TASK_HISTORY = "task_history"  # task rows replaced by a newer version of their step
 
 
 ROW_KINDS: tuple[str, ...] = tuple(kind.value for kind in RowKind)
@@ -228,6 +230,19 @@ class ResourceRow:
     spec: Mapping[str, Any]  # masked: never a key
 
 
+@dataclass(slots=True, kw_only=True)
+class Superseded:
+    """The task rows of ``pipeline_id`` at ``seq >= from_seq`` leave ``tasks`` for
+    ``task_history`` (with their outputs), marked superseded by ``run_id`` at ``at``: the
+    steps are about to run again (an edited step, or a fresh run), and their old outputs
+    are kept, never overwritten. Written before the batch's task rows."""
+
+    pipeline_id: str
+    from_seq: int
+    run_id: str
+    at: float
+
+
 @dataclass(slots=True)
 class Batch:
     """Everything one transaction writes. ``Store.write`` commits all of it or nothing.
@@ -246,10 +261,12 @@ class Batch:
     events: list[EventRow] = field(default_factory=list)
     resources: list[ResourceRow] = field(default_factory=list)
     heartbeat: tuple[str, float] | None = None  # (run_id, epoch seconds)
+    superseded: list[Superseded] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
-            self.artifacts
+            self.superseded
+            or self.artifacts
             or self.tasks
             or self.pipelines
             or self.attempts
@@ -260,4 +277,4 @@ class Batch:
 
     @property
     def has_checkpoints(self) -> bool:
-        return bool(self.artifacts or self.tasks or self.pipelines)
+        return bool(self.artifacts or self.tasks or self.pipelines or self.superseded)

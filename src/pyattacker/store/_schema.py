@@ -25,6 +25,7 @@ from pyattacker.store._tables import TABLES, Table
 __all__ = [
     "COUNT_BY_STATE",
     "COUNT_PIPELINES",
+    "DROP_TASKS",
     "END_RUN",
     "HEARTBEAT",
     "INSERT",
@@ -37,12 +38,16 @@ __all__ = [
     "RUNNING_RUNS",
     "RUN_EXISTS",
     "SCHEMA_VERSION",
+    "SUPERSEDE_TASKS",
+    "TEMPLATES",
     "Migration",
     "Pages",
     "check_version",
+    "last_attempts",
     "migrate",
     "pages_for",
     "some_pipelines",
+    "stale_pages",
     "unfinished_pages",
     "user_version",
 ]
@@ -108,7 +113,23 @@ _USAGE: Migration = (
     "ALTER TABLE tasks ADD COLUMN usage TEXT",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE)
+# Step history: a task row that a newer version of its step replaces (an edited step, a
+# fresh run) moves here whole, output included, instead of being overwritten.
+_TASK_HISTORY: Migration = (
+    """CREATE TABLE task_history (
+        pipeline_id TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL,
+        task_digest TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+        run_id TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL NOT NULL,
+        input_artifact TEXT, output_artifact TEXT, error_class TEXT, error TEXT,
+        traceback TEXT, resources TEXT NOT NULL, attempt_started_at REAL,
+        attempt_ended_at REAL, attempt_duration_s REAL, output_codec TEXT, output_data BLOB,
+        usage TEXT,
+        superseded_by TEXT NOT NULL, superseded_at REAL NOT NULL,
+        pipeline_num INTEGER NOT NULL)""",
+    "CREATE INDEX task_history_by_pipeline ON task_history (pipeline_num, seq)",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE, _TASK_HISTORY)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -183,6 +204,38 @@ ONE_TASK = (
 )
 
 
+_TASK_NAMES = ", ".join(_TASKS.names)
+#: Move a pipeline's task rows at ``seq >= ?`` to ``task_history``; parameters
+#: ``(superseded_by, superseded_at, pipeline_id, from_seq)``, then :data:`DROP_TASKS`.
+SUPERSEDE_TASKS = (
+    f"INSERT INTO task_history ({_TASK_NAMES}, superseded_by, superseded_at, pipeline_num)"
+    f" SELECT {_TASK_NAMES}, ?1, ?2, pipeline_num FROM tasks"
+    f" WHERE pipeline_num = (SELECT rowid FROM pipelines WHERE pipeline_id = ?3) AND seq >= ?4"
+)
+#: Parameters ``(pipeline_id, from_seq)``.
+DROP_TASKS = (
+    "DELETE FROM tasks"
+    " WHERE pipeline_num = (SELECT rowid FROM pipelines WHERE pipeline_id = ?) AND seq >= ?"
+)
+TEMPLATES = "SELECT DISTINCT template FROM pipelines ORDER BY template"
+
+
+@functools.cache
+def last_attempts(n: int) -> str:
+    """``(pipeline_id, seq, highest attempt number)`` recorded for ``n`` pipelines, over
+    attempts, task rows and task history (one query per chunk of admissions)."""
+    marks = ", ".join("?" * n)
+    nums = f"(SELECT rowid FROM pipelines WHERE pipeline_id IN ({marks}))"
+    return (
+        "SELECT p.pipeline_id, x.seq, max(x.attempt) FROM ("
+        f" SELECT pipeline_num, seq, attempt FROM attempts WHERE pipeline_num IN {nums}"
+        f" UNION ALL SELECT pipeline_num, seq, attempts FROM tasks WHERE pipeline_num IN {nums}"
+        " UNION ALL SELECT pipeline_num, seq, attempts FROM task_history"
+        f" WHERE pipeline_num IN {nums}"
+        ") AS x JOIN pipelines AS p ON p.rowid = x.pipeline_num GROUP BY x.pipeline_num, x.seq"
+    )
+
+
 @functools.cache
 def some_pipelines(n: int) -> str:
     """The pipelines among ``n`` ids (``IN`` with ``n`` parameters; cached per ``n``)."""
@@ -223,7 +276,17 @@ _OF_PIPELINE: dict[RowKind, tuple[Pages, int]] = {
     RowKind.ATTEMPTS: (_pages(RowKind.ATTEMPTS, where=f"pipeline_num = {_NUMBER}"), 1),
     RowKind.EVENTS: (_pages(RowKind.EVENTS, where="pipeline_id = ?"), 1),
     RowKind.ARTIFACTS: (_pages(RowKind.ARTIFACTS, ("seq",), f"pipeline_num = {_NUMBER}"), 1),
+    RowKind.TASK_HISTORY: (
+        _pages(RowKind.TASK_HISTORY, ("seq", "rowid"), f"pipeline_num = {_NUMBER}"),
+        1,
+    ),
 }
+# Pipelines of one template to look at again on resume: by rowid (no index serves the
+# condition, and paging by rowid keeps each page a range scan).
+_STALE = _pages(
+    RowKind.PIPELINES, where="template = ? AND (state <> 'succeeded' OR chain_digest <> ?)"
+)
+_OF_TEMPLATE = _pages(RowKind.PIPELINES, where="template = ?")
 # `state <> 'succeeded'` word for word as in the partial index, so SQLite can use it.
 _UNFINISHED = _pages(RowKind.PIPELINES, ("ordinal", "rowid"), "state <> 'succeeded'")
 
@@ -240,6 +303,13 @@ def pages_for(kind: RowKind, pipeline_id: str | None) -> tuple[Pages, tuple[Any,
 def unfinished_pages() -> Pages:
     """Pipelines not succeeded, in ``(ordinal, rowid)`` order."""
     return _UNFINISHED
+
+
+def stale_pages(template: str, chain_digest: str | None) -> tuple[Pages, tuple[Any, ...]]:
+    """The read behind ``Store.stale`` and its parameters."""
+    if chain_digest is None:
+        return _OF_TEMPLATE, (template,)
+    return _STALE, (template, chain_digest)
 
 
 def user_version(conn: sqlite3.Connection) -> int:
@@ -269,7 +339,8 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration], location:
         for migration in migrations[version:]:
             for statement in migration:
                 conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {len(migrations)}")
+        if version < len(migrations):  # else write nothing: opening leaves the file as it is
+            conn.execute(f"PRAGMA user_version = {len(migrations)}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

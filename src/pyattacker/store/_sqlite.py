@@ -30,6 +30,7 @@ from pyattacker.store._rows import ArtifactRow, Batch, PipelineRow, RowKind, Run
 from pyattacker.store._schema import (
     COUNT_BY_STATE,
     COUNT_PIPELINES,
+    DROP_TASKS,
     END_RUN,
     HEARTBEAT,
     INSERT,
@@ -41,12 +42,16 @@ from pyattacker.store._schema import (
     ONE_TASK,
     RUN_EXISTS,
     RUNNING_RUNS,
+    SUPERSEDE_TASKS,
+    TEMPLATES,
     Migration,
     Pages,
     check_version,
+    last_attempts,
     migrate,
     pages_for,
     some_pipelines,
+    stale_pages,
     unfinished_pages,
     user_version,
 )
@@ -168,6 +173,9 @@ class SQLiteStore:
         encoded = encoding(lambda: encode_batch(batch), self.location)
         try:
             with self._transaction() as conn:
+                for pid, from_seq, run_id, at in encoded.superseded:
+                    conn.execute(SUPERSEDE_TASKS, (run_id, at, pid, from_seq))
+                    conn.execute(DROP_TASKS, (pid, from_seq))
                 for table, rows in encoded.tables():
                     if rows:
                         conn.executemany(INSERT[table.kind], rows)
@@ -220,6 +228,27 @@ class SQLiteStore:
         wanted = set(chain_digests)
         rows = self._paged(unfinished_pages(), ())
         return (to_pipeline(decode(_PIPELINES, r)) for r in rows if r[_CHAIN] in wanted)
+
+    def stale(self, template: str, chain_digest: str | None) -> Iterator[PipelineRow]:
+        """See :meth:`Store.stale`. Paged by rowid, so the Runner may write between the
+        pipelines it gets (an updated row keeps its rowid: each is yielded once)."""
+        rows = self._paged(*stale_pages(template, chain_digest))
+        return (to_pipeline(decode(_PIPELINES, r)) for r in rows)
+
+    def templates(self) -> list[str]:
+        with mapped(self.location, "could not read"):
+            return [row[0] for row in self._connection().execute(TEMPLATES)]
+
+    def last_attempts(self, pipeline_ids: Sequence[str]) -> dict[str, dict[int, int]]:
+        ids = list(dict.fromkeys(pipeline_ids))
+        found: dict[str, dict[int, int]] = {}
+        for start in range(0, len(ids), _IN_CHUNK // 3):  # the ids are bound three times
+            chunk = ids[start : start + _IN_CHUNK // 3]
+            with mapped(self.location, "could not read"):
+                rows = self._connection().execute(last_attempts(len(chunk)), chunk * 3)
+                for pid, seq, attempt in rows:
+                    found.setdefault(pid, {})[seq] = attempt
+        return found
 
     def count_pipelines(self) -> int:
         with mapped(self.location, "could not read"):

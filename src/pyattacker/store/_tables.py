@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pyattacker.errors import ConfigError, StoreError
@@ -32,6 +32,7 @@ from pyattacker.store._rows import (
     RowKind,
     RunRow,
     RunState,
+    Superseded,
     TaskRow,
     TaskState,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "encode_pipeline",
     "encode_resource",
     "encode_run",
+    "encode_superseded",
     "encode_task",
     "encoding",
     "ok_attempt",
@@ -92,6 +94,13 @@ def _table(kind: RowKind, columns: str, json_columns: tuple[str, ...] = ()) -> T
     return Table(kind, names, required, json_columns)
 
 
+_TASK_COLUMNS = (
+    "pipeline_id seq name task_digest state attempts run_id started_at ended_at"
+    " input_artifact? output_artifact? error_class? error? traceback? resources"
+    " attempt_started_at? attempt_ended_at? attempt_duration_s? output_codec? output_data?"
+    " usage?"
+)
+
 # The same columns as the SQL tables (`_schema`; a test holds the two together), and the
 # same order as the row dataclasses' fields.
 TABLES: dict[RowKind, Table] = {
@@ -108,14 +117,7 @@ TABLES: dict[RowKind, Table] = {
             "pipeline_id template chain_digest seed_digest seed_artifact repeat key? state"
             " cursor ntasks run_id ordinal created_at updated_at output_artifact? error?",
         ),
-        _table(
-            RowKind.TASKS,
-            "pipeline_id seq name task_digest state attempts run_id started_at ended_at"
-            " input_artifact? output_artifact? error_class? error? traceback? resources"
-            " attempt_started_at? attempt_ended_at? attempt_duration_s? output_codec?"
-            " output_data? usage?",
-            ("resources", "usage"),
-        ),
+        _table(RowKind.TASKS, _TASK_COLUMNS, ("resources", "usage")),
         _table(
             RowKind.ATTEMPTS,
             "run_id pipeline_id seq task attempt outcome started_at ended_at duration_s"
@@ -125,6 +127,12 @@ TABLES: dict[RowKind, Table] = {
         _table(RowKind.EVENTS, "run_id kind at pipeline_id? seq? data", ("data",)),
         _table(RowKind.ARTIFACTS, "pipeline_id seq digest codec data created_at"),
         _table(RowKind.RESOURCES, "run_id pool resource_id kind spec", ("spec",)),
+        # A task row as it was, plus the run that superseded it (see ``Superseded``).
+        _table(
+            RowKind.TASK_HISTORY,
+            f"{_TASK_COLUMNS} superseded_by superseded_at",
+            ("resources", "usage"),
+        ),
     )
 }
 
@@ -189,6 +197,14 @@ def encode_resource(r: ResourceRow) -> Values:
     return (r.run_id, r.pool, r.resource_id, r.kind, _to_json(r.spec))
 
 
+def encode_superseded(s: Superseded) -> Values:
+    """``(pipeline_id, from_seq, run_id, at)``, checked as SQLite would bind them."""
+    values = (s.pipeline_id, s.from_seq, s.run_id, s.at)
+    if not (isinstance(values[0], str) and type(values[1]) is int and isinstance(values[2], str)):
+        raise TypeError(f"not a superseded step: {s!r}")
+    return values
+
+
 def _blob(data: object) -> bytes:
     if type(data) is bytes:
         return data
@@ -210,6 +226,7 @@ class EncodedBatch:
     events: list[Values]
     resources: list[Values]
     heartbeat: tuple[str, float] | None
+    superseded: list[Values] = field(default_factory=list)
 
     def tables(self) -> tuple[tuple[Table, list[Values]], ...]:
         return (
@@ -232,6 +249,7 @@ def encode_batch(batch: Batch) -> EncodedBatch:
         events=[encode_event(e) for e in batch.events],
         resources=[encode_resource(r) for r in batch.resources],
         heartbeat=batch.heartbeat,
+        superseded=[encode_superseded(s) for s in batch.superseded],
     )
 
 
@@ -274,7 +292,9 @@ def as_sqlite_stores(table: Table, values: Values) -> Values:
 
 
 def decode(table: Table, values: Iterable[Any]) -> dict[str, Any]:
-    """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``."""
+    """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``, task
+    rows without their output (an artifact), task history rows with it (``output_data``:
+    an old output is found nowhere else)."""
     row = dict(zip(table.names, values, strict=True))
     for name in table.json_columns:
         text = row[name]
@@ -357,7 +377,7 @@ def with_ok_attempts(
 ) -> Iterator[dict[str, Any]]:
     """Every attempt: the stored rows, then the successful ones carried by task rows; for
     one pipeline (``scoped``), all of them by task, then in the order they started
-    (attempt numbers restart in each run, so they alone do not order a resumed task)."""
+    (then by number: a resumed step's numbers continue after those recorded before)."""
     ok = (found for found in map(ok_attempt, tasks) if found is not None)
     if not scoped:
         return itertools.chain(attempts, ok)
@@ -372,7 +392,14 @@ def to_artifact(row: Mapping[str, Any]) -> ArtifactRow:
 
 #: Kinds whose rows can be narrowed to one pipeline.
 PIPELINE_SCOPED = frozenset(
-    {RowKind.PIPELINES, RowKind.TASKS, RowKind.ATTEMPTS, RowKind.EVENTS, RowKind.ARTIFACTS}
+    {
+        RowKind.PIPELINES,
+        RowKind.TASKS,
+        RowKind.ATTEMPTS,
+        RowKind.EVENTS,
+        RowKind.ARTIFACTS,
+        RowKind.TASK_HISTORY,
+    }
 )
 
 
