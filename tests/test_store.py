@@ -254,12 +254,23 @@ def test_a_run_on_another_host_with_a_fresh_heartbeat_counts_as_live(store: Stor
         store.begin_run(run("r2", started_at=1000.0 + DEFAULT_STALE_AFTER_S), resume=True)
 
 
-def test_a_run_whose_heartbeat_went_stale_is_taken_over_even_if_its_process_lives(
+def test_a_run_whose_owner_still_holds_the_store_is_never_taken_over_however_old_its_heartbeat(
     begun: Store,
 ) -> None:
+    before = snapshot(begun)
+    much_later = 1000.0 + 100 * DEFAULT_STALE_AFTER_S
+    with pytest.raises(ConfigError, match="'r1' is still live") as refused:
+        begun.begin_run(run("r2", started_at=much_later), resume=True)
+    assert refused.value.field == "resume"
+    assert snapshot(begun) == before
+
+
+def test_a_run_of_another_host_whose_heartbeat_went_stale_is_taken_over(store: Store) -> None:
+    store.begin_run(run("r1", pid=os.getpid(), host="elsewhere", heartbeat_at=1000.0), resume=False)
     later = 1000.0 + DEFAULT_STALE_AFTER_S + 1
-    taken = begun.begin_run(run("r2", started_at=later), resume=True)
-    assert [r.run_id for r in taken] == ["r1"]
+    taken = store.begin_run(run("r2", started_at=later), resume=True)
+    assert [(r.run_id, r.state) for r in taken] == [("r1", RunState.CRASHED)]
+    assert "no heartbeat on elsewhere for 31 s" in str(taken[0].stop_reason)
 
 
 def test_a_resume_takes_over_a_dead_run_and_interrupts_its_unfinished_pipelines(
@@ -275,7 +286,8 @@ def test_a_resume_takes_over_a_dead_run_and_interrupts_its_unfinished_pipelines(
     taken = store.begin_run(run("r2", started_at=1010.0), resume=True)
 
     crashed = dataclasses.replace(dead, state=RunState.CRASHED, ended_at=1005.0)
-    crashed = dataclasses.replace(crashed, stop_reason="owner died; taken over by run r2")
+    why = f"owner died (process {dead.pid} gone; last heartbeat 5 s ago); taken over by run r2"
+    crashed = dataclasses.replace(crashed, stop_reason=why)
     assert taken == [crashed]
     assert store.runs() == [crashed, run("r2", started_at=1010.0)]
     assert store.count_by_state() == {"failed": 1, "interrupted": 2, "running": 1, "succeeded": 1}
