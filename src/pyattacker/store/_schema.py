@@ -158,7 +158,10 @@ def _columns(kind: RowKind) -> str:
 # Both change a run only while it is `running`: a run taken over (marked `crashed` by
 # another process) is never revived by its woken owner; rowcount 0 tells the owner so.
 HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND state = 'running'"
-END_RUN = "UPDATE runs SET state = ?, ended_at = ?, stop_reason = ? WHERE run_id = ? AND state = 'running'"
+END_RUN = (
+    "UPDATE runs SET state = ?, ended_at = ?, stop_reason = ?"
+    " WHERE run_id = ? AND state = 'running'"
+)
 RUN_STATE = "SELECT state, stop_reason FROM runs WHERE run_id = ?"
 MARK_CRASHED = "UPDATE runs SET state = 'crashed', ended_at = ?, stop_reason = ? WHERE run_id = ?"
 INTERRUPT_PIPELINES = (
