@@ -62,7 +62,7 @@ class WriterLock:
         process holds it for longer than ``wait_s`` (tried every 10 ms, ``pause`` waiting
         between tries). Creates the lock file if missing; ``StoreError`` if it cannot.
         Without ``fcntl`` there is no lock: True, and :func:`probe` says None."""
-        if self._fd is not None or fcntl is None:
+        if self._fd is not None or not LOCKS:
             return True
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -101,7 +101,7 @@ def probe(store: Path) -> bool | None:
     no ``fcntl``, or the lock file cannot be opened for reading. Creates and changes
     nothing: the file is opened read-only and the shared lock tried is released at once.
     """
-    if fcntl is None:  # pragma: no cover - Windows
+    if not LOCKS:  # pragma: no cover - Windows
         return None
     try:
         fd = os.open(lock_path(store), os.O_RDONLY)
