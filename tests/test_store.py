@@ -226,6 +226,14 @@ def test_begin_run_on_an_empty_store_records_the_run_and_takes_over_nothing(stor
     assert store.runs() == [live_run("r1", config={"workers": 4})]
 
 
+def test_a_runs_input_record_is_kept_as_given_and_is_none_when_absent(store: Store) -> None:
+    record = {"source": "file", "path": "/data/items.jsonl", "rows_read": 3, "exhausted": False}
+    store.begin_run(live_run("r1", input=record), resume=False)
+    store.end_run("r1", RunState.FAILED, ended_at=1001.0, stop_reason=None)
+    store.begin_run(live_run("r2", started_at=1002.0), resume=False)
+    assert [r.input for r in store.runs()] == [record, None]
+
+
 def test_a_fresh_run_is_refused_on_a_store_holding_pipelines_and_writes_nothing(
     begun: Store,
 ) -> None:

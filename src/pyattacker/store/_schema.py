@@ -102,7 +102,10 @@ _V1: Migration = (
         kind TEXT NOT NULL, spec TEXT NOT NULL)""",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1,)
+# What a run read (RunRow.input), as JSON.
+_V2_RUN_INPUT: Migration = ("ALTER TABLE runs ADD COLUMN input TEXT",)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2_RUN_INPUT)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -100,8 +100,8 @@ TABLES: dict[RowKind, Table] = {
         _table(
             RowKind.RUNS,
             "run_id state started_at ended_at? heartbeat_at? pid? host? resumes? stop_reason?"
-            " config",
-            ("config",),
+            " config input?",
+            ("config", "input"),
         ),
         _table(
             RowKind.PIPELINES,
@@ -151,7 +151,8 @@ def _json_list(values: Sequence[str]) -> str:
 
 def encode_run(r: RunRow) -> Values:
     return (r.run_id, _state(_RUN_STATES, r.state), r.started_at, r.ended_at, r.heartbeat_at,
-            r.pid, r.host, r.resumes, r.stop_reason, _to_json(r.config))  # fmt: skip
+            r.pid, r.host, r.resumes, r.stop_reason, _to_json(r.config),
+            None if r.input is None else _to_json(r.input))  # fmt: skip
 
 
 def encode_pipeline(p: PipelineRow) -> Values:
@@ -275,7 +276,8 @@ def decode(table: Table, values: Iterable[Any]) -> dict[str, Any]:
     """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``."""
     row = dict(zip(table.names, values, strict=True))
     for name in table.json_columns:
-        row[name] = json.loads(row[name])
+        text = row[name]
+        row[name] = None if text is None else json.loads(text)
     if table.kind is RowKind.ARTIFACTS:
         row["size"] = len(row["data"])
     elif table.kind is RowKind.TASKS:
