@@ -8,6 +8,10 @@ What each kind exports:
 - ``artifacts`` — ``pipeline_id``, ``seq`` (-1 for the seed), ``digest``, ``codec``,
   ``size``, ``created_at`` and the content: ``value`` (the decoded JSON) for codec
   ``json``, else ``data_base64``.
+- ``runs`` — what ``Store.rows`` yields with ``state`` as every reader shows it (a run
+  still marked ``running`` whose process died is ``crashed``), then the other keys of
+  ``pyattacker.store._liveness.run_view`` (``stored_state``, ``live``,
+  ``crashed_because``, ...) but ``heartbeat_age_s``. The store is not changed.
 - every other kind — exactly what ``Store.rows`` yields.
 
 Formats: ``jsonl`` (one object per line), ``json`` (one array), ``csv`` (columns from the
@@ -33,6 +37,7 @@ from typing import Any
 
 from pyattacker._atomic import check_output, create_beside, fill, replace
 from pyattacker.errors import ConfigError
+from pyattacker.store._liveness import judged_runs, run_view
 from pyattacker.store._protocol import Store
 from pyattacker.store._rows import RowKind
 from pyattacker.store._tables import resolve_kind
@@ -87,7 +92,21 @@ def _view(store: Store, kind: RowKind) -> Iterator[Row]:
         return (_nested(store, p) for p in store.rows(RowKind.PIPELINES))
     if kind is RowKind.ARTIFACTS:
         return (_readable_artifact(a) for a in store.rows(RowKind.ARTIFACTS))
+    if kind is RowKind.RUNS:
+        return _shown_runs(store)
     return store.rows(kind)
+
+
+def _shown_runs(store: Store) -> Iterator[Row]:
+    """The runs rows, judged live or dead as every reader judges them (the runs of one
+    judgement, matched by id: a few rows, read twice)."""
+    views = {run.run_id: run_view(run, verdict) for run, verdict in judged_runs(store)}
+    for row in store.rows(RowKind.RUNS):
+        view = views.get(row["run_id"])
+        if view is not None:
+            del view["heartbeat_age_s"]  # a moving figure: the row has heartbeat_at
+            row = {**row, **view}
+        yield row
 
 
 def _nested(store: Store, pipeline: Row) -> Row:
