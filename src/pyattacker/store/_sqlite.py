@@ -157,22 +157,14 @@ class SQLiteStore:
             raise StoreError("the store was opened read-only", location=self.location)
         held_here = self._lock.held
         taken_now = not held_here and self._lock.acquire(wait_s=self.lock_wait_s)
-        other_writer = not held_here and not taken_now
+        if not held_here and not taken_now:
+            # Another process writes here: refuse without a write transaction, which would
+            # wait for that process (it may be paused mid-transaction).
+            with mapped(self.location, "could not read"):
+                self._plan(self._connection(), run, resume, held=True, other_writer=True)
         try:
             with self._transaction() as conn:
-                taken = plan_begin(
-                    run,
-                    resume=resume,
-                    running=[
-                        to_run(decode(TABLES[RowKind.RUNS], r)) for r in conn.execute(RUNNING_RUNS)
-                    ],
-                    id_taken=conn.execute(RUN_EXISTS, (run.run_id,)).fetchone() is not None,
-                    pipelines=conn.execute(COUNT_PIPELINES).fetchone()[0],
-                    location=self.location,
-                    stale_after_s=self.stale_after_s,
-                    lock_held=(held_here or other_writer) if LOCKS else None,
-                    other_writer=other_writer,
-                )
+                taken = self._plan(conn, run, resume, held=held_here, other_writer=False)
                 crashed = [(r.ended_at, r.stop_reason, r.run_id) for r in taken]
                 conn.executemany(MARK_CRASHED, crashed)
                 conn.executemany(INTERRUPT_PIPELINES, [(r.run_id,) for r in taken])
@@ -183,6 +175,21 @@ class SQLiteStore:
             raise
         self._owner = run.run_id
         return taken
+
+    def _plan(
+        self, conn: sqlite3.Connection, run: RunRow, resume: bool, *, held: bool, other_writer: bool
+    ) -> list[RunRow]:
+        return plan_begin(
+            run,
+            resume=resume,
+            running=[to_run(decode(TABLES[RowKind.RUNS], r)) for r in conn.execute(RUNNING_RUNS)],
+            id_taken=conn.execute(RUN_EXISTS, (run.run_id,)).fetchone() is not None,
+            pipelines=conn.execute(COUNT_PIPELINES).fetchone()[0],
+            location=self.location,
+            stale_after_s=self.stale_after_s,
+            lock_held=held if LOCKS else None,
+            other_writer=other_writer,
+        )
 
     def lock_held(self) -> bool | None:
         """Whether a process (this one included) holds the store's writer lock now; None
@@ -319,7 +326,8 @@ class SQLiteStore:
             if str(mode).lower() != "wal":
                 raise StoreError(f"cannot use WAL mode (got {mode})", location=self.location)
             conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-            migrate(conn, migrations, self.location)
+            if version < len(migrations):  # else no write (a paused writer may hold the lock)
+                migrate(conn, migrations, self.location)
 
     def _check_owner(self, conn: sqlite3.Connection) -> None:
         """Refuse to write for a run that is no longer ``running``: another process took
