@@ -281,6 +281,20 @@ def test_a_run_of_another_host_whose_heartbeat_went_stale_is_taken_over(store: S
     assert "no heartbeat on elsewhere for 31 s" in str(taken[0].stop_reason)
 
 
+def test_a_heartbeat_or_end_of_a_run_taken_over_is_refused_and_the_takeover_stays(
+    store: Store,
+) -> None:
+    elsewhere = run("r1", pid=os.getpid(), host="elsewhere", heartbeat_at=1000.0)
+    store.begin_run(elsewhere, resume=False)
+    store.begin_run(run("r2", started_at=1000.0 + DEFAULT_STALE_AFTER_S + 1), resume=True)
+    before = snapshot(store)
+    with pytest.raises(StoreError, match="no longer running but crashed"):
+        store.write(Batch(heartbeat=("r1", 2000.0)))
+    with pytest.raises(StoreError, match="another process took it over"):
+        store.end_run("r1", RunState.SUCCEEDED, ended_at=2000.0, stop_reason=None)
+    assert snapshot(store) == before
+
+
 def test_a_resume_takes_over_a_dead_run_and_interrupts_its_unfinished_pipelines(
     store: Store,
 ) -> None:
