@@ -173,7 +173,7 @@ def test_the_report_shows_a_live_run_and_how_to_resume_a_dead_one(path: Path) ->
     assert shown["resume_command"] == command
     assert shown["consumed"]["rows_read"] == 1673
     text = _text(summary)
-    assert "Input: 1,673 of 2,000 rows read from /data/items.jsonl." in text
+    assert "Input: 1,673 of 2,000 rows read from /data/items.jsonl (not to the end)." in text
     assert f"Resume it with: {command}" in text
 
 

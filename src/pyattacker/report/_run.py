@@ -331,12 +331,12 @@ def _liveness_lines(summary: Mapping[str, Any]) -> list[str]:
     command that resumes it."""
     lines = []
     for run in summary["runs"]:
-        where = f"process {run.get('pid')} on {run.get('host')}"
         if run.get("live"):
-            age = run.get("heartbeat_age_s") or 0.0
-            lines.append(
-                f"Run {run['run_id']} is running ({where}; last heartbeat {age:.0f} s ago)."
-            )
+            facts = [] if run.get("pid") is None else [f"process {run['pid']}"]
+            if facts and run.get("host"):
+                facts[0] += f" on {run['host']}"
+            facts.append(f"last heartbeat {run.get('heartbeat_age_s') or 0.0:.0f} s ago")
+            lines.append(f"Run {run['run_id']} is running ({'; '.join(facts)}).")
         elif run.get("crashed_because"):
             lines.append(f"Run {run['run_id']} {_shown_state(run)}.")
         else:
@@ -350,8 +350,8 @@ def _liveness_lines(summary: Mapping[str, Any]) -> list[str]:
 
 
 def _consumed_text(record: Mapping[str, Any] | None) -> str:
-    """``1,673 of 2,000 rows read from items.jsonl`` (or ``1,673 rows read (not to the
-    end)``); empty when no input was recorded."""
+    """``1,673 of 2,000 rows read from items.jsonl (not to the end)``; empty when no
+    input was recorded."""
     if not record or record.get("rows_read") is None:
         return ""
     read, total = record["rows_read"], record.get("rows_total")
@@ -361,7 +361,7 @@ def _consumed_text(record: Mapping[str, Any] | None) -> str:
         text += f" from {where}"
     if record.get("exhausted"):
         return f"{text} (all of it)"
-    return text if total is not None else f"{text} (not to the end)"
+    return f"{text} (not to the end)" if record.get("exhausted") is False else text
 
 
 def _tasks_table(summary: Mapping[str, Any]) -> Table | None:
