@@ -305,7 +305,7 @@ def _runs_table(summary: Mapping[str, Any]) -> Table | None:
     for run in summary["runs"]:
         table.add_row(
             run["run_id"],
-            _shown_state(run),
+            run["state"],  # why a run is judged crashed: on its own line, below the table
             _local_time(run["started_at"]),
             _seconds(run["elapsed_s"]),
             run["stop_reason"] or _NONE,
