@@ -15,7 +15,7 @@ from rich.console import Console
 
 from pyattacker.errors import ConfigError, StoreError
 from pyattacker.report._run import render_run_text, summarize
-from pyattacker.store import Batch, PipelineState, RunState, SQLiteStore
+from pyattacker.store import Batch, PipelineState, RunState, SQLiteStore, export_rows
 from pyattacker.store._lock import WriterLock, lock_path, probe
 from test_store import checkpoint, live_run, pipeline, run, snapshot
 
@@ -181,3 +181,10 @@ def _text(summary: dict[str, object]) -> str:
     out = io.StringIO()
     Console(file=out, width=200).print(render_run_text(summary))
     return out.getvalue()
+
+
+def test_an_export_over_the_stores_lock_file_is_refused(writer: SQLiteStore, path: Path) -> None:
+    with pytest.raises(ConfigError, match="is the store itself") as refused:
+        export_rows(writer, lock_path(path), kind="runs", fmt="jsonl")
+    assert refused.value.field == "out"
+    assert writer.lock_held() is True

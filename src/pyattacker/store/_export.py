@@ -71,11 +71,13 @@ def export_rows(
 
 
 def _not_the_store(store: Store, target: Path) -> None:
-    """Replacing the database (or its WAL) with an export would destroy the record."""
+    """Replacing the database (or its WAL, or its writer lock) with an export would
+    destroy the record (or let a second writer in)."""
     path = getattr(store, "path", None)
     if not isinstance(path, Path):
         return
-    own = {Path(f"{path}{suffix}").resolve() for suffix in ("", "-wal", "-shm", "-journal")}
+    suffixes = ("", "-wal", "-shm", "-journal", ".lock")
+    own = {Path(f"{path}{suffix}").resolve() for suffix in suffixes}
     if target.resolve() in own:
         raise ConfigError(
             f"{target} is the store itself",
