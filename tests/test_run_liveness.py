@@ -2,7 +2,8 @@
 shown crashed by every reader, and a run whose row another process took over stops writing.
 
 The child is ``crash_child.py`` on a real SQLite file. Waits poll the store with a generous
-bound; nothing asserts on how long anything took.
+bound; nothing asserts on how long anything took. The last test runs ``pyattacker run``
+in-process, with a task that takes its own run over as another process would.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ CHILD = Path(__file__).with_name("crash_child.py")
 N = 20000  # several seconds of work: every test acts while the child is mid-run
 STALE_S = 0.3  # the heartbeat threshold the would-be resumer is given: far below the pause
 PATIENCE_S = 90.0  # the bound on every wait; a wait normally ends within a second or two
-
-pytestmark = pytest.mark.slow
 
 
 def _child(store: Path, log: Path, *args: str) -> subprocess.Popen[bytes]:
@@ -96,6 +95,7 @@ def _json(capsys: pytest.CaptureFixture[str]) -> Any:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_a_paused_run_is_never_taken_over_and_finishes_alone_when_it_wakes(
     tmp_path: Path,
 ) -> None:
@@ -129,6 +129,7 @@ def test_a_paused_run_is_never_taken_over_and_finishes_alone_when_it_wakes(
         assert [run.state for run in reader.runs()] == [RunState.SUCCEEDED]
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_shown_crashed_by_every_reader_and_a_live_one_running(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -169,6 +170,7 @@ def test_a_killed_run_is_shown_crashed_by_every_reader_and_a_live_one_running(
         assert [run.state for run in reader.runs()] == [RunState.RUNNING]
 
 
+@pytest.mark.slow
 def test_a_run_taken_over_by_another_process_stops_at_its_next_write_and_exits_non_zero(
     tmp_path: Path,
 ) -> None:
@@ -193,3 +195,45 @@ def test_a_run_taken_over_by_another_process_stops_at_its_next_write_and_exits_n
         (run,) = reader.runs()
         assert (run.state, run.stop_reason) == (RunState.CRASHED, "taken over by the test")
         assert sum(1 for _ in reader.rows(RowKind.TASKS)) == tasks_then  # not one more
+
+
+TAKEN_OVER_MIDWAY = """
+import sqlite3
+
+from pyattacker import pipeline, task
+
+CALLS = []
+
+
+@task
+def step(row: dict) -> int:
+    CALLS.append(row["id"])
+    if len(CALLS) == 5:  # another process takes the run over (as a resume elsewhere would)
+        conn = sqlite3.connect("eval.db", timeout=30)
+        with conn:
+            conn.execute(
+                "UPDATE runs SET state = 'crashed', stop_reason = 'taken over elsewhere'"
+                " WHERE state = 'running'"
+            )
+        conn.close()
+    return row["id"]
+
+
+work = pipeline("work", step)
+"""
+
+
+def test_the_cli_run_stops_with_exit_1_when_its_run_is_taken_over_and_keeps_the_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "work.py").write_text(TAKEN_OVER_MIDWAY)
+    rows = "".join(json.dumps({"id": i}) + "\n" for i in range(500))
+    (tmp_path / "items.jsonl").write_text(rows)
+    code = run_cli(["run", "work.py:work", "--input", "items.jsonl", "--store", "eval.db"])
+    assert code == 1
+    assert "another process took it over, so this one stops writing" in capsys.readouterr().err
+    with _reader(tmp_path / "eval.db") as reader:
+        (run,) = reader.runs()
+        assert (run.state, run.stop_reason) == (RunState.CRASHED, "taken over elsewhere")
+        assert sum(1 for _ in reader.rows(RowKind.TASKS)) < 500
