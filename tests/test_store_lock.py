@@ -164,8 +164,10 @@ def test_the_report_shows_a_live_run_and_how_to_resume_a_dead_one(path: Path) ->
     store = SQLiteStore(path)
     store.begin_run(live_run("r1", input=record, config={"command": command}), resume=False)
     with SQLiteStore(path, read_only=True) as reader:
-        (shown,) = summarize(reader)["runs"]
-        assert (shown["state"], shown["live"], shown["resume_command"]) == ("running", True, None)
+        summary = summarize(reader)
+    (shown,) = summary["runs"]
+    assert (shown["state"], shown["live"], shown["resume_command"]) == ("running", True, None)
+    assert "paused or blocked: it still holds the store" in _text(summary)  # its beat is old
     store.close()
     with SQLiteStore(path, read_only=True) as reader:
         summary = summarize(reader)

@@ -29,6 +29,7 @@ from rich.text import Text
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Histogram
 from pyattacker.store import RowKind, Store
+from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S
 from pyattacker.store._liveness import judged_runs, run_view
 
 __all__ = ["render_run_text", "summarize"]
@@ -335,7 +336,12 @@ def _liveness_lines(summary: Mapping[str, Any]) -> list[str]:
             facts = [] if run.get("pid") is None else [f"process {run['pid']}"]
             if facts and run.get("host"):
                 facts[0] += f" on {run['host']}"
-            facts.append(f"last heartbeat {run.get('heartbeat_age_s') or 0.0:.0f} s ago")
+            age = run.get("heartbeat_age_s") or 0.0
+            facts.append(f"last heartbeat {age:.0f} s ago")
+            if age > DEFAULT_STALE_AFTER_S:  # alive by its lock, yet silent: say what it means
+                facts.append(
+                    "paused or blocked: it still holds the store, nothing can take it over"
+                )
             lines.append(f"Run {run['run_id']} is running ({'; '.join(facts)}).")
         elif run.get("crashed_because"):
             lines.append(f"Run {run['run_id']} {_shown_state(run)}.")
