@@ -238,9 +238,11 @@ class SQLiteStore:
         had died."""
         conn, self._conn = self._conn, None
         self._owner = None
-        self._lock.release()
-        if conn is not None:
-            conn.close()
+        try:
+            if conn is not None:
+                conn.close()
+        finally:
+            self._lock.release()  # last: the next writer finds the file closed by this one
 
     # -- what the Runner reads ----------------------------------------------------------
 
