@@ -62,7 +62,7 @@ def test_a_run_whose_process_lives_but_holds_no_lock_is_crashed() -> None:
 def test_a_run_of_another_host_is_judged_by_its_heartbeat_alone() -> None:
     facts = _facts(now=1095.0, same_host=False, lock=True, pid=None)
     verdict = judge(_run(host="gpu-7"), facts)
-    assert verdict.reason == "no heartbeat on gpu-7 for 95 s (several periods)"
+    assert verdict.reason == "no heartbeat on gpu-7 for 95 s (several heartbeat periods)"
     assert judge(_run(host="gpu-7"), _facts(now=1030.0, same_host=False, lock=False, pid=None)).live
 
 

@@ -126,7 +126,9 @@ def judge(run: RunRow, facts: Facts) -> Liveness:
             return _dead(f"{owner} holds no lock on the store; {beat}", age)
     if age > facts.stale_after_s:
         where = "" if facts.same_host or run.host is None else f" on {run.host}"
-        return _dead(f"no heartbeat{where} for {_ago(age, ago=False)} (several periods)", age)
+        return _dead(
+            f"no heartbeat{where} for {_ago(age, ago=False)} (several heartbeat periods)", age
+        )
     return Liveness(state=RunState.RUNNING.value, live=True, heartbeat_age_s=age)
 
 
