@@ -1,7 +1,11 @@
-"""The child of the crash test: runs (or resumes) N three-task pipelines on a SQLite store
+"""The child of the crash tests: runs (or resumes) N three-task pipelines on a SQLite store
 and appends one line per task execution to a side-effect log, before the task returns.
 
-    python crash_child.py STORE LOG N
+    python crash_child.py STORE LOG N [STALE_S]
+
+STALE_S (optional) is the store's ``stale_after_s``: how old a heartbeat must be before a
+run counts as dead by the heartbeat rule. An error of ours ends it as the CLI would: its
+message on stderr and its exit code (2 for a refused run).
 """
 
 from __future__ import annotations
@@ -9,8 +13,10 @@ from __future__ import annotations
 import os
 import sys
 
+from pyattacker.errors import PyAttackerError
 from pyattacker.pool import Pool, Resource, TaskContext
 from pyattacker.run import Runner, pipeline, task
+from pyattacker.store import SQLiteStore
 
 LOG: int = -1
 
@@ -41,15 +47,22 @@ def c(x: int, ctx: TaskContext) -> int:
     return x - 1
 
 
-def main() -> None:
+def main() -> int:
     global LOG
-    store, log, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    path, log, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     LOG = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     pool = Pool("apis", [Resource.create("llm", id=f"api-{i}", capacity=8) for i in range(4)])
-    with Runner(store, pools=[pool], concurrency=32, handle_signals=False) as runner:
-        report = runner.run(pipeline("crash", a, b, c).map(range(n)), resume=True)
+    try:
+        store = SQLiteStore(path, **({"stale_after_s": float(sys.argv[4])} if sys.argv[4:] else {}))
+        with Runner(store, pools=[pool], concurrency=32, handle_signals=False) as runner:
+            report = runner.run(pipeline("crash", a, b, c).map(range(n)), resume=True)
+    except PyAttackerError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    store.close()
     print(report.state.value, report.by_state, flush=True)
+    return report.exit_code
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -330,7 +330,12 @@ def test_the_summary_is_plain_json(memory: Store) -> None:
 def test_an_empty_store_summarizes_to_zeros() -> None:
     summary = summarize(MemoryStore())
     assert summary["runs"] == []
-    assert summary["pipelines"] == {"total": 0, "by_state": {}, "failed_because": []}
+    assert summary["pipelines"] == {
+        "total": 0,
+        "by_state": {},
+        "interrupted_by_crash": 0,
+        "failed_because": [],
+    }
     assert summary["tasks"] == {}
     assert summary["attempts"]["total"] == 0
     assert summary["errors"] == []

@@ -230,13 +230,14 @@ def test_export_refuses_an_unknown_extension_with_exit_2_and_writes_nothing(
     db, out = tmp_path / "s.db", tmp_path / "results.xlsx"
     with SQLiteStore(db) as store:
         _run(store)
+    before = sorted(p.name for p in tmp_path.iterdir())
     assert run_cli(["export", str(db), str(out), "--rows", "results"]) == 2
     err = capsys.readouterr().err
     assert ".xlsx" in err
     for fmt in ("jsonl", "json", "csv", "parquet"):
         assert fmt in err
     assert "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_export_writes_an_unknown_extension_when_format_says_what(

@@ -230,6 +230,14 @@ def test_begin_run_on_an_empty_store_records_the_run_and_takes_over_nothing(stor
     assert store.runs() == [live_run("r1", config={"workers": 4})]
 
 
+def test_a_runs_input_record_is_kept_as_given_and_is_none_when_absent(store: Store) -> None:
+    record = {"source": "file", "path": "/data/items.jsonl", "rows_read": 3, "exhausted": False}
+    store.begin_run(live_run("r1", input=record), resume=False)
+    store.end_run("r1", RunState.FAILED, ended_at=1001.0, stop_reason=None)
+    store.begin_run(live_run("r2", started_at=1002.0), resume=False)
+    assert [r.input for r in store.runs()] == [record, None]
+
+
 def test_a_fresh_run_is_refused_on_a_store_holding_pipelines_and_writes_nothing(
     begun: Store,
 ) -> None:
@@ -258,12 +266,37 @@ def test_a_run_on_another_host_with_a_fresh_heartbeat_counts_as_live(store: Stor
         store.begin_run(run("r2", started_at=1000.0 + DEFAULT_STALE_AFTER_S), resume=True)
 
 
-def test_a_run_whose_heartbeat_went_stale_is_taken_over_even_if_its_process_lives(
+def test_a_run_whose_owner_still_holds_the_store_is_never_taken_over_however_old_its_heartbeat(
     begun: Store,
 ) -> None:
+    before = snapshot(begun)
+    much_later = 1000.0 + 100 * DEFAULT_STALE_AFTER_S
+    with pytest.raises(ConfigError, match="'r1' is still live") as refused:
+        begun.begin_run(run("r2", started_at=much_later), resume=True)
+    assert refused.value.field == "resume"
+    assert snapshot(begun) == before
+
+
+def test_a_run_of_another_host_whose_heartbeat_went_stale_is_taken_over(store: Store) -> None:
+    store.begin_run(run("r1", pid=os.getpid(), host="elsewhere", heartbeat_at=1000.0), resume=False)
     later = 1000.0 + DEFAULT_STALE_AFTER_S + 1
-    taken = begun.begin_run(run("r2", started_at=later), resume=True)
-    assert [r.run_id for r in taken] == ["r1"]
+    taken = store.begin_run(run("r2", started_at=later), resume=True)
+    assert [(r.run_id, r.state) for r in taken] == [("r1", RunState.CRASHED)]
+    assert "no heartbeat on elsewhere for 31 s" in str(taken[0].stop_reason)
+
+
+def test_a_heartbeat_or_end_of_a_run_taken_over_is_refused_and_the_takeover_stays(
+    store: Store,
+) -> None:
+    elsewhere = run("r1", pid=os.getpid(), host="elsewhere", heartbeat_at=1000.0)
+    store.begin_run(elsewhere, resume=False)
+    store.begin_run(run("r2", started_at=1000.0 + DEFAULT_STALE_AFTER_S + 1), resume=True)
+    before = snapshot(store)
+    with pytest.raises(StoreError, match="no longer running but crashed"):
+        store.write(Batch(heartbeat=("r1", 2000.0)))
+    with pytest.raises(StoreError, match="another process took it over"):
+        store.end_run("r1", RunState.SUCCEEDED, ended_at=2000.0, stop_reason=None)
+    assert snapshot(store) == before
 
 
 def test_a_resume_takes_over_a_dead_run_and_interrupts_its_unfinished_pipelines(
@@ -279,7 +312,8 @@ def test_a_resume_takes_over_a_dead_run_and_interrupts_its_unfinished_pipelines(
     taken = store.begin_run(run("r2", started_at=1010.0), resume=True)
 
     crashed = dataclasses.replace(dead, state=RunState.CRASHED, ended_at=1005.0)
-    crashed = dataclasses.replace(crashed, stop_reason="owner died; taken over by run r2")
+    why = f"owner died (process {dead.pid} gone; last heartbeat 5 s ago); taken over by run r2"
+    crashed = dataclasses.replace(crashed, stop_reason=why)
     assert taken == [crashed]
     assert store.runs() == [crashed, run("r2", started_at=1010.0)]
     assert store.count_by_state() == {"failed": 1, "interrupted": 2, "running": 1, "succeeded": 1}

@@ -26,7 +26,8 @@ from pyattacker.store import (
 )
 from test_store import artifact, attempt, checkpoint, event, live_run, pipeline, resource, task
 
-FLAT_KINDS = [RowKind.TASKS, RowKind.ATTEMPTS, RowKind.EVENTS, RowKind.RUNS, RowKind.RESOURCES]
+# Exported exactly as Store.rows yields them (runs gain how each run is judged: see below).
+FLAT_KINDS = [RowKind.TASKS, RowKind.ATTEMPTS, RowKind.EVENTS, RowKind.RESOURCES]
 
 
 def fill(store: Store) -> Store:
@@ -80,6 +81,22 @@ def test_a_flat_kind_round_trips_through_json_formats(
     expected = as_json(list(filled.rows(kind)))
     assert export_rows(filled, out, kind=kind, fmt=fmt) == len(expected) > 0
     assert read(out, fmt) == expected
+
+
+def test_runs_are_exported_as_stored_with_the_state_every_reader_shows(
+    filled: Store, tmp_path: Path
+) -> None:
+    out = tmp_path / "runs.json"
+    (stored,) = as_json(list(filled.rows(RowKind.RUNS)))
+    assert export_rows(filled, out, kind="runs", fmt="json") == 1
+    (exported,) = read(out, "json")
+    assert {k: exported[k] for k in stored} == stored  # the live run r1, as stored
+    assert (exported["stored_state"], exported["live"], exported["crashed_because"]) == (
+        "running",
+        True,
+        None,
+    )
+    assert "heartbeat_age_s" not in exported  # a moving figure: an export is a record
 
 
 def test_pipelines_are_exported_with_their_tasks_and_each_tasks_attempts(
@@ -188,7 +205,7 @@ def test_csv_of_nested_pipelines_holds_the_tasks_as_json(filled: Store, tmp_path
 # -- Parquet ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", [*FLAT_KINDS, RowKind.PIPELINES])
+@pytest.mark.parametrize("kind", [*FLAT_KINDS, RowKind.RUNS, RowKind.PIPELINES])
 def test_a_kind_round_trips_through_parquet(filled: Store, tmp_path: Path, kind: RowKind) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     out = tmp_path / "out.parquet"

@@ -260,12 +260,11 @@ def _old_store_holding_a_task(path: Path, migrations: tuple[Migration, ...]) -> 
     with SQLiteStore(today) as store:
         store.begin_run(live_run("r1"), resume=False)
         store.write(checkpoint("p1", 0))
-    with SQLiteStore(path, migrations=migrations) as old:
-        old.begin_run(live_run("r1"), resume=False)
+    SQLiteStore(path, migrations=migrations).close()
     conn = sqlite3.connect(path)
     try:
         conn.execute("ATTACH ? AS today", (str(today),))
-        for table in ("pipelines", "tasks"):
+        for table in ("runs", "pipelines", "tasks"):
             names = ", ".join(r[1] for r in conn.execute(f"PRAGMA main.table_info({table})"))
             conn.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM today.{table}")
         conn.commit()

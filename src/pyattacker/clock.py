@@ -5,7 +5,8 @@ a :class:`Clock`. The default, :class:`LoopClock`, reads the running event loop,
 code runs in real time under asyncio/uvloop and in simulated time under the virtual loop of
 :mod:`pyattacker.testing`. ``wall_time()`` is the one deliberate exception: the real
 seconds a piece of work *cost* (named so, never used to decide anything). ``epoch_time()``
-is calendar time, for report labels and HTTP dates only.
+is calendar time, for report labels, HTTP dates and the age of a stored heartbeat.
+``block_for()`` blocks a thread for a moment, for synchronous code only.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from asyncio import _get_running_loop
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["TIMER_SLACK_S", "Clock", "LoopClock", "epoch_time", "is_simulated", "wall_time"]
+__all__ = [
+    "TIMER_SLACK_S",
+    "Clock",
+    "LoopClock",
+    "block_for",
+    "epoch_time",
+    "is_simulated",
+    "wall_time",
+]
 
 #: How far a real loop's timer is trusted (see :meth:`LoopClock.sleep_until`).
 TIMER_SLACK_S = 0.002
@@ -132,3 +141,10 @@ def wall_time() -> float:
 def epoch_time() -> float:
     """Seconds since the Unix epoch: for labels and HTTP dates, never for durations."""
     return time.time()
+
+
+def block_for(seconds: float) -> None:
+    """Block the calling thread for ``seconds`` of real time. Only for synchronous code
+    that waits out another process for a moment (a store's lock being probed by a
+    reader), never inside a task or on a loop's hot path."""
+    time.sleep(max(0.0, seconds))

@@ -29,11 +29,14 @@ from rich.text import Text
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Histogram
 from pyattacker.store import RowKind, Store
+from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S
+from pyattacker.store._liveness import judged_runs, run_view
 from pyattacker.store._results import item_key
 
 __all__ = ["render_run_text", "summarize"]
 
 _TASK_STATES = ("succeeded", "failed", "interrupted")
+_IN_FLIGHT = ("running", "pending")  # pipeline states a dead run leaves behind
 _THROTTLED = "rate_limit"
 _TEXT = ("class", "tasks", "message")
 _NONE = "\N{EN DASH}"  # what a table shows for "no value"
@@ -44,7 +47,12 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
 
         Keys: ``store`` (its location); ``runs`` (oldest first: ``run_id``, ``state``,
         ``started_at``/``ended_at`` epoch seconds, ``elapsed_s``, ``stop_reason``,
-        ``resumes``); ``pipelines`` (``total``, ``by_state``, and ``failed_because``: the
+        ``resumes``, and what :func:`pyattacker.store._liveness.run_view` adds: a run still
+        marked ``running`` whose process died shows ``state`` ``crashed`` with
+        ``crashed_because``, ``stored_state``, ``live``, ``consumed``, ``resume_command``);
+        ``pipelines`` (``total``, ``by_state``, ``interrupted_by_crash``: pipelines a dead run
+        left ``running``/``pending``, counted as ``interrupted`` — what a resume will record
+        and continue —, and ``failed_because``: the
     ``errors`` most frequent errors that ended failed pipelines, each with ``error``,
     ``count``, ``example_pipeline_id`` and ``example_keys``: the first five items it ended,
     by key — the ``--key`` value, else the input row index); ``tasks`` (by name, in pipeline
@@ -68,7 +76,12 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
     if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
         raise ConfigError(f"must be an integer >= 0, got {errors!r}", field="errors")
     tally = _Tally()
+    runs = [_run(run) for run in _run_dicts(store)]
+    dead = {r["run_id"] for r in runs if r["stored_state"] == "running" and not r["live"]}
+    stranded = 0
     for row in store.rows(RowKind.PIPELINES):
+        if row["run_id"] in dead and row["state"] in _IN_FLIGHT:
+            row, stranded = {**row, "state": "interrupted"}, stranded + 1
         tally.pipeline(row)
     for row in store.rows(RowKind.TASKS):
         tally.task_row(row)
@@ -77,10 +90,11 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
     events, steps = _events_and_steps(store.rows(RowKind.EVENTS))
     return {
         "store": store.location,
-        "runs": [_run(run) for run in _run_dicts(store)],
+        "runs": runs,
         "pipelines": {
             "total": sum(tally.pipelines.values()),
             "by_state": _ranked(tally.pipelines),
+            "interrupted_by_crash": stranded,
             "failed_because": tally.failure_causes(errors),
         },
         "tasks": tally.tasks_summary(),
@@ -282,12 +296,14 @@ def render_run_text(summary: Mapping[str, Any]) -> RenderableType:
     to show are left out. Reads only ``summary``: equal summaries render equally.
     """
     head = Text(f"pyattacker run report — {summary['store']}\n", style="bold")
-    head.append(_headline(summary["pipelines"]), style="")
+    head.append(_headline(summary["pipelines"]) + _crash_note(summary["pipelines"]), style="")
     parts: list[RenderableType] = [head, Text()]
     for section in (_runs_table, _tasks_table, _resources_table):
         table = section(summary)
         if table is not None:
             parts.append(table)
+        if section is _runs_table and _liveness_lines(summary):
+            parts += [Text("\n".join(_liveness_lines(summary))), Text()]
     lines = [*_steps_lines(summary.get("steps") or {}), *_attempt_lines(summary["attempts"])]
     if lines:
         parts += [Text("\n".join(lines)), Text()]
@@ -332,12 +348,68 @@ def _runs_table(summary: Mapping[str, Any]) -> Table | None:
     for run in summary["runs"]:
         table.add_row(
             run["run_id"],
-            run["state"],
+            run["state"],  # why a run is judged crashed: on its own line, below the table
             _local_time(run["started_at"]),
             _seconds(run["elapsed_s"]),
             run["stop_reason"] or _NONE,
         )
     return table
+
+
+def _shown_state(run: Mapping[str, Any]) -> str:
+    """``crashed (process 10711 gone; last heartbeat 12 s ago)``, or the state alone."""
+    why = run.get("crashed_because")
+    return str(run["state"]) if not why else f"{run['state']} ({why})"
+
+
+def _crash_note(pipelines: Mapping[str, Any]) -> str:
+    stranded = pipelines.get("interrupted_by_crash") or 0
+    if not stranded:
+        return ""
+    return f" ({stranded} of them running when their run crashed: a resume continues them)"
+
+
+def _liveness_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Under the runs table: the live run, or each dead one with how far it read and the
+    command that resumes it."""
+    lines = []
+    for run in summary["runs"]:
+        if run.get("live"):
+            facts = [] if run.get("pid") is None else [f"process {run['pid']}"]
+            if facts and run.get("host"):
+                facts[0] += f" on {run['host']}"
+            age = run.get("heartbeat_age_s") or 0.0
+            facts.append(f"last heartbeat {age:.0f} s ago")
+            if age > DEFAULT_STALE_AFTER_S:  # alive by its lock, yet silent: say what it means
+                facts.append(
+                    "paused or blocked: it still holds the store, nothing can take it over"
+                )
+            lines.append(f"Run {run['run_id']} is running ({'; '.join(facts)}).")
+        elif run.get("crashed_because"):
+            lines.append(f"Run {run['run_id']} {_shown_state(run)}.")
+        else:
+            continue
+        consumed = _consumed_text(run.get("consumed"))
+        if consumed:
+            lines.append(f"  Input: {consumed}.")
+        if run.get("resume_command"):
+            lines.append(f"  Resume it with: {run['resume_command']}")
+    return lines
+
+
+def _consumed_text(record: Mapping[str, Any] | None) -> str:
+    """``1,673 of 2,000 rows read from items.jsonl (not to the end)``; empty when no
+    input was recorded."""
+    if not record or record.get("rows_read") is None:
+        return ""
+    read, total = record["rows_read"], record.get("rows_total")
+    text = f"{read:,} of {total:,} rows read" if total is not None else f"{read:,} rows read"
+    where = record.get("path") or record.get("source")
+    if where:
+        text += f" from {where}"
+    if record.get("exhausted"):
+        return f"{text} (all of it)"
+    return f"{text} (not to the end)" if record.get("exhausted") is False else text
 
 
 def _tasks_table(summary: Mapping[str, Any]) -> Table | None:
@@ -484,7 +556,7 @@ def _local_time(epoch: float) -> str:
 
 
 def _run_dicts(store: Store) -> Iterable[Mapping[str, Any]]:
-    for run in store.runs():
+    for run, liveness in judged_runs(store):
         yield {
             "run_id": run.run_id,
             "state": str(run.state),
@@ -492,6 +564,7 @@ def _run_dicts(store: Store) -> Iterable[Mapping[str, Any]]:
             "ended_at": run.ended_at,
             "stop_reason": run.stop_reason,
             "resumes": run.resumes,
+            **run_view(run, liveness),  # the shown state replaces the stored one
         }
 
 

@@ -300,8 +300,9 @@ class Runner:
             state = RunState.SUCCEEDED
         stats = self._snapshot()
         try:
-            # Even after a failed write: a run row left `running` would keep a resume out
-            # until its heartbeat went stale.
+            # Even after a failed write: a run row left `running` reads as crashed once this
+            # process lets go of the store's lock. A run taken over by another process is
+            # refused here (its row is no longer `running`): the takeover's mark stays.
             store.end_run(execution.run_id, state, ended_at=epoch_time(), stop_reason=reason)
             stats["pipelines"]["by_state"] = store.count_by_state()
         except PyAttackerError as exc:

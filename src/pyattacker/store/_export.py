@@ -10,6 +10,10 @@ What each kind exports:
   ``json``, else ``data_base64``.
 - ``results`` — one row per item (pipeline): its key, input, final output, state, error,
   attempts and usage; see ``pyattacker.store.results``.
+- ``runs`` — what ``Store.rows`` yields with ``state`` as every reader shows it (a run
+  still marked ``running`` whose process died is ``crashed``), then the other keys of
+  ``pyattacker.store._liveness.run_view`` (``stored_state``, ``live``,
+  ``crashed_because``, ...) but ``heartbeat_age_s``. The store is not changed.
 - every other kind — exactly what ``Store.rows`` yields.
 
 Formats: ``jsonl`` (one object per line), ``json`` (one array), ``csv`` (columns from the
@@ -35,6 +39,7 @@ from typing import Any
 
 from pyattacker._atomic import check_output, create_beside, fill, replace
 from pyattacker.errors import ConfigError
+from pyattacker.store._liveness import judged_runs, run_view
 from pyattacker.store._protocol import Store
 from pyattacker.store._results import results
 from pyattacker.store._rows import ROW_KINDS, RowKind
@@ -107,11 +112,13 @@ def _stored_kind(kind: RowKind | str) -> RowKind:
 
 
 def _not_the_store(store: Store, target: Path) -> None:
-    """Replacing the database (or its WAL) with an export would destroy the record."""
+    """Replacing the database (or its WAL, or its writer lock) with an export would
+    destroy the record (or let a second writer in)."""
     path = getattr(store, "path", None)
     if not isinstance(path, Path):
         return
-    own = {Path(f"{path}{suffix}").resolve() for suffix in ("", "-wal", "-shm", "-journal")}
+    suffixes = ("", "-wal", "-shm", "-journal", ".lock")
+    own = {Path(f"{path}{suffix}").resolve() for suffix in suffixes}
     if target.resolve() in own:
         raise ConfigError(
             f"{target} is the store itself",
@@ -132,7 +139,21 @@ def _view(store: Store, kind: RowKind | str) -> Iterator[Row]:
         return (_readable_artifact(a) for a in store.rows(RowKind.ARTIFACTS))
     if kind is RowKind.TASK_HISTORY:
         return (_readable_history(h) for h in store.rows(RowKind.TASK_HISTORY))
+    if kind is RowKind.RUNS:
+        return _shown_runs(store)
     return store.rows(kind)
+
+
+def _shown_runs(store: Store) -> Iterator[Row]:
+    """The runs rows, judged live or dead as every reader judges them (the runs of one
+    judgement, matched by id: a few rows, read twice)."""
+    views = {run.run_id: run_view(run, verdict) for run, verdict in judged_runs(store)}
+    for row in store.rows(RowKind.RUNS):
+        view = views.get(row["run_id"])
+        if view is not None:
+            del view["heartbeat_age_s"]  # a moving figure: the row has heartbeat_at
+            row = {**row, **view}
+        yield row
 
 
 def _nested(store: Store, pipeline: Row) -> Row:

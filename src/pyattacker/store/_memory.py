@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from pyattacker.errors import StoreError
-from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, plan_begin
+from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, not_running, plan_begin
 from pyattacker.store._rows import (
     ArtifactRow,
     Batch,
@@ -69,6 +69,8 @@ class MemoryStore:
 
     Same semantics as :class:`SQLiteStore`, including the refusals of ``begin_run`` and
     all-or-nothing ``write``; ``read_only=True`` gives an empty store that refuses writes.
+    It needs no OS lock (only this process can reach it): the run begun here and not yet
+    ended holds it, as far as ``begin_run`` and readers are concerned (``lock_held``).
     """
 
     location = ":memory:"
@@ -79,6 +81,7 @@ class MemoryStore:
         self.read_only = read_only
         self.stale_after_s = stale_after_s
         self._closed = False
+        self._owner: str | None = None  # the run begun here and not yet ended
         self._runs: dict[str, Values] = {}
         self._pipelines: dict[str, Values] = {}
         self._tasks: dict[tuple[str, int], Values] = {}
@@ -108,19 +111,27 @@ class MemoryStore:
             pipelines=len(self._pipelines),
             location=self.location,
             stale_after_s=self.stale_after_s,
+            lock_held=self._owner is not None,
         )
         for crashed in taken:
             self._runs[crashed.run_id] = encode_run(crashed)
         self._interrupt_pipelines_of({r.run_id for r in taken})
         self._runs[run.run_id] = encoded
+        self._owner = run.run_id
         return taken
+
+    def lock_held(self) -> bool:
+        """Whether a run begun here has not ended yet (this store's stand-in for the
+        SQLite store's writer lock)."""
+        return self._owner is not None
 
     def end_run(
         self, run_id: str, state: RunState, *, ended_at: float, stop_reason: str | None
     ) -> None:
         self._check_writable()
-        if run_id not in self._runs:
-            raise StoreError(f"no run {run_id!r} to end", location=self.location)
+        if run_id == self._owner:
+            self._owner = None
+        self._check_running(run_id, "end")
         self._runs[run_id] = self._run_changed(
             run_id, {_RUN_STATE: RunState(state), _RUN_ENDED: ended_at, _RUN_STOP: stop_reason}
         )
@@ -129,6 +140,10 @@ class MemoryStore:
         self._check_writable()
         encoded = encoding(lambda: _as_stored(encode_batch(batch)), self.location)
         self._check_pipelines_known(encoded)
+        if encoded.heartbeat is not None:
+            self._check_running(encoded.heartbeat[0], "record a heartbeat of")
+        if self._owner is not None:
+            self._check_running(self._owner, "write for")
         beat = self._beat(encoded.heartbeat)  # may fail too: before anything changes
         for pid, from_seq, run_id, at in encoded.superseded:
             self._supersede(pid, from_seq, (run_id, at))
@@ -147,6 +162,7 @@ class MemoryStore:
 
     def close(self) -> None:
         self._closed = True
+        self._owner = None
 
     # -- what the Runner reads ----------------------------------------------------------
 
@@ -291,8 +307,8 @@ class MemoryStore:
             raise StoreError(f"could not write: {UNKNOWN_PIPELINE}", location=self.location)
 
     def _beat(self, heartbeat: tuple[str, float] | None) -> tuple[str, Values] | None:
-        """The run row a heartbeat makes (none for an unknown run, as SQLite's UPDATE)."""
-        if heartbeat is None or heartbeat[0] not in self._runs:
+        """The run row a heartbeat makes."""
+        if heartbeat is None:
             return None
         run_id, at = heartbeat
         return run_id, self._run_changed(run_id, {_RUN_HEARTBEAT: at})
@@ -304,6 +320,13 @@ class MemoryStore:
             return as_sqlite_stores(_RUNS, _replaced(values, {_RUN_STATE: state}))
 
         return encoding(change, self.location)
+
+    def _check_running(self, run_id: str, what: str) -> None:
+        """``StoreError`` unless ``run_id`` is a ``running`` run (see SQLiteStore)."""
+        values = self._runs.get(run_id)
+        if values is None or values[_RUN_STATE] != RunState.RUNNING.value:
+            found = None if values is None else (values[_RUN_STATE], values[_RUN_STOP])
+            raise not_running(run_id, found, what, self.location)
 
     def _interrupt_pipelines_of(self, run_ids: set[str]) -> None:
         for pipeline_id, v in self._pipelines.items():

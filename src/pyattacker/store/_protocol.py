@@ -35,19 +35,23 @@ class Store(Protocol):
 
         - ``resume`` is false and the store already holds pipelines (hint: pass
           ``resume=True`` / ``--resume``, or use another store);
-        - another run is live: state ``running``, its owner process (``pid`` on this
-          ``host``) alive and its heartbeat fresh.
+        - another run is live, as ``pyattacker.store._lifecycle.judge`` rules: on this
+          host, its process still holds the store's writer lock (however old its
+          heartbeat); on another host, its heartbeat is fresh.
 
         With ``resume``, earlier runs still marked ``running`` (their process died) become
         ``crashed``, and their ``running``/``pending`` pipelines become ``interrupted``:
-        that is the takeover. The returned list names every run taken over.
+        that is the takeover. The returned list names every run taken over. The new run
+        holds the store (its lock) until ``end_run`` or ``close``.
         """
         ...
 
     def end_run(
         self, run_id: str, state: RunState, *, ended_at: float, stop_reason: str | None
     ) -> None:
-        """Mark the run ended (after the Runner's last ``write``)."""
+        """Mark the run ended (after the Runner's last ``write``) and let go of the store.
+        ``StoreError`` when the run is unknown or no longer ``running`` (another process
+        took it over: its mark stays)."""
         ...
 
     def write(self, batch: Batch) -> None:
@@ -59,12 +63,18 @@ class Store(Protocol):
         resources are appended. Artifacts, tasks and attempts must name a pipeline the
         store holds or the batch brings. ``batch.heartbeat`` sets the run's
         ``heartbeat_at``. A failure raises ``StoreError`` with the cause, and the store
-        is as it was before the call.
+        is as it was before the call; so does a batch of a run begun on this store, or a
+        heartbeat, when that run is no longer ``running`` (taken over by another process).
         """
         ...
 
     def close(self) -> None:
-        """Release the connection; idempotent."""
+        """Release the connection and the store's lock; idempotent."""
+        ...
+
+    def lock_held(self) -> bool | None:
+        """Whether a process holds this store's writer lock now (None: the store has
+        none, and readers fall back to heartbeats). Creates and changes nothing."""
         ...
 
     # -- what the Runner reads ----------------------------------------------------------

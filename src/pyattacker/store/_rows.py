@@ -92,6 +92,8 @@ class RunRow:
     resumes: str | None = None  # the run this one resumed, if any
     stop_reason: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)  # masked Runner settings
+    # What the run read: source, path, size, digest, rows_read, rows_total, exhausted, ...
+    input: Mapping[str, Any] | None = None
 
 
 @dataclass(slots=True, kw_only=True)

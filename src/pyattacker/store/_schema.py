@@ -37,6 +37,7 @@ __all__ = [
     "ONE_TASK",
     "RUNNING_RUNS",
     "RUN_EXISTS",
+    "RUN_STATE",
     "SCHEMA_VERSION",
     "SUPERSEDE_TASKS",
     "TEMPLATES",
@@ -129,7 +130,10 @@ _TASK_HISTORY: Migration = (
     "CREATE INDEX task_history_by_pipeline ON task_history (pipeline_num, seq)",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE, _TASK_HISTORY)
+# What a run read (RunRow.input), as JSON.
+_RUN_INPUT: Migration = ("ALTER TABLE runs ADD COLUMN input TEXT",)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE, _TASK_HISTORY, _RUN_INPUT)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -182,8 +186,14 @@ def _columns(kind: RowKind) -> str:
     return ", ".join(TABLES[kind].names)
 
 
-HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ?"
-END_RUN = "UPDATE runs SET state = ?, ended_at = ?, stop_reason = ? WHERE run_id = ?"
+# Both change a run only while it is `running`: a run taken over (marked `crashed` by
+# another process) is never revived by its woken owner; rowcount 0 tells the owner so.
+HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND state = 'running'"
+END_RUN = (
+    "UPDATE runs SET state = ?, ended_at = ?, stop_reason = ?"
+    " WHERE run_id = ? AND state = 'running'"
+)
+RUN_STATE = "SELECT state, stop_reason FROM runs WHERE run_id = ?"
 MARK_CRASHED = "UPDATE runs SET state = 'crashed', ended_at = ?, stop_reason = ? WHERE run_id = ?"
 INTERRUPT_PIPELINES = (
     "UPDATE pipelines SET state = 'interrupted'"

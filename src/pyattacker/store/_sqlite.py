@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from pyattacker.errors import ConfigError, StoreError
 from pyattacker.store._files import check_path, connect, mapped
-from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, plan_begin
+from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, not_running, plan_begin
+from pyattacker.store._lock import LOCKS, WriterLock, probe
 from pyattacker.store._rows import ArtifactRow, Batch, PipelineRow, RowKind, RunRow, RunState
 from pyattacker.store._schema import (
     COUNT_BY_STATE,
@@ -41,6 +42,7 @@ from pyattacker.store._schema import (
     ONE_PIPELINE,
     ONE_TASK,
     RUN_EXISTS,
+    RUN_STATE,
     RUNNING_RUNS,
     SUPERSEDE_TASKS,
     TEMPLATES,
@@ -95,7 +97,13 @@ class SQLiteStore:
     newer pyattacker. ``synchronous`` is ``"normal"`` or ``"full"`` (see the module
     docstring for what each survives). ``busy_timeout_s`` is how long a write waits for
     another connection's lock before failing with ``StoreError``; ``stale_after_s`` is when
-    a silent run counts as dead (see ``begin_run``).
+    a silent run *of another host* counts as dead, and ``lock_wait_s`` how long
+    ``begin_run`` retries a lock a reader is probing (see ``begin_run``).
+
+    The run's writer lock: ``begin_run`` takes an exclusive lock on ``<path>.lock`` and
+    holds it until ``end_run`` or ``close`` (``pyattacker.store._lock``). While a process
+    holds it, its run is live to every reader and no other run can begin, however old its
+    heartbeat; once the process dies the OS releases it.
     """
 
     def __init__(
@@ -106,6 +114,7 @@ class SQLiteStore:
         synchronous: Synchronous = "normal",
         busy_timeout_s: float = 5.0,
         stale_after_s: float = DEFAULT_STALE_AFTER_S,
+        lock_wait_s: float = 0.5,
         migrations: tuple[Migration, ...] = MIGRATIONS,
     ) -> None:
         if synchronous not in _SYNCHRONOUS:
@@ -119,6 +128,9 @@ class SQLiteStore:
         self.read_only = read_only
         self.synchronous = synchronous
         self.stale_after_s = stale_after_s
+        self.lock_wait_s = lock_wait_s
+        self._lock = WriterLock(self.path)
+        self._owner: str | None = None  # the run begun here and not yet ended
         check_path(self.path, read_only=read_only)
         self._conn: sqlite3.Connection | None = connect(
             self.path, read_only=read_only, busy_timeout_s=busy_timeout_s
@@ -142,32 +154,68 @@ class SQLiteStore:
     # -- the run's lifecycle ------------------------------------------------------------
 
     def begin_run(self, run: RunRow, *, resume: bool) -> list[RunRow]:
+        """See :meth:`Store.begin_run`. Takes the writer lock first: held by another
+        process, the runs it may own are live and the new run is refused (``ConfigError``,
+        field ``resume``); taken, a run of this host still marked ``running`` is dead."""
         values = encoding(lambda: encode_run(run), self.location)
-        with self._transaction() as conn:
-            taken = plan_begin(
-                run,
-                resume=resume,
-                running=[
-                    to_run(decode(TABLES[RowKind.RUNS], r)) for r in conn.execute(RUNNING_RUNS)
-                ],
-                id_taken=conn.execute(RUN_EXISTS, (run.run_id,)).fetchone() is not None,
-                pipelines=conn.execute(COUNT_PIPELINES).fetchone()[0],
-                location=self.location,
-                stale_after_s=self.stale_after_s,
-            )
-            conn.executemany(MARK_CRASHED, [(r.ended_at, r.stop_reason, r.run_id) for r in taken])
-            conn.executemany(INTERRUPT_PIPELINES, [(r.run_id,) for r in taken])
-            conn.execute(INSERT[RowKind.RUNS], values)
+        if self.read_only:
+            raise StoreError("the store was opened read-only", location=self.location)
+        held_here = self._lock.held
+        taken_now = not held_here and self._lock.acquire(wait_s=self.lock_wait_s)
+        if not held_here and not taken_now:
+            # Another process writes here: refuse without a write transaction, which would
+            # wait for that process (it may be paused mid-transaction).
+            with mapped(self.location, "could not read"):
+                self._plan(self._connection(), run, resume, held=True, other_writer=True)
+        try:
+            with self._transaction() as conn:
+                taken = self._plan(conn, run, resume, held=held_here, other_writer=False)
+                crashed = [(r.ended_at, r.stop_reason, r.run_id) for r in taken]
+                conn.executemany(MARK_CRASHED, crashed)
+                conn.executemany(INTERRUPT_PIPELINES, [(r.run_id,) for r in taken])
+                conn.execute(INSERT[RowKind.RUNS], values)
+        except BaseException:
+            if taken_now:
+                self._lock.release()
+            raise
+        self._owner = run.run_id
         return taken
+
+    def _plan(
+        self, conn: sqlite3.Connection, run: RunRow, resume: bool, *, held: bool, other_writer: bool
+    ) -> list[RunRow]:
+        return plan_begin(
+            run,
+            resume=resume,
+            running=[to_run(decode(TABLES[RowKind.RUNS], r)) for r in conn.execute(RUNNING_RUNS)],
+            id_taken=conn.execute(RUN_EXISTS, (run.run_id,)).fetchone() is not None,
+            pipelines=conn.execute(COUNT_PIPELINES).fetchone()[0],
+            location=self.location,
+            stale_after_s=self.stale_after_s,
+            lock_held=held if LOCKS else None,
+            other_writer=other_writer,
+        )
+
+    def lock_held(self) -> bool | None:
+        """Whether a process (this one included) holds the store's writer lock now; None
+        where there are no locks. Creates nothing (see ``pyattacker.store._lock.probe``)."""
+        return True if self._lock.held else probe(self.path)
 
     def end_run(
         self, run_id: str, state: RunState, *, ended_at: float, stop_reason: str | None
     ) -> None:
+        """See :meth:`Store.end_run`; releases the writer lock the run held, even when
+        ending fails."""
         value = encoding(lambda: RunState(state).value, self.location)
-        with self._transaction() as conn:
-            changed = conn.execute(END_RUN, (value, ended_at, stop_reason, run_id)).rowcount
-            if not changed:
-                raise StoreError(f"no run {run_id!r} to end", location=self.location)
+        try:
+            with self._transaction() as conn:
+                changed = conn.execute(END_RUN, (value, ended_at, stop_reason, run_id)).rowcount
+                if not changed:
+                    raise self._not_running(conn, run_id, "end")
+        finally:
+            if run_id == self._owner:
+                self._owner = None
+                self._lock.release()
 
     def write(self, batch: Batch) -> None:
         encoded = encoding(lambda: encode_batch(batch), self.location)
@@ -176,12 +224,14 @@ class SQLiteStore:
                 for pid, from_seq, run_id, at in encoded.superseded:
                     conn.execute(SUPERSEDE_TASKS, (run_id, at, pid, from_seq))
                     conn.execute(DROP_TASKS, (pid, from_seq))
+                beat = encoded.heartbeat
+                if beat is not None and not conn.execute(HEARTBEAT, (beat[1], beat[0])).rowcount:
+                    raise self._not_running(conn, beat[0], "record a heartbeat of")
+                if self._owner is not None and (beat is None or beat[0] != self._owner):
+                    self._check_owner(conn)  # one indexed read per batch, not per row
                 for table, rows in encoded.tables():
                     if rows:
                         conn.executemany(INSERT[table.kind], rows)
-                if encoded.heartbeat is not None:
-                    run_id, at = encoded.heartbeat
-                    conn.execute(HEARTBEAT, (at, run_id))
         except StoreError as exc:
             cause = exc.__cause__
             if isinstance(cause, sqlite3.IntegrityError) and "pipeline_num" in str(cause):
@@ -191,9 +241,16 @@ class SQLiteStore:
             raise
 
     def close(self) -> None:
+        """Close the connection and release the writer lock; idempotent. A run begun here
+        and not ended is left ``running``: to readers it is then dead, as if its process
+        had died."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._owner = None
+        try:
+            if conn is not None:
+                conn.close()
+        finally:
+            self._lock.release()  # last: the next writer finds the file closed by this one
 
     # -- what the Runner reads ----------------------------------------------------------
 
@@ -300,7 +357,19 @@ class SQLiteStore:
             if str(mode).lower() != "wal":
                 raise StoreError(f"cannot use WAL mode (got {mode})", location=self.location)
             conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-            migrate(conn, migrations, self.location)
+            if version < len(migrations):  # else no write (a paused writer may hold the lock)
+                migrate(conn, migrations, self.location)
+
+    def _check_owner(self, conn: sqlite3.Connection) -> None:
+        """Refuse to write for a run that is no longer ``running``: another process took
+        it over (its heartbeat went stale on another host, or the row was edited)."""
+        found = conn.execute(RUN_STATE, (self._owner,)).fetchone()
+        if found is None or found[0] != RunState.RUNNING.value:
+            raise self._not_running(conn, str(self._owner), "write for")
+
+    def _not_running(self, conn: sqlite3.Connection, run_id: str, what: str) -> StoreError:
+        found = conn.execute(RUN_STATE, (run_id,)).fetchone()
+        return not_running(run_id, found, what, self.location)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

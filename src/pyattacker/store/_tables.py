@@ -109,8 +109,8 @@ TABLES: dict[RowKind, Table] = {
         _table(
             RowKind.RUNS,
             "run_id state started_at ended_at? heartbeat_at? pid? host? resumes? stop_reason?"
-            " config",
-            ("config",),
+            " config input?",
+            ("config", "input"),
         ),
         _table(
             RowKind.PIPELINES,
@@ -159,7 +159,8 @@ def _json_list(values: Sequence[str]) -> str:
 
 def encode_run(r: RunRow) -> Values:
     return (r.run_id, _state(_RUN_STATES, r.state), r.started_at, r.ended_at, r.heartbeat_at,
-            r.pid, r.host, r.resumes, r.stop_reason, _to_json(r.config))  # fmt: skip
+            r.pid, r.host, r.resumes, r.stop_reason, _to_json(r.config),
+            None if r.input is None else _to_json(r.input))  # fmt: skip
 
 
 def encode_pipeline(p: PipelineRow) -> Values:
