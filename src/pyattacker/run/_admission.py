@@ -82,6 +82,7 @@ class Admission:
     _live: dict[str, asyncio.Task[None]]
     _live_seeds: dict[str, str]
     _ordinal: int
+    _input: Any  # an InputTracker (pyattacker.run._input), or None: input not recorded
 
     @property
     def stopping(self) -> bool:
@@ -111,6 +112,9 @@ class Admission:
                         self._check_template(template)
                         templates[template.chain_digest] = template
                 self._admit_chunk([i for i in chunk if isinstance(i, PipelineSpec)])
+                if self._input is not None and isinstance(chunk[-1], PipelineSpec):
+                    # Staged, all of them: their rows count as read (at the next flush).
+                    self._input.admitted(chunk[-1])
             # A failing input ends admission; what was admitted finishes (Runner raises after).
             if resume and not self.stopping and self.input_error is None:
                 await self._admit_stored(templates)
@@ -237,6 +241,7 @@ class Admission:
             seed_artifact=prepared.seed_digest,
             repeat=spec.repeat,
             key=spec.key,
+            row=spec.row,
             state=PipelineState.PENDING,
             cursor=0,
             ntasks=len(spec.template.tasks),

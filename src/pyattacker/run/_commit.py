@@ -22,7 +22,8 @@ measured and bought nothing: the GIL comes back to the writer only when the loop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pyattacker.clock import epoch_time
 from pyattacker.errors import StoreError
@@ -46,6 +47,9 @@ class Committer:
     ``on_failure`` is called once, with the ``StoreError``, when a write fails: the Runner
     stops the run (a run that cannot record must not go on). Every staged checkpoint of a
     failed flush sees the error from the awaitable it was given.
+
+    ``input_record`` is asked at each flush for the run's input record if it changed (None
+    otherwise): it is written in the same transaction as the pipelines it counts.
     """
 
     def __init__(
@@ -56,8 +60,10 @@ class Committer:
         write_behind: bool = True,
         history_batch: int = 512,
         on_failure: Callable[[StoreError], None] | None = None,
+        input_record: Callable[[], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self._store = store
+        self._input_record = input_record
         self._run_id = run_id
         self.write_behind = write_behind
         self._history_batch = history_batch
@@ -148,6 +154,10 @@ class Committer:
         if self._pipelines:
             batch.pipelines = list(self._pipelines.values())
             self._pipelines = {}
+        if self._input_record is not None and self.failure is None:
+            record = self._input_record()
+            if record is not None:
+                batch.run_input = (self._run_id, record)
         self._batch, self._done = Batch(), None
         if self.failure is not None or not batch:
             self._settle(done, self.failure)

@@ -130,6 +130,7 @@ class Execution(Admission):
         self.stop_reason: str | None = None
         self.failures: list[dict[str, Any]] = []
         self.input_error: BaseException | None = None
+        self._input: Any = None  # set by the Runner: the InputTracker of a recorded input
 
     # -- stopping -------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ __all__ = [
     "RUNNING_RUNS",
     "RUN_EXISTS",
     "SCHEMA_VERSION",
+    "SET_INPUT",
     "Migration",
     "Pages",
     "check_version",
@@ -101,7 +102,13 @@ _V1: Migration = (
         kind TEXT NOT NULL, spec TEXT NOT NULL)""",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1,)
+# What each run read (the input record, JSON) and each pipeline's row in that input.
+_V2_INPUT: Migration = (
+    "ALTER TABLE runs ADD COLUMN input TEXT",
+    "ALTER TABLE pipelines ADD COLUMN row INTEGER",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2_INPUT)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -155,6 +162,7 @@ def _columns(kind: RowKind) -> str:
 
 
 HEARTBEAT = "UPDATE runs SET heartbeat_at = ? WHERE run_id = ?"
+SET_INPUT = "UPDATE runs SET input = ? WHERE run_id = ?"
 END_RUN = "UPDATE runs SET state = ?, ended_at = ?, stop_reason = ? WHERE run_id = ?"
 MARK_CRASHED = "UPDATE runs SET state = 'crashed', ended_at = ?, stop_reason = ? WHERE run_id = ?"
 INTERRUPT_PIPELINES = (
@@ -254,6 +262,8 @@ def check_version(version: int, *, known: int, location: str) -> None:
 def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration], location: str) -> int:
     """Apply the migrations ``conn``'s file has not had yet, all in one transaction, and
     return the new version. On any failure nothing is changed."""
+    if user_version(conn) == len(migrations):
+        return len(migrations)  # up to date: no transaction, so the file is left as it was
     conn.execute("BEGIN IMMEDIATE")
     try:
         # read again under the write lock: another process may have upgraded meanwhile

@@ -41,6 +41,7 @@ from pyattacker.store._schema import (
     ONE_TASK,
     RUN_EXISTS,
     RUNNING_RUNS,
+    SET_INPUT,
     Migration,
     Pages,
     check_version,
@@ -174,6 +175,9 @@ class SQLiteStore:
                 if encoded.heartbeat is not None:
                     run_id, at = encoded.heartbeat
                     conn.execute(HEARTBEAT, (at, run_id))
+                if encoded.run_input is not None:
+                    run_id, record = encoded.run_input
+                    conn.execute(SET_INPUT, (record, run_id))
         except StoreError as exc:
             cause = exc.__cause__
             if isinstance(cause, sqlite3.IntegrityError) and "pipeline_num" in str(cause):

@@ -100,13 +100,13 @@ TABLES: dict[RowKind, Table] = {
         _table(
             RowKind.RUNS,
             "run_id state started_at ended_at? heartbeat_at? pid? host? resumes? stop_reason?"
-            " config",
-            ("config",),
+            " config input?",
+            ("config", "input"),
         ),
         _table(
             RowKind.PIPELINES,
             "pipeline_id template chain_digest seed_digest seed_artifact repeat key? state"
-            " cursor ntasks run_id ordinal created_at updated_at output_artifact? error?",
+            " cursor ntasks run_id ordinal created_at updated_at output_artifact? error? row?",
         ),
         _table(
             RowKind.TASKS,
@@ -151,13 +151,15 @@ def _json_list(values: Sequence[str]) -> str:
 
 def encode_run(r: RunRow) -> Values:
     return (r.run_id, _state(_RUN_STATES, r.state), r.started_at, r.ended_at, r.heartbeat_at,
-            r.pid, r.host, r.resumes, r.stop_reason, _to_json(r.config))  # fmt: skip
+            r.pid, r.host, r.resumes, r.stop_reason, _to_json(r.config),
+            None if r.input is None else _to_json(r.input))  # fmt: skip
 
 
 def encode_pipeline(p: PipelineRow) -> Values:
     return (p.pipeline_id, p.template, p.chain_digest, p.seed_digest, p.seed_artifact,
             p.repeat, p.key, _state(_PIPELINE_STATES, p.state), p.cursor, p.ntasks, p.run_id,
-            p.ordinal, p.created_at, p.updated_at, p.output_artifact, p.error)  # fmt: skip
+            p.ordinal, p.created_at, p.updated_at, p.output_artifact, p.error,
+            p.row)  # fmt: skip
 
 
 def encode_task(t: TaskRow) -> Values:
@@ -208,6 +210,7 @@ class EncodedBatch:
     events: list[Values]
     resources: list[Values]
     heartbeat: tuple[str, float] | None
+    run_input: tuple[str, str] | None = None  # (run_id, the input record as JSON)
 
     def tables(self) -> tuple[tuple[Table, list[Values]], ...]:
         return (
@@ -230,6 +233,9 @@ def encode_batch(batch: Batch) -> EncodedBatch:
         events=[encode_event(e) for e in batch.events],
         resources=[encode_resource(r) for r in batch.resources],
         heartbeat=batch.heartbeat,
+        run_input=None
+        if batch.run_input is None
+        else (batch.run_input[0], _to_json(batch.run_input[1], allow_nan=False)),
     )
 
 
@@ -275,7 +281,8 @@ def decode(table: Table, values: Iterable[Any]) -> dict[str, Any]:
     """The plain dict ``rows()`` yields: JSON decoded, artifacts with their ``size``."""
     row = dict(zip(table.names, values, strict=True))
     for name in table.json_columns:
-        row[name] = json.loads(row[name])
+        if row[name] is not None:  # a nullable JSON column (runs.input) holds NULL as None
+            row[name] = json.loads(row[name])
     if table.kind is RowKind.ARTIFACTS:
         row["size"] = len(row["data"])
     elif table.kind is RowKind.TASKS:
