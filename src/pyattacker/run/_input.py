@@ -23,13 +23,13 @@ read to its end: only the caller has those rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pyattacker.errors import ConfigError
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs
-from pyattacker.run._sources import FileSource, read_rows
+from pyattacker.run._sources import FileSource, InputChanged, read_rows
 from pyattacker.store import RunRow
 
 __all__ = [
@@ -187,9 +187,14 @@ def not_read(record: Mapping[str, Any]) -> str:
     return f"{max(0, total - read)} of {total} rows"
 
 
-def resume_source(record: Mapping[str, Any], *, limit: int | None = None) -> FileSource:
-    """The recorded file, re-opened after its rows read (``check``-ed whole, so a row that
-    no longer parses is found now). ``limit`` replaces the recorded one when given.
+def resume_source(
+    record: Mapping[str, Any],
+    *,
+    limit: int | None = None,
+    each: Callable[[int, Any, str], None] | None = None,
+) -> FileSource:
+    """The recorded file, re-opened after its rows read (``check``-ed whole with ``each``,
+    so a row that no longer parses is found now). ``limit`` replaces the recorded one.
 
     Raises ``ConfigError`` (field ``input``) when the input cannot be read again: stdin, a
     Python iterable, a file that is missing or whose first ``rows_read`` rows changed. The
@@ -217,9 +222,9 @@ def resume_source(record: Mapping[str, Any], *, limit: int | None = None) -> Fil
         path, record.get("format"), limit=limit if limit is not None else recorded_limit
     )
     try:
-        reopened.check(resume_at=record)
-    except ConfigError as exc:
-        raise ConfigError(
+        reopened.check(each, resume_at=record)
+    except InputChanged as exc:
+        raise InputChanged(
             f"the run's input {path} changed since it was read ({exc.message}); "
             f"{unread} were not read yet",
             field="input",

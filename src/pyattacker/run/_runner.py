@@ -282,12 +282,15 @@ class Runner:
         (see ``run_async``); ``template.map(rows)`` is tracked; anything else is not."""
         from pyattacker.run._pipeline import PipelineTemplate
 
-        if not (resume and isinstance(specs, PipelineTemplate)):
-            return InputTracker.of(specs)
+        specs, tracker = InputTracker.of(specs)
+        if tracker is not None or not resume:
+            return specs, tracker
         record = latest_input(self.store.runs())
         if record is None:
             return specs, None
-        if record.get("exhausted"):
+        if record.get("exhausted") or not isinstance(specs, PipelineTemplate):
+            # Other specs cannot read the recorded input on: it stays what it was, and a
+            # run that leaves it unfinished ends `incomplete`, never `succeeded`.
             return specs, CarriedInput(record)
         if record.get("custom_key"):
             raise ConfigError(

@@ -43,7 +43,7 @@ from typing import IO, Any
 from pyattacker.errors import ConfigError
 from pyattacker.run._json import canonical_json
 
-__all__ = ["FORMATS", "FileSource", "format_of", "read_rows"]
+__all__ = ["FORMATS", "FileSource", "InputChanged", "format_of", "read_rows"]
 
 FORMATS = ("jsonl", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -53,6 +53,10 @@ _PARQUET_BATCH = 1024
 #: (the row, the bytes it adds to the digest, where it is for messages: "line 12")
 Raw = tuple[Any, bytes, str]
 Opener = Callable[[], contextlib.AbstractContextManager[IO[bytes]]]
+
+
+class InputChanged(ConfigError):
+    """The rows a record says were read are not the first rows of this source."""
 
 
 def format_of(path: str | os.PathLike[str], format: str | None = None) -> str:
@@ -177,6 +181,7 @@ class FileSource:
         each: Callable[[int, Any, str], None] | None = None,
         *,
         resume_at: Mapping[str, Any] | None = None,
+        same_as: Mapping[str, Any] | None = None,
     ) -> int:
         """Read every row once, calling ``each(index, row, where)`` (it raises
         ``ConfigError`` for a bad row), and return how many rows there are.
@@ -184,9 +189,11 @@ class FileSource:
         With ``resume_at`` (an input record), the first ``resume_at["rows_read"]`` rows must
         have the recorded digest: then iterations start after them, and the record's count
         and digest go on from there. ``ConfigError`` (field ``input``) when they differ or
-        the source has fewer rows: it is not the data the record was made from.
+        the source has fewer rows: it is not the data the record was made from. With
+        ``same_as`` the same check is made, and iterations still start at the first row.
         """
-        wanted = None if resume_at is None else int(resume_at["rows_read"])
+        record = resume_at if resume_at is not None else same_as
+        wanted = None if record is None else int(record["rows_read"])
         hasher, offset, count, start = hashlib.sha256(), 0, 0, None
         if wanted == 0:
             start = (0, 0, hasher.copy())
@@ -199,22 +206,25 @@ class FileSource:
             if count == wanted:
                 start = (count, offset, hasher.copy())
         self.rows_total = count
-        if resume_at is not None:
-            self._verify(resume_at, start)
+        if record is not None:
+            self._verify(record, start, move=resume_at is not None)
         return count
 
-    def _verify(self, record: Mapping[str, Any], start: tuple[int, int, Any] | None) -> None:
+    def _verify(
+        self, record: Mapping[str, Any], start: tuple[int, int, Any] | None, *, move: bool
+    ) -> None:
         found = None if start is None else "sha256:" + start[2].hexdigest()
-        if start is None or found != record.get("digest"):
-            what = "has fewer rows" if start is None else "differs"
-            raise ConfigError(
-                f"{self.name} {what} than the input the run recorded: its first "
+        if start is None or (record["rows_read"] and found != record.get("digest")):
+            what = "has fewer rows than" if start is None else "differs from"
+            raise InputChanged(
+                f"{self.name} {what} the input the run recorded: its first "
                 f"{record['rows_read']} rows are not the rows already read",
                 field="input",
                 hint="pass the same data, or consent to reading this one (--input-changed)",
             )
-        self._start = start
-        self._restart()
+        if move:
+            self._start = start
+            self._restart()
 
     def record(self) -> dict[str, Any]:
         """The source's part of a run's input record (see ``pyattacker.run._input``)."""
