@@ -573,6 +573,7 @@ def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: b
         created_at=row.created_at,
         updated_at=now,
         output_artifact=output,
+        row=row.row,
     )
 
 
