@@ -62,7 +62,8 @@ def test_the_input_record_says_where_the_rows_came_from_and_how_far_they_were_re
         "key": None,
         "limit": None,
     }
-    assert report.input == run.input and report.source_exhausted is True
+    assert report.input == run.input
+    assert report.source_exhausted is True
     assert report.to_dict()["source_exhausted"] is True
     assert rows == [(i, r) for i in range(6) for r in (0, 1)]
 
@@ -110,12 +111,14 @@ def test_a_resume_without_rows_reads_the_recorded_file_from_where_it_stopped(
     path = _jsonl(tmp_path / "items.jsonl", [{"i": i} for i in range(20)])
     store, calls = tmp_path / "s.db", Counter[int]()
     template, first = _stopped_run(store, path, calls, stop_at=5)
-    assert first.state is RunState.INTERRUPTED and first.source_exhausted is False
+    assert first.state is RunState.INTERRUPTED
+    assert first.source_exhausted is False
     assert 5 <= first.input["rows_read"] < 20
     with _runner(store) as runner:
         second = runner.run(template, resume=True)
         by_state = runner.store.count_by_state()
-    assert second.state is RunState.SUCCEEDED and second.source_exhausted is True
+    assert second.state is RunState.SUCCEEDED
+    assert second.source_exhausted is True
     assert by_state == {"succeeded": 20}
     assert calls == Counter(range(20))  # every row ran, and none twice
 
@@ -132,7 +135,8 @@ def test_resuming_an_unfinished_python_iterable_without_its_rows_is_refused(
     with _runner(tmp_path / "s.db") as runner, pytest.raises(ConfigError) as refused:
         runner.run(template, resume=True)
     message = str(refused.value)
-    assert "a Python iterable" in message and "template.map(rows)" in message
+    assert "a Python iterable" in message
+    assert "template.map(rows)" in message
     rows_read = runner.store.runs()[0].input["rows_read"]  # type: ignore[index]
     assert f"read {rows_read} rows" in message
     assert len(SQLiteStore(tmp_path / "s.db", read_only=True).runs()) == 1
@@ -170,7 +174,7 @@ def test_repeats_split_across_admission_chunks_never_lose_a_repeat_on_resume(
     assert sorted((p["row"], p["repeat"]) for p in pipelines) == [
         (i, r) for i in range(9) for r in range(3)
     ]
-    assert calls == Counter({i: 3 for i in range(9)})
+    assert calls == Counter(dict.fromkeys(range(9), 3))
 
 
 def test_other_specs_on_resume_leave_an_unfinished_input_incomplete_never_succeeded(
@@ -181,9 +185,11 @@ def test_other_specs_on_resume_leave_an_unfinished_input_incomplete_never_succee
     template, _ = _stopped_run(store, path, calls, stop_at=2)
     with _runner(store) as runner:
         report = runner.run([template.bind({"i": 50})], resume=True)
-    assert report.state is RunState.INCOMPLETE and report.exit_code == 1
+    assert report.state is RunState.INCOMPLETE
+    assert report.exit_code == 1
     assert report.source_exhausted is False
-    assert report.resume_hint is not None and "read only up to row" in report.resume_hint
+    assert report.resume_hint is not None
+    assert "read only up to row" in report.resume_hint
 
 
 def test_csv_values_are_strings_and_a_bom_is_not_part_of_the_first_name(tmp_path: Path) -> None:
@@ -226,7 +232,8 @@ def test_a_source_reopened_at_its_record_goes_on_after_the_rows_read(tmp_path: P
         whole = read_rows(path)
         list(whole)
         whole.commit(5)
-        assert again.digest == whole.digest and again.exhausted
+        assert again.digest == whole.digest
+        assert again.exhausted
 
 
 def test_unknown_formats_and_a_missing_file_are_config_errors(tmp_path: Path) -> None:
