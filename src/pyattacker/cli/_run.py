@@ -157,6 +157,34 @@ def run_command(
     # Everything is checked before the store is opened for writing: a refusal writes nothing.
     wanted = _Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
     source, repeats, key_field = _flags(lambda: _source(wanted, path if resume else None))
+    try:
+        return _execute(
+            template, source, path, pools, target=target, repeats=repeats, key_field=key_field,
+            resume=resume, as_json=as_json,
+            runner_settings={
+                "concurrency": concurrency, "stop_after_failures": stop_after_failures,
+                "stop_after_s": stop_after_s,
+            },
+        )  # fmt: skip
+    finally:
+        if source is not None:
+            source.close()
+
+
+def _execute(
+    template: PipelineTemplate,
+    source: FileSource | None,
+    path: Path,
+    pools: list[Pool],
+    *,
+    target: str,
+    repeats: int,
+    key_field: str | None,
+    resume: bool,
+    as_json: bool,
+    runner_settings: dict[str, Any],
+) -> int:
+    """Run it, print the report and the outcome; the exit code."""
     specs: Any = template
     if source is not None:
         key_of = None if key_field is None else FieldKey(key_field)
@@ -167,10 +195,8 @@ def run_command(
     with Runner(
         path,
         pools=pools,
-        concurrency=concurrency,
-        stop_after_failures=stop_after_failures,
-        stop_after_s=stop_after_s,
         command=again,
+        **runner_settings,
     ) as runner:
         total = _total(source, repeats, runner)
         report: RunReport = _flags(
@@ -206,19 +232,11 @@ def _source(wanted: _Wanted, store: Path | None) -> tuple[FileSource | None, int
     record = None if store is None else _recorded_input(store)
     if wanted.path is not None:
         source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
-        check = _row_check(source, wanted.key)
-        if record is None or wanted.changed:
-            source.check(check)
-        else:
-            try:
-                source.check(check, same_as=record)
-            except InputChanged as exc:
-                raise ConfigError(
-                    f"{exc.message}; {not_read(record)} of the recorded input were not read",
-                    field="--input",
-                    hint="pass the recorded input, or add --input-changed to read this one "
-                    "into the same store on purpose",
-                ) from exc
+        try:
+            _check_given(source, wanted, record)
+        except BaseException:
+            source.close()
+            raise
         return source, wanted.repeats, wanted.key
     if record is None:
         return None, wanted.repeats, wanted.key
@@ -234,6 +252,24 @@ def _source(wanted: _Wanted, store: Path | None) -> tuple[FileSource | None, int
         )
     reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key))
     return reopened, int(record.get("repeats") or 1), key
+
+
+def _check_given(source: FileSource, wanted: _Wanted, record: Mapping[str, Any] | None) -> None:
+    """Check every row of ``--input``; on resume, that it is the recorded input (unless
+    ``--input-changed``): its first rows read must be the rows the store recorded."""
+    check = _row_check(source, wanted.key)
+    if record is None or wanted.changed:
+        source.check(check)
+        return
+    try:
+        source.check(check, same_as=record)
+    except InputChanged as exc:
+        raise ConfigError(
+            f"{exc.message}; {not_read(record)} of the recorded input were not read",
+            field="--input",
+            hint="pass the recorded input, or add --input-changed to read this one "
+            "into the same store on purpose",
+        ) from exc
 
 
 def _recorded_input(store: Path) -> Mapping[str, Any] | None:

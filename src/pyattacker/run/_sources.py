@@ -93,10 +93,12 @@ def read_rows(
     if os.fspath(path) == "-":
         fmt = format_of("-.jsonl", format)
         spooled = _spool(sys.stdin.buffer)
-        return FileSource(
+        source = FileSource(
             origin="stdin", path=None, name="stdin", format=fmt, opener=_reopen(spooled),
             size=spooled.seek(0, io.SEEK_END), mtime=None, limit=limit,
         )  # fmt: skip
+        source.close = spooled.close  # type: ignore[method-assign]
+        return source
     fmt = format_of(path, format)
     where = Path(path)
     if not where.is_file():
@@ -252,6 +254,15 @@ class FileSource:
                 if self.limit is not None and index >= self.limit:
                     return
                 yield found
+
+    def close(self) -> None:
+        """Release the spool of stdin (a file is opened only while it is read)."""
+
+    def __enter__(self) -> FileSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return (
