@@ -156,6 +156,13 @@ def test_limit_makes_the_first_n_rows_the_input_and_a_resume_keeps_it(project: P
     assert sorted(_effects(project).values()) == [1] * 8
 
 
+def test_a_bad_row_past_the_limit_is_never_read(project: Path) -> None:
+    with (project / "items.jsonl").open("a") as items:
+        items.write("{not json\n")
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--limit", "30") == 0
+    assert _record(project)["rows_read"] == 30
+
+
 def test_csv_rows_are_dicts_of_strings(project: Path) -> None:
     (project / "items.csv").write_text("id,fail\n" + "".join(f"{i},0\n" for i in range(4)))
     assert _run("--input", "items.csv", "--store", "s.db", "--key", "id") == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import Counter
@@ -242,3 +243,40 @@ def test_unknown_formats_and_a_missing_file_are_config_errors(tmp_path: Path) ->
         read_rows(tmp_path / "x.xlsx")
     with pytest.raises(ConfigError, match="does not exist"):
         read_rows(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_both_stores_write_the_input_record_with_a_batch_and_the_heartbeat(
+    tmp_path: Path, kind: str
+) -> None:
+    from pyattacker.store import Batch, RunRow
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "s.db")
+    started = RunRow(run_id="r1", state=RunState.RUNNING, started_at=1.0, input={"rows_read": 0})
+    store.begin_run(started, resume=False)
+    store.write(Batch(heartbeat=("r1", 2.0), run_input=("r1", {"rows_read": 7})))
+    (run,) = store.runs()
+    assert (run.heartbeat_at, run.input) == (2.0, {"rows_read": 7})
+    store.write(Batch(run_input=("r1", {"rows_read": 9})))
+    assert store.runs()[0].input == {"rows_read": 9}
+    store.close()
+
+
+def test_a_pipeline_bound_to_one_seed_has_no_row() -> None:
+    with _runner(MemoryStore()) as runner:
+        runner.run([_counting(Counter()).bind({"i": 1})])
+        (row,) = runner.store.rows(RowKind.PIPELINES)
+        assert row["row"] is None
+        assert runner.store.runs()[0].input is None
+
+
+def test_a_key_clash_within_a_chunk_is_refused_before_any_of_it_is_stored() -> None:
+    template = _counting(Counter())
+    rows = [{"i": 1}, {"i": 2}, {"i": 1, "x": 0}]
+    with _runner(MemoryStore()) as runner:
+        runner.settings = dataclasses.replace(runner.settings, admission=8)
+        with pytest.raises(ConfigError, match="names two different rows"):
+            runner.run(template.map(rows, key_of=lambda r: str(r["i"])))
+        assert runner.store.count_pipelines() == 0
+        corrected = runner.run(template.map(rows[:2], key_of=lambda r: str(r["i"])))
+    assert corrected.state is RunState.SUCCEEDED

@@ -32,6 +32,7 @@ import csv
 import hashlib
 import importlib
 import io
+import itertools
 import json
 import os
 import sys
@@ -250,10 +251,10 @@ class FileSource:
         """Rows from index ``rows`` (at byte ``offset`` for the line formats), to the limit."""
         reader = {"jsonl": _jsonl, "csv": _csv, "parquet": _parquet}[self.format]
         with self._open() as stream:
-            for index, found in enumerate(reader(stream, rows, offset, self.name), rows):
-                if self.limit is not None and index >= self.limit:
-                    return
-                yield found
+            found = reader(stream, rows, offset, self.name)
+            if self.limit is not None:  # not one row more: a bad row past the limit is fine
+                found = itertools.islice(found, max(0, self.limit - rows))
+            yield from found
 
     def close(self) -> None:
         """Release the spool of stdin (a file is opened only while it is read)."""
