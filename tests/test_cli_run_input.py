@@ -156,6 +156,14 @@ def test_limit_makes_the_first_n_rows_the_input_and_a_resume_keeps_it(project: P
     assert sorted(_effects(project).values()) == [1] * 8
 
 
+def test_a_resume_of_a_store_that_records_no_run_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    SQLiteStore(project / "s.db").close()  # a first run killed right after creating it
+    assert _run("--store", "s.db", "--resume") == 2
+    assert "records no run" in capsys.readouterr().err
+
+
 def test_a_bad_row_past_the_limit_is_never_read(project: Path) -> None:
     with (project / "items.jsonl").open("a") as items:
         items.write("{not json\n")

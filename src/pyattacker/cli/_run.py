@@ -229,7 +229,7 @@ class _Wanted:
 def _source(wanted: _Wanted, store: Path | None) -> tuple[FileSource | None, int, str | None]:
     """``(source, repeats, key field)`` to run, every row checked; on resume (``store``),
     checked against the input the store recorded. ``ConfigError`` names what is wrong."""
-    record = None if store is None else _recorded_input(store)
+    record, runs = (None, None) if store is None else _recorded_input(store)
     if wanted.path is not None:
         source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
         try:
@@ -238,6 +238,12 @@ def _source(wanted: _Wanted, store: Path | None) -> tuple[FileSource | None, int
             source.close()
             raise
         return source, wanted.repeats, wanted.key
+    if runs == 0:  # e.g. the first run was killed while it created the store
+        raise ConfigError(
+            f"{store} records no run: there is nothing to resume",
+            field="--resume",
+            hint="pass --input FILE to read the rows",
+        )
     if record is None:
         return None, wanted.repeats, wanted.key
     changes_limit = wanted.limit is not None and wanted.limit != record.get("limit")
@@ -272,14 +278,16 @@ def _check_given(source: FileSource, wanted: _Wanted, record: Mapping[str, Any] 
         ) from exc
 
 
-def _recorded_input(store: Path) -> Mapping[str, Any] | None:
-    """The latest input record in ``store``, read without writing (None if none)."""
+def _recorded_input(store: Path) -> tuple[Mapping[str, Any] | None, int | None]:
+    """The latest input record in ``store`` and how many runs it holds, read without
+    writing; ``(None, None)`` for a store too old to tell."""
     try:
         reader = SQLiteStore(store, read_only=True)
     except ConfigError:
-        return None  # an older schema, without records: the writer upgrades it
+        return None, None  # an older schema, without records: the writer upgrades it
     try:
-        return latest_input(reader.runs())
+        runs = reader.runs()
+        return latest_input(runs), len(runs)
     finally:
         reader.close()
 
