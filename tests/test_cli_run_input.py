@@ -263,3 +263,28 @@ def test_stop_after_takes_a_duration(project: Path, capsys: pytest.CaptureFixtur
     assert "error: --stop-after:" in capsys.readouterr().err
     assert _run("--input", "items.jsonl", "--store", "s.db", "--stop-after", "0s") == 130
     assert _record(project)["exhausted"] is False
+
+
+def test_an_incomplete_run_prints_the_command_that_finishes_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pyattacker.cli._run import _outcome
+    from pyattacker.run import RunReport
+    from pyattacker.store import RunState
+
+    stats = {"pipelines": {"by_state": {"succeeded": 3}, "duplicates": 0}}
+    report = RunReport(
+        run_id="r1",
+        state=RunState.INCOMPLETE,
+        location="s.db",
+        elapsed_s=1.0,
+        stats=stats,
+        failures=[],
+        input={"rows_read": 3, "rows_total": 10, "exhausted": False},
+    )
+    assert report.exit_code == 1
+    again = "pyattacker run job.py:job --store s.db --resume"
+    text = _outcome(report, Path("s.db"), again)
+    assert "incomplete" in text
+    assert "7 of 10 rows not read" in text
+    assert text.endswith(again)

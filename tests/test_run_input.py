@@ -191,6 +191,9 @@ def test_other_specs_on_resume_leave_an_unfinished_input_incomplete_never_succee
     assert report.source_exhausted is False
     assert report.resume_hint is not None
     assert "read only up to row" in report.resume_hint
+    from pyattacker.cli import run_cli
+
+    assert run_cli(["report", str(store)]) == 0  # readers show the state
 
 
 def test_csv_values_are_strings_and_a_bom_is_not_part_of_the_first_name(tmp_path: Path) -> None:
