@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pyattacker.cli import run_cli
-from pyattacker.cli._run import _duration
+from pyattacker.cli._run_input import duration
 from pyattacker.store import RowKind, SQLiteStore
 
 MODULE = """
@@ -252,7 +252,7 @@ def test_a_store_refused_for_lack_of_resume_is_left_byte_identical(project: Path
 
 
 def test_stop_after_takes_a_duration(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert [_duration(t) for t in ("90", "90s", "5m", "1.5h", "250ms")] == [
+    assert [duration(t) for t in ("90", "90s", "5m", "1.5h", "250ms")] == [
         90.0,
         90.0,
         300.0,

@@ -14,10 +14,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import re
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,15 +24,15 @@ from typing import Any
 import click
 
 from pyattacker.cli._run_commands import print_run_report
+from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_to_run
 from pyattacker.cli._run_progress import RunProgress
-from pyattacker.errors import CodecError, ConfigError
+from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
 from pyattacker.report._run import summarize
-from pyattacker.run import PipelineTemplate, Runner, RunReport, Task, pipeline, read_rows
-from pyattacker.run._codecs import DEFAULT_CODECS
-from pyattacker.run._input import FieldKey, latest_input, not_read, resume_source
-from pyattacker.run._sources import FORMATS, FileSource, InputChanged
-from pyattacker.store import RunState, SQLiteStore
+from pyattacker.run import PipelineTemplate, Runner, RunReport, Task, pipeline
+from pyattacker.run._input import FieldKey, not_read
+from pyattacker.run._sources import FORMATS, FileSource
+from pyattacker.store import RunState
 
 __all__ = ["run_command"]
 
@@ -59,8 +58,6 @@ Exit codes: 0 every row read and every pipeline succeeded, 1 some failed or the 
 not read to its end (incomplete), 2 bad input (nothing written), 130 interrupted.
 """
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 # Library fields, as the flags that set them.
 _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limit"}
 
@@ -146,7 +143,7 @@ def run_command(
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
-    stop_after_s = None if stop_after is None else _duration(stop_after)
+    stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(
             "which rows? pass --input FILE",
@@ -155,8 +152,8 @@ def run_command(
         )
     path = _store_path(store, template, resume=resume)
     # Everything is checked before the store is opened for writing: a refusal writes nothing.
-    wanted = _Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
-    source, repeats, key_field = _flags(lambda: _source(wanted, path if resume else None))
+    wanted = Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
+    source, repeats, key_field = _flags(lambda: rows_to_run(wanted, path if resume else None))
     try:
         return _execute(
             template, source, path, pools, target=target, repeats=repeats, key_field=key_field,
@@ -198,7 +195,7 @@ def _execute(
         command=again,
         **runner_settings,
     ) as runner:
-        total = _total(source, repeats, runner)
+        total = pipelines_to_run(source, repeats, runner)
         report: RunReport = _flags(
             lambda: _run(runner, specs, total=total, resume=resume, quiet=as_json)
         )
@@ -208,123 +205,6 @@ def _execute(
             print_run_report(runner.store, as_json=False, errors=5)
     click.echo(_outcome(report, path, again), err=True)
     return report.exit_code
-
-
-class _Wanted:
-    """What the flags ask of the input."""
-
-    def __init__(
-        self,
-        path: str | None,
-        format: str | None,
-        limit: int | None,
-        key: str | None,
-        repeats: int,
-        changed: bool,
-    ) -> None:
-        self.path, self.format, self.limit, self.key = path, format, limit, key
-        self.repeats, self.changed = repeats, changed
-
-
-def _source(wanted: _Wanted, store: Path | None) -> tuple[FileSource | None, int, str | None]:
-    """``(source, repeats, key field)`` to run, every row checked; on resume (``store``),
-    checked against the input the store recorded. ``ConfigError`` names what is wrong."""
-    record, runs = (None, None) if store is None else _recorded_input(store)
-    if wanted.path is not None:
-        source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
-        try:
-            _check_given(source, wanted, record)
-        except BaseException:
-            source.close()
-            raise
-        return source, wanted.repeats, wanted.key
-    if runs == 0:  # e.g. the first run was killed while it created the store
-        raise ConfigError(
-            f"{store} records no run: there is nothing to resume",
-            field="--resume",
-            hint="pass --input FILE to read the rows",
-        )
-    if record is None:
-        return None, wanted.repeats, wanted.key
-    changes_limit = wanted.limit is not None and wanted.limit != record.get("limit")
-    if record.get("exhausted") and not changes_limit:
-        return None, wanted.repeats, wanted.key
-    key = record.get("key")
-    if record.get("custom_key"):
-        raise ConfigError(
-            "the run's keys came from a key_of function: the command line cannot name them",
-            field="--resume",
-            hint="resume it from Python with the same template.map(rows, key_of=...)",
-        )
-    reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key))
-    return reopened, int(record.get("repeats") or 1), key
-
-
-def _check_given(source: FileSource, wanted: _Wanted, record: Mapping[str, Any] | None) -> None:
-    """Check every row of ``--input``; on resume, that it is the recorded input (unless
-    ``--input-changed``): its first rows read must be the rows the store recorded."""
-    check = _row_check(source, wanted.key)
-    if record is None or wanted.changed:
-        source.check(check)
-        return
-    try:
-        source.check(check, same_as=record)
-    except InputChanged as exc:
-        raise ConfigError(
-            f"{exc.message}; {not_read(record)} of the recorded input were not read",
-            field="--input",
-            hint="pass the recorded input, or add --input-changed to read this one "
-            "into the same store on purpose",
-        ) from exc
-
-
-def _recorded_input(store: Path) -> tuple[Mapping[str, Any] | None, int | None]:
-    """The latest input record in ``store`` and how many runs it holds, read without
-    writing; ``(None, None)`` for a store too old to tell."""
-    try:
-        reader = SQLiteStore(store, read_only=True)
-    except ConfigError:
-        return None, None  # an older schema, without records: the writer upgrades it
-    try:
-        runs = reader.runs()
-        return latest_input(runs), len(runs)
-    finally:
-        reader.close()
-
-
-def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any, str], None]:
-    """The check of each row: it can be stored as the seed (no NaN: JSON has none), and
-    its ``key`` field is there and unique."""
-    name = "the input" if source is None else source.name
-    keys: dict[str, str] = {}
-
-    def check(index: int, row: Any, where: str) -> None:
-        try:
-            DEFAULT_CODECS.encode(row)
-        except CodecError as exc:
-            raise ConfigError(
-                f"{where} of {name} cannot be stored: {exc.message}",
-                field="--input",
-                hint="rows are stored as canonical JSON: no NaN or infinity",
-            ) from exc
-        if key is None:
-            return
-        if not (isinstance(row, dict) and key in row):
-            raise ConfigError(
-                f"{where} of {name} has no field {key!r}",
-                field="--key",
-                hint="every row needs the key field, or leave --key out",
-            )
-        value = str(row[key])
-        if value in keys:
-            raise ConfigError(
-                f"{where} of {name} has key {value!r}, like {keys[value]}",
-                field="--key",
-                hint="keys must be unique per row: fix the input, or leave --key out",
-            )
-        keys[value] = where
-
-    return check
 
 
 def _flags(call: Callable[[], Any]) -> Any:
@@ -339,24 +219,6 @@ def _flags(call: Callable[[], Any]) -> Any:
         if flag is None or flag == field:
             raise
         raise ConfigError(exc.message, field=flag, hint=exc.hint) from exc
-
-
-def _duration(text: str) -> float:
-    found = _DURATION.match(text)
-    if found is None:
-        raise ConfigError(
-            f"{text!r} is not a duration", field="--stop-after", hint="e.g. 90s, 5m, 1.5h"
-        )
-    return float(found.group(1)) * _UNIT_S[found.group(2)]
-
-
-def _total(source: FileSource | None, repeats: int, runner: Runner) -> int:
-    """Pipelines the progress bar counts to."""
-    stored = runner.store.count_pipelines()
-    if source is None or source.rows_total is None:
-        return stored
-    ahead = source.rows_total if source.limit is None else min(source.limit, source.rows_total)
-    return max(stored, (ahead - source.first_row) * repeats + stored)
 
 
 def load_target(spec: str, *, field: str) -> Any:
