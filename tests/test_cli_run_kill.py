@@ -40,10 +40,12 @@ job = pipeline("job", work)
 """
 
 
-def _command(folder: Path, *, resume: bool) -> list[str]:
+def _command(folder: Path, *, resume: bool, repeats: int) -> list[str]:
     words = [sys.executable, "-m", "pyattacker", "run", "job.py:job", "--store", "s.db"]
     words += ["--concurrency", "8", "--json"]
-    return [*words, "--resume"] if resume else [*words, "--input", "items.jsonl"]
+    if resume:  # without --input (and --repeats): the store knows them
+        return [*words, "--resume"]
+    return [*words, "--input", "items.jsonl", "--repeats", str(repeats)]
 
 
 def _recorded(folder: Path) -> bool:
@@ -65,14 +67,14 @@ def _by_state(folder: Path) -> dict[str, int]:
         return store.count_by_state()
 
 
-def _start(folder: Path) -> subprocess.Popen[bytes]:
+def _start(folder: Path, repeats: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     resume = _recorded(folder)
     if not resume and (folder / "s.db").exists():
         for name in ("s.db", "s.db-wal", "s.db-shm"):
             (folder / name).unlink(missing_ok=True)
     return subprocess.Popen(
-        _command(folder, resume=resume),
+        _command(folder, resume=resume, repeats=repeats),
         cwd=folder,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -81,16 +83,18 @@ def _start(folder: Path) -> subprocess.Popen[bytes]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("repeats", [1, 3])
 def test_kills_then_resumes_without_input_never_exit_0_on_a_partial_dataset(
-    tmp_path: Path,
+    tmp_path: Path, repeats: int
 ) -> None:
     (tmp_path / "job.py").write_text(MODULE)
-    rows = "".join(json.dumps({"id": i}) + "\n" for i in range(N))
+    rows = "".join(json.dumps({"id": i}) + "\n" for i in range(N // repeats))
+    total = (N // repeats) * repeats
     (tmp_path / "items.jsonl").write_text(rows)
     rng = random.Random(20261201)
     kills = 0
     for _ in range(6):
-        child = _start(tmp_path)
+        child = _start(tmp_path, repeats)
         time.sleep(rng.uniform(0.3, 2.0))  # imports ~0.4 s, then admission and the work
         if child.poll() is None:
             os.kill(child.pid, signal.SIGKILL)
@@ -99,17 +103,18 @@ def test_kills_then_resumes_without_input_never_exit_0_on_a_partial_dataset(
             continue
         _, err = child.communicate()
         if child.returncode == 0:  # ended on its own: only with every row ended
-            assert _by_state(tmp_path) == {"succeeded": N}, err.decode()
+            assert _by_state(tmp_path) == {"succeeded": total}, err.decode()
         else:
             assert child.returncode != 0
     assert kills >= 3, "the runs ended before they could be killed: raise N"
-    final = _start(tmp_path)
+    final = _start(tmp_path, repeats)
     _, err = final.communicate(timeout=120)
     assert final.returncode == 0, err.decode()
-    assert _by_state(tmp_path) == {"succeeded": N}
+    assert _by_state(tmp_path) == {"succeeded": total}
     effects = Counter((tmp_path / "effects.log").read_text().split())
-    assert set(effects) == {str(i) for i in range(N)}  # every row ran
+    assert set(effects) == {str(i) for i in range(N // repeats)}  # every row ran
+    assert min(effects.values()) >= repeats  # every repeat of it
     with SQLiteStore(tmp_path / "s.db", read_only=True) as store:
         last = store.runs()[-1]
     assert last.input is not None
-    assert (last.input["rows_read"], last.input["exhausted"]) == (N, True)
+    assert (last.input["rows_read"], last.input["exhausted"]) == (N // repeats, True)
