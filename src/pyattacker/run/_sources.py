@@ -94,12 +94,10 @@ def read_rows(
     if os.fspath(path) == "-":
         fmt = format_of("-.jsonl", format)
         spooled = _spool(sys.stdin.buffer)
-        source = FileSource(
+        return FileSource(
             origin="stdin", path=None, name="stdin", format=fmt, opener=_reopen(spooled),
-            size=spooled.seek(0, io.SEEK_END), mtime=None, limit=limit,
+            size=spooled.seek(0, io.SEEK_END), mtime=None, limit=limit, spool=spooled,
         )  # fmt: skip
-        source.close = spooled.close  # type: ignore[method-assign]
-        return source
     fmt = format_of(path, format)
     where = Path(path)
     if not where.is_file():
@@ -129,8 +127,10 @@ class FileSource:
         size: int | None,
         mtime: float | None,
         limit: int | None,
+        spool: IO[bytes] | None = None,
     ) -> None:
         self.origin, self.path, self.name, self.format = origin, path, name, format
+        self._spool = spool
         self.size, self.mtime, self.limit = size, mtime, limit
         self._open = opener
         self.rows_total: int | None = None
@@ -258,6 +258,8 @@ class FileSource:
 
     def close(self) -> None:
         """Release the spool of stdin (a file is opened only while it is read)."""
+        if self._spool is not None:
+            self._spool.close()
 
     def __enter__(self) -> FileSource:
         return self
