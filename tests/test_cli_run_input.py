@@ -154,6 +154,7 @@ def test_limit_makes_the_first_n_rows_the_input_and_a_resume_keeps_it(project: P
     with _store(project) as store:
         assert store.count_by_state() == {"succeeded": 8}
     assert sorted(_effects(project).values()) == [1] * 8
+    assert _run("--store", "s.db", "--resume", "--limit", "2") == 2  # fewer rows: no
 
 
 def test_a_resume_of_a_store_that_records_no_run_is_refused(

@@ -166,8 +166,8 @@ class CarriedInput:
     def take(self) -> dict[str, Any] | None:
         return None  # written once, with the run row
 
-    def admitted(self, last: PipelineSpec) -> None:  # pragma: no cover - nothing to admit
-        pass
+    def admitted(self, last: PipelineSpec) -> None:
+        """Other specs than the input's: they read nothing of it."""
 
 
 def latest_input(runs: Iterable[RunRow]) -> Mapping[str, Any] | None:
@@ -218,6 +218,12 @@ def resume_source(
             hint="put it back, or pass another file with --input FILE --input-changed",
         )
     recorded_limit = record.get("limit")
+    if limit is not None and limit < int(record.get("rows_read") or 0):
+        raise ConfigError(
+            f"the limit {limit} is below the {record.get('rows_read')} rows already read",
+            field="limit",
+            hint="a resume can read more rows, never fewer: raise the limit or leave it out",
+        )
     reopened = read_rows(
         path, record.get("format"), limit=limit if limit is not None else recorded_limit
     )
