@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pyattacker.errors import ConfigError
+from pyattacker.pool import TaskContext
 from pyattacker.run import Runner, pipeline, read_rows, task
 from pyattacker.run._input import InputTracker
 from pyattacker.store import MemoryStore, RowKind, RunState, SQLiteStore
@@ -283,3 +284,39 @@ def test_a_key_clash_within_a_chunk_is_refused_before_any_of_it_is_stored() -> N
         assert runner.store.count_pipelines() == 0
         corrected = runner.run(template.map(rows[:2], key_of=lambda r: str(r["i"])))
     assert corrected.state is RunState.SUCCEEDED
+
+
+class _Watching(MemoryStore):
+    """A store that checks, at every write carrying an input record, that every repeat of
+    every row the record counts as read is stored (in this write or an earlier one)."""
+
+    def __init__(self, repeats: int) -> None:
+        super().__init__()
+        self.repeats, self.records = repeats, 0
+
+    def write(self, batch: Any) -> None:
+        super().write(batch)
+        if batch.run_input is None:
+            return
+        self.records += 1
+        read = batch.run_input[1]["rows_read"]
+        stored = {(p["row"], p["repeat"]) for p in self.rows(RowKind.PIPELINES)}
+        missing = {(r, k) for r in range(read) for k in range(self.repeats)} - stored
+        assert not missing, f"the record counts rows whose pipelines are not stored: {missing}"
+
+
+def test_the_recorded_position_never_runs_ahead_of_the_stored_pipelines() -> None:
+    from run_helpers import run_virtually
+
+    @task
+    async def slow(row: dict, ctx: TaskContext) -> int:
+        await ctx.clock.sleep(0.3)
+        return int(row["i"])
+
+    store = _Watching(repeats=3)
+    runner = Runner(store, concurrency=2, admission=4, heartbeat_s=0.5, handle_signals=False)
+    report = run_virtually(
+        runner, pipeline("slow", slow).map(({"i": i} for i in range(40)), repeats=3)
+    )
+    assert report.state is RunState.SUCCEEDED
+    assert store.records > 10  # the heartbeat wrote it many times along the way

@@ -262,7 +262,7 @@ class Runner:
                     # Cancelled from outside, it stops and cancels what runs, then drains.
                     await execution.admit_all(_as_iterable(specs), resume=resume)
                 finally:
-                    committer.flush()
+                    committer.flush_input()
         finally:
             self._execution = None
             report = self._end(execution, committer, store)
