@@ -1,10 +1,12 @@
-"""``pyattacker run``: your pipeline over every row of a JSON Lines file, durably.
+"""``pyattacker run``: your pipeline over every row of a JSON Lines, CSV or Parquet file (or
+stdin), durably.
 
 The pipeline (or a single task) and the pools are Python objects named ``module:name`` or
-``path/to/file.py:name``; the rows are read one line at a time, so a file of any size
-runs in bounded memory. The store is a SQLite file: run again with ``--resume`` after a
-crash or Ctrl-C (the input may be left out then: every unfinished pipeline continues from
-its last checkpoint, reading its input from the store).
+``path/to/file.py:name``. Every row is checked before anything is written (it parses, it
+can be stored, its ``--key`` is there and unique); then the rows are read one at a time,
+so a file of any size runs in bounded memory. The store is a SQLite file that records the
+input and how far it was read: run again with ``--resume`` after a crash or Ctrl-C, and the
+recorded file is re-opened (when unchanged) and read on from where the last run stopped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import importlib.util
 import json
 import shlex
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,15 @@ from typing import Any
 import click
 
 from pyattacker.cli._run_commands import print_run_report
+from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_to_run
 from pyattacker.cli._run_progress import RunProgress
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
 from pyattacker.report._run import summarize
 from pyattacker.run import PipelineTemplate, Runner, RunReport, Task, pipeline
+from pyattacker.run._input import FieldKey, not_read
+from pyattacker.run._sources import FORMATS, FileSource
+from pyattacker.store import RunState
 
 __all__ = ["run_command"]
 
@@ -35,13 +41,25 @@ Examples:
   pyattacker run evals.py:evaluation --input items.jsonl --pools evals.py:pools \\
       --store eval.db --concurrency 32
   pyattacker run evals.py:evaluation --pools evals.py:pools --store eval.db --resume
-  pyattacker run mypkg.evals:judge --input items.jsonl --key id --repeats 3
+  pyattacker run mypkg.evals:judge --input items.csv --key id --repeats 3 --limit 100
+  cat items.jsonl | pyattacker run evals.py:evaluation --input - --pools evals.py:pools
+  pyattacker run evals.py:evaluation --input items.parquet --pools evals.py:pools \\
+      --stop-after 30m --stop-after-failures 50
 
 \b
 TARGET is a pipeline template (pyattacker.pipeline(...) or a | b | c) or a single @task.
 --pools names a Pool, a list of Pools, or a function returning them.
-Exit codes: 0 all succeeded, 1 some pipelines failed, 2 bad input, 130 interrupted.
+--input: .jsonl/.ndjson (one JSON value per line), .csv (a header row; every value a
+string), .parquet (pip install 'pyattacker[parquet]'), or - for stdin (JSON Lines unless
+--input-format says otherwise). Every row is checked before anything is written.
+--resume without --input re-opens the recorded input and reads on where the last run
+stopped; a changed or missing input is refused, another one needs --input-changed.
+Exit codes: 0 every row read and every pipeline succeeded, 1 some failed or the input was
+not read to its end (incomplete), 2 bad input (nothing written), 130 interrupted.
 """
+
+# Library fields, as the flags that set them.
+_INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limit"}
 
 
 @click.command("run", epilog=_EPILOG)
@@ -50,7 +68,17 @@ Exit codes: 0 all succeeded, 1 some pipelines failed, 2 bad input, 130 interrupt
     "--input",
     "input_path",
     metavar="FILE",
-    help="JSON Lines: one input row per line (blank lines skipped).",
+    help="The rows: .jsonl, .csv or .parquet by suffix, or - for stdin.",
+)
+@click.option(
+    "--input-format",
+    type=click.Choice(FORMATS),
+    help="The input's format when its name does not say (stdin: jsonl).",
+)
+@click.option(
+    "--input-changed",
+    is_flag=True,
+    help="On --resume: read --input although it is not the input the run recorded.",
 )
 @click.option(
     "--store",
@@ -86,10 +114,30 @@ Exit codes: 0 all succeeded, 1 some pipelines failed, 2 bad input, 130 interrupt
     is_flag=True,
     help="Add this pipeline to a store that holds pipelines of another one.",
 )
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Only the first N rows: the run's input is those rows (a resume keeps the limit).",
+)
+@click.option(
+    "--stop-after-failures",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Stop gracefully once N pipelines failed.",
+)
+@click.option(
+    "--stop-after",
+    "stop_after",
+    metavar="DURATION",
+    help="Stop gracefully after this long: 90s, 5m, 1.5h (a bare number is seconds).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 def run_command(
     target: str,
     input_path: str | None,
+    input_format: str | None,
+    input_changed: bool,
     store: str | None,
     resume: bool,
     pools_target: str | None,
@@ -98,37 +146,95 @@ def run_command(
     key_field: str | None,
     fresh: bool,
     add_pipeline: bool,
+    limit: int | None,
+    stop_after_failures: int | None,
+    stop_after: str | None,
     as_json: bool,
 ) -> int:
-    """Run a pipeline over every row of a JSON Lines file, with a durable record."""
+    """Run a pipeline over every row of a file (or stdin), with a durable record."""
     resume = resume or fresh
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
+    stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(
             "which rows? pass --input FILE",
             field="--input",
             hint="or --resume with --store to continue a run without its input",
         )
-    rows = _Rows(Path(input_path), key_field) if input_path is not None else None
-    count = rows.check() if rows is not None else 0  # every line, before anything is written
     path = _store_path(store, template, resume=resume)
+    # Everything is checked before the store is opened for writing: a refusal writes nothing.
+    wanted = Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
+    source, repeats, key_field = _flags(lambda: rows_to_run(wanted, path if resume else None))
+    try:
+        return _execute(
+            template, source, path, pools, target=target, repeats=repeats, key_field=key_field,
+            resume=resume, fresh=fresh, add_pipeline=add_pipeline, as_json=as_json,
+            runner_settings={
+                "concurrency": concurrency, "stop_after_failures": stop_after_failures,
+                "stop_after_s": stop_after_s,
+            },
+        )  # fmt: skip
+    finally:
+        if source is not None:
+            source.close()
+
+
+def _execute(
+    template: PipelineTemplate,
+    source: FileSource | None,
+    path: Path,
+    pools: list[Pool],
+    *,
+    target: str,
+    repeats: int,
+    key_field: str | None,
+    resume: bool,
+    fresh: bool,
+    add_pipeline: bool,
+    as_json: bool,
+    runner_settings: dict[str, Any],
+) -> int:
+    """Run it, print the report and the outcome; the exit code."""
     specs: Any = template
-    if rows is not None:
-        key_of = None if key_field is None else _key_of(key_field)
-        specs = template.map(rows, repeats=repeats, key_of=key_of)
+    if source is not None:
+        key_of = None if key_field is None else FieldKey(key_field)
+        specs = template.map(source, repeats=repeats, key_of=key_of)
+    if not resume:
+        _new_store_folder(path)
     again = _again(sys.argv[1:] if _invoked_as_cli() else None, target, path)
-    with Runner(path, pools=pools, concurrency=concurrency) as runner:
-        total = count * repeats if rows is not None else runner.store.count_pipelines()
+    with Runner(
+        path,
+        pools=pools,
+        command=again,
+        **runner_settings,
+    ) as runner:
+        total = pipelines_to_run(source, repeats, runner)
         options = {"resume": resume, "fresh": fresh, "add_pipeline": add_pipeline}
-        report = _flags_named(lambda: _run(runner, specs, total=total, quiet=as_json, **options))
+        report: RunReport = _flags(
+            lambda: _run(runner, specs, total=total, quiet=as_json, **options)
+        )
         if as_json:
             click.echo(json.dumps({"run": report.to_dict(), "report": summarize(runner.store)}))
         else:
             print_run_report(runner.store, as_json=False, errors=5)
     click.echo(_outcome(report, path, again), err=True)
     return report.exit_code
+
+
+def _flags(call: Callable[[], Any]) -> Any:
+    """Call it; a ConfigError naming a library argument is re-raised naming the flag."""
+    try:
+        return call()
+    except ConfigError as exc:
+        field = exc.field or ""
+        flag = _INPUT_FLAGS.get(field) or _FLAGS.get(field)
+        if field == "specs":
+            flag = "--input"
+        if flag is None or flag == field:
+            raise
+        raise ConfigError(exc.message, field=flag, hint=exc.hint) from exc
 
 
 def load_target(spec: str, *, field: str) -> Any:
@@ -235,84 +341,23 @@ def _iterable(found: Any) -> bool:
     return isinstance(found, Iterable) and not isinstance(found, str | bytes)
 
 
-class _Rows:
-    """The rows of a JSON Lines file, read lazily (again on each iteration).
-
-    ``check()`` reads the whole file once before the run (one row in memory at a time):
-    a line that is not JSON, not UTF-8, or lacks the ``--key`` field is bad input found
-    before anything is written.
-    """
-
-    def __init__(self, path: Path, key_field: str | None) -> None:
-        if not path.is_file():
-            raise ConfigError(f"{path} does not exist", field="--input", hint="check the path")
-        self.path = path
-        self.key_field = key_field
-
-    def check(self) -> int:
-        """How many rows; ``ConfigError`` naming the first bad line."""
-        count = 0
-        for number, row in self._numbered():
-            if self.key_field is not None and not (isinstance(row, dict) and self.key_field in row):
-                raise ConfigError(
-                    f"line {number} of {self.path} has no field {self.key_field!r}",
-                    field="--key",
-                    hint="every row needs the key field, or leave --key out",
-                )
-            count += 1
-        return count
-
-    def __iter__(self) -> Iterator[Any]:
-        return (row for _, row in self._numbered())
-
-    def _numbered(self) -> Iterator[tuple[int, Any]]:
-        with self.path.open(encoding="utf-8") as lines:
-            number = 0
-            try:
-                for number, line in enumerate(lines, 1):
-                    if line.strip():
-                        yield number, _row(line, number, self.path)
-            except UnicodeDecodeError as exc:
-                raise ConfigError(
-                    f"line {number + 1} of {self.path} is not UTF-8: {exc.reason}",
-                    field="--input",
-                ) from exc
-
-
-def _row(line: str, number: int, path: Path) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError as exc:
-        raise ConfigError(
-            f"line {number} of {path} is not JSON: {exc}",
-            field="--input",
-            hint="one JSON value per line",
-        ) from exc
-
-
-def _key_of(field: str) -> Any:
-    def key_of(row: Any) -> str:
-        if not isinstance(row, dict) or field not in row:
-            raise ValueError(f"the row has no field {field!r}")
-        return str(row[field])
-
-    return key_of
-
-
 def _store_path(store: str | None, template: PipelineTemplate, *, resume: bool) -> Path:
     if store is None:
         if resume:
             raise ConfigError("needs --store: which run should it continue?", field="--resume")
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = Path("runs") / f"{_safe(template.name)}-{stamp}.db"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        return Path("runs") / f"{_safe(template.name)}-{stamp}.db"
     path = Path(store)
     if resume and not path.is_file():
         raise ConfigError(
             f"there is no store at {store} to resume", field="--store", hint="drop --resume"
         )
     return path
+
+
+def _new_store_folder(path: Path) -> None:
+    if path.parent == Path("runs"):
+        path.parent.mkdir(exist_ok=True)
 
 
 def _safe(name: str) -> str:
@@ -335,7 +380,7 @@ def _again(argv: list[str] | None, target: str, path: Path) -> str:
     """The command that continues this run: the one given, with --store and --resume."""
     if argv is None:  # called in-process (tests, embedding): the essentials only
         argv = ["run", target]
-    words = [w for w in argv if w not in ("--resume", "--fresh")]  # continue, not rerun
+    words = [w for w in argv if w not in ("--resume", "--fresh", "--input-changed")]
     if "--store" not in words:
         words += ["--store", str(path)]
     return shlex.join(["pyattacker", *words, "--resume"])
@@ -343,18 +388,6 @@ def _again(argv: list[str] | None, target: str, path: Path) -> str:
 
 _FLAGS = {"key": "--key", "key_of": "--key", "resource": "--pools", "store": "--store"}
 _FLAGS["add_pipeline"] = "--add-pipeline"
-
-
-def _flags_named(run: Any) -> RunReport:
-    """Run it; a ConfigError naming a library argument is re-raised naming the flag."""
-    try:
-        report: RunReport = run()
-    except ConfigError as exc:
-        flag = _FLAGS.get(exc.field or "", "--input" if exc.field == "specs" else exc.field)
-        if flag == exc.field:
-            raise
-        raise ConfigError(exc.message, field=flag, hint=exc.hint) from exc
-    return report
 
 
 def _outcome(report: RunReport, path: Path, again: str) -> str:
@@ -365,6 +398,13 @@ def _outcome(report: RunReport, path: Path, again: str) -> str:
         counts += f" ({duplicates} duplicate rows ran once)"
     took = _took(report.elapsed_s)
     head = f"Run {report.run_id} {report.state.value} in {took}: {counts}."
+    if report.state is RunState.INCOMPLETE:
+        record = report.input or {}
+        return (
+            f"{head}\nIncomplete: the input was read up to row {record.get('rows_read')}"
+            f" ({not_read(record)} not read); every finished task is kept. Finish it with:"
+            f"\n  {again}"
+        )
     if report.resume_hint is not None:
         why = f" ({report.stop_reason})" if report.stop_reason else ""
         return f"{head}\nInterrupted{why}; every finished task is kept. Continue with:\n  {again}"

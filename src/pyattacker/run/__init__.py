@@ -10,12 +10,14 @@ from pyattacker.run._codecs import Codec, CodecRegistry, register_codec
 from pyattacker.run._fanout import fanout
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate, pipeline
 from pyattacker.run._runner import Runner
+from pyattacker.run._sources import FileSource, read_rows
 from pyattacker.run._stats import RunReport
 from pyattacker.run._task import Task, task
 
 __all__ = [
     "Codec",
     "CodecRegistry",
+    "FileSource",
     "PipelineSpec",
     "PipelineSpecs",
     "PipelineTemplate",
@@ -24,6 +26,7 @@ __all__ = [
     "Task",
     "fanout",
     "pipeline",
+    "read_rows",
     "register_codec",
     "task",
 ]

@@ -87,6 +87,7 @@ class Admission(StepReuse):
     _live: dict[str, asyncio.Task[None]]
     _live_seeds: dict[str, str]
     _ordinal: int
+    _input: Any  # an InputTracker (pyattacker.run._input), or None: input not recorded
 
     @property
     def stopping(self) -> bool:
@@ -115,7 +116,12 @@ class Admission(StepReuse):
                     if template.chain_digest not in templates:
                         self._check_template(template)
                         templates[template.chain_digest] = template
-                self._admit_chunk([i for i in chunk if isinstance(i, PipelineSpec)])
+                specs_of_chunk = [i for i in chunk if isinstance(i, PipelineSpec)]
+                _refuse_key_clash(specs_of_chunk)  # before any of the chunk starts
+                self._admit_chunk(specs_of_chunk)
+                if self._input is not None and isinstance(chunk[-1], PipelineSpec):
+                    # Staged, all of them: their rows count as read (at the next flush).
+                    self._input.admitted(chunk[-1])
             # A failing input ends admission; what was admitted finishes (Runner raises after).
             if resume and not self.stopping and self.input_error is None:
                 await self._admit_stored(templates)
@@ -239,6 +245,7 @@ class Admission(StepReuse):
             seed_artifact=prepared.seed_digest,
             repeat=spec.repeat,
             key=spec.key,
+            row=spec.row,
             state=PipelineState.PENDING,
             cursor=0,
             ntasks=len(spec.template.tasks),
@@ -343,6 +350,31 @@ class Admission(StepReuse):
         self, kind: str, pipeline_id: str | None, seq: int | None, data: Mapping[str, Any]
     ) -> None:
         raise NotImplementedError
+
+
+def _refuse_key_clash(specs: list[PipelineSpec]) -> None:
+    """``ConfigError`` when two specs of one chunk give one key (and repeat) to different
+    rows: found before any of the chunk is admitted, so a refused chunk leaves nothing of
+    itself behind (a clash across chunks is found when the later one is admitted)."""
+    seeds: dict[tuple[str, str, int], Any] = {}
+    for spec in specs:
+        if spec.key is None:
+            continue
+        name = (spec.template.name, spec.key, spec.repeat)
+        if name in seeds and _differ(seeds[name], spec.seed):
+            raise ConfigError(
+                f"key {spec.key!r} names two different rows of the input",
+                field="key",
+                hint="keys must be unique per row (or per row and repeat)",
+            )
+        seeds.setdefault(name, spec.seed)
+
+
+def _differ(a: Any, b: Any) -> bool:
+    try:
+        return bool(a != b)
+    except Exception:  # a value that will not compare (an array): the store's check decides
+        return False
 
 
 def _storable(text: str) -> bool:

@@ -22,7 +22,8 @@ measured and bought nothing: the GIL comes back to the writer only when the loop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pyattacker.clock import epoch_time
 from pyattacker.errors import StoreError
@@ -47,6 +48,12 @@ class Committer:
     ``on_failure`` is called once, with the ``StoreError``, when a write fails: the Runner
     stops the run (a run that cannot record must not go on). Every staged checkpoint of a
     failed flush sees the error from the awaitable it was given.
+
+    ``input_record`` is asked for the run's input record (None when unchanged) at the
+    heartbeat's flush and at :meth:`flush_input`, and the record is written in that
+    transaction, with or after the pipelines it counts. Not at every flush: a record may
+    lag (a resume then looks up a few rows again, which the store recognises), and one
+    more row rewritten per commit would cost every checkpoint.
     """
 
     def __init__(
@@ -57,8 +64,11 @@ class Committer:
         write_behind: bool = True,
         history_batch: int = 512,
         on_failure: Callable[[StoreError], None] | None = None,
+        input_record: Callable[[], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self._store = store
+        self._input_record = input_record
+        self._input_due = False
         self._run_id = run_id
         self.write_behind = write_behind
         self._history_batch = history_batch
@@ -144,6 +154,12 @@ class Committer:
     def heartbeat(self) -> None:
         """Flush whatever history is waiting, with the run's heartbeat (the interval timer)."""
         self._batch.heartbeat = (self._run_id, epoch_time())
+        self._input_due = True
+        self.flush()
+
+    def flush_input(self) -> None:
+        """Flush now, with the input record (the run's last flush)."""
+        self._input_due = True
         self.flush()
 
     def flush(self) -> None:
@@ -154,6 +170,11 @@ class Committer:
         if self._pipelines:
             batch.pipelines = list(self._pipelines.values())
             self._pipelines = {}
+        if self._input_due and self._input_record is not None and self.failure is None:
+            self._input_due = False
+            record = self._input_record()
+            if record is not None:
+                batch.run_input = (self._run_id, record)
         self._batch, self._done = Batch(), None
         if self.failure is not None or not batch:
             self._settle(done, self.failure)

@@ -135,6 +135,7 @@ class Execution(Admission):
         self.stop_reason: str | None = None
         self.failures: list[dict[str, Any]] = []
         self.input_error: BaseException | None = None
+        self._input: Any = None  # set by the Runner: the InputTracker of a recorded input
 
     # -- stopping -------------------------------------------------------------------------
 
@@ -586,6 +587,7 @@ def _advanced(row: PipelineRow, cursor: int, output: str, now: float, *, done: b
         created_at=row.created_at,
         updated_at=now,
         output_artifact=output,
+        row=row.row,
     )
 
 

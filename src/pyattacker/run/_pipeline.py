@@ -212,12 +212,16 @@ def _show(hint: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PipelineSpec:
-    """One pipeline to run: ``template`` over ``seed``, optionally named by ``key``."""
+    """One pipeline to run: ``template`` over ``seed``, optionally named by ``key``.
+
+    ``row`` is the 0-based index of the seed's row in its input (``template.map``), None
+    for ``template.bind``; it is recorded with the pipeline, not part of its identity."""
 
     template: PipelineTemplate
     seed: Any
     key: str | None = None
     repeat: int = 0
+    row: int | None = None
 
     def prepare(self, codecs: CodecRegistry | None = None) -> PreparedSpec:
         """Encode the seed (with ``codecs``, default the process-wide registry) and compute
@@ -306,10 +310,12 @@ class PipelineSpecs:
         self.key_of = key_of
 
     def __iter__(self) -> Iterator[PipelineSpec]:
-        for ordinal, row in enumerate(self.rows):
+        # A source re-opened by a resume starts after the rows it already read.
+        first = getattr(self.rows, "first_row", 0)
+        for ordinal, row in enumerate(self.rows, first):
             key = None if self.key_of is None else self._key(row, ordinal)
             for repeat in range(self.repeats):
-                yield PipelineSpec(self.template, row, key, repeat)
+                yield PipelineSpec(self.template, row, key, repeat, ordinal)
 
     def _key(self, row: Any, ordinal: int) -> str:
         assert self.key_of is not None

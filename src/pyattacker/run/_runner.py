@@ -40,6 +40,13 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
+from pyattacker.run._input import (
+    CarriedInput,
+    FieldKey,
+    InputTracker,
+    latest_input,
+    resume_source,
+)
 from pyattacker.run._reuse import check_known, known_names
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
@@ -63,6 +70,8 @@ class Runner:
       every history row before the pipeline goes on.
     - ``strict_leases``: a lease a task forgot fails that attempt (else it is reclaimed
       and recorded as a ``lease.leaked`` event).
+    - ``command``: the shell command that resumes the run (the CLI passes it), recorded as
+      ``config["command"]`` for readers to show.
 
     Bad settings raise ``ConfigError`` naming the argument, before anything is opened.
     """
@@ -84,6 +93,7 @@ class Runner:
         strict_leases: bool = False,
         codecs: CodecRegistry | None = None,
         report_failures: int = 10,
+        command: str | None = None,
     ) -> None:
         self._pools = _pools_by_name(pools)
         _positive_int("concurrency", concurrency)
@@ -120,6 +130,7 @@ class Runner:
         self.history_batch = history_batch
         self.heartbeat_s = heartbeat_s
         self.codecs = codecs if codecs is not None else DEFAULT_CODECS
+        self.command = command
         self._execution: Execution | None = None
         self._stop_on_start: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -212,6 +223,12 @@ class Runner:
         untouched; with it, so is a store holding pipelines of other templates only,
         unless ``add_pipeline`` (``ConfigError`` in both cases).
 
+        The input of ``template.map(rows)`` is recorded (``pyattacker.run._input``). A
+        template alone with ``resume`` goes on reading the recorded input where the last
+        run stopped: a file is re-opened when unchanged; a Python iterable or stdin that
+        was not read to its end is a ``ConfigError`` (pass the rows again). A run whose
+        input was not read to its end never ends ``succeeded``: it is ``incomplete``.
+
         Raises ``ConfigError`` for bad input (before anything runs when it can be known
         then), ``StoreError`` when the store stopped recording.
         """
@@ -223,6 +240,7 @@ class Runner:
         names = known_names(specs)
         if held is not None and names is not None:  # before anything is written
             check_known(names, held, store.location)
+        specs, tracker = self._input_of(specs, resume=resume)
         run_id = _new_run_id()
         run = RunRow(
             run_id=run_id,
@@ -232,6 +250,7 @@ class Runner:
             pid=os.getpid(),
             host=socket.gethostname(),
             config=self._config(),
+            input=None if tracker is None else (tracker.take() or tracker.record()),
         )
         taken_over = store.begin_run(run, resume=resume)
         self._counters = counters = RunCounters()
@@ -241,6 +260,7 @@ class Runner:
             write_behind=self.write_behind,
             history_batch=self.history_batch,
             on_failure=lambda exc: self._stop_now(f"the store failed: {exc}"),
+            input_record=None if tracker is None else tracker.take,
         )
         execution = Execution(
             run_id=run_id,
@@ -255,6 +275,7 @@ class Runner:
             fresh=fresh,
             held_templates=held,
         )
+        execution._input = tracker
         self._execution, self._loop = execution, asyncio.get_running_loop()
         if self._stop_on_start is not None:
             execution.stop(self._stop_on_start)
@@ -270,7 +291,7 @@ class Runner:
                     await execution.admit_all(_as_iterable(specs), resume=resume)
                 finally:
                     execution._event("run.steps", None, None, counters.steps())
-                    committer.flush()
+                    committer.flush_input()
         finally:
             self._execution = None
             report = self._end(execution, committer, store)
@@ -285,8 +306,38 @@ class Runner:
             ) from execution.input_error
         return report
 
+    def _input_of(self, specs: Any, *, resume: bool) -> tuple[Any, Any]:
+        """``(specs, tracker)``: a template alone on resume reads the recorded input on
+        (see ``run_async``); ``template.map(rows)`` is tracked; anything else is not."""
+        from pyattacker.run._pipeline import PipelineTemplate
+
+        specs, tracker = InputTracker.of(specs)
+        if tracker is not None or not resume:
+            return specs, tracker
+        record = latest_input(self.store.runs())
+        if record is None:
+            return specs, None
+        if record.get("exhausted") or not isinstance(specs, PipelineTemplate):
+            # Other specs cannot read the recorded input on: it stays what it was, and a
+            # run that leaves it unfinished ends `incomplete`, never `succeeded`.
+            return specs, CarriedInput(record)
+        if record.get("custom_key"):
+            raise ConfigError(
+                f"the run read {record.get('rows_read')} rows and did not finish them, "
+                "and its keys came from a key_of function this resume does not have",
+                field="specs",
+                hint="pass the rows again: runner.run(template.map(rows, key_of=...), resume=True)",
+            )
+        source = resume_source(record)
+        key = record.get("key")
+        again = specs.map(
+            source, repeats=int(record.get("repeats") or 1), key_of=FieldKey(key) if key else None
+        )
+        return InputTracker.of(again)
+
     def _end(self, execution: Execution, committer: Committer, store: Store) -> RunReport:
         counters = self._counters
+        tracker = execution._input
         reason = execution.stop_reason
         if reason is None and execution.input_error is not None:
             reason = f"the input failed after {counters.admitted} pipelines"
@@ -294,6 +345,8 @@ class Runner:
             reason = f"the store failed: {committer.failure}"
         if reason is not None:
             state = RunState.INTERRUPTED
+        elif tracker is not None and not tracker.exhausted:
+            state = RunState.INCOMPLETE  # never `succeeded` on a part of the input
         elif counters.pipelines["failed"]:
             state = RunState.FAILED
         else:
@@ -316,6 +369,7 @@ class Runner:
             stats=stats,
             failures=list(execution.failures),
             stop_reason=reason,
+            input=None if tracker is None else tracker.record(),
         )
 
     @contextlib.contextmanager
@@ -410,6 +464,8 @@ class Runner:
                 "pools": sorted(self._pools),
             }
         )
+        if self.command is not None:
+            config["command"] = self.command
         return config
 
     def _resource_rows(self, run_id: str) -> list[ResourceRow]:

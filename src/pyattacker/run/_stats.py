@@ -10,6 +10,7 @@ the store, so it covers pipelines finished by earlier runs too.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +81,10 @@ class RunReport:
     ``failures`` lists up to ``Runner(report_failures=…)`` failed pipelines of this run
     (``key`` — the ``--key`` value, else the input row index —, ``pipeline_id``, ``task``,
     ``error_class``, ``error``). ``resume_hint`` says how to
-    continue an interrupted run; ``exit_code`` is what the CLI exits with.
+    continue an interrupted or incomplete run; ``exit_code`` is what the CLI exits with.
+    ``input`` is the run's input record (``pyattacker.run._input``; None when the specs
+    were not one ``template.map(rows)``), ``source_exhausted`` whether it was read to its
+    end.
     """
 
     run_id: str
@@ -90,6 +94,12 @@ class RunReport:
     stats: dict[str, Any]
     failures: list[dict[str, Any]]
     stop_reason: str | None = None
+    input: Mapping[str, Any] | None = None
+
+    @property
+    def source_exhausted(self) -> bool | None:
+        """Whether the input was read to its end; None when it was not recorded."""
+        return None if self.input is None else bool(self.input.get("exhausted"))
 
     @property
     def by_state(self) -> dict[str, int]:
@@ -104,6 +114,12 @@ class RunReport:
 
     @property
     def resume_hint(self) -> str | None:
+        if self.state is RunState.INCOMPLETE:
+            read = "?" if self.input is None else self.input.get("rows_read")
+            return (
+                f"the input was read only up to row {read}: resume with resume=True "
+                f"(CLI: --resume) on {self.location} to read the rest"
+            )
         if self.state is not RunState.INTERRUPTED:
             return None
         return f"resume with resume=True (CLI: --resume) on {self.location}"
@@ -117,4 +133,6 @@ class RunReport:
             "stop_reason": self.stop_reason,
             "stats": self.stats,
             "failures": self.failures,
+            "input": None if self.input is None else dict(self.input),
+            "source_exhausted": self.source_exhausted,
         }

@@ -50,8 +50,8 @@ __all__ = ["MemoryStore"]
 _RUNS, _PIPELINES = TABLES[RowKind.RUNS], TABLES[RowKind.PIPELINES]
 _TASKS = TABLES[RowKind.TASKS]
 # Column positions the store itself reads or changes.
-_RUN_STATE, _RUN_ENDED, _RUN_HEARTBEAT, _RUN_STOP = (
-    _RUNS.names.index(n) for n in ("state", "ended_at", "heartbeat_at", "stop_reason")
+_RUN_STATE, _RUN_ENDED, _RUN_HEARTBEAT, _RUN_STOP, _RUN_INPUT = (
+    _RUNS.names.index(n) for n in ("state", "ended_at", "heartbeat_at", "stop_reason", "input")
 )
 _P_STATE, _P_RUN, _P_ORDINAL, _P_CHAIN = (
     _PIPELINES.names.index(n) for n in ("state", "run_id", "ordinal", "chain_digest")
@@ -145,6 +145,7 @@ class MemoryStore:
         if self._owner is not None:
             self._check_running(self._owner, "write for")
         beat = self._beat(encoded.heartbeat)  # may fail too: before anything changes
+        read = self._read(encoded.run_input, beat)
         for pid, from_seq, run_id, at in encoded.superseded:
             self._supersede(pid, from_seq, (run_id, at))
         for values in encoded.artifacts:
@@ -157,8 +158,9 @@ class MemoryStore:
         self._attempts.extend(encoded.attempts)
         self._events.extend(encoded.events)
         self._resources.extend(encoded.resources)
-        if beat is not None:
-            self._runs[beat[0]] = beat[1]
+        for changed in (beat, read):
+            if changed is not None:
+                self._runs[changed[0]] = changed[1]
 
     def close(self) -> None:
         self._closed = True
@@ -313,6 +315,17 @@ class MemoryStore:
         run_id, at = heartbeat
         return run_id, self._run_changed(run_id, {_RUN_HEARTBEAT: at})
 
+    def _read(
+        self, run_input: tuple[str, str] | None, beat: tuple[str, Values] | None
+    ) -> tuple[str, Values] | None:
+        """The run row an input record makes (after the heartbeat ``beat``, if any)."""
+        if run_input is None or run_input[0] not in self._runs:
+            return None
+        run_id, record = run_input
+        if beat is not None and beat[0] == run_id:
+            return run_id, _replaced(beat[1], {_RUN_INPUT: record})
+        return run_id, self._run_changed(run_id, {_RUN_INPUT: record})
+
     def _run_changed(self, run_id: str, changes: dict[int, Any]) -> Values:
         def change() -> Values:
             values = _replaced(self._runs[run_id], changes)
@@ -357,6 +370,7 @@ def _as_stored(encoded: EncodedBatch) -> EncodedBatch:
         resources=stored(RowKind.RESOURCES, encoded.resources),
         heartbeat=encoded.heartbeat,
         superseded=encoded.superseded,
+        run_input=encoded.run_input,
     )
 
 

@@ -44,6 +44,7 @@ class RunState(enum.StrEnum):
     FAILED = "failed"  # the run ended and some pipeline failed
     INTERRUPTED = "interrupted"  # stopped (signal, stop(), a stop condition) before the end
     CRASHED = "crashed"  # found `running` with a dead owner; set on takeover by a resume
+    INCOMPLETE = "incomplete"  # ended without a stop, but its input was not read to the end
 
 
 class PipelineState(enum.StrEnum):
@@ -92,7 +93,8 @@ class RunRow:
     resumes: str | None = None  # the run this one resumed, if any
     stop_reason: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)  # masked Runner settings
-    # What the run read: source, path, size, digest, rows_read, rows_total, exhausted, ...
+    # What the run read and how far (``pyattacker.run._sources.InputRecord``): where from,
+    # size, mtime, digest of the rows read, rows read, exhausted. None: not known.
     input: Mapping[str, Any] | None = None
 
 
@@ -120,6 +122,7 @@ class PipelineRow:
     updated_at: float
     output_artifact: str | None = None  # the last task's output, once succeeded
     error: str | None = None  # the failure that ended it, if any
+    row: int | None = None  # 0-based index of its row in the run's input; None: bind(seed)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -264,6 +267,9 @@ class Batch:
     resources: list[ResourceRow] = field(default_factory=list)
     heartbeat: tuple[str, float] | None = None  # (run_id, epoch seconds)
     superseded: list[Superseded] = field(default_factory=list)
+    # (run_id, the run's input record): how far the input was read, written with the
+    # pipelines it admitted so that the record never runs ahead of them.
+    run_input: tuple[str, Mapping[str, Any]] | None = None
 
     def __bool__(self) -> bool:
         return bool(
@@ -275,6 +281,7 @@ class Batch:
             or self.events
             or self.resources
             or self.heartbeat
+            or self.run_input
         )
 
     @property

@@ -39,6 +39,7 @@ __all__ = [
     "RUN_EXISTS",
     "RUN_STATE",
     "SCHEMA_VERSION",
+    "SET_INPUT",
     "SUPERSEDE_TASKS",
     "TEMPLATES",
     "Migration",
@@ -130,10 +131,13 @@ _TASK_HISTORY: Migration = (
     "CREATE INDEX task_history_by_pipeline ON task_history (pipeline_num, seq)",
 )
 
-# What a run read (RunRow.input), as JSON.
-_RUN_INPUT: Migration = ("ALTER TABLE runs ADD COLUMN input TEXT",)
+# What each run read (the input record, JSON) and each pipeline's row in that input.
+_INPUT: Migration = (
+    "ALTER TABLE runs ADD COLUMN input TEXT",
+    "ALTER TABLE pipelines ADD COLUMN row INTEGER",
+)
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE, _TASK_HISTORY, _RUN_INPUT)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _USAGE, _TASK_HISTORY, _INPUT)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -194,6 +198,7 @@ END_RUN = (
     " WHERE run_id = ? AND state = 'running'"
 )
 RUN_STATE = "SELECT state, stop_reason FROM runs WHERE run_id = ?"
+SET_INPUT = "UPDATE runs SET input = ? WHERE run_id = ?"
 MARK_CRASHED = "UPDATE runs SET state = 'crashed', ended_at = ?, stop_reason = ? WHERE run_id = ?"
 INTERRUPT_PIPELINES = (
     "UPDATE pipelines SET state = 'interrupted'"
@@ -341,6 +346,8 @@ def check_version(version: int, *, known: int, location: str) -> None:
 def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration], location: str) -> int:
     """Apply the migrations ``conn``'s file has not had yet, all in one transaction, and
     return the new version. On any failure nothing is changed."""
+    if user_version(conn) == len(migrations):
+        return len(migrations)  # up to date: no transaction, so the file is left as it was
     conn.execute("BEGIN IMMEDIATE")
     try:
         # read again under the write lock: another process may have upgraded meanwhile

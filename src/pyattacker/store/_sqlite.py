@@ -44,6 +44,7 @@ from pyattacker.store._schema import (
     RUN_EXISTS,
     RUN_STATE,
     RUNNING_RUNS,
+    SET_INPUT,
     SUPERSEDE_TASKS,
     TEMPLATES,
     Migration,
@@ -232,6 +233,9 @@ class SQLiteStore:
                 for table, rows in encoded.tables():
                     if rows:
                         conn.executemany(INSERT[table.kind], rows)
+                if encoded.run_input is not None:
+                    run_id, record = encoded.run_input
+                    conn.execute(SET_INPUT, (record, run_id))
         except StoreError as exc:
             cause = exc.__cause__
             if isinstance(cause, sqlite3.IntegrityError) and "pipeline_num" in str(cause):

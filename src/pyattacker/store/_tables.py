@@ -115,7 +115,7 @@ TABLES: dict[RowKind, Table] = {
         _table(
             RowKind.PIPELINES,
             "pipeline_id template chain_digest seed_digest seed_artifact repeat key? state"
-            " cursor ntasks run_id ordinal created_at updated_at output_artifact? error?",
+            " cursor ntasks run_id ordinal created_at updated_at output_artifact? error? row?",
         ),
         _table(RowKind.TASKS, _TASK_COLUMNS, ("resources", "usage")),
         _table(
@@ -166,7 +166,8 @@ def encode_run(r: RunRow) -> Values:
 def encode_pipeline(p: PipelineRow) -> Values:
     return (p.pipeline_id, p.template, p.chain_digest, p.seed_digest, p.seed_artifact,
             p.repeat, p.key, _state(_PIPELINE_STATES, p.state), p.cursor, p.ntasks, p.run_id,
-            p.ordinal, p.created_at, p.updated_at, p.output_artifact, p.error)  # fmt: skip
+            p.ordinal, p.created_at, p.updated_at, p.output_artifact, p.error,
+            p.row)  # fmt: skip
 
 
 def encode_task(t: TaskRow) -> Values:
@@ -228,6 +229,7 @@ class EncodedBatch:
     resources: list[Values]
     heartbeat: tuple[str, float] | None
     superseded: list[Values] = field(default_factory=list)
+    run_input: tuple[str, str] | None = None  # (run_id, the input record as JSON)
 
     def tables(self) -> tuple[tuple[Table, list[Values]], ...]:
         return (
@@ -251,6 +253,9 @@ def encode_batch(batch: Batch) -> EncodedBatch:
         resources=[encode_resource(r) for r in batch.resources],
         heartbeat=batch.heartbeat,
         superseded=[encode_superseded(s) for s in batch.superseded],
+        run_input=None
+        if batch.run_input is None
+        else (batch.run_input[0], _to_json(batch.run_input[1], allow_nan=False)),
     )
 
 

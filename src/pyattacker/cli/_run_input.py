@@ -1,0 +1,158 @@
+"""The input of ``pyattacker run``: which rows to read, every one checked, and on
+``--resume`` the recorded input read on or verified, all before the store is opened for
+writing (a refusal writes nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pyattacker.errors import CodecError, ConfigError
+from pyattacker.run import Runner, read_rows
+from pyattacker.run._codecs import DEFAULT_CODECS
+from pyattacker.run._input import latest_input, not_read, resume_source
+from pyattacker.run._sources import FileSource, InputChanged
+from pyattacker.store import SQLiteStore
+
+__all__ = ["Wanted", "duration", "pipelines_to_run", "rows_to_run"]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+class Wanted:
+    """What the flags ask of the input."""
+
+    def __init__(
+        self,
+        path: str | None,
+        format: str | None,
+        limit: int | None,
+        key: str | None,
+        repeats: int,
+        changed: bool,
+    ) -> None:
+        self.path, self.format, self.limit, self.key = path, format, limit, key
+        self.repeats, self.changed = repeats, changed
+
+
+def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, int, str | None]:
+    """``(source, repeats, key field)`` to run, every row checked; on resume (``store``),
+    checked against the input the store recorded. ``ConfigError`` names what is wrong."""
+    record, runs = (None, None) if store is None else _recorded_input(store)
+    if wanted.path is not None:
+        source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
+        try:
+            _check_given(source, wanted, record)
+        except BaseException:
+            source.close()
+            raise
+        return source, wanted.repeats, wanted.key
+    if runs == 0:  # e.g. the first run was killed while it created the store
+        raise ConfigError(
+            f"{store} records no run: there is nothing to resume",
+            field="--resume",
+            hint="pass --input FILE to read the rows",
+        )
+    if record is None:
+        return None, wanted.repeats, wanted.key
+    changes_limit = wanted.limit is not None and wanted.limit != record.get("limit")
+    if record.get("exhausted") and not changes_limit:
+        return None, wanted.repeats, wanted.key
+    key = record.get("key")
+    if record.get("custom_key"):
+        raise ConfigError(
+            "the run's keys came from a key_of function: the command line cannot name them",
+            field="--resume",
+            hint="resume it from Python with the same template.map(rows, key_of=...)",
+        )
+    reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key))
+    return reopened, int(record.get("repeats") or 1), key
+
+
+def _check_given(source: FileSource, wanted: Wanted, record: Mapping[str, Any] | None) -> None:
+    """Check every row of ``--input``; on resume, that it is the recorded input (unless
+    ``--input-changed``): its first rows read must be the rows the store recorded."""
+    check = _row_check(source, wanted.key)
+    if record is None or wanted.changed:
+        source.check(check)
+        return
+    try:
+        source.check(check, same_as=record)
+    except InputChanged as exc:
+        raise ConfigError(
+            f"{exc.message}; {not_read(record)} of the recorded input were not read",
+            field="--input",
+            hint="pass the recorded input, or add --input-changed to read this one "
+            "into the same store on purpose",
+        ) from exc
+
+
+def _recorded_input(store: Path) -> tuple[Mapping[str, Any] | None, int | None]:
+    """The latest input record in ``store`` and how many runs it holds, read without
+    writing; ``(None, None)`` for a store too old to tell."""
+    try:
+        reader = SQLiteStore(store, read_only=True)
+    except ConfigError:
+        return None, None  # an older schema, without records: the writer upgrades it
+    try:
+        runs = reader.runs()
+        return latest_input(runs), len(runs)
+    finally:
+        reader.close()
+
+
+def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any, str], None]:
+    """The check of each row: it can be stored as the seed (no NaN: JSON has none), and
+    its ``key`` field is there and unique."""
+    name = "the input" if source is None else source.name
+    keys: dict[str, str] = {}
+
+    def check(index: int, row: Any, where: str) -> None:
+        try:
+            DEFAULT_CODECS.encode(row)
+        except CodecError as exc:
+            raise ConfigError(
+                f"{where} of {name} cannot be stored: {exc.message}",
+                field="--input",
+                hint="rows are stored as canonical JSON: no NaN or infinity",
+            ) from exc
+        if key is None:
+            return
+        if not (isinstance(row, dict) and key in row):
+            raise ConfigError(
+                f"{where} of {name} has no field {key!r}",
+                field="--key",
+                hint="every row needs the key field, or leave --key out",
+            )
+        value = str(row[key])
+        if value in keys:
+            raise ConfigError(
+                f"{where} of {name} has key {value!r}, like {keys[value]}",
+                field="--key",
+                hint="keys must be unique per row: fix the input, or leave --key out",
+            )
+        keys[value] = where
+
+    return check
+
+
+def duration(text: str) -> float:
+    found = _DURATION.match(text)
+    if found is None:
+        raise ConfigError(
+            f"{text!r} is not a duration", field="--stop-after", hint="e.g. 90s, 5m, 1.5h"
+        )
+    return float(found.group(1)) * _UNIT_S[found.group(2)]
+
+
+def pipelines_to_run(source: FileSource | None, repeats: int, runner: Runner) -> int:
+    """Pipelines the progress bar counts to."""
+    stored = runner.store.count_pipelines()
+    if source is None or source.rows_total is None:
+        return stored
+    ahead = source.rows_total if source.limit is None else min(source.limit, source.rows_total)
+    return max(stored, (ahead - source.first_row) * repeats + stored)

@@ -1,0 +1,240 @@
+"""A run's input record: what it read, how far, and whether a resume can trust it again.
+
+Every run over ``template.map(rows)`` records its input in its row of ``runs``
+(``RunRow.input``)::
+
+    {"source": "file" | "stdin" | "python iterable", "path": ..., "format": ...,
+     "size": ..., "mtime": ..., "digest": "sha256:...", "bytes_read": ...,
+     "rows_read": 1673, "rows_total": 2000, "exhausted": false,
+     "repeats": 1, "key": "id", "limit": null}
+
+The record is written in the same transaction as the pipelines it counts, or a later one
+(the Committer asks :meth:`InputTracker.take` at the heartbeat's flush and at the last
+one), and a row counts as read only once every one of its repeats was admitted, so
+``rows_read`` never runs ahead of the store: a resume that goes on from there skips
+nothing (it may meet rows whose pipelines exist, wholly or partly; the store recognises
+them).
+
+A resume without rows (``runner.run(template, resume=True)``, ``pyattacker run --resume``
+without ``--input``) goes on from the latest record: :func:`resume_source` re-opens a file
+when its first ``rows_read`` rows still have the recorded digest (a file that only grew is
+unchanged), and refuses otherwise, and refuses a stdin or Python iterable that was not
+read to its end: only the caller has those rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyattacker.errors import ConfigError
+from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs
+from pyattacker.run._sources import FileSource, InputChanged, read_rows
+from pyattacker.store import RunRow
+
+__all__ = [
+    "FieldKey",
+    "InputTracker",
+    "IterableSource",
+    "latest_input",
+    "not_read",
+    "resume_source",
+]
+
+
+class FieldKey:
+    """``key_of`` naming each row by one of its fields (``str(row[field])``); recorded, so
+    a resume without rows can name the rows it reads again the same way."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __call__(self, row: Any) -> str:
+        if not isinstance(row, dict) or self.field not in row:
+            raise ValueError(f"the row has no field {self.field!r}")
+        return str(row[self.field])
+
+    def __repr__(self) -> str:
+        return f"FieldKey({self.field!r})"
+
+
+class IterableSource:
+    """A Python iterable as a source: rows counted, no digest (the rows cannot be read
+    again by anyone but their owner)."""
+
+    first_row = 0
+
+    def __init__(self, rows: Iterable[Any]) -> None:
+        self._rows = rows
+        self.rows_read = self._yielded = 0
+        self._ended = False
+
+    def __iter__(self) -> Iterator[Any]:
+        self.rows_read = self._yielded = 0
+        self._ended = False
+        for row in self._rows:
+            self._yielded += 1
+            yield row
+        self._ended = True
+
+    def commit(self, rows: int) -> bool:
+        moved = self.rows_read < min(rows, self._yielded)
+        self.rows_read = max(self.rows_read, min(rows, self._yielded))
+        return moved
+
+    @property
+    def exhausted(self) -> bool:
+        return self._ended and self.rows_read == self._yielded
+
+    def record(self) -> dict[str, Any]:
+        total = len(self._rows) if isinstance(self._rows, Sequence) else None
+        return {
+            "source": "python iterable", "path": None, "format": None, "size": None,
+            "mtime": None, "digest": None, "bytes_read": None, "rows_read": self.rows_read,
+            "rows_total": total, "exhausted": self.exhausted, "limit": None,
+        }  # fmt: skip
+
+
+class InputTracker:
+    """Follows admission through one source and makes the run's input record.
+
+    ``admitted(spec)`` after a chunk of specs was admitted (staged): the rows before
+    ``spec``'s row count as read, and its row too when ``spec`` is its last repeat.
+    """
+
+    def __init__(self, specs: PipelineSpecs, source: FileSource | IterableSource) -> None:
+        self.source = source
+        self.repeats = specs.repeats
+        key_of = specs.key_of
+        self.key = key_of.field if isinstance(key_of, FieldKey) else None
+        self.custom_key = key_of is not None and self.key is None
+        self._taken: tuple[int, bool] | None = None
+
+    @classmethod
+    def of(cls, specs: Any) -> tuple[Any, InputTracker | None]:
+        """``(specs, tracker)``: a ``template.map(rows)`` over a tracked source (a plain
+        iterable is wrapped in one); anything else untracked, as it is."""
+        if not isinstance(specs, PipelineSpecs):
+            return specs, None
+        source = specs.rows
+        if not isinstance(source, FileSource | IterableSource):
+            source = IterableSource(specs.rows)
+            specs = PipelineSpecs(
+                specs.template, source, repeats=specs.repeats, key_of=specs.key_of
+            )
+        return specs, cls(specs, source)
+
+    def admitted(self, last: PipelineSpec) -> None:
+        if last.row is None:
+            return
+        done = last.row + 1 if last.repeat >= self.repeats - 1 else last.row
+        self.source.commit(done)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.source.exhausted
+
+    def record(self) -> dict[str, Any]:
+        record = self.source.record()
+        record.update(repeats=self.repeats, key=self.key)
+        if self.custom_key:
+            record["custom_key"] = True
+        return record
+
+    def take(self) -> dict[str, Any] | None:
+        """The record when it changed since the last ``take`` (for the next flush)."""
+        now = (self.source.rows_read, self.source.exhausted)
+        if now == self._taken:
+            return None
+        self._taken = now
+        return self.record()
+
+
+class CarriedInput:
+    """The input record of a run that resumed a finished input without rows: the same
+    record, carried over so that the latest run always says what the store's input was."""
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self._record = dict(record)
+        self.exhausted = bool(record.get("exhausted"))
+
+    def record(self) -> dict[str, Any]:
+        return dict(self._record)
+
+    def take(self) -> dict[str, Any] | None:
+        return None  # written once, with the run row
+
+    def admitted(self, last: PipelineSpec) -> None:
+        """Other specs than the input's: they read nothing of it."""
+
+
+def latest_input(runs: Iterable[RunRow]) -> Mapping[str, Any] | None:
+    """The input record of the latest run that has one (``runs`` oldest first)."""
+    found = None
+    for run in runs:
+        if run.input is not None:
+            found = run.input
+    return found
+
+
+def not_read(record: Mapping[str, Any]) -> str:
+    """How many rows of ``record`` were not read, in words (``"327 rows"``)."""
+    total, read = record.get("rows_total"), record.get("rows_read", 0)
+    if total is None:
+        return f"the rows after the first {read}"
+    return f"{max(0, total - read)} of {total} rows"
+
+
+def resume_source(
+    record: Mapping[str, Any],
+    *,
+    limit: int | None = None,
+    each: Callable[[int, Any, str], None] | None = None,
+) -> FileSource:
+    """The recorded file, re-opened after its rows read (``check``-ed whole with ``each``,
+    so a row that no longer parses is found now). ``limit`` replaces the recorded one.
+
+    Raises ``ConfigError`` (field ``input``) when the input cannot be read again: stdin, a
+    Python iterable, a file that is missing or whose first ``rows_read`` rows changed. The
+    message names the source and how many rows were not read.
+    """
+    source, unread = record.get("source"), not_read(record)
+    if source != "file" or not record.get("path"):
+        what = "stdin" if source == "stdin" else "a Python iterable"
+        raise ConfigError(
+            f"the run read {record.get('rows_read', 0)} rows of {what} and did not finish "
+            f"it ({unread} not read), and only you have those rows",
+            field="input",
+            hint="pass the rows again: runner.run(template.map(rows), resume=True) "
+            "(CLI: --input FILE --resume); finished work is skipped",
+        )
+    path = Path(str(record["path"]))
+    if not path.is_file():
+        raise ConfigError(
+            f"the run's input {path} is missing; {unread} were not read yet",
+            field="input",
+            hint="put it back, or pass another file with --input FILE --input-changed",
+        )
+    recorded_limit = record.get("limit")
+    if limit is not None and limit < int(record.get("rows_read") or 0):
+        raise ConfigError(
+            f"the limit {limit} is below the {record.get('rows_read')} rows already read",
+            field="limit",
+            hint="a resume can read more rows, never fewer: raise the limit or leave it out",
+        )
+    reopened = read_rows(
+        path, record.get("format"), limit=limit if limit is not None else recorded_limit
+    )
+    try:
+        reopened.check(each, resume_at=record)
+    except InputChanged as exc:
+        raise InputChanged(
+            f"the run's input {path} changed since it was read ({exc.message}); "
+            f"{unread} were not read yet",
+            field="input",
+            hint="restore the file, or read another one on purpose: --input FILE --input-changed",
+        ) from exc
+    return reopened
