@@ -49,11 +49,11 @@ class Committer:
     stops the run (a run that cannot record must not go on). Every staged checkpoint of a
     failed flush sees the error from the awaitable it was given.
 
-    ``input_record`` is asked for the run's input record (None when unchanged) at the
-    heartbeat's flush and at :meth:`flush_input`, and the record is written in that
-    transaction, with or after the pipelines it counts. Not at every flush: a record may
-    lag (a resume then looks up a few rows again, which the store recognises), and one
-    more row rewritten per commit would cost every checkpoint.
+    ``input_record`` is asked for the run's input record (None when unchanged) at every
+    flush, and the record is written in that transaction: with the pipelines it counts,
+    since admission stages every pipeline of a row before the row counts as read. So a
+    reader of the store (and a resume) sees how far the input was read as of the last
+    commit, never further.
     """
 
     def __init__(
@@ -68,7 +68,6 @@ class Committer:
     ) -> None:
         self._store = store
         self._input_record = input_record
-        self._input_due = False
         self._run_id = run_id
         self.write_behind = write_behind
         self._history_batch = history_batch
@@ -154,12 +153,6 @@ class Committer:
     def heartbeat(self) -> None:
         """Flush whatever history is waiting, with the run's heartbeat (the interval timer)."""
         self._batch.heartbeat = (self._run_id, epoch_time())
-        self._input_due = True
-        self.flush()
-
-    def flush_input(self) -> None:
-        """Flush now, with the input record (the run's last flush)."""
-        self._input_due = True
         self.flush()
 
     def flush(self) -> None:
@@ -170,8 +163,7 @@ class Committer:
         if self._pipelines:
             batch.pipelines = list(self._pipelines.values())
             self._pipelines = {}
-        if self._input_due and self._input_record is not None and self.failure is None:
-            self._input_due = False
+        if self._input_record is not None and self.failure is None:
             record = self._input_record()
             if record is not None:
                 batch.run_input = (self._run_id, record)

@@ -8,12 +8,11 @@ Every run over ``template.map(rows)`` records its input in its row of ``runs``
      "rows_read": 1673, "rows_total": 2000, "exhausted": false,
      "repeats": 1, "key": "id", "limit": null}
 
-The record is written in the same transaction as the pipelines it counts, or a later one
-(the Committer asks :meth:`InputTracker.take` at the heartbeat's flush and at the last
-one), and a row counts as read only once every one of its repeats was admitted, so
-``rows_read`` never runs ahead of the store: a resume that goes on from there skips
-nothing (it may meet rows whose pipelines exist, wholly or partly; the store recognises
-them).
+The record is written in the same transaction as the pipelines it counts (the Committer
+asks :meth:`InputTracker.take` at every flush), and a row counts as read only once every
+one of its repeats was admitted, so ``rows_read`` never runs ahead of the store: a resume
+that goes on from there skips nothing (it may meet rows whose pipelines exist, wholly or
+partly; the store recognises them).
 
 A resume without rows (``runner.run(template, resume=True)``, ``pyattacker run --resume``
 without ``--input``) goes on from the latest record: :func:`resume_source` re-opens a file

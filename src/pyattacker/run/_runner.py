@@ -291,7 +291,7 @@ class Runner:
                     await execution.admit_all(_as_iterable(specs), resume=resume)
                 finally:
                     execution._event("run.steps", None, None, counters.steps())
-                    committer.flush_input()
+                    committer.flush()
         finally:
             self._execution = None
             report = self._end(execution, committer, store)
