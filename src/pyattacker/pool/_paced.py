@@ -66,9 +66,14 @@ class PoolPacing:
                 self._emit("resource.paced", slot.resource.id, until=pacer.ready_at)
             self._queue.arm_notifier()
 
+    def dead_ends(self, selector: Selector = ANY) -> dict[str, str] | None:
+        """Why no resource ``selector`` accepts can ever serve again (``id: "dead (...)"``,
+        ``"revoked"``), when none can and there is one at least; else None."""
+        return hopeless_reasons(self._slots, selector)
+
     def check_usable(self, selector: Selector = ANY) -> None:
         """Raise ``NoUsableResource`` when no resource ``selector`` accepts can serve again."""
-        reasons = hopeless_reasons(self._slots, selector)
+        reasons = self.dead_ends(selector)
         if reasons is not None:
             listed = ", ".join(f"{rid} {why}" for rid, why in reasons.items())
             raise NoUsableResource(

@@ -301,8 +301,7 @@ def tokens_of(usage: Mapping[str, Any] | None) -> float | None:
     if not usage:
         return None
     for keys in _TOKEN_KEYS:
-        values = [usage.get(k) for k in keys]
-        numbers = [float(v) for v in values if _is_number(v)]
+        numbers = [v for k in keys if isinstance(v := _finite(usage.get(k)), float)]
         if len(numbers) == len(keys):
             return sum(numbers)
     return None
@@ -350,8 +349,10 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _finite(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def _pairs(headers: object) -> Iterable[tuple[str, object]]:

@@ -78,6 +78,8 @@ STORED_POOL_EVENTS = frozenset(
         "resource.throttled",
         "resource.limit",
         "resource.factory",
+        "resource.retries_off",
+        "pool.pacing",
     }
 )
 
