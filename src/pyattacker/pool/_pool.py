@@ -486,16 +486,18 @@ class Pool(PoolPacing):
         *,
         algorithm: AlgorithmSpec | None = None,
         timeout: float | None = None,
+        tokens: float | None = None,
         **selector: Any,
     ) -> AcquireCall:
         """A lease through the acquire algorithm (per call, else the pool's, else ``Wait()``).
 
-        Await it for a lease you release yourself, or ``async with`` it.
+        Await it for a lease you release yourself, or ``async with`` it. ``tokens``: the
+        call's estimate for a resource paced to ``tpm`` (see ``TaskContext.acquire``).
         """
         from pyattacker.pool._context import TaskContext
 
         return TaskContext([self]).acquire(
-            self.name, algorithm=algorithm, timeout=timeout, where=where, **selector
+            self.name, algorithm=algorithm, timeout=timeout, where=where, tokens=tokens, **selector
         )
 
     def record_wait(self, seconds: float) -> None:
