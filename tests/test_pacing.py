@@ -204,7 +204,7 @@ def lease_times(pool: Pool, n: int, hold_s: float = 0.2, **acquire: object) -> l
         times: list[float] = []
 
         async def one() -> None:
-            async with pool.acquire(**acquire) as lease:  # type: ignore[arg-type]
+            async with pool.acquire(**acquire):  # type: ignore[arg-type]
                 times.append(now())
                 await asyncio.sleep(hold_s)
 
@@ -225,7 +225,8 @@ def test_a_paced_out_resource_reads_paced_and_is_not_selected() -> None:
     async def main() -> tuple[object, ...]:
         pool = Pool("p", [res("a", rpm=60), res("b", capacity=1)])
         first = pool.try_acquire()
-        assert first is not None and first.resource.id == "a"
+        assert first is not None
+        assert first.resource.id == "a"
         first.release_now()
         reasons = pool.reasons()
         picked = pool.select()
@@ -234,8 +235,10 @@ def test_a_paced_out_resource_reads_paced_and_is_not_selected() -> None:
 
     reason, picked, pacing = run(main)
     assert reason == "paced until t=1.000"
-    assert picked is not None and picked.id == "b"
-    assert pacing is not None and (pacing["rpm"], pacing["paced_until"]) == (60.0, 1.0)
+    assert picked is not None
+    assert picked.id == "b"
+    assert pacing is not None
+    assert (pacing["rpm"], pacing["paced_until"]) == (60.0, 1.0)
 
 
 def test_a_call_estimated_at_500_tokens_spaces_a_6000_tpm_key_five_seconds_apart() -> None:
