@@ -79,7 +79,6 @@ STORED_POOL_EVENTS = frozenset(
         "resource.limit",
         "resource.factory",
         "resource.retries_off",
-        "pool.pacing",
     }
 )
 

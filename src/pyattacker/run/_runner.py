@@ -40,6 +40,7 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
+from pyattacker.run._pacing import pacing_events, pacing_totals
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
 from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
@@ -232,6 +233,7 @@ class Runner:
             execution.stop(self._stop_on_start)
             self._stop_on_start = None
         self._started = wall_time()
+        paced_before = pacing_totals(self._pools.values())
         committer.resources(self._resource_rows(run_id))
         for old in taken_over:
             execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
@@ -241,6 +243,8 @@ class Runner:
                     # Cancelled from outside, it stops and cancels what runs, then drains.
                     await execution.admit_all(_as_iterable(specs), resume=resume)
                 finally:
+                    for data in pacing_events(self._pools.values(), paced_before):
+                        execution._event("pool.pacing", None, None, data)
                     committer.flush()
         finally:
             self._execution = None
