@@ -7,12 +7,14 @@ import asyncio
 import random
 from collections import deque
 
+from pyattacker._run_demo import demo_pools, demo_specs
 from pyattacker.errors import ErrorClass, NoUsableResource
 from pyattacker.pool import Pool, Resource, TaskContext
+from pyattacker.report._run import pacing_lines, summarize
 from pyattacker.retry import Retrying
 from pyattacker.run import pipeline, task
 from pyattacker.store import MemoryStore, RowKind, RunState
-from run_helpers import now, rows, runner, virtual
+from run_helpers import now, rows, run_virtually, runner, virtual
 
 LATENCY_S = 0.2
 
@@ -149,3 +151,18 @@ def test_no_default_retry_policy_retries_a_dead_end() -> None:
         decision = policy.decide(error, attempts_used=1, rng=random.Random(0))
         assert decision.retry is False
         assert decision.error_class == "no_usable_resource"
+
+
+# -- the demo ------------------------------------------------------------------------------
+
+
+def test_the_demo_paces_its_metered_endpoint_and_its_report_says_so() -> None:
+    store = MemoryStore()
+    r = runner(store, pools=demo_pools(1), concurrency=32)
+    run_virtually(r, demo_specs(200))
+    summary = summarize(store)
+    (line,) = pacing_lines(summary["pacing"])
+    assert line.startswith("Paced llm/metered (rpm 1620, burst 6): ")
+    metered = summary["attempts"]["by_resource"]["llm/metered"]
+    assert metered["attempts"] > 0
+    assert metered["throttled"] == 0
