@@ -7,7 +7,7 @@ import asyncio
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import now, res, run
@@ -332,3 +332,35 @@ def test_a_negative_token_estimate_is_a_config_error_before_any_wait() -> None:
     pool = Pool("p", [res("key-1", tpm=100)])
     with pytest.raises(ConfigError, match="tokens"):
         pool.acquire(tokens=-1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rpm=st.sampled_from([30, 60, 120, 600]),
+    burst=st.integers(1, 4),
+    arrivals=st.lists(st.integers(0, 400), min_size=1, max_size=40),  # tenths of a second
+    hold=st.sampled_from([0.0, 0.05, 0.3, 2.0]),
+)
+def test_a_paced_pool_never_grants_more_than_the_limit_plus_the_burst_in_any_window(
+    rpm: int, burst: int, arrivals: list[int], hold: float
+) -> None:
+    pool = Pool("p", [res("key-1", capacity=64, rpm=rpm, burst=burst)])
+
+    async def main() -> list[float]:
+        granted: list[float] = []
+
+        async def one(at: float) -> None:
+            await asyncio.sleep(at)
+            async with pool.acquire():
+                granted.append(now())
+                await asyncio.sleep(hold)
+
+        await asyncio.gather(*(one(a / 10) for a in arrivals))
+        return granted
+
+    granted = sorted(run(main))
+    interval = 60.0 / rpm
+    for i, start in enumerate(granted):
+        for end in granted[i:]:
+            inside = sum(1 for t in granted[i:] if t <= end)
+            assert inside <= burst + (end - start) / interval + 1e-9
