@@ -305,6 +305,24 @@ def test_headers_that_say_none_remain_rest_the_key_until_the_reset() -> None:
     assert run(main) == [0.0, 2.0, 2.1]
 
 
+def test_a_key_that_declares_no_limits_still_rests_when_its_server_says_none_remain() -> None:
+    pool = Pool("p", [res("key-1", capacity=4)])
+
+    async def main() -> list[float]:
+        times = []
+        for _ in range(2):
+            async with pool.acquire() as lease:
+                times.append(now())
+                headers = [
+                    ("x-ratelimit-remaining-tokens", "0"),
+                    ("x-ratelimit-reset-tokens", "1.5s"),
+                ]
+                lease.report(ok=True, headers=headers)
+        return times
+
+    assert run(main) == [0.0, 1.5]
+
+
 def test_retry_after_still_sets_not_before_on_a_paced_key() -> None:
     pool = Pool("p", [res("key-1", capacity=4, rpm=600)])
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyattacker.errors import NoUsableResource
 from pyattacker.pool._lease import Lease
-from pyattacker.pool._pacing import settle, tokens_of
+from pyattacker.pool._pacing import rate_limit_headers, settle, tokens_of
 from pyattacker.pool._selector import ANY, Selector
 from pyattacker.pool._slot import Slot, hopeless_reasons
 from pyattacker.pool._waiting import WaitQueue
@@ -28,6 +28,9 @@ class PoolPacing:
     _queue: WaitQueue
 
     def _emit(self, kind: str, resource: str | None = None, **data: Any) -> None:
+        raise NotImplementedError  # Pool's
+
+    def _throttle(self, slot: Slot, until: float, now: float) -> None:
         raise NotImplementedError  # Pool's
 
     def _pace(self, slot: Slot, lease: Lease, now: float, tokens: float | None) -> None:
@@ -65,6 +68,15 @@ class PoolPacing:
             if pacer.ready_at > now:
                 self._emit("resource.paced", slot.resource.id, until=pacer.ready_at)
             self._queue.arm_notifier()
+
+    def _follow_headers(self, slot: Slot, headers: object, now: float) -> None:
+        """An unpaced resource still rests when its server says none remain: until the
+        reset, as a ``Retry-After`` would have it (and its quota group with it)."""
+        seen = rate_limit_headers(headers)
+        for unit in ("requests", "tokens"):
+            remaining, reset = seen.get(f"remaining_{unit}"), seen.get(f"reset_{unit}")
+            if remaining is not None and remaining < 1.0 and reset is not None and reset > 0:
+                self._throttle(slot, now + reset, now)
 
     def dead_ends(self, selector: Selector = ANY) -> dict[str, str] | None:
         """Why no resource ``selector`` accepts can ever serve again (``id: "dead (...)"``,

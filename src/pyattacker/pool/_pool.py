@@ -390,6 +390,8 @@ class Pool(PoolPacing):
             self._add_usage(slot, usage)
         if slot.pacer is not None and (usage or headers is not None):
             self._correct_pace(slot, usage, headers, lease, now)
+        elif headers is not None:
+            self._follow_headers(slot, headers, now)
         error_class: str | None = None
         if not ok and error is not None:
             error_class = error_class_of(error)
