@@ -44,7 +44,7 @@ def attempts_recorded(store: MemoryStore) -> int:
 
 @pytest.mark.parametrize("chosen", [ask, ask_twice_more], ids=["no-retries", "3-attempts"])
 def test_the_server_saw_exactly_the_attempts_the_store_recorded(chosen: Any) -> None:
-    async def main(server: LlmServer) -> tuple[dict[str, Any], MemoryStore, Pool]:
+    async def main(server: LlmServer) -> tuple[dict[str, Any], MemoryStore]:
         client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="sk-test")
         assert client.max_retries == 2  # the SDK's default: would be 3 requests per call
         pool = Pool("llm", [Resource.create("openai", id="key-1", factory=lambda r: client)])
@@ -57,11 +57,9 @@ def test_the_server_saw_exactly_the_attempts_the_store_recorded(chosen: Any) -> 
         assert getattr(quiet, "max_retries", None) == 0
         await quiet.close()  # type: ignore[attr-defined]
         await client.close()  # no connection left for a later test's garbage collector
-        return server.stats(), store, pool
+        return server.stats(), store
 
-    stats, store, pool = serve(
-        main, fail={429: 0.3, 503: 0.3}, ttft="fixed:1ms", itl="fixed:1ms", seed=7
-    )
+    stats, store = serve(main, fail={429: 0.3, 503: 0.3}, ttft="fixed:1ms", itl="fixed:1ms", seed=7)
     assert stats["statuses"]["429"]
     assert stats["statuses"]["503"]
     assert stats["requests"] == attempts_recorded(store)
