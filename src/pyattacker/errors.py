@@ -202,8 +202,8 @@ class AcquireTimeout(ResourceUnavailable):
 class NoUsableResource(ResourceUnavailable):
     """Every resource a caller may use is DEAD or REVOKED and nothing can bring one back.
 
-    Raised at once instead of waiting forever: no cooldown is armed, no lease on one of
-    them is still out (a success reported through it would revive it). ``reasons`` names
+    Raised at once instead of waiting forever: no cooldown is armed, no lease on a dead
+    one is still out (a success reported through it would revive it). ``reasons`` names
     each resource and its state. Classified ``no_usable_resource``, which no default retry
     policy retries (waiting cannot help; publishing a resource can).
     """

@@ -10,7 +10,7 @@ before" time, usage totals, the lazily built client) and one synchronous allocat
   interrupted halfway by cancellation.
 - ``wait_slot`` parks a caller until something may let *its* selector proceed; the wait
   queue (``_waiting.py``) explains the three kinds of wake-up and the cooldown notifier.
-  When every resource the selector accepts is DEAD or REVOKED with no lease out (nothing
+  When every resource the selector accepts is REVOKED, or DEAD with no lease out (nothing
   can revive it), it raises ``NoUsableResource`` instead of parking forever.
 - A resource declaring ``rpm``/``tpm``/``rpd`` is paced (``_pacing.py``): it is not usable
   before its pacer's ``ready_at``, which the cooldown notifier wakes waiters for; a grant
@@ -341,8 +341,8 @@ class Pool(PoolPacing):
         Any other wake-up (health, membership, a cooldown ending) is a hint for everyone.
 
         Raises ``NoUsableResource`` at once when every resource ``selector`` accepts is
-        DEAD or REVOKED with no lease out: no cooldown, no release and no report can bring
-        one back, so waiting would never end (``publish`` still could; it is not waited for).
+        REVOKED, or DEAD with no lease out: no cooldown, release or report can bring one
+        back, so waiting would never end (``publish`` still could; it is not waited for).
         """
         self.check_usable(selector)
         return await self._queue.wait(selector, timeout)

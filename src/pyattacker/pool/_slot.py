@@ -85,9 +85,10 @@ def reason(slot: Slot, selector: Selector, now: float) -> str:
 
 
 def hopeless(slot: Slot) -> bool:
-    """Dead or revoked with no lease out: nothing but an operator can bring it back."""
+    """Revoked, or dead with no lease out (whose success would revive it): nothing but an
+    operator (``publish``) can bring it back."""
     state = slot.health.state
-    return (state is Health.DEAD or state is Health.REVOKED) and slot.active == 0
+    return state is Health.REVOKED or (state is Health.DEAD and slot.active == 0)
 
 
 def hopeless_reasons(slots: Iterable[Slot], selector: Selector) -> dict[str, str] | None:
