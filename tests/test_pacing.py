@@ -19,6 +19,7 @@ from pyattacker.pool._pacing import (
     decide,
     parse_duration,
     rate_limit_headers,
+    rest_for,
     tokens_of,
 )
 
@@ -109,6 +110,29 @@ def test_a_server_saying_none_remain_rests_the_key_until_its_reset() -> None:
     assert pacer.decide(0.1) == 6.0
 
 
+@pytest.mark.parametrize(
+    ("seen", "rest"),
+    [
+        ({"remaining_requests": 0.0, "reset_requests": 6.0}, 6.0),  # no limit: the whole reset
+        ({"limit_requests": 60.0, "remaining_requests": 0.0, "reset_requests": 60.0}, 1.0),
+        ({"limit_requests": 60.0, "remaining_requests": 0.5, "reset_requests": 59.5}, 0.5),
+        ({"remaining_requests": 1.0, "reset_requests": 6.0}, None),  # one may still go
+        ({"remaining_requests": 0.0}, None),  # no reset: nothing to rest for
+    ],
+)
+def test_a_server_with_none_left_rests_the_key_until_one_is_back(
+    seen: dict[str, float], rest: float | None
+) -> None:
+    assert rest_for(seen, "requests", 1.0) == rest
+
+
+def test_a_token_budget_below_the_next_call_rests_until_the_call_fits() -> None:
+    pacer = Pacer(Limits(tpm=60_000, tokens_per_call=1000))
+    seen = {"limit_tokens": 60_000.0, "remaining_tokens": 400.0, "reset_tokens": 59.6}
+    pacer.observe(0.0, seen)
+    assert pacer.decide(0.0) == pytest.approx(0.6)  # 600 more tokens, at 1000 a second
+
+
 def test_a_server_counting_fewer_remaining_than_the_bucket_is_believed() -> None:
     pacer = Pacer(Limits(rpm=60, burst=10))  # ten could go now by our count
     pacer.observe(0.0, {"remaining_requests": 2.0, "reset_requests": 30.0})
@@ -148,10 +172,12 @@ def test_rate_limit_headers_are_read_from_a_mapping_or_pairs_in_any_case() -> No
         "x-ratelimit-reset-requests": "1s",
         "x-ratelimit-remaining-tokens": "149000",
         "x-ratelimit-reset-tokens": "6m0s",
-        "x-ratelimit-limit-requests": "60",  # a limit is declared, not followed
+        "x-ratelimit-limit-requests": "60",
+        "x-ratelimit-used-requests": "57",  # not one of OpenAI's: left out
         "content-type": "application/json",
     }
     expected = {
+        "limit_requests": 60.0,
         "remaining_requests": 3.0,
         "reset_requests": 1.0,
         "remaining_tokens": 149000.0,

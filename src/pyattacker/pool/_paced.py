@@ -12,7 +12,7 @@ from typing import Any
 
 from pyattacker.errors import NoUsableResource
 from pyattacker.pool._lease import Lease
-from pyattacker.pool._pacing import rate_limit_headers, settle, tokens_of
+from pyattacker.pool._pacing import rate_limit_headers, rest_for, settle, tokens_of
 from pyattacker.pool._selector import ANY, Selector
 from pyattacker.pool._slot import Slot, hopeless_reasons
 from pyattacker.pool._waiting import WaitQueue
@@ -74,9 +74,9 @@ class PoolPacing:
         reset, as a ``Retry-After`` would have it (and its quota group with it)."""
         seen = rate_limit_headers(headers)
         for unit in ("requests", "tokens"):
-            remaining, reset = seen.get(f"remaining_{unit}"), seen.get(f"reset_{unit}")
-            if remaining is not None and remaining < 1.0 and reset is not None and reset > 0:
-                self._throttle(slot, now + reset, now)
+            rest = rest_for(seen, unit, 1.0)
+            if rest is not None and rest > 0:
+                self._throttle(slot, now + rest, now)
 
     def dead_ends(self, selector: Selector = ANY) -> dict[str, str] | None:
         """Why no resource ``selector`` accepts can ever serve again (``id: "dead (...)"``,

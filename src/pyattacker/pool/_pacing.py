@@ -29,10 +29,11 @@ the next one not before the oldest of them plus a day.
 
 **Headers.** When a response carries ``x-ratelimit-remaining-requests``/``-tokens`` and
 ``x-ratelimit-reset-requests``/``-tokens`` (OpenAI's ``"6m0s"``, ``"20ms"``; plain seconds
-too), the server's count wins whenever it is tighter: ``remaining == 0`` rests the bucket
-until ``now + reset``; otherwise the bucket is moved so that at most ``remaining`` more
-units go now. A ``Retry-After`` is the pool's "not before" (``resource.throttled``), not
-the pacer's.
+too), the server's count wins whenever it is tighter: fewer remaining than a call needs rests
+the key until they are back (``rest_for``: with ``x-ratelimit-limit-*`` stated, a steady
+refill is assumed, else the whole ``reset``); otherwise the bucket is moved so that at most
+``remaining`` more units go now. A ``Retry-After`` is the pool's "not before"
+(``resource.throttled``), not the pacer's.
 
 Everything here is synchronous and takes ``now`` as an argument: ``decide`` is the pure
 decider ("lease now" is ``None``, else the "not before" instant).
@@ -56,6 +57,7 @@ __all__ = [
     "decide",
     "parse_duration",
     "rate_limit_headers",
+    "rest_for",
     "settle",
     "tokens_of",
 ]
@@ -194,9 +196,9 @@ class Pacer:
             remaining = seen.get(f"remaining_{unit}")
             if remaining is None:
                 continue
-            reset = seen.get(f"reset_{unit}")
-            if remaining < 1.0 and reset is not None:
-                self.held_until = max(self.held_until, now + reset)
+            rest = rest_for(seen, unit, max(1.0, size))
+            if rest is not None:
+                self.held_until = max(self.held_until, now + rest)
             elif bucket is not None:
                 bucket.at_most(remaining, size, now)
         self._update(now)
@@ -307,9 +309,25 @@ def tokens_of(usage: Mapping[str, Any] | None) -> float | None:
     return None
 
 
+def rest_for(seen: Mapping[str, float], unit: str, need: float) -> float | None:
+    """How long to rest when the server has fewer than ``need`` ``unit`` left, else None.
+
+    With the limit stated (``x-ratelimit-limit-*``) the bucket is taken to refill steadily,
+    as OpenAI's and Azure's do, from ``remaining`` to ``limit`` in ``reset`` seconds: the
+    rest is until ``need`` are back, ``reset * (need - remaining) / (limit - remaining)``.
+    Without it, the whole ``reset``. None too when ``reset`` is missing."""
+    remaining, reset = seen.get(f"remaining_{unit}"), seen.get(f"reset_{unit}")
+    if remaining is None or reset is None or remaining >= need:
+        return None
+    limit = seen.get(f"limit_{unit}")
+    if limit is not None and limit > remaining:
+        return min(reset, reset * (need - remaining) / (limit - remaining))
+    return reset
+
+
 def rate_limit_headers(headers: object) -> dict[str, float]:
-    """``x-ratelimit-remaining-*``/``x-ratelimit-reset-*`` of ``headers`` (a mapping, or
-    pairs) as ``{"remaining_requests": 3.0, "reset_requests": 0.5, ...}``; anything
+    """``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` of ``headers`` (a mapping,
+    or pairs) as ``{"remaining_requests": 3.0, "reset_requests": 0.5, ...}``; anything
     unreadable is left out."""
     found: dict[str, float] = {}
     for name, value in _pairs(headers):
@@ -317,9 +335,9 @@ def rate_limit_headers(headers: object) -> dict[str, float]:
         if not lowered.startswith("x-ratelimit-"):
             continue
         kind, _, unit = lowered[len("x-ratelimit-") :].partition("-")
-        if unit not in ("requests", "tokens") or kind not in ("remaining", "reset"):
+        if unit not in ("requests", "tokens") or kind not in ("limit", "remaining", "reset"):
             continue
-        number = _number(value) if kind == "remaining" else parse_duration(value)
+        number = parse_duration(value) if kind == "reset" else _number(value)
         if number is not None:
             found[f"{kind}_{unit}"] = number
     return found
