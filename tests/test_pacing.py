@@ -408,3 +408,14 @@ def test_a_paced_pool_never_grants_more_than_the_limit_plus_the_burst_in_any_win
         for end in granted[i:]:
             inside = sum(1 for t in granted[i:] if t <= end)
             assert inside <= burst + (end - start) / interval + 1e-9
+
+
+def test_publishing_a_member_that_contradicts_its_groups_limits_changes_nothing() -> None:
+    pool = Pool("p", [res("a", rpm=60, quota_group="org-1")])
+    with pytest.raises(ConfigError, match="quota group 'org-1'"):
+        pool.publish(res("b", rpm=120, quota_group="org-1"))
+    assert [r.id for r in pool.resources] == ["a"]
+    pool.publish(res("c", quota_group="org-1"))  # no limits of its own: the group's
+    (snap,) = [s for s in pool.snapshot() if s.id == "c"]
+    assert snap.pacing is not None
+    assert snap.pacing["rpm"] == 60.0

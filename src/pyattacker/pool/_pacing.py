@@ -239,7 +239,8 @@ class Pacers:
 
     A member of a group that declares no limits of its own is paced by the group's; two
     members declaring different limits are a ``ConfigError``: one key has one quota.
-    A pacer outlives its resources (a revoked key republished keeps its pace).
+    A pacer outlives its resources: a revoked resource republished with the same limits
+    keeps its pace (new limits start a new one).
     """
 
     __slots__ = ("_by_key",)
@@ -259,24 +260,39 @@ class Pacers:
             if slot.pacer is None and group is not None and f"group:{group}" in self._by_key:
                 slot.pacer = self._by_key[f"group:{group}"][1]
 
+    def check(self, resource: Any, pool: str) -> None:
+        """``ConfigError`` if ``resource`` declares limits its quota group is already paced
+        to otherwise; changes nothing."""
+        limits = resource.limits
+        if limits is not None:
+            self._conflict(resource, limits, pool)
+
+    def _key(self, resource: Any) -> str:
+        group = resource.quota_group
+        return f"group:{group}" if group is not None else f"resource:{resource.id}"
+
     def _pacer(self, resource: Any, limits: Limits, pool: str) -> Pacer:
+        key = self._key(resource)
+        found = self._by_key.get(key)
+        if found is not None and found[0] == limits:
+            return found[1]
+        self._conflict(resource, limits, pool)
+        pacer = Pacer(limits)  # new, or a republished resource's new limits
+        self._by_key[key] = (limits, pacer)
+        return pacer
+
+    def _conflict(self, resource: Any, limits: Limits, pool: str) -> None:
         from pyattacker.errors import ConfigError  # errors imports nothing of the pool
 
         group = resource.quota_group
-        key = f"group:{group}" if group is not None else f"resource:{resource.id}"
-        found = self._by_key.get(key)
-        if found is None:
-            pacer = Pacer(limits)
-            self._by_key[key] = (limits, pacer)
-            return pacer
-        if found[0] != limits:
+        found = self._by_key.get(self._key(resource)) if group is not None else None
+        if found is not None and found[0] != limits:
             raise ConfigError(
                 f"declares {limits.describe()} but quota group {group!r} is paced to "
                 f"{found[0].describe()}",
                 field=f"{pool}.resources.{resource.id}.rpm",
                 hint="resources sharing one key's quota declare the same limits (or none)",
             )
-        return found[1]
 
     def all(self) -> list[Pacer]:
         return [pacer for _, pacer in self._by_key.values()]

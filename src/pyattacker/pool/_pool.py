@@ -161,6 +161,7 @@ class Pool(PoolPacing):
             raise ConfigError(
                 f"must be a Resource, got {type(resource).__name__}", field="resource"
             )
+        self._pacers.check(resource, self.name)  # before anything changes
         existing = self._by_id.get(resource.id)
         if existing is not None and existing.health.state is not Health.REVOKED:
             raise ConfigError(
