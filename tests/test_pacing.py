@@ -245,6 +245,7 @@ def test_waiters_on_a_paced_key_are_woken_at_each_instant_it_allows() -> None:
     assert lease_times(pool, 6) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
     stats = pool.statistics()
     assert (stats.leases, stats.paced, stats.paced_s) == (6, 6, 3.0)
+    assert "leases=6 failures=0 leaked=0 paced=6 (3.0s, " in repr(pool)
 
 
 def test_a_paced_out_resource_reads_paced_and_is_not_selected() -> None:

@@ -61,12 +61,15 @@ class PoolStatistics:
     paced_now: int = 0
 
     def summary(self) -> str:
-        return (
+        text = (
             f"{self.name!r} resources={self.resources} ready={self.ready} "
             f"degraded={self.degraded} dead={self.dead} revoked={self.revoked} "
             f"active={self.active}/{self.capacity} waiting={self.waiting} "
             f"leases={self.leases} failures={self.failures} leaked={self.leaked}"
         )
+        if self.paced:
+            text += f" paced={self.paced} ({self.paced_s:.1f}s, {self.paced_now} now)"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
