@@ -355,7 +355,7 @@ class Pool(PoolPacing):
         stats = self.statistics()
         log.warning(
             "pool %s: a caller has waited %.1fs with no lease in flight and nothing "
-            "scheduled to come back (%s); is every resource dead or revoked?",
+            "scheduled to come back (%s); does any resource match what it asks for?",
             self.name,
             waited,
             stats.summary(),
