@@ -27,13 +27,16 @@ def test_a_waiter_fails_at_once_when_every_resource_is_dead_or_revoked() -> None
     async def main() -> tuple[NoUsableResource, float]:
         pool = dead_pool()
         kill(pool, "key-1")
+        busy = pool.try_acquire(Selector.build(id="key-2"))
+        assert busy is not None
+        assert await pool.wait_slot(timeout=2.0) is False  # key-2 may come back: it waits
         pool.revoke("key-2")
         with pytest.raises(NoUsableResource) as caught:
             await pool.acquire()
         return caught.value, now()
 
     error, at = run(main)
-    assert at == 0.0
+    assert at == 2.0
     assert error.message == (
         "no usable resource in pool llm: key-1 dead (1 consecutive failures), key-2 revoked"
     )
@@ -65,7 +68,7 @@ def test_a_parked_waiter_fails_the_moment_the_last_resource_dies() -> None:
     assert message.startswith("no usable resource in pool llm: key-1 dead")
 
 
-def test_a_success_through_a_lease_granted_before_the_death_revives_the_resource() -> None:
+def test_a_dead_resource_is_waited_for_while_a_lease_on_it_could_still_revive_it() -> None:
     async def main() -> str:
         pool = Pool("llm", [res("key-1", capacity=2, degrade_after=1, dead_after=1)])
         late = pool.try_acquire()
@@ -75,20 +78,14 @@ def test_a_success_through_a_lease_granted_before_the_death_revives_the_resource
         await asyncio.sleep(1.0)
         late.report(ok=True)  # the call made before the death went well after all
         lease = await waiter
+        late.release_now()
+        lease.report(ok=False)  # dead again, and this time the last lease comes back
+        lease.release_now()
+        with pytest.raises(NoUsableResource):
+            await pool.acquire()
         return lease.resource.id
 
     assert run(main) == "key-1"
-
-
-def test_a_selector_with_a_live_resource_still_waits() -> None:
-    async def main() -> bool:
-        pool = dead_pool()
-        kill(pool, "key-1")
-        busy = pool.try_acquire(Selector.build(id="key-2"))
-        assert busy is not None
-        return await pool.wait_slot(timeout=2.0)  # key-2 may come back: a timeout, no error
-
-    assert run(main) is False
 
 
 @pytest.mark.parametrize(
@@ -132,7 +129,13 @@ def test_least_busy_keeps_waiting_on_the_pool_that_is_still_alive() -> None:
         assert busy is not None
         asyncio.get_running_loop().call_later(2.0, busy.release_now)
         ctx = TaskContext([llm, backup], pool="llm")
-        lease = await ctx.acquire(algorithm={"name": "least_busy", "pools": ["backup"]})
-        return f"{lease.pool.name}/{lease.resource.id}", now()
+        algorithm = {"name": "least_busy", "pools": ["backup"]}
+        lease = await ctx.acquire(algorithm=algorithm)
+        got = f"{lease.pool.name}/{lease.resource.id}", now()
+        lease.release_now()
+        backup.revoke("spare")
+        with pytest.raises(NoUsableResource, match="in pools llm, backup"):
+            await ctx.acquire(algorithm=algorithm)
+        return got
 
     assert run(main) == ("backup/spare", 2.0)
