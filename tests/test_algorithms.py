@@ -846,9 +846,34 @@ class UsesTheGlobalRandom(AcquireAlgorithm):
         return lease or await Wait().acquire(request)
 
 
+class SpinsOnAPacedResource(AcquireAlgorithm):
+    """Broken on purpose: while a resource it accepts has room it polls without letting
+    time pass, which never ends on a resource that has room but is paced out."""
+
+    name: ClassVar[str] = "spins_on_a_paced_resource"
+
+    async def acquire(self, request: AcquireRequest) -> Lease:
+        pool = request.pool
+
+        def room() -> bool:
+            return any(
+                pool.active_of(r.id) < r.capacity
+                for r in pool.resources
+                if request.selector.matches(r)
+            )
+
+        while room():
+            lease = request.try_acquire()
+            if lease is not None:
+                return lease
+            await asyncio.sleep(0)
+        return await Wait().acquire(request)
+
+
 @pytest.mark.parametrize(
     ("broken", "complaint"),
     [
+        pytest.param(SpinsOnAPacedResource(), "waits out pacing.*spins", id="spins_on_pacing"),
         pytest.param(LeaksALease(), "holds 2 leases after granting one", id="leaks"),
         pytest.param(IgnoresTheSelector(), "ignored the selector", id="ignores_selector"),
         pytest.param(ReadsTheWallClock(), "read the wall clock", id="wall_clock"),

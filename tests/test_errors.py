@@ -25,6 +25,7 @@ from pyattacker.errors import (
     FatalError,
     IllegalTransition,
     LeaseLeakError,
+    NoUsableResource,
     PoolNotFound,
     ResourceUnavailable,
     RetryableError,
@@ -62,6 +63,7 @@ def test_errors_exports_exactly_the_public_names() -> None:
         "HttpStatusError",
         "IllegalTransition",
         "LeaseLeakError",
+        "NoUsableResource",
         "PoolNotFound",
         "PyAttackerError",
         "RemoteProtocolError",
@@ -101,6 +103,7 @@ def test_exactly_five_classes_are_retried_by_default() -> None:
         (PoolNotFound("p"), "invalid"),
         (IllegalTransition("no"), "invalid"),
         (LeaseLeakError("leak"), "invalid"),
+        (NoUsableResource("all dead", pool="p"), "no_usable_resource"),
         (SimulationStalled("stuck"), "fatal"),
         (TimeoutError(), "timeout"),  # also asyncio.TimeoutError and socket.timeout
         (ConnectionError(), "connection"),

@@ -113,36 +113,57 @@ def hidden_retry_events(store: MemoryStore) -> list[dict[str, object]]:
     return [row["data"] for row in rows(store, RowKind.EVENTS, kind="resource.hidden_retries")]
 
 
-def test_a_run_warns_once_when_a_task_that_says_none_leases_an_openai_client_that_retries() -> None:
+def retries_off_events(store: MemoryStore) -> list[dict[str, object]]:
+    return [row["data"] for row in rows(store, RowKind.EVENTS, kind="resource.retries_off")]
+
+
+@task
+async def client_retries(n: int, ctx: TaskContext) -> int:
+    async with ctx.acquire() as lease:
+        return int(getattr(lease.client, "max_retries", -1))
+
+
+def test_a_lease_hands_out_an_openai_client_with_its_retries_turned_off_and_says_so() -> None:
     store = MemoryStore()
     pool = sdk_pool(retrying_client)
-    with pytest.warns(HiddenRetriesWarning) as caught:
-        report = run_virtually(runner(store, pools=[pool]), pipeline("p", ask).map(range(5)))
-    assert report.by_state == {"succeeded": 5}
-    (warning,) = [w for w in caught if issubclass(w.category, HiddenRetriesWarning)]
-    text = str(warning.message)
-    assert "AsyncOpenAI (resource llm/key-1 leased by task 'ask')" in text
-    assert "max_retries=2) while the retry policy says none" in text
-    assert KEY not in text
-    (event,) = hidden_retry_events(store)
-    assert event == {
+    report = run_virtually(runner(store, pools=[pool]), pipeline("p", client_retries).map(range(5)))
+    assert report.by_state == {"succeeded": 5}  # and no warning: warnings are errors here
+    (event,) = retries_off_events(store)
+    assert {k: event[k] for k in ("pool", "resource", "client", "max_retries")} == {
         "pool": "llm",
         "resource": "key-1",
-        "task": "ask",
         "client": "AsyncOpenAI",
         "max_retries": 2,
-        "max_attempts": 1,
     }
+    assert getattr(pool.client_of("key-1"), "max_retries", None) == 0
+    assert hidden_retry_events(store) == []
 
 
-def test_a_task_with_its_own_retries_is_told_the_sdks_are_hidden_on_top() -> None:
+def test_the_sdks_default_retries_are_turned_off_whatever_the_tasks_policy() -> None:
     store = MemoryStore()
     pool = sdk_pool(lambda r: openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY))
     assert pool.client_of("key-1") is None  # built on the first lease, not before
-    with pytest.warns(HiddenRetriesWarning, match="undercounted"):
-        run_virtually(runner(store, pools=[pool]), pipeline("p", ask_with_retries).map(range(3)))
-    (event,) = hidden_retry_events(store)
-    assert (event["task"], event["max_retries"]) == ("ask_with_retries", 2)
+    run_virtually(runner(store, pools=[pool]), pipeline("p", ask_with_retries).map(range(3)))
+    (event,) = retries_off_events(store)
+    assert event["max_retries"] == 2
+    assert hidden_retry_events(store) == []
+
+
+class _StubbornClient:
+    """Looks like a vendor's client that cannot be told to stop retrying."""
+
+    max_retries = 2
+
+
+_StubbornClient.__module__ = "openai._stub"
+
+
+def test_a_vendor_client_whose_retries_cannot_be_turned_off_is_refused() -> None:
+    pool = sdk_pool(lambda r: _StubbornClient())
+    with pytest.raises(ConfigError, match="retries on its own") as caught:
+        pool.try_acquire()
+    assert caught.value.field == "resources.key-1.factory"
+    assert pool.active == 0
 
 
 @pytest.mark.parametrize(

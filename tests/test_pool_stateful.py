@@ -1,6 +1,6 @@
 """Any interleaving of acquire, release, cancel, report, revoke, publish and clock advance
-keeps ``0 <= active <= capacity``, loses no lease, and leaves no waiter parked that could
-proceed.
+keeps ``0 <= active <= capacity``, loses no lease, leaves no waiter parked that could
+proceed, and none parked that nothing can ever serve (it fails with ``NoUsableResource``).
 
 The machine drives a real ``Pool`` on a ``VirtualEventLoop`` it steps by hand; each rule
 ends by letting every runnable task run (``settle``) without moving time.
@@ -16,6 +16,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from pyattacker.errors import NoUsableResource
 from pyattacker.pool import Lease, Pool, Resource, Selector, TaskContext
 from pyattacker.testing import VirtualEventLoop
 
@@ -40,6 +41,7 @@ class PoolMachine(RuleBasedStateMachine):
         self.waiters: list[tuple[asyncio.Task[Lease], dict[str, Any]]] = []
         self.granted = 0
         self.released = 0
+        self.refused = 0
 
     def teardown(self) -> None:
         for task, _ in self.waiters:
@@ -65,6 +67,8 @@ class PoolMachine(RuleBasedStateMachine):
         for task, selector in self.waiters:
             if not task.done():
                 still_waiting.append((task, selector))
+            elif not task.cancelled() and isinstance(task.exception(), NoUsableResource):
+                self.refused += 1
             elif not task.cancelled():
                 self.held.append(task.result())
                 self.granted += 1
@@ -135,6 +139,11 @@ class PoolMachine(RuleBasedStateMachine):
         assert self.pool.statistics().active == len(self.held)
         assert self.granted - self.released == len(self.held)
         assert set(self.ctx.held) == set(self.held)
+
+    @invariant()
+    def no_waiter_waits_on_dead_ends(self) -> None:
+        for _, selector in self.waiters:
+            self.pool.check_usable(Selector.build(**selector))  # raises for a dead end
 
     @invariant()
     def every_waiter_that_can_proceed_has_been_woken(self) -> None:

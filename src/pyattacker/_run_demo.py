@@ -6,8 +6,9 @@ real (short) time, through two pools:
 - ``retrieval`` (for ``fetch``): ``search-a`` (quick, reliable) and ``search-b`` (slower,
   fails now and then);
 - ``llm`` (for ``ask`` and ``judge``): ``flaky`` (quick, answers 503 often), ``metered``
-  (a token bucket: past its rate it refuses with 429 and a ``Retry-After``, which the pool
-  honours by resting the endpoint) and ``slow`` (steady and slow).
+  (a token bucket: past its rate it refuses with 429 and a ``Retry-After``; its resource
+  declares that rate, ``rpm`` and ``burst``, so the pool paces its leases to it and it never
+  has to refuse) and ``slow`` (steady and slow).
 
 ``score`` is a plain local function: no pool. About one document in a hundred comes back
 empty, and ``ask`` refuses it with a ``ValueError`` — an ``invalid`` error that no retry
@@ -156,6 +157,7 @@ def demo_pools(seed: int, *, clock: Clock | None = None) -> list[Pool]:
                     capacity=profile.capacity,
                     factory=_factory(profile, seed, clock),
                     cooldown_s=1.0,
+                    **_declared_limits(profile),
                 )
                 for profile in profiles
             ],
@@ -164,6 +166,18 @@ def demo_pools(seed: int, *, clock: Clock | None = None) -> list[Pool]:
         )
         for name, profiles in DEMO_POOLS.items()
     ]
+
+
+#: The share of a metered endpoint's rate its resource declares: a call leaves a little
+#: after its lease is granted, and a margin absorbs that jitter (as one would with a key).
+DECLARED_SHARE = 0.9
+
+
+def _declared_limits(profile: EndpointProfile) -> dict[str, Any]:
+    """What the demo declares of a metered endpoint's published rate (``rpm``, ``burst``)."""
+    if profile.rate_per_s is None:
+        return {}
+    return {"rpm": profile.rate_per_s * 60.0 * DECLARED_SHARE, "burst": int(profile.burst)}
 
 
 def _factory(profile: EndpointProfile, seed: int, clock: Clock) -> Callable[[Resource], object]:

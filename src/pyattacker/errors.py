@@ -7,7 +7,8 @@ The tree (our mistakes on the left, the endpoint's on the right)::
     │   └── PoolNotFound                 a pool name nobody registered (also a ResourceError)
     ├── ResourceError                    something about pools, resources and leases
     │   ├── ResourceUnavailable          no lease could be handed out (pool, selector, reasons)
-    │   │   └── AcquireTimeout           ... within the caller's timeout (timeout_s)
+    │   │   ├── AcquireTimeout           ... within the caller's timeout (timeout_s)
+    │   │   └── NoUsableResource         ... ever: every resource it may use is dead or revoked
     │   ├── PoolNotFound
     │   └── LeaseLeakError               a lease outlived its task (strict mode only)
     ├── RetryableError                   raise it to say "try again" (error class retryable)
@@ -59,6 +60,7 @@ __all__ = [
     "HttpStatusError",
     "IllegalTransition",
     "LeaseLeakError",
+    "NoUsableResource",
     "PoolNotFound",
     "PyAttackerError",
     "RemoteProtocolError",
@@ -86,6 +88,7 @@ class ErrorClass(enum.StrEnum):
     INVALID = "invalid"
     FATAL = "fatal"
     CANCELLED = "cancelled"
+    NO_USABLE_RESOURCE = "no_usable_resource"
     UNKNOWN = "unknown"
 
     @property
@@ -194,6 +197,18 @@ class AcquireTimeout(ResourceUnavailable):
     def __init__(self, message: str, *, timeout_s: float | None = None, **context: Any) -> None:
         super().__init__(message, timeout_s=timeout_s, **context)
         self.timeout_s = timeout_s
+
+
+class NoUsableResource(ResourceUnavailable):
+    """Every resource a caller may use is DEAD or REVOKED and nothing can bring one back.
+
+    Raised at once instead of waiting forever: no cooldown is armed, no lease on a dead
+    one is still out (a success reported through it would revive it). ``reasons`` names
+    each resource and its state. Classified ``no_usable_resource``, which no default retry
+    policy retries (waiting cannot help; publishing a resource can).
+    """
+
+    error_class: ClassVar[str] = ErrorClass.NO_USABLE_RESOURCE
 
 
 class PoolNotFound(ResourceError, ConfigError):

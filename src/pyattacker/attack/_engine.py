@@ -487,14 +487,14 @@ class Engine:
         if error is None:
             attempt.outcome = Outcome.OK
             if self.plan.feedback:
-                lease.report(ok=True)
+                lease.report(ok=True, headers=attempt.headers)
         elif isinstance(error, asyncio.CancelledError):  # abandoned by stop()
             attempt.outcome = Outcome.CANCELLED
             attempt.error_class = ErrorClass.CANCELLED.value
         else:
             self._failed(attempt, error)
             if self.plan.feedback:
-                lease.report(ok=False, error=error)
+                lease.report(ok=False, error=error, headers=attempt.headers)
             decision = self.plan.retry.decide(
                 error,
                 attempts_used=1,
@@ -581,12 +581,12 @@ class Engine:
         except Exception as exc:
             self._failed(attempt, exc)
             if self.plan.feedback:
-                lease.report(ok=False, error=exc)
+                lease.report(ok=False, error=exc, headers=attempt.headers)
             self._release(lease)
             return exc
         attempt.outcome = Outcome.OK
         if self.plan.feedback:
-            lease.report(ok=True)
+            lease.report(ok=True, headers=attempt.headers)
         self._release(lease)
         return None
 

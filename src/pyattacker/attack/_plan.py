@@ -47,7 +47,8 @@ class AttackPlan:
       except for staged open models, which end with their last stage).
     - ``retry``: what to do after a failed attempt; default one attempt, no retries.
     - ``feedback``: tell the pool how each attempt went, so health and Retry-After steer
-      the algorithm (and may slow the offered load). Off by default: the load follows the
+      the algorithm (and may slow the offered load), and a paced target follows the
+      ``x-ratelimit-*`` headers its answers carry. Off by default: the load follows the
       plan whatever the server answers.
     - ``late_after``: a request whose first attempt was sent more than this many seconds
       after it was scheduled counts as late.

@@ -20,7 +20,9 @@ acquisition timeout happens at its simulated instant and the run costs only the 
 needs; ``clock="real"`` runs the same code on a :class:`~pyattacker.testing.ScaledClock`
 as the differential check. A run that cannot finish raises: :class:`BenchmarkTimeout` when
 the wall budget runs out, :class:`BenchmarkStalled` when nothing can ever move again (every
-endpoint retired and the workers parked) — never partial metrics.
+endpoint retired and the workers parked) — never partial metrics. A worker the pool tells
+that no endpoint it may use can serve again (``NoUsableResource``) parks for good, as it
+would have before the pool said so: such a world is a stall, not a score.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pyattacker.benchmark._tally import metrics as compute_metrics
 from pyattacker.clock import Clock, wall_time
 from pyattacker.errors import (
     ConfigError,
+    NoUsableResource,
     SimulationStalled,
     WallBudgetExceeded,
 )
@@ -353,6 +356,9 @@ class _Simulation:
         self.acquiring += 1
         try:
             lease = await ctx.acquire_lease(timeout=self.scenario.acquire_timeout_s)
+        except NoUsableResource:
+            await loop.create_future()  # parked for good, still acquiring: a stall
+            raise
         except Exception:
             self.acquiring -= 1
             raise

@@ -43,9 +43,10 @@ Examples:
 Pools of simulated endpoints:
 {_endpoints()}
 
-flaky answers 503 often, metered refuses with 429 + Retry-After past its rate, slow is
-slow; search-b fails now and then. About 1 document in 100 is empty and ask refuses it
-with an error no retry policy retries: those pipelines fail, and the report says why.
+flaky answers 503 often, metered refuses with 429 + Retry-After past its rate (its
+rpm is declared, so the pool paces it and it never has to), slow is slow; search-b
+fails now and then. About 1 document in 100 is empty and ask refuses it with an error
+no retry policy retries: those pipelines fail, and the report says why.
 Nothing touches the network.
 """
 

@@ -82,6 +82,7 @@ class AcquireRequest:
     algorithm: str
     started: float
     rank: Rank | None = None
+    tokens: float | None = None  # the call's token estimate, charged to a paced resource
 
     def try_acquire(
         self,
@@ -101,6 +102,7 @@ class AcquireRequest:
             exclude=exclude,
             owner=self.owner,
             algorithm=self.algorithm,
+            tokens=self.tokens,
         )
 
     def remaining(self, timeout: float | None = None) -> float | None:

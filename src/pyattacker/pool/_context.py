@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pyattacker._checks import check_number
 from pyattacker._rng import LazyRandom
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import ConfigError, LeaseLeakError, PoolNotFound
@@ -148,15 +149,19 @@ class TaskContext:
         algorithm: AlgorithmSpec | None = None,
         timeout: float | None = None,
         where: Callable[[Resource], bool] | None = None,
+        tokens: float | None = None,
         **selector: Any,
     ) -> AcquireCall:
         """A lease from ``pool``: ``async with ctx.acquire(...) as lease`` or ``await``.
 
-        Bad input (unknown pool or algorithm, negative timeout, a selector path no resource
-        has) raises ``ConfigError`` here, before anything is waited for.
+        ``tokens`` estimates what the call will spend, for a resource paced to ``tpm``
+        (default: its ``tokens_per_call``); the usage the lease reports corrects it.
+        Bad input (unknown pool or algorithm, negative timeout or tokens, a selector path
+        no resource has) raises ``ConfigError`` here, before anything is waited for.
         """
         target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector)
-        return AcquireCall(lambda: self._acquire(target, chosen, wanted, timeout))
+        _check_tokens(tokens)
+        return AcquireCall(lambda: self._acquire(target, chosen, wanted, timeout, tokens))
 
     async def acquire_lease(
         self,
@@ -165,13 +170,15 @@ class TaskContext:
         algorithm: AlgorithmSpec | None = None,
         timeout: float | None = None,
         where: Callable[[Resource], bool] | None = None,
+        tokens: float | None = None,
         **selector: Any,
     ) -> Lease:
         """The escape hatch: a lease you release yourself (``lease.release_now()``)."""
         # What ``await self.acquire(...)`` does, without the AcquireCall and its closure:
         # the benchmark harness leases through here on every simulated call.
         target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector)
-        return await self._acquire(target, chosen, wanted, timeout)
+        _check_tokens(tokens)
+        return await self._acquire(target, chosen, wanted, timeout, tokens)
 
     def _checked(
         self,
@@ -201,6 +208,7 @@ class TaskContext:
         algorithm: AcquireAlgorithm,
         selector: Selector,
         timeout: float | None,
+        tokens: float | None = None,
     ) -> Lease:
         started = self.clock.now()
         request = AcquireRequest(
@@ -214,6 +222,7 @@ class TaskContext:
             owner=self,
             algorithm=algorithm.name,
             started=started,
+            tokens=tokens,
         )
         lease = await algorithm.acquire(request)
         lease.pool.record_wait(lease.acquired_at - started)
@@ -271,3 +280,8 @@ class TaskContext:
             f"<TaskContext pools={list(self.pools)} held={len(self._held)} "
             f"default_pool={self.default_pool!r}>"
         )
+
+
+def _check_tokens(tokens: float | None) -> None:
+    if tokens is not None:
+        check_number(tokens, "tokens", at_least=0, hint="the tokens the call is expected to spend")

@@ -2,19 +2,21 @@
 
 Kinds emitted by the pool:
 
-=====================  ===========================================================
-``pool.published``     a resource joined (``spec``: masked)
-``pool.revoked``       a resource was revoked for good
-``pool.stuck``         a waiter waited ``deadlock_warn_s`` with no lease in flight
-``lease.acquired``     a lease was handed out (``active``, ``algorithm``)
-``lease.released``     a lease came back (``held_s``)
-``lease.reported``     the holder reported an outcome (``ok``, ``error_class``, ``usage``…)
-``lease.leaked``       a lease outlived its task and was force-returned
-``resource.health``    a health transition (``from``, ``to``, ``failures``, ``until``)
-``resource.throttled`` a "not before" time was set by a refusal (``until``, ``source``)
-``resource.limit``     an algorithm changed a resource's usable capacity (``from``, ``to``)
-``resource.factory``   the resource's client factory failed (``error``)
-=====================  ===========================================================
+========================  ========================================================
+``pool.published``        a resource joined (``spec``: masked)
+``pool.revoked``          a resource was revoked for good
+``pool.stuck``            a waiter waited ``deadlock_warn_s`` with no lease in flight
+``lease.acquired``        a lease was handed out (``active``, ``algorithm``)
+``lease.released``        a lease came back (``held_s``)
+``lease.reported``        the holder reported an outcome (``ok``, ``error_class``, ``usage``…)
+``lease.leaked``          a lease outlived its task and was force-returned
+``resource.health``       a health transition (``from``, ``to``, ``failures``, ``until``)
+``resource.throttled``    a "not before" time was set by a refusal (``until``, ``source``)
+``resource.paced``        a lease (or a report) left a paced key resting ``until``
+``resource.retries_off``  a vendor SDK client's retries were turned off (``max_retries``)
+``resource.limit``        an algorithm changed a resource's usable capacity (``from``, ``to``)
+``resource.factory``      the resource's client factory failed (``error``)
+========================  ========================================================
 
 Subscribers must be quick and must not raise; an exception from one is logged and does
 not reach the pool's caller. Event data never holds a secret: resource specs are masked.

@@ -37,7 +37,16 @@ class LeaseOwner(Protocol):
 class Lease:
     """One resource, held. ``client`` is what the resource's factory built (or the resource)."""
 
-    __slots__ = ("_released", "_slot", "acquired_at", "algorithm", "client", "owner", "pool")
+    __slots__ = (
+        "_released",
+        "_slot",
+        "_tokens",
+        "acquired_at",
+        "algorithm",
+        "client",
+        "owner",
+        "pool",
+    )
 
     def __init__(
         self,
@@ -55,6 +64,7 @@ class Lease:
         self.owner = owner
         self.algorithm = algorithm
         self._released = False
+        self._tokens = 0.0  # the token estimate a paced resource charged, until settled
 
     @property
     def resource(self) -> Resource:
@@ -72,6 +82,7 @@ class Lease:
         usage: Mapping[str, float] | None = None,
         error: BaseException | None = None,
         retry_after: float | None = None,
+        headers: object = None,
     ) -> None:
         """Tell the pool how a call on this resource went.
 
@@ -81,6 +92,12 @@ class Lease:
         leaves health alone. ``usage`` adds to the resource's running totals (``quota_aware``
         reads them) and, inside a run, to the attempt's record (``AttemptRow.usage``).
         Reporting after release is allowed: the outcome is still a fact.
+
+        On a paced resource (``rpm``/``tpm``/``rpd``), the tokens ``usage`` reports
+        (``total_tokens``, else ``prompt_tokens + completion_tokens``, else ``input_tokens +
+        output_tokens``, else ``tokens``) replace the estimate the lease was charged, and
+        ``headers`` (the response's: a mapping or ``(name, value)`` pairs) are read for
+        ``x-ratelimit-remaining-*``/``x-ratelimit-reset-*``, which the pacing then follows.
         """
         self.pool._report(
             self._slot,
@@ -89,6 +106,8 @@ class Lease:
             usage=usage,
             error=error,
             retry_after=retry_after,
+            headers=headers,
+            lease=self,
         )
         if usage and self.owner is not None:  # checked numbers by now (Pool._report)
             self.owner._used(usage)

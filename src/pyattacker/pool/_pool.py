@@ -10,6 +10,11 @@ before" time, usage totals, the lazily built client) and one synchronous allocat
   interrupted halfway by cancellation.
 - ``wait_slot`` parks a caller until something may let *its* selector proceed; the wait
   queue (``_waiting.py``) explains the three kinds of wake-up and the cooldown notifier.
+  When every resource the selector accepts is REVOKED, or DEAD with no lease out (nothing
+  can revive it), it raises ``NoUsableResource`` instead of parking forever.
+- A resource declaring ``rpm``/``tpm``/``rpd`` is paced (``_pacing.py``): it is not usable
+  before its pacer's ``ready_at``, which the cooldown notifier wakes waiters for; a grant
+  charges the pacer and ``report(usage=..., headers=...)`` corrects it.
 
 Timeouts (``wait_slot(timeout=...)``) use the running loop's timers, which is what the
 default ``LoopClock`` reads; under the virtual loop they fire at the simulated instant.
@@ -23,7 +28,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyattacker._secrets import scrub, secret_values
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import (
     ConfigError,
@@ -32,13 +36,21 @@ from pyattacker.errors import (
     error_class_of,
     retry_after_of,
 )
+from pyattacker.pool._clients import build_client
 from pyattacker.pool._events import EventBus, PoolEvent, Subscriber
 from pyattacker.pool._health import Health, HealthEvent, transition
 from pyattacker.pool._lease import AcquireCall, Lease, LeaseOwner
+from pyattacker.pool._paced import PoolPacing
+from pyattacker.pool._pacing import Pacers
 from pyattacker.pool._resource import Resource
 from pyattacker.pool._selector import ANY, Selector
-from pyattacker.pool._slot import Slot, reason
-from pyattacker.pool._stats import PoolStatistics, ResourceSnapshot, percentile
+from pyattacker.pool._slot import Slot, hopeless, reason
+from pyattacker.pool._stats import (
+    PoolStatistics,
+    ResourceSnapshot,
+    pool_statistics,
+    resource_snapshot,
+)
 from pyattacker.pool._waiting import WaitQueue
 
 if TYPE_CHECKING:
@@ -55,7 +67,7 @@ Score = Callable[[Resource], float | None]
 _WAIT_WINDOW = 10_000  # wait percentiles cover the most recent acquisitions (bounded memory)
 
 
-class Pool:
+class Pool(PoolPacing):
     def __init__(
         self,
         name: str,
@@ -82,6 +94,7 @@ class Pool:
         self.deadlock_warn_s = deadlock_warn_s
         self._slots: list[Slot] = []
         self._by_id: dict[str, Slot] = {}
+        self._pacers = Pacers()
         for i, resource in enumerate(resources):
             if not isinstance(resource, Resource):
                 raise ConfigError(
@@ -94,6 +107,7 @@ class Pool:
                     f"duplicate resource id {resource.id!r}", field=f"{name}.resources[{i}].id"
                 )
             self._add_slot(resource)
+        self._pacers.attach(self._slots, name)
         self._queue = WaitQueue(
             name,
             self.clock,
@@ -147,6 +161,7 @@ class Pool:
             raise ConfigError(
                 f"must be a Resource, got {type(resource).__name__}", field="resource"
             )
+        self._pacers.check(resource, self.name)  # before anything changes
         existing = self._by_id.get(resource.id)
         if existing is not None and existing.health.state is not Health.REVOKED:
             raise ConfigError(
@@ -165,6 +180,7 @@ class Pool:
             for i, slot in enumerate(self._slots):
                 slot.index = i
         self._add_slot(resource)
+        self._pacers.attach(self._slots, self.name)
         self._emit("pool.published", resource.id, spec=resource.spec())
         self._queue.wake_all()
 
@@ -242,8 +258,12 @@ class Pool:
         exclude: Iterable[str] = (),
         owner: LeaseOwner | None = None,
         algorithm: str | None = None,
+        tokens: float | None = None,
     ) -> Lease | None:
-        """A lease on the best usable resource now, or None. Never waits."""
+        """A lease on the best usable resource now, or None. Never waits.
+
+        ``tokens`` is the call's estimate, charged to a paced resource's ``tpm`` (default:
+        its ``tokens_per_call``) and corrected by the usage the lease reports."""
         now = self.clock.now()
         skip = frozenset(exclude) if exclude else _NOTHING
         slots = self._slots
@@ -258,6 +278,7 @@ class Pool:
                 and only.health.state is Health.READY
                 and only.active + only.reserved < only.limit
                 and only.not_before <= now
+                and only.pacer is None
             ):
                 return self._grant(only, client, now, owner, algorithm)
         while True:
@@ -268,7 +289,10 @@ class Pool:
             if client is None:
                 skip = skip | {slot.resource.id}
                 continue
-            return self._grant(slot, client, now, owner, algorithm)
+            lease = self._grant(slot, client, now, owner, algorithm)
+            if slot.pacer is not None:
+                self._pace(slot, lease, now, tokens)
+            return lease
 
     def _grant(
         self,
@@ -290,23 +314,16 @@ class Pool:
         return lease
 
     def _client_of(self, slot: Slot, now: float) -> object | None:
-        """The slot's client, built on first use. None: the factory failed (a health failure)."""
+        """The slot's client, built on first use (a vendor SDK's with its retries off,
+        ``_clients``). None: the factory failed (a health failure)."""
         if slot.client is not None:
             return slot.client
-        factory = slot.resource.factory
-        if factory is None:
-            slot.client = slot.resource
-            return slot.client
-        try:
-            client = factory(slot.resource)
-        except Exception as exc:
-            secrets = secret_values(slot.resource.options) | secret_values(slot.resource.meta)
-            error = scrub(f"{type(exc).__name__}: {exc}", secrets)
-        else:
-            if client is not None:
-                slot.client = client
-                return client
-            error = "factory returned None"
+        client, error, retries_off = build_client(slot.resource)
+        if client is not None:
+            slot.client = client
+            if retries_off is not None:
+                self._emit("resource.retries_off", slot.resource.id, **retries_off)
+            return client
         log.warning("pool %s: client factory for %s failed: %s", self.name, slot.resource.id, error)
         self._emit("resource.factory", slot.resource.id, error=error)
         self._failures += 1
@@ -323,7 +340,12 @@ class Pool:
         it runs again, so a caller arriving meanwhile cannot barge in; the hold ends when
         this coroutine returns, so call ``try_acquire`` straight away, with no await between.
         Any other wake-up (health, membership, a cooldown ending) is a hint for everyone.
+
+        Raises ``NoUsableResource`` at once when every resource ``selector`` accepts is
+        REVOKED, or DEAD with no lease out: no cooldown, release or report can bring one
+        back, so waiting would never end (``publish`` still could; it is not waited for).
         """
+        self.check_usable(selector)
         return await self._queue.wait(selector, timeout)
 
     def _is_stuck(self) -> bool:
@@ -333,7 +355,7 @@ class Pool:
         stats = self.statistics()
         log.warning(
             "pool %s: a caller has waited %.1fs with no lease in flight and nothing "
-            "scheduled to come back (%s); is every resource dead or revoked?",
+            "scheduled to come back (%s); does any resource match what it asks for?",
             self.name,
             waited,
             stats.summary(),
@@ -349,6 +371,8 @@ class Pool:
             held_s = self.clock.now() - lease.acquired_at
             self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)
+        if not slot.active and hopeless(slot):
+            self._queue.wake_all()  # its last lease is back: its waiters must hear it is over
 
     def _report(
         self,
@@ -359,10 +383,16 @@ class Pool:
         usage: Mapping[str, float] | None,
         error: BaseException | None,
         retry_after: float | None,
+        headers: object = None,
+        lease: Lease | None = None,
     ) -> None:
         now = self.clock.now()
         if usage:
             self._add_usage(slot, usage)
+        if slot.pacer is not None and (usage or headers is not None):
+            self._correct_pace(slot, usage, headers, lease, now)
+        elif headers is not None:
+            self._follow_headers(slot, headers, now)
         error_class: str | None = None
         if not ok and error is not None:
             error_class = error_class_of(error)
@@ -459,16 +489,18 @@ class Pool:
         *,
         algorithm: AlgorithmSpec | None = None,
         timeout: float | None = None,
+        tokens: float | None = None,
         **selector: Any,
     ) -> AcquireCall:
         """A lease through the acquire algorithm (per call, else the pool's, else ``Wait()``).
 
-        Await it for a lease you release yourself, or ``async with`` it.
+        Await it for a lease you release yourself, or ``async with`` it. ``tokens``: the
+        call's estimate for a resource paced to ``tpm`` (see ``TaskContext.acquire``).
         """
         from pyattacker.pool._context import TaskContext
 
         return TaskContext([self]).acquire(
-            self.name, algorithm=algorithm, timeout=timeout, where=where, **selector
+            self.name, algorithm=algorithm, timeout=timeout, where=where, tokens=tokens, **selector
         )
 
     def record_wait(self, seconds: float) -> None:
@@ -509,48 +541,23 @@ class Pool:
         return len(self._queue)
 
     def statistics(self) -> PoolStatistics:
-        now = self.clock.now()
-        states = [s.health.state_at(now) for s in self._slots]
-        live = [s for s in self._slots if s.health.state not in (Health.DEAD, Health.REVOKED)]
-        waits = sorted(self._waits)
-        return PoolStatistics(
-            name=self.name,
-            resources=len(self._slots),
-            ready=states.count(Health.READY),
-            degraded=states.count(Health.DEGRADED),
-            dead=states.count(Health.DEAD),
-            revoked=states.count(Health.REVOKED),
-            active=self.active,
-            capacity=sum(s.resource.capacity for s in live),
+        return pool_statistics(
+            self.name,
+            self._slots,
+            self.clock.now(),
+            pacers=self._pacers.all(),
             waiting=len(self._queue),
             leases=self._granted,
             failures=self._failures,
             throttles=self._throttles,
             leaked=self._leaked,
-            wait_p50_s=percentile(waits, 0.50),
-            wait_p95_s=percentile(waits, 0.95),
+            waits=self._waits,
             wait_max_s=self._wait_max,
         )
 
     def snapshot(self) -> tuple[ResourceSnapshot, ...]:
         now = self.clock.now()
-        return tuple(
-            ResourceSnapshot(
-                id=s.resource.id,
-                kind=s.resource.kind,
-                state=s.health.state_at(now).value,
-                failures=s.health.failures,
-                active=s.active,
-                capacity=s.resource.capacity,
-                limit=s.limit,
-                blocked_until=s.health.blocked_until,
-                not_before=None if s.not_before == -math.inf else s.not_before,
-                leases=s.leases,
-                usage=dict(s.usage),
-                quota_group=s.resource.quota_group,
-            )
-            for s in self._slots
-        )
+        return tuple(resource_snapshot(s, now) for s in self._slots)
 
     def usage_of(self, resource_id: str) -> Mapping[str, float]:
         return dict(self._slot_of(resource_id).usage)

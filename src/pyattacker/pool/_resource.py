@@ -2,9 +2,11 @@
 
 A resource says what it is (``kind``, ``id``, ``options``, ``tags``), how much it can take at
 once (``capacity``), how its health reacts to failures (``HealthPolicy``), which upstream
-limit it shares with others (``quota_group``) and how to build the client a lease hands out
-(``factory``). Its live state (health, leases in flight, usage) belongs to the ``Pool`` that
-holds it, so one ``Resource`` can be described, compared and logged without surprises.
+limit it shares with others (``quota_group``), the rate limits its leases are paced to
+(``rpm``, ``tpm``, ``rpd``, ``burst``, ``tokens_per_call``; see ``_pacing``) and how to build
+the client a lease hands out (``factory``). Its live state (health, leases in flight,
+usage) belongs to the ``Pool`` that holds it, so one ``Resource`` can be described,
+compared and logged without surprises.
 Secrets in ``options`` are masked in ``spec()`` and ``repr``.
 """
 
@@ -16,10 +18,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pyattacker._checks import check_whole
+from pyattacker._checks import check_number, check_whole
 from pyattacker._secrets import mask
 from pyattacker.errors import ConfigError
 from pyattacker.pool._health import HealthPolicy
+from pyattacker.pool._pacing import Limits
 
 __all__ = ["Factory", "Resource"]
 
@@ -38,6 +41,11 @@ class Resource:
     health: HealthPolicy = HealthPolicy()  # noqa: RUF009 (frozen: one shared default is safe)
     quota_group: str | None = None
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    rpm: float | None = None
+    tpm: float | None = None
+    rpd: int | None = None
+    burst: int = 1
+    tokens_per_call: float | None = None
 
     @classmethod
     def create(
@@ -53,9 +61,20 @@ class Resource:
         dead_after: int = 8,
         cooldown_s: float = 30.0,
         quota_group: str | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        rpd: int | None = None,
+        burst: int = 1,
+        tokens_per_call: float | None = None,
         **meta: Any,
     ) -> Resource:
-        """Validate and build a resource; ``ConfigError`` names the field that is wrong."""
+        """Validate and build a resource; ``ConfigError`` names the field that is wrong.
+
+        ``rpm``/``tpm`` (per minute) and ``rpd`` (per rolling day) pace its leases; ``burst``
+        is how many calls may go back to back after a quiet spell (1: none), and
+        ``tokens_per_call`` the token estimate of a call that gives none
+        (``acquire(tokens=...)``). Resources of one ``quota_group`` share one pacing.
+        """
         for name, value in (("kind", kind), ("id", id)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"must be a non-empty string, got {value!r}", field=name)
@@ -76,6 +95,7 @@ class Resource:
             )
         if quota_group is not None and (not isinstance(quota_group, str) or not quota_group):
             raise ConfigError("must be a non-empty string", field=f"resources.{id}.quota_group")
+        _check_limits(id, rpm, tpm, rpd, burst, tokens_per_call)
         try:
             health = HealthPolicy(degrade_after, dead_after, cooldown_s)
         except ConfigError as exc:
@@ -90,7 +110,19 @@ class Resource:
             health=health,
             quota_group=quota_group,
             meta=MappingProxyType(dict(meta)),
+            rpm=None if rpm is None else float(rpm),
+            tpm=None if tpm is None else float(tpm),
+            rpd=rpd,
+            burst=burst,
+            tokens_per_call=None if tokens_per_call is None else float(tokens_per_call),
         )
+
+    @property
+    def limits(self) -> Limits | None:
+        """The rate limits its leases are paced to, or None when it declares none."""
+        if self.rpm is None and self.tpm is None and self.rpd is None:
+            return None
+        return Limits(self.rpm, self.tpm, self.rpd, self.burst, self.tokens_per_call)
 
     def spec(self) -> dict[str, Any]:
         """A JSON-friendly description with secrets masked: safe to log, emit or store."""
@@ -104,6 +136,11 @@ class Resource:
             "dead_after": self.health.dead_after,
             "cooldown_s": self.health.cooldown_s,
             "quota_group": self.quota_group,
+            "rpm": self.rpm,
+            "tpm": self.tpm,
+            "rpd": self.rpd,
+            "burst": self.burst,
+            "tokens_per_call": self.tokens_per_call,
             "meta": mask(self.meta),
         }
 
@@ -123,4 +160,32 @@ class Resource:
             parts.append(f"options={mask(self.options)!r}")
         if self.quota_group:
             parts.append(f"quota_group={self.quota_group!r}")
+        for name in ("rpm", "tpm", "rpd"):
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{name}={value:g}")
         return f"Resource({', '.join(parts)})"
+
+
+def _check_limits(
+    rid: str,
+    rpm: object,
+    tpm: object,
+    rpd: object,
+    burst: object,
+    tokens_per_call: object,
+) -> None:
+    """``ConfigError`` naming ``resources.<id>.<field>`` for a limit out of range."""
+    for name, value in (("rpm", rpm), ("tpm", tpm)):
+        if value is not None:
+            check_number(value, f"resources.{rid}.{name}", above=0, hint="e.g. 120 per minute")
+    if rpd is not None:
+        check_whole(rpd, f"resources.{rid}.rpd", hint="requests per rolling day, e.g. 1000")
+    check_whole(burst, f"resources.{rid}.burst", hint="calls that may go back to back, e.g. 1")
+    if tokens_per_call is not None:
+        check_number(
+            tokens_per_call,
+            f"resources.{rid}.tokens_per_call",
+            at_least=0,
+            hint="the tokens a call is expected to spend, e.g. 800",
+        )

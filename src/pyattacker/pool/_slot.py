@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from pyattacker.pool._health import Health, HealthState
+from pyattacker.pool._pacing import Pacer
 from pyattacker.pool._resource import Resource
 from pyattacker.pool._selector import Selector
 
-__all__ = ["Slot", "reason"]
+__all__ = ["Slot", "hopeless", "hopeless_reasons", "reason"]
 
 
 class Slot:
@@ -22,13 +24,15 @@ class Slot:
         "leases",
         "limit",
         "not_before",
+        "pacer",
         "reserved",
         "resource",
         "usage",
     )
 
-    def __init__(self, resource: Resource, index: int) -> None:
+    def __init__(self, resource: Resource, index: int, pacer: Pacer | None = None) -> None:
         self.resource = resource
+        self.pacer = pacer  # shared by the slots of one quota group
         self.index = index
         self.health = HealthState()
         self.active = 0
@@ -43,6 +47,8 @@ class Slot:
         h = self.health
         if h.state is not Health.READY and h.state_at(now) is not Health.READY:
             return False
+        if self.pacer is not None and self.pacer.ready_at > now:
+            return False
         return self.active + self.reserved < self.limit and self.not_before <= now
 
     def comes_back_at(self, now: float) -> float | None:
@@ -53,6 +59,8 @@ class Slot:
         until = self.not_before
         if h.state is Health.DEGRADED and h.blocked_until is not None and h.blocked_until > until:
             until = h.blocked_until
+        if self.pacer is not None and self.pacer.ready_at > until:
+            until = self.pacer.ready_at
         return until if until > now else None
 
 
@@ -67,8 +75,34 @@ def reason(slot: Slot, selector: Selector, now: float) -> str:
         return state.value
     if slot.not_before > now:
         return f"throttled until t={slot.not_before:.3f}"
+    if slot.pacer is not None and slot.pacer.ready_at > now:
+        return f"paced until t={slot.pacer.ready_at:.3f}"
     if slot.active >= slot.limit:
         return f"full ({slot.active}/{slot.limit})"
     if slot.active + slot.reserved >= slot.limit:
         return f"held for a waiter ({slot.active}/{slot.limit} in use)"
     return "free"
+
+
+def hopeless(slot: Slot) -> bool:
+    """Revoked, or dead with no lease out (whose success would revive it): nothing but an
+    operator (``publish``) can bring it back."""
+    state = slot.health.state
+    return state is Health.REVOKED or (state is Health.DEAD and slot.active == 0)
+
+
+def hopeless_reasons(slots: Iterable[Slot], selector: Selector) -> dict[str, str] | None:
+    """Why each resource ``selector`` accepts can never serve again, when that is so of
+    every one of them (and there is at least one); None while any of them may."""
+    reasons: dict[str, str] = {}
+    for slot in slots:
+        if not selector.matches(slot.resource):
+            continue
+        if not hopeless(slot):
+            return None
+        h = slot.health
+        if h.state is Health.DEAD:
+            reasons[slot.resource.id] = f"dead ({h.failures} consecutive failures)"
+        else:
+            reasons[slot.resource.id] = "revoked"
+    return reasons or None

@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from pyattacker._checks import check_number
-from pyattacker.errors import AcquireTimeout, ConfigError, PoolNotFound, ResourceUnavailable
+from pyattacker.errors import (
+    AcquireTimeout,
+    ConfigError,
+    NoUsableResource,
+    PoolNotFound,
+    ResourceUnavailable,
+)
 from pyattacker.pool._algorithms import (
     AcquireAlgorithm,
     AcquireRequest,
@@ -75,6 +81,27 @@ def _with_request_pool(request: AcquireRequest, names: Sequence[str]) -> list[Po
     if request.pool not in pools:
         pools.insert(0, request.pool)
     return pools
+
+
+def _not_dead_ends(request: AcquireRequest, pools: Sequence[Pool]) -> list[Pool]:
+    """The pools some resource of which may still serve the request; ``NoUsableResource``
+    naming every resource when there is none."""
+    live = [p for p in pools if p.dead_ends(request.selector) is None]
+    if live:
+        return live
+    if len(pools) == 1:
+        pools[0].check_usable(request.selector)
+    reasons = {
+        f"{p.name}/{rid}": why
+        for p in pools
+        for rid, why in (p.dead_ends(request.selector) or {}).items()
+    }
+    listed = ", ".join(f"{where} {why}" for where, why in reasons.items())
+    raise NoUsableResource(
+        f"no usable resource in pools {', '.join(p.name for p in pools)}: {listed}",
+        pool=request.pool.name,
+        reasons=reasons,
+    )
 
 
 def _timeout_of(request: AcquireRequest, own: float | None) -> float:
@@ -143,6 +170,7 @@ class Backoff(AcquireAlgorithm):
             lease = request.try_acquire()
             if lease is not None:
                 return lease
+            request.pool.check_usable(request.selector)  # a dead end: no point trying again
             remaining = request.remaining(self.max_wait)
             if remaining is not None and remaining <= 0:
                 limit = _timeout_of(request, self.max_wait)
@@ -210,10 +238,11 @@ class LeastBusy(AcquireAlgorithm):
                 raise request.unavailable(
                     f"no lease within {limit:g}s in pools {names}", timeout=limit, pools=pools
                 )
-            if len(pools) == 1:
-                await request.pool.wait_slot(request.selector, remaining)
+            live = _not_dead_ends(request, pools)
+            if len(live) == 1:
+                await live[0].wait_slot(request.selector, remaining)
             else:
-                lease = await self._park_on_all(request, pools, remaining)
+                lease = await self._park_on_all(request, live, remaining)
                 if lease is not None:
                     return lease
 
@@ -280,6 +309,8 @@ class Failover(AcquireAlgorithm):
         first = walk[0]
         try:
             return await self._then.acquire(dataclasses.replace(request, pool=first))
+        except NoUsableResource:
+            raise  # a dead end is a dead end: its own class, so no policy retries it
         except ResourceUnavailable as exc:
             timeout = exc.timeout_s if isinstance(exc, AcquireTimeout) else None
             names = ", ".join(p.name for p in walk)

@@ -8,11 +8,12 @@ Three kinds of wake-up, each as narrow as it can be:
 - **Everyone** (a health or membership change): the change may help any selector, so every
   waiter retries.
 - **The cooldown notifier**: when resources are blocked by time (a DEGRADED cooldown, a
-  throttle's "not before"), no release may ever come. One task per pool, alive only while
-  somebody waits, sleeps on the pool's clock until the earliest *future* moment a blocked
-  resource comes back, then wakes everyone. Expired deadlines and DEAD/REVOKED resources
-  arm nothing (a zero-delay timer would livelock a simulation; the dead never come back),
-  and a deadline earlier than the armed one replaces it.
+  throttle's "not before", a paced key's next instant), no release may ever come. One
+  task per pool, alive only while somebody waits, sleeps on the pool's clock until the
+  earliest *future* moment a blocked resource comes back, then wakes everyone. Expired
+  deadlines and DEAD/REVOKED resources arm nothing (a zero-delay timer would livelock a
+  simulation; the dead never come back), and a deadline earlier than the armed one
+  replaces it.
 """
 
 from __future__ import annotations

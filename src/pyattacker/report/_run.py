@@ -33,7 +33,7 @@ from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S
 from pyattacker.store._liveness import judged_runs, run_view
 from pyattacker.store._results import item_key
 
-__all__ = ["render_run_text", "summarize"]
+__all__ = ["pacing_lines", "pacing_summary", "render_run_text", "summarize"]
 
 _TASK_STATES = ("succeeded", "failed", "interrupted")
 _IN_FLIGHT = ("running", "pending")  # pipeline states a dead run leaves behind
@@ -68,7 +68,8 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind; ``steps``:
         per run that recorded it (a run records it when it ends), the steps it took from
         the store (``reused``) and the steps it ran (``ran``), ``{run_id: {...}}`` oldest
-        first.
+        first; ``pacing``
+        (:func:`pacing_summary`: per paced ``pool/resource``, its limits and how it was paced).
 
         Counters are ordered by count, largest first. Raises ``ConfigError`` (field
         ``errors``) for a negative ``errors``; whatever the store raises passes through.
@@ -103,6 +104,7 @@ def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
         "errors_distinct": len(tally.errors),
         "events": _ranked(events),
         "steps": steps,
+        "pacing": pacing_summary(store),
     }
 
 
@@ -304,6 +306,9 @@ def render_run_text(summary: Mapping[str, Any]) -> RenderableType:
             parts.append(table)
         if section is _runs_table and _liveness_lines(summary):
             parts += [Text("\n".join(_liveness_lines(summary))), Text()]
+    paced = pacing_lines(summary.get("pacing") or {})
+    if paced:
+        parts += [Text("\n".join(paced)), Text()]
     lines = [*_steps_lines(summary.get("steps") or {}), *_attempt_lines(summary["attempts"])]
     if lines:
         parts += [Text("\n".join(lines)), Text()]
@@ -550,6 +555,50 @@ def _seconds(value: float | None) -> str:
 
 def _local_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+# -- pacing --------------------------------------------------------------------------------
+
+
+def pacing_summary(store: Store) -> dict[str, dict[str, Any]]:
+    """Per paced ``pool/resource``, from the ``pool.pacing`` events every run records:
+    its limits (``rpm``, ``tpm``, ``rpd``, ``burst``, ``quota_group``, the latest run's) and,
+    summed over runs, ``leases``, ``paced`` (leases after which the key had to rest) and
+    ``paced_s`` (seconds it rested). Empty when no resource was paced."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in store.rows(RowKind.EVENTS):
+        if row["kind"] != "pool.pacing":
+            continue
+        data = row.get("data") or {}
+        name = f"{data.get('pool')}/{data.get('resource')}"
+        entry = found.setdefault(name, {"leases": 0, "paced": 0, "paced_s": 0.0})
+        for limit in ("rpm", "tpm", "rpd", "burst", "quota_group"):
+            entry[limit] = data.get(limit)
+        for total in ("leases", "paced", "paced_s"):
+            value = data.get(total)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                entry[total] += value
+    return dict(sorted(found.items()))
+
+
+def pacing_lines(pacing: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per paced resource: ``Paced llm/metered (rpm 1800, burst 6): 412 leases,
+    rested 96 times, 3.20 s in all``."""
+    lines = []
+    for name, entry in pacing.items():
+        limits = [
+            f"{limit} {entry[limit]:g}"
+            for limit in ("rpm", "tpm", "rpd")
+            if isinstance(entry.get(limit), int | float)
+        ]
+        limits.append(f"burst {entry.get('burst') or 1}")
+        if entry.get("quota_group"):
+            limits.append(f"group {entry['quota_group']}")
+        lines.append(
+            f"Paced {name} ({', '.join(limits)}): {entry['leases']} leases, rested "
+            f"{entry['paced']} times, {_seconds(entry['paced_s'])} in all"
+        )
+    return lines
 
 
 # -- helpers -------------------------------------------------------------------------------

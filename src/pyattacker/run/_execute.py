@@ -79,6 +79,7 @@ STORED_POOL_EVENTS = frozenset(
         "resource.throttled",
         "resource.limit",
         "resource.factory",
+        "resource.retries_off",
     }
 )
 

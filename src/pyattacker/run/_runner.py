@@ -47,6 +47,7 @@ from pyattacker.run._input import (
     latest_input,
     resume_source,
 )
+from pyattacker.run._pacing import pacing_events, pacing_totals
 from pyattacker.run._reuse import check_known, known_names
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
@@ -281,6 +282,7 @@ class Runner:
             execution.stop(self._stop_on_start)
             self._stop_on_start = None
         self._started = wall_time()
+        paced_before = pacing_totals(self._pools.values())
         committer.resources(self._resource_rows(run_id))
         for old in taken_over:
             execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
@@ -291,6 +293,8 @@ class Runner:
                     await execution.admit_all(_as_iterable(specs), resume=resume)
                 finally:
                     execution._event("run.steps", None, None, counters.steps())
+                    for data in pacing_events(self._pools.values(), paced_before):
+                        execution._event("pool.pacing", None, None, data)
                     committer.flush()
         finally:
             self._execution = None

@@ -10,6 +10,11 @@ client is checked against that task's policy: a retrying ``openai`` client is re
 a ``resource.hidden_retries`` event and reported with a
 :class:`~pyattacker.llm.HiddenRetriesWarning`, bluntest when the policy says no retries.
 
+The pool now hands out a vendor client only with its retries turned off
+(``pyattacker.pool._clients``, a ``resource.retries_off`` event), so for a client a lease
+built this check stays quiet; it remains the backstop for a client that retries anyway
+(one a factory cached and a task re-configured, say).
+
 Only a client whose class (or a base class) comes from the ``openai`` package is looked
 at, and ``pyattacker.llm`` is imported only then, so a run without the SDK pays one set
 lookup per lease.

@@ -19,7 +19,11 @@ algorithm did wrong. The contract:
 6. It draws randomness from ``request.rng`` only: a contended workload run twice with the
    same seeds (and the global ``random`` seeded differently) gives the same sequence of
    leases and the same finish time.
-7. Throughout, no lease exceeds a resource's capacity, and neither pyattacker (but for the
+7. On paced resources (``rpm=60``: one lease a second each) whose pacing has just been
+   spent, it grants nothing before the first of them may go again (t = 1 s) and gets a
+   lease within 60 simulated seconds (or raises ``ResourceUnavailable``), without spinning:
+   waiting for a pacing instant is waiting on time, not a busy loop.
+8. Throughout, no lease exceeds a resource's capacity, and neither pyattacker (but for the
    virtual loop's own watchdog) nor the module of the algorithm or of any algorithm nested
    in it reads the wall clock (``time.monotonic`` and friends). Other libraries are not
    watched: a test framework's garbage-collection hooks may read it at any moment.
@@ -72,6 +76,8 @@ RELEASE_BUDGET_S = 60.0
 WALL_BUDGET_S = 5.0
 #: The call timeout used where the algorithm must give up.
 TIMEOUT_S = 0.5
+#: Requests per minute of each resource in the pacing check: one lease a second.
+PACED_RPM = 60.0
 
 # id, kind, capacity, declared token quota (None: undeclared, so quota_aware ranks it last)
 _LAYOUT = (("r0", "a", 2, 600), ("r1", "a", 1, None), ("r2", "b", 1, 300))
@@ -99,16 +105,21 @@ def check_algorithm(
         _cancellation_leaves_nothing_held,
     ):
         _run(check, algorithm, names)
+    _run(_waits_out_pacing, algorithm, names, paced=True)
     _check_reproducible(algorithm, names)
 
 
 # -- the world ----------------------------------------------------------------------------
 
 
-def _resources() -> list[Resource]:
+def _resources(*, paced: bool = False) -> list[Resource]:
     return [
         Resource.create(
-            kind, id=rid, capacity=capacity, options={"quota": {"tokens": q}} if q else {}
+            kind,
+            id=rid,
+            capacity=capacity,
+            options={"quota": {"tokens": q}} if q else {},
+            rpm=PACED_RPM if paced else None,
         )
         for rid, kind, capacity, q in _LAYOUT
     ]
@@ -117,9 +128,11 @@ def _resources() -> list[Resource]:
 class _World:
     """Fresh pools for one check, watched for capacity violations."""
 
-    def __init__(self, algorithm: AcquireAlgorithm, names: Sequence[str]) -> None:
+    def __init__(
+        self, algorithm: AcquireAlgorithm, names: Sequence[str], *, paced: bool = False
+    ) -> None:
         self.algorithm = algorithm
-        self.pools = [Pool(name, _resources(), deadlock_warn_s=None) for name in names]
+        self.pools = [Pool(name, _resources(paced=paced), deadlock_warn_s=None) for name in names]
         self.first = self.pools[0]
         self.violations: list[str] = []
         for pool in self.pools:
@@ -311,6 +324,24 @@ async def _cancellation_leaves_nothing_held(world: _World) -> None:
     world.check_idle("after cancellation")
 
 
+async def _waits_out_pacing(world: _World) -> None:
+    spent = world.fill()  # one lease per resource: each is now paced out until t + 1 s
+    for lease in spent:
+        lease.release_now()
+    started = _now()
+    ready = started + 60.0 / PACED_RPM
+    ctx = world.context()
+    try:
+        lease = await _within(ctx.acquire_lease(), RELEASE_BUDGET_S, "lease a paced resource")
+    except ResourceUnavailable:
+        return  # immediate-style: nothing could go at once
+    world.check_lease(lease, ctx, Selector())
+    if _now() < ready:
+        _fail(f"granted {lease!r} at t={_now() - started:g}s, before any pacing allowed it")
+    lease.release_now()
+    world.check_idle("after the paced lease came back")
+
+
 # -- reproducibility ----------------------------------------------------------------------
 
 
@@ -365,12 +396,16 @@ def _check_reproducible(algorithm: AcquireAlgorithm, names: Sequence[str]) -> No
 
 
 def _run(
-    check: Callable[[_World], Awaitable[T]], algorithm: AcquireAlgorithm, names: Sequence[str]
+    check: Callable[[_World], Awaitable[T]],
+    algorithm: AcquireAlgorithm,
+    names: Sequence[str],
+    *,
+    paced: bool = False,
 ) -> T:
     label = f"{_label(algorithm)} failed '{check.__name__.strip('_').replace('_', ' ')}'"
 
     async def main() -> T:
-        world = _World(algorithm, names)
+        world = _World(algorithm, names, paced=paced)
         async with asyncio.timeout(BUDGET_S):
             result = await check(world)
         if world.violations:
