@@ -112,6 +112,7 @@ class Execution(Admission):
         scrubber: Scrubber,
         fresh: bool = False,
         held_templates: frozenset[str] | None = None,
+        tracker: Any = None,
     ) -> None:
         self.run_id = run_id
         self._store = store
@@ -136,7 +137,7 @@ class Execution(Admission):
         self.stop_reason: str | None = None
         self.failures: list[dict[str, Any]] = []
         self.input_error: BaseException | None = None
-        self._input: Any = None  # set by the Runner: the InputTracker of a recorded input
+        self._input: Any = tracker  # the InputTracker of a recorded input, or None
 
     # -- stopping -------------------------------------------------------------------------
 

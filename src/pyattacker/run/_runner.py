@@ -47,7 +47,7 @@ from pyattacker.run._input import (
     latest_input,
     resume_source,
 )
-from pyattacker.run._pacing import pacing_events, pacing_totals
+from pyattacker.run._pacing import PacingTotals, pacing_events, pacing_totals
 from pyattacker.run._reuse import check_known, known_names
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
@@ -242,6 +242,51 @@ class Runner:
         if held is not None and names is not None:  # before anything is written
             check_known(names, held, store.location)
         specs, tracker = self._input_of(specs, resume=resume)
+        execution, committer, taken_over = self._begin(
+            store, tracker, resume=resume, fresh=fresh, held=held
+        )
+        self._execution, self._loop = execution, asyncio.get_running_loop()
+        if self._stop_on_start is not None:
+            execution.stop(self._stop_on_start)
+            self._stop_on_start = None
+        self._started = wall_time()
+        paced_before = pacing_totals(self._pools.values())
+        committer.resources(self._resource_rows(execution.run_id))
+        for old in taken_over:
+            execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
+        try:
+            with self._watchers(execution, committer):
+                try:
+                    # Cancelled from outside, it stops and cancels what runs, then drains.
+                    await execution.admit_all(_as_iterable(specs), resume=resume)
+                finally:
+                    self._last_events(execution, paced_before)
+                    committer.flush()
+        finally:
+            self._execution = None
+            report = self._end(execution, committer, store)
+        if committer.failure is not None:
+            raise committer.failure
+        if execution.input_error is not None:
+            raise ConfigError(
+                f"reading the input failed after {self._counters.admitted} pipelines: "
+                f"{execution.input_error!r}",
+                field="specs",
+                hint="fix the input and run again with resume=True; finished work is kept",
+            ) from execution.input_error
+        return report
+
+    def _begin(
+        self,
+        store: Store,
+        tracker: Any,
+        *,
+        resume: bool,
+        fresh: bool,
+        held: frozenset[str] | None,
+    ) -> tuple[Execution, Committer, list[RunRow]]:
+        """Record the run as begun (refused, writing nothing, when the store says so) and
+        build its committer and execution; the runs it takes over."""
         run_id = _new_run_id()
         run = RunRow(
             run_id=run_id,
@@ -254,7 +299,7 @@ class Runner:
             input=None if tracker is None else (tracker.take() or tracker.record()),
         )
         taken_over = store.begin_run(run, resume=resume)
-        self._counters = counters = RunCounters()
+        self._counters = RunCounters()
         committer = Committer(
             store,
             run_id,
@@ -271,44 +316,20 @@ class Runner:
             codecs=self.codecs,
             clock=LoopClock(),
             settings=self.settings,
-            counters=counters,
+            counters=self._counters,
             scrubber=Scrubber(self._pools.values()),
             fresh=fresh,
             held_templates=held,
+            tracker=tracker,
         )
-        execution._input = tracker
-        self._execution, self._loop = execution, asyncio.get_running_loop()
-        if self._stop_on_start is not None:
-            execution.stop(self._stop_on_start)
-            self._stop_on_start = None
-        self._started = wall_time()
-        paced_before = pacing_totals(self._pools.values())
-        committer.resources(self._resource_rows(run_id))
-        for old in taken_over:
-            execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
-        try:
-            with self._watchers(execution, committer):
-                try:
-                    # Cancelled from outside, it stops and cancels what runs, then drains.
-                    await execution.admit_all(_as_iterable(specs), resume=resume)
-                finally:
-                    execution._event("run.steps", None, None, counters.steps())
-                    for data in pacing_events(self._pools.values(), paced_before):
-                        execution._event("pool.pacing", None, None, data)
-                    committer.flush()
-        finally:
-            self._execution = None
-            report = self._end(execution, committer, store)
-        if committer.failure is not None:
-            raise committer.failure
-        if execution.input_error is not None:
-            raise ConfigError(
-                f"reading the input failed after {counters.admitted} pipelines: "
-                f"{execution.input_error!r}",
-                field="specs",
-                hint="fix the input and run again with resume=True; finished work is kept",
-            ) from execution.input_error
-        return report
+        return execution, committer, taken_over
+
+    def _last_events(self, execution: Execution, paced_before: PacingTotals) -> None:
+        """What the run records as it ends: the steps it reused and ran, and each paced
+        resource's pacing during the run."""
+        execution._event("run.steps", None, None, self._counters.steps())
+        for data in pacing_events(self._pools.values(), paced_before):
+            execution._event("pool.pacing", None, None, data)
 
     def _input_of(self, specs: Any, *, resume: bool) -> tuple[Any, Any]:
         """``(specs, tracker)``: a template alone on resume reads the recorded input on
