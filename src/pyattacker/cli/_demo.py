@@ -178,6 +178,7 @@ def _outcome(report: RunReport, path: Path, *, requested: int) -> str:
         f"Recorded in {path}. Look closer with:",
         f"  pyattacker report {path}",
         f"  pyattacker export {path} attempts.csv --rows attempts --format csv",
+        f"  pyattacker export {path} results.csv --rows results    (one row per item)",
     ]
     if failed:
         lines.append(f"  {resume}    (retries the {failed} failed from their last checkpoint)")
