@@ -37,7 +37,9 @@ from pyattacker.clock import wall_time
 from pyattacker.run import Runner, pipeline, task
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "bench"
+# The peers' scripts live beside the project's checkout; PEERS_BENCH names them from
+# anywhere else (a git worktree, a copy).
+SHARED = Path(os.environ.get("PEERS_BENCH", ROOT.parent / "shared" / "bench"))
 PEERS = Path(os.environ.get("PEERS_DIR", "/tmp/pyattacker-peers"))
 
 
@@ -73,11 +75,14 @@ def peer(n: int, store: str) -> float:
     python = PEERS / "anchor" / "bin" / "python"
     if not python.exists():
         subprocess.run(["bash", str(SHARED / "peers.sh")], check=True, capture_output=True)
+    # Without PYTHONPATH: one that names our src would make the peer import our package.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run(
         [str(python), str(SHARED / "anchor_runner.py"), str(n), store],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     ).stdout
     match = re.search(r"peer_pipelines_per_s (\d+)", out)
     assert match, out
