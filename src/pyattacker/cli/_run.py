@@ -97,11 +97,9 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option(
     "--repeats",
-    default=1,
-    show_default=True,
     type=click.IntRange(min=1),
     metavar="K",
-    help="Pipelines per row (repeat indices 0..K-1).",
+    help="Pipelines per row (repeat indices 0..K-1) [default: 1; on --resume, the run's].",
 )
 @click.option("--key", "key_field", metavar="FIELD", help="Name each pipeline by this row field.")
 @click.option(
@@ -142,7 +140,7 @@ def run_command(
     resume: bool,
     pools_target: str | None,
     concurrency: int,
-    repeats: int,
+    repeats: int | None,
     key_field: str | None,
     fresh: bool,
     add_pipeline: bool,
