@@ -1,4 +1,4 @@
-"""The run report: what a store says happened, summed up (DESIGN.md §3, principle 4).
+"""The run report: what a store says happened, summed up (docs/run.md, "What the store holds").
 
 :func:`summarize` reads only ``store.runs()`` and ``store.rows(kind)``, so it works on any
 ``Store`` (memory or SQLite, a finished run or a live one opened read-only beside it) and

@@ -13,7 +13,7 @@ The promises (each pinned by a test in ``tests/test_run_runner.py``):
 - A task never holds a lease after it ends: ``reclaim_now()`` runs in the attempt's
   ``finally``, before anything about the attempt is recorded; a leak is an event
   (``lease.leaked``) or, under ``strict_leases``, the attempt's failure.
-- Durability (DESIGN.md §7): a pipeline starts task ``k + 1`` only after the artifact, task
+- Durability (docs/run.md): a pipeline starts task ``k + 1`` only after the artifact, task
   row and cursor of task ``k`` are committed (``Committer``, group commit).
 - Every attempt is recorded with the retry decision taken after it; a successful one with
   ``{"retry": false, "reason": "ok"}``.
