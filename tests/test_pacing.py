@@ -195,6 +195,7 @@ def test_rate_limit_headers_are_read_from_a_mapping_or_pairs_in_any_case() -> No
         ({"total_tokens": 30, "prompt_tokens": 10}, 30.0),
         ({"prompt_tokens": 10, "completion_tokens": 5}, 15.0),
         ({"input_tokens": 7, "output_tokens": 3}, 10.0),
+        ({"completion_tokens": 4}, 4.0),  # as the results export reads it
         ({"tokens": 100}, 100.0),
         ({"calls": 1}, None),
         ({"total_tokens": True}, None),

@@ -48,6 +48,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyattacker._usage import tokens_of
+
 __all__ = [
     "DAY_S",
     "Gcra",
@@ -64,13 +66,6 @@ __all__ = [
 
 DAY_S = 86_400.0
 _MINUTE_S = 60.0
-# Usage keys that give a call's tokens, first match wins; pairs are summed.
-_TOKEN_KEYS: tuple[tuple[str, ...], ...] = (
-    ("total_tokens",),
-    ("prompt_tokens", "completion_tokens"),
-    ("input_tokens", "output_tokens"),
-    ("tokens",),
-)
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(h|ms|us|µs|ns|m|s)", re.ASCII)
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -312,19 +307,6 @@ def settle(
             pacer.observe(now, seen)
 
 
-def tokens_of(usage: Mapping[str, Any] | None) -> float | None:
-    """The tokens a call spent, from the usage it reported (``total_tokens``, else
-    ``prompt_tokens + completion_tokens``, else ``input_tokens + output_tokens``, else
-    ``tokens``); None when it says nothing about tokens."""
-    if not usage:
-        return None
-    for keys in _TOKEN_KEYS:
-        numbers = [v for k in keys if isinstance(v := _finite(usage.get(k)), float)]
-        if len(numbers) == len(keys):
-            return sum(numbers)
-    return None
-
-
 def rest_for(seen: Mapping[str, float], unit: str, need: float) -> float | None:
     """How long to rest when the server has fewer than ``need`` ``unit`` left, else None.
 
@@ -381,12 +363,6 @@ def _number(value: object) -> float | None:
     except ValueError:
         return None
     return number if math.isfinite(number) and number >= 0 else None
-
-
-def _finite(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def _pairs(headers: object) -> Iterable[tuple[str, object]]:
