@@ -29,9 +29,9 @@ from pyattacker.cli._run_progress import RunProgress
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
 from pyattacker.report._run import summarize
-from pyattacker.run import PipelineTemplate, Runner, RunReport, Task, pipeline
+from pyattacker.run import FileSource, PipelineTemplate, Runner, RunReport, Task, pipeline
 from pyattacker.run._input import FieldKey, not_read
-from pyattacker.run._sources import FORMATS, FileSource
+from pyattacker.run._sources import FORMATS
 from pyattacker.store import RunState
 
 __all__ = ["run_command"]

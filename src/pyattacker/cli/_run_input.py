@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from pyattacker.errors import CodecError, ConfigError
-from pyattacker.run import Runner, read_rows
+from pyattacker.run import FileSource, Runner, read_rows
 from pyattacker.run._codecs import DEFAULT_CODECS
 from pyattacker.run._input import latest_input, not_read, resume_source
-from pyattacker.run._sources import FileSource, InputChanged
+from pyattacker.run._sources import InputChanged
 from pyattacker.store import SQLiteStore
 
 __all__ = ["Wanted", "duration", "pipelines_to_run", "rows_to_run"]
