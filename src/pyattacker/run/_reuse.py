@@ -26,6 +26,7 @@ from typing import Any
 
 from pyattacker.clock import epoch_time
 from pyattacker.errors import ConfigError
+from pyattacker.run._commit import Committer
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
@@ -114,7 +115,7 @@ class StepReuse:
     # is refused (see check_known). None: no such check (not a resume, or add_pipeline).
     held_templates: frozenset[str] | None
     _store: Store
-    _commit: Any
+    _commit: Committer
     _live: dict[str, Any]
 
     def _check_held(self, template: PipelineTemplate) -> None:
