@@ -281,3 +281,8 @@ def test_the_store_report_sums_the_usage_of_every_attempt_retries_included() -> 
     console = Console(width=120, record=True, color_system=None)
     console.print(render_run_text(summary))
     assert "Usage reported: 30 completion_tokens, 60 prompt_tokens" in console.export_text()
+
+
+def test_whole_token_counts_stay_whole() -> None:
+    tokens = tokens_of({"prompt_tokens": 8, "completion_tokens": 3})
+    assert (tokens, type(tokens)) == (11, int)

@@ -30,13 +30,11 @@ def tokens_of(usage: Mapping[str, Any] | None) -> float | None:
     if not usage:
         return None
     for keys in _TOKEN_KEYS:
-        numbers = [v for k in keys if isinstance(v := _finite(usage.get(k)), float)]
+        numbers: list[float] = [usage[k] for k in keys if k in usage and _count(usage[k])]
         if numbers:
-            return sum(numbers)
+            return sum(numbers)  # as given: whole counts stay ints in the results export
     return None
 
 
-def _finite(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
+def _count(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
