@@ -46,9 +46,13 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyattacker._usage import tokens_of
+
+if TYPE_CHECKING:  # both import this module
+    from pyattacker.pool._resource import Resource
+    from pyattacker.pool._slot import Slot
 
 __all__ = [
     "DAY_S",
@@ -243,7 +247,7 @@ class Pacers:
     def __init__(self) -> None:
         self._by_key: dict[str, tuple[Limits, Pacer]] = {}
 
-    def attach(self, slots: Iterable[Any], pool: str) -> None:
+    def attach(self, slots: Iterable[Slot], pool: str) -> None:
         """Give every slot (``.resource``, ``.pacer``) of the pool its pacer, or None."""
         slots = list(slots)
         for slot in slots:
@@ -255,18 +259,18 @@ class Pacers:
             if slot.pacer is None and group is not None and f"group:{group}" in self._by_key:
                 slot.pacer = self._by_key[f"group:{group}"][1]
 
-    def check(self, resource: Any, pool: str) -> None:
+    def check(self, resource: Resource, pool: str) -> None:
         """``ConfigError`` if ``resource`` declares limits its quota group is already paced
         to otherwise; changes nothing."""
         limits = resource.limits
         if limits is not None:
             self._conflict(resource, limits, pool)
 
-    def _key(self, resource: Any) -> str:
+    def _key(self, resource: Resource) -> str:
         group = resource.quota_group
         return f"group:{group}" if group is not None else f"resource:{resource.id}"
 
-    def _pacer(self, resource: Any, limits: Limits, pool: str) -> Pacer:
+    def _pacer(self, resource: Resource, limits: Limits, pool: str) -> Pacer:
         key = self._key(resource)
         found = self._by_key.get(key)
         if found is not None and found[0] == limits:
@@ -276,7 +280,7 @@ class Pacers:
         self._by_key[key] = (limits, pacer)
         return pacer
 
-    def _conflict(self, resource: Any, limits: Limits, pool: str) -> None:
+    def _conflict(self, resource: Resource, limits: Limits, pool: str) -> None:
         from pyattacker.errors import ConfigError  # errors imports nothing of the pool
 
         group = resource.quota_group
