@@ -289,3 +289,21 @@ def test_an_incomplete_run_prints_the_command_that_finishes_it(
     assert "incomplete" in text
     assert "7 of 10 rows not read" in text
     assert text.endswith(again)
+
+
+def test_a_resume_with_the_input_names_its_rows_as_the_run_did(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"id": i, "n": f"n{i}", "fail": int(i == 2)} for i in range(30)]
+    _write(project / "items.jsonl", rows)
+    args = ("--input", "items.jsonl", "--store", "s.db")
+    assert _run(*args, "--key", "id", "--repeats", "2", "--stop-after-failures", "1") == 130
+    before = _digest(project / "s.db")
+    assert _run(*args, "--resume", "--key", "n") == 2  # every row named anew: paid twice
+    assert "error: --key:" in capsys.readouterr().err
+    assert _digest(project / "s.db") == before
+    assert _run(*args, "--resume") == 1  # --key id and --repeats 2, as recorded
+    with _store(project) as store:
+        assert store.count_pipelines() == 60
+    effects = _effects(project)
+    assert {row for row, n in effects.items() if n > 2} == {"2"}  # only the failed one again

@@ -195,6 +195,7 @@ def test_rate_limit_headers_are_read_from_a_mapping_or_pairs_in_any_case() -> No
         ({"total_tokens": 30, "prompt_tokens": 10}, 30.0),
         ({"prompt_tokens": 10, "completion_tokens": 5}, 15.0),
         ({"input_tokens": 7, "output_tokens": 3}, 10.0),
+        ({"completion_tokens": 4}, 4.0),  # as the results export reads it
         ({"tokens": 100}, 100.0),
         ({"calls": 1}, None),
         ({"total_tokens": True}, None),
@@ -314,6 +315,28 @@ def test_a_quota_group_shares_one_bucket_across_its_resources() -> None:
     got = run(main)
     assert [t for t, _ in got] == [0.0, 1.0, 2.0, 3.0]
     assert {rid for _, rid in got} == {"east", "west"}
+
+
+def test_a_waiter_on_a_full_member_of_a_paced_group_is_woken_when_the_group_allows() -> None:
+    pool = Pool(
+        "p",
+        [res("east", rpm=60, quota_group="org-1"), res("west", quota_group="org-1")],
+    )
+
+    async def main() -> float:
+        first = await pool.acquire(where=lambda r: r.id == "east")  # t=0; next at t=1
+        await asyncio.sleep(2)
+        waiter = asyncio.ensure_future(pool.acquire(where=lambda r: r.id == "east", timeout=60))
+        await asyncio.sleep(1)  # t=3: east is full, the group's pace is ready
+        other = await pool.acquire(where=lambda r: r.id == "west")  # the group: next at t=4
+        await asyncio.sleep(0.5)
+        first.release_now()  # t=3.5: east is free but resting until t=4
+        other.release_now()
+        lease = await waiter
+        lease.release_now()
+        return now()
+
+    assert run(main) == 4.0
 
 
 def test_headers_that_say_none_remain_rest_the_key_until_the_reset() -> None:

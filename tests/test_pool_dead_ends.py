@@ -139,3 +139,21 @@ def test_least_busy_keeps_waiting_on_the_pool_that_is_still_alive() -> None:
         return got
 
     assert run(main) == ("backup/spare", 2.0)
+
+
+def test_failover_waits_on_the_next_pool_when_the_first_is_a_dead_end() -> None:
+    async def main() -> tuple[str, float]:
+        llm = dead_pool()
+        backup = Pool("backup", [res("spare")])
+        kill(llm, "key-1")
+        llm.revoke("key-2")
+        busy = backup.try_acquire()
+        assert busy is not None
+        asyncio.get_running_loop().call_later(2.0, busy.release_now)
+        ctx = TaskContext([llm, backup], pool="llm")
+        lease = await ctx.acquire(algorithm={"name": "failover", "pools": ["llm", "backup"]})
+        got = f"{lease.pool.name}/{lease.resource.id}", now()
+        lease.release_now()
+        return got
+
+    assert run(main) == ("backup/spare", 2.0)

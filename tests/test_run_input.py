@@ -320,3 +320,14 @@ def test_the_recorded_position_never_runs_ahead_of_the_stored_pipelines() -> Non
     )
     assert report.state is RunState.SUCCEEDED
     assert store.records > 10  # the heartbeat wrote it many times along the way
+
+
+def test_an_input_that_cannot_be_opened_is_bad_input_naming_it(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "items.jsonl", [{"x": 1}])
+    source = read_rows(path)
+    path.unlink()
+    path.mkdir()  # gone between naming it and reading it (or unreadable to this user)
+    with pytest.raises(ConfigError) as refused:
+        source.check()
+    assert refused.value.field == "input"
+    assert str(path.name) in refused.value.message

@@ -209,7 +209,7 @@ def test_an_unknown_export_kind_names_results_among_the_choices(tmp_path: Path) 
     [
         (None, None),
         ({"calls": 2}, None),
-        ({"tokens": 9, "prompt_tokens": 1}, 9),
+        ({"tokens": 9, "total_tokens": 12}, 12),  # as pacing reads it
         ({"total_tokens": 12}, 12),
         ({"input_tokens": 3, "output_tokens": 4}, 7),
         ({"completion_tokens": 4}, 4),
@@ -281,3 +281,8 @@ def test_the_store_report_sums_the_usage_of_every_attempt_retries_included() -> 
     console = Console(width=120, record=True, color_system=None)
     console.print(render_run_text(summary))
     assert "Usage reported: 30 completion_tokens, 60 prompt_tokens" in console.export_text()
+
+
+def test_whole_token_counts_stay_whole() -> None:
+    tokens = tokens_of({"prompt_tokens": 8, "completion_tokens": 3})
+    assert (tokens, type(tokens)) == (11, int)

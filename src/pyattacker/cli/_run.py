@@ -29,9 +29,9 @@ from pyattacker.cli._run_progress import RunProgress
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
 from pyattacker.report._run import summarize
-from pyattacker.run import PipelineTemplate, Runner, RunReport, Task, pipeline
+from pyattacker.run import FileSource, PipelineTemplate, Runner, RunReport, Task, pipeline
 from pyattacker.run._input import FieldKey, not_read
-from pyattacker.run._sources import FORMATS, FileSource
+from pyattacker.run._sources import FORMATS
 from pyattacker.store import RunState
 
 __all__ = ["run_command"]
@@ -97,11 +97,9 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option(
     "--repeats",
-    default=1,
-    show_default=True,
     type=click.IntRange(min=1),
     metavar="K",
-    help="Pipelines per row (repeat indices 0..K-1).",
+    help="Pipelines per row (repeat indices 0..K-1) [default: 1; on --resume, the run's].",
 )
 @click.option("--key", "key_field", metavar="FIELD", help="Name each pipeline by this row field.")
 @click.option(
@@ -142,7 +140,7 @@ def run_command(
     resume: bool,
     pools_target: str | None,
     concurrency: int,
-    repeats: int,
+    repeats: int | None,
     key_field: str | None,
     fresh: bool,
     add_pipeline: bool,

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from pyattacker.errors import CodecError, ConfigError
-from pyattacker.run import Runner, read_rows
+from pyattacker.run import FileSource, Runner, read_rows
 from pyattacker.run._codecs import DEFAULT_CODECS
 from pyattacker.run._input import latest_input, not_read, resume_source
-from pyattacker.run._sources import FileSource, InputChanged
+from pyattacker.run._sources import InputChanged
 from pyattacker.store import SQLiteStore
 
 __all__ = ["Wanted", "duration", "pipelines_to_run", "rows_to_run"]
@@ -32,7 +32,7 @@ class Wanted:
         format: str | None,
         limit: int | None,
         key: str | None,
-        repeats: int,
+        repeats: int | None,
         changed: bool,
     ) -> None:
         self.path, self.format, self.limit, self.key = path, format, limit, key
@@ -43,26 +43,23 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
     """``(source, repeats, key field)`` to run, every row checked; on resume (``store``),
     checked against the input the store recorded. ``ConfigError`` names what is wrong."""
     record, runs = (None, None) if store is None else _recorded_input(store)
+    repeats, key = _naming(wanted, record)
     if wanted.path is not None:
         source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
         try:
-            _check_given(source, wanted, record)
+            _check_given(source, wanted, key, record)
         except BaseException:
             source.close()
             raise
-        return source, wanted.repeats, wanted.key
+        return source, repeats, key
     if runs == 0:  # e.g. the first run was killed while it created the store
         raise ConfigError(
             f"{store} records no run: there is nothing to resume",
             field="--resume",
             hint="pass --input FILE to read the rows",
         )
-    if record is None:
-        return None, wanted.repeats, wanted.key
-    changes_limit = wanted.limit is not None and wanted.limit != record.get("limit")
-    if record.get("exhausted") and not changes_limit:
-        return None, wanted.repeats, wanted.key
-    key = record.get("key")
+    if record is None or (record.get("exhausted") and not _changes_limit(wanted, record)):
+        return None, repeats, key
     if record.get("custom_key"):
         raise ConfigError(
             "the run's keys came from a key_of function: the command line cannot name them",
@@ -70,13 +67,40 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
             hint="resume it from Python with the same template.map(rows, key_of=...)",
         )
     reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key))
-    return reopened, int(record.get("repeats") or 1), key
+    return reopened, repeats, key
 
 
-def _check_given(source: FileSource, wanted: Wanted, record: Mapping[str, Any] | None) -> None:
-    """Check every row of ``--input``; on resume, that it is the recorded input (unless
-    ``--input-changed``): its first rows read must be the rows the store recorded."""
-    check = _row_check(source, wanted.key)
+def _naming(wanted: Wanted, record: Mapping[str, Any] | None) -> tuple[int, str | None]:
+    """``(repeats, key field)``: as the flags say, except on a resume of a recorded input
+    (without ``--input-changed``), which names its rows as the run did: a flag left out
+    takes the recorded value, and a ``--key`` other than the recorded one is refused (it
+    would name every row anew, so every row would run, and be paid for, again)."""
+    if record is None or wanted.changed:
+        return wanted.repeats or 1, wanted.key
+    recorded = record.get("key")
+    if wanted.key is not None and wanted.key != recorded:
+        named = "no --key" if recorded is None else f"--key {recorded}"
+        raise ConfigError(
+            f"the run named its rows with {named}: --key {wanted.key} would name every row "
+            "anew and run it again",
+            field="--key",
+            hint=f"leave --key out (or pass {named}), or use another store",
+        )
+    repeats = wanted.repeats if wanted.repeats is not None else record.get("repeats")
+    return int(repeats or 1), recorded
+
+
+def _changes_limit(wanted: Wanted, record: Mapping[str, Any]) -> bool:
+    return wanted.limit is not None and wanted.limit != record.get("limit")
+
+
+def _check_given(
+    source: FileSource, wanted: Wanted, key: str | None, record: Mapping[str, Any] | None
+) -> None:
+    """Check every row of ``--input`` (named by ``key``); on resume, that it is the
+    recorded input (unless ``--input-changed``): its first rows read must be the rows the
+    store recorded."""
+    check = _row_check(source, key)
     if record is None or wanted.changed:
         source.check(check)
         return

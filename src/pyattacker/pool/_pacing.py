@@ -46,7 +46,13 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pyattacker._usage import tokens_of
+
+if TYPE_CHECKING:  # both import this module
+    from pyattacker.pool._resource import Resource
+    from pyattacker.pool._slot import Slot
 
 __all__ = [
     "DAY_S",
@@ -64,13 +70,6 @@ __all__ = [
 
 DAY_S = 86_400.0
 _MINUTE_S = 60.0
-# Usage keys that give a call's tokens, first match wins; pairs are summed.
-_TOKEN_KEYS: tuple[tuple[str, ...], ...] = (
-    ("total_tokens",),
-    ("prompt_tokens", "completion_tokens"),
-    ("input_tokens", "output_tokens"),
-    ("tokens",),
-)
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(h|ms|us|µs|ns|m|s)", re.ASCII)
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -248,7 +247,7 @@ class Pacers:
     def __init__(self) -> None:
         self._by_key: dict[str, tuple[Limits, Pacer]] = {}
 
-    def attach(self, slots: Iterable[Any], pool: str) -> None:
+    def attach(self, slots: Iterable[Slot], pool: str) -> None:
         """Give every slot (``.resource``, ``.pacer``) of the pool its pacer, or None."""
         slots = list(slots)
         for slot in slots:
@@ -260,18 +259,18 @@ class Pacers:
             if slot.pacer is None and group is not None and f"group:{group}" in self._by_key:
                 slot.pacer = self._by_key[f"group:{group}"][1]
 
-    def check(self, resource: Any, pool: str) -> None:
+    def check(self, resource: Resource, pool: str) -> None:
         """``ConfigError`` if ``resource`` declares limits its quota group is already paced
         to otherwise; changes nothing."""
         limits = resource.limits
         if limits is not None:
             self._conflict(resource, limits, pool)
 
-    def _key(self, resource: Any) -> str:
+    def _key(self, resource: Resource) -> str:
         group = resource.quota_group
         return f"group:{group}" if group is not None else f"resource:{resource.id}"
 
-    def _pacer(self, resource: Any, limits: Limits, pool: str) -> Pacer:
+    def _pacer(self, resource: Resource, limits: Limits, pool: str) -> Pacer:
         key = self._key(resource)
         found = self._by_key.get(key)
         if found is not None and found[0] == limits:
@@ -281,7 +280,7 @@ class Pacers:
         self._by_key[key] = (limits, pacer)
         return pacer
 
-    def _conflict(self, resource: Any, limits: Limits, pool: str) -> None:
+    def _conflict(self, resource: Resource, limits: Limits, pool: str) -> None:
         from pyattacker.errors import ConfigError  # errors imports nothing of the pool
 
         group = resource.quota_group
@@ -310,19 +309,6 @@ def settle(
         seen = rate_limit_headers(headers)
         if seen:
             pacer.observe(now, seen)
-
-
-def tokens_of(usage: Mapping[str, Any] | None) -> float | None:
-    """The tokens a call spent, from the usage it reported (``total_tokens``, else
-    ``prompt_tokens + completion_tokens``, else ``input_tokens + output_tokens``, else
-    ``tokens``); None when it says nothing about tokens."""
-    if not usage:
-        return None
-    for keys in _TOKEN_KEYS:
-        numbers = [v for k in keys if isinstance(v := _finite(usage.get(k)), float)]
-        if len(numbers) == len(keys):
-            return sum(numbers)
-    return None
 
 
 def rest_for(seen: Mapping[str, float], unit: str, need: float) -> float | None:
@@ -381,12 +367,6 @@ def _number(value: object) -> float | None:
     except ValueError:
         return None
     return number if math.isfinite(number) and number >= 0 else None
-
-
-def _finite(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def _pairs(headers: object) -> Iterable[tuple[str, object]]:

@@ -371,6 +371,10 @@ class Pool(PoolPacing):
             held_s = self.clock.now() - lease.acquired_at
             self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)
+        if slot.pacer is not None and len(self._queue):
+            # A unit came back while its key rests (a member of its quota group spent the
+            # pace): no hand-over now, so its waiters need the notifier for that instant.
+            self._queue.arm_notifier()
         if not slot.active and hopeless(slot):
             self._queue.wake_all()  # its last lease is back: its waiters must hear it is over
 

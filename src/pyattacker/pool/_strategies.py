@@ -281,12 +281,14 @@ class Failover(AcquireAlgorithm):
 
     The walk is ``pools`` in the order given when the request's pool is among them, else
     the request's pool followed by ``pools``. The fallback runs ``then`` (any algorithm spec,
-    default ``wait``) on the *first* pool of the walk, with the call's selector and
-    timeout. If the fallback fails too, it raises the same kind of error (``AcquireTimeout``
-    or ``ResourceUnavailable``) with the reasons of every resource of every pool of the
-    walk, keyed ``"pool/resource"``. ``pools`` is a list of names (one name alone is
-    accepted); unknown ones raise ``PoolNotFound`` when acquiring. With no ``pools`` it is
-    one immediate try, then ``then``.
+    default ``wait``) on the *first* pool of the walk that is not a dead end (every resource
+    it has for the selector dead or revoked), with the call's selector and timeout; when
+    every pool is one, it raises ``NoUsableResource`` at once. If the fallback fails too,
+    it raises the same kind of error (``AcquireTimeout`` or ``ResourceUnavailable``) with
+    the reasons of every resource of every pool of the walk, keyed ``"pool/resource"``.
+    ``pools`` is a list of names (one name alone is accepted); unknown ones raise
+    ``PoolNotFound`` when acquiring. With no ``pools`` it is one immediate try, then
+    ``then``.
     """
 
     name: ClassVar[str] = "failover"
@@ -306,7 +308,7 @@ class Failover(AcquireAlgorithm):
             lease = request.try_acquire(pool)
             if lease is not None:
                 return lease
-        first = walk[0]
+        first = _not_dead_ends(request, walk)[0]  # waiting on a dead end would fail at once
         try:
             return await self._then.acquire(dataclasses.replace(request, pool=first))
         except NoUsableResource:

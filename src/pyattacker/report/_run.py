@@ -1,4 +1,4 @@
-"""The run report: what a store says happened, summed up (DESIGN.md §3, principle 4).
+"""The run report: what a store says happened, summed up (docs/run.md, "What the store holds").
 
 :func:`summarize` reads only ``store.runs()`` and ``store.rows(kind)``, so it works on any
 ``Store`` (memory or SQLite, a finished run or a live one opened read-only beside it) and
@@ -36,36 +36,39 @@ _THROTTLED = "rate_limit"
 
 
 def summarize(store: Store, *, errors: int = 5) -> dict[str, Any]:
-    """Everything the report prints, as plain JSON-ready values.
+    """Everything the report prints, as plain JSON-ready values. Keys:
 
-        Keys: ``store`` (its location); ``runs`` (oldest first: ``run_id``, ``state``,
-        ``started_at``/``ended_at`` epoch seconds, ``elapsed_s``, ``stop_reason``,
-        ``resumes``, and what :func:`pyattacker.store._liveness.run_view` adds: a run still
-        marked ``running`` whose process died shows ``state`` ``crashed`` with
-        ``crashed_because``, ``stored_state``, ``live``, ``consumed``, ``resume_command``);
-        ``pipelines`` (``total``, ``by_state``, ``interrupted_by_crash``: pipelines a dead run
-        left ``running``/``pending``, counted as ``interrupted`` — what a resume will record
-        and continue —, and ``failed_because``: the
-    ``errors`` most frequent errors that ended failed pipelines, each with ``error``,
-    ``count``, ``example_pipeline_id`` and ``example_keys``: the first five items it ended,
-    by key — the ``--key`` value, else the input row index); ``tasks`` (by name, in pipeline
-        order: ``succeeded``/``failed``/``interrupted`` task rows, ``attempts`` rows, and
-        ``duration_s`` = ``count``/``p50``/``p95``/``max`` over *every* attempt of the task,
-        failed ones included, ``None`` when there are none); ``attempts`` (``total``,
-        ``by_outcome``, ``by_error_class``, ``retries`` and ``retry_wait_s`` — the decisions that
-        said "try again" and the delays they chose —, ``decisions`` by reason, ``by_resource``:
-        per ``pool/resource`` the attempts that leased it, by outcome, and ``throttled``;
-        ``usage``: what every attempt reported with ``lease.report(usage=...)``, summed by
-        name); ``errors`` (the ``errors`` most frequent failed-attempt messages: ``error_class``,
-        ``message``, ``count``, ``gave_up`` — how many of them ended their task —, ``tasks``,
-        ``example_pipeline_id``) and ``errors_distinct``; ``events`` by kind; ``steps``:
-        per run that recorded it (a run records it when it ends), the steps it took from
-        the store (``reused``) and the steps it ran (``ran``), ``{run_id: {...}}`` oldest
-        first; ``pacing``
-        (:func:`pacing_summary`: per paced ``pool/resource``, its limits and how it was paced).
+    - ``store``: its location.
+    - ``runs``, oldest first: ``run_id``, ``state``, ``started_at``/``ended_at`` (epoch
+      seconds), ``elapsed_s``, ``stop_reason``, ``resumes``, and what
+      :func:`pyattacker.store._liveness.run_view` adds: a run still marked ``running``
+      whose process died shows ``state`` ``crashed``, with ``crashed_because``,
+      ``stored_state``, ``live``, ``consumed`` and ``resume_command``.
+    - ``pipelines``: ``total``, ``by_state``, ``interrupted_by_crash`` (pipelines a dead run
+      left ``running``/``pending``, counted as ``interrupted``: what a resume will record
+      and continue) and ``failed_because``: the ``errors`` most frequent errors that ended
+      failed pipelines, each with ``error``, ``count``, ``example_pipeline_id`` and
+      ``example_keys`` (the first five items it ended, by key: the ``--key`` value, else
+      the input row index).
+    - ``tasks``, by name in pipeline order: ``succeeded``/``failed``/``interrupted`` task
+      rows, ``attempts`` rows, and ``duration_s`` = ``count``/``p50``/``p95``/``max`` over
+      *every* attempt of the task, failed ones included (``None`` when there are none).
+    - ``attempts``: ``total``, ``by_outcome``, ``by_error_class``, ``retries`` and
+      ``retry_wait_s`` (the decisions that said "try again" and the delays they chose),
+      ``decisions`` by reason, ``by_resource`` (per ``pool/resource`` the attempts that
+      leased it, by outcome, and ``throttled``) and ``usage`` (what every attempt reported
+      with ``lease.report(usage=...)``, summed by name).
+    - ``errors``: the ``errors`` most frequent failed-attempt messages (``error_class``,
+      ``message``, ``count``, ``gave_up``: how many of them ended their task, ``tasks``,
+      ``example_pipeline_id``), and ``errors_distinct``.
+    - ``events`` by kind.
+    - ``steps``: ``{run_id: {"reused": n, "ran": m}}`` for each run that recorded it (a run
+      does when it ends): the steps it took from the store and the steps it ran.
+    - ``pacing``: :func:`pacing_summary`, per paced ``pool/resource`` its limits and how it
+      was paced.
 
-        Counters are ordered by count, largest first. Raises ``ConfigError`` (field
-        ``errors``) for a negative ``errors``; whatever the store raises passes through.
+    Counters are ordered by count, largest first. Raises ``ConfigError`` (field
+    ``errors``) for a negative ``errors``; whatever the store raises passes through.
     """
     if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
         raise ConfigError(f"must be an integer >= 0, got {errors!r}", field="errors")

@@ -21,6 +21,7 @@ from pyattacker.errors import CodecError, ConfigError
 from pyattacker.pool import Pool
 from pyattacker.run._codecs import CodecRegistry
 from pyattacker.run._commit import Committer
+from pyattacker.run._input import Tracked
 from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
 from pyattacker.run._reuse import StepReuse
 from pyattacker.run._scrub import Scrubber
@@ -87,7 +88,7 @@ class Admission(StepReuse):
     _live: dict[str, asyncio.Task[None]]
     _live_seeds: dict[str, str]
     _ordinal: int
-    _input: Any  # an InputTracker (pyattacker.run._input), or None: input not recorded
+    tracker: Tracked | None  # follows the run's input (None: not recorded)
 
     @property
     def stopping(self) -> bool:
@@ -119,9 +120,9 @@ class Admission(StepReuse):
                 specs_of_chunk = [i for i in chunk if isinstance(i, PipelineSpec)]
                 _refuse_key_clash(specs_of_chunk)  # before any of the chunk starts
                 self._admit_chunk(specs_of_chunk)
-                if self._input is not None and isinstance(chunk[-1], PipelineSpec):
+                if self.tracker is not None and isinstance(chunk[-1], PipelineSpec):
                     # Staged, all of them: their rows count as read (at the next flush).
-                    self._input.admitted(chunk[-1])
+                    self.tracker.admitted(chunk[-1])
             # A failing input ends admission; what was admitted finishes (Runner raises after).
             if resume and not self.stopping and self.input_error is None:
                 await self._admit_stored(templates)

@@ -1,11 +1,11 @@
 """Group commit: many pipelines' checkpoints in one transaction, history written behind.
 
-DESIGN.md §7: after each successful task, the artifact, the task row and the pipeline's
-cursor are committed before the pipeline's next task starts. One transaction per task would
-make the disk the bottleneck, so a pipeline *stages* its checkpoint and awaits the flush
-that carries it; every checkpoint staged during one turn of the event loop shares that
-flush. Under load the batches grow by themselves: while one pipeline waits for its commit,
-the others finish their tasks and stage theirs.
+The promise (docs/run.md): after each successful task, the artifact, the task row and the
+pipeline's cursor are committed before the pipeline's next task starts. One transaction
+per task would make the disk the bottleneck, so a pipeline *stages* its checkpoint and
+awaits the flush that carries it; every checkpoint staged during one turn of the event
+loop shares that flush. Under load the batches grow by themselves: while one pipeline
+waits for its commit, the others finish their tasks and stage theirs.
 
 History (attempt rows, events) is written behind: it rides along with the next flush, or
 is flushed on its own when ``history_batch`` rows are waiting or at the Runner's heartbeat

@@ -13,7 +13,7 @@ The promises (each pinned by a test in ``tests/test_run_runner.py``):
 - A task never holds a lease after it ends: ``reclaim_now()`` runs in the attempt's
   ``finally``, before anything about the attempt is recorded; a leak is an event
   (``lease.leaked``) or, under ``strict_leases``, the attempt's failure.
-- Durability (DESIGN.md §7): a pipeline starts task ``k + 1`` only after the artifact, task
+- Durability (docs/run.md): a pipeline starts task ``k + 1`` only after the artifact, task
   row and cursor of task ``k`` are committed (``Committer``, group commit).
 - Every attempt is recorded with the retry decision taken after it; a successful one with
   ``{"retry": false, "reason": "ok"}``.
@@ -44,6 +44,7 @@ from pyattacker.pool import Pool, PoolEvent, TaskContext
 from pyattacker.run._admission import Admission, Job, Settings
 from pyattacker.run._codecs import CodecRegistry, artifact_digest
 from pyattacker.run._commit import Committer
+from pyattacker.run._input import Tracked
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
@@ -112,7 +113,7 @@ class Execution(Admission):
         scrubber: Scrubber,
         fresh: bool = False,
         held_templates: frozenset[str] | None = None,
-        tracker: Any = None,
+        tracker: Tracked | None = None,
     ) -> None:
         self.run_id = run_id
         self._store = store
@@ -137,7 +138,7 @@ class Execution(Admission):
         self.stop_reason: str | None = None
         self.failures: list[dict[str, Any]] = []
         self.input_error: BaseException | None = None
-        self._input: Any = tracker  # the InputTracker of a recorded input, or None
+        self.tracker = tracker
 
     # -- stopping -------------------------------------------------------------------------
 

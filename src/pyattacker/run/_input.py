@@ -33,9 +33,11 @@ from pyattacker.run._sources import FileSource, InputChanged, read_rows
 from pyattacker.store import RunRow
 
 __all__ = [
+    "CarriedInput",
     "FieldKey",
     "InputTracker",
     "IterableSource",
+    "Tracked",
     "latest_input",
     "not_read",
     "resume_source",
@@ -168,6 +170,10 @@ class CarriedInput:
 
     def admitted(self, last: PipelineSpec) -> None:
         """Other specs than the input's: they read nothing of it."""
+
+
+#: What follows a run's input for it: a tracked source, or a finished record carried over.
+Tracked = InputTracker | CarriedInput
 
 
 def latest_input(runs: Iterable[RunRow]) -> Mapping[str, Any] | None:

@@ -22,14 +22,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyattacker.clock import epoch_time
 from pyattacker.errors import ConfigError
+from pyattacker.run._commit import Committer
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
 from pyattacker.store import PipelineRow, PipelineState, RowKind, Store, Superseded
+
+if TYPE_CHECKING:  # the Admission that inherits StepReuse defines Job
+    from pyattacker.run._admission import Job
 
 __all__ = ["StepReuse", "check_known", "known_names", "reusable_steps"]
 
@@ -114,7 +118,7 @@ class StepReuse:
     # is refused (see check_known). None: no such check (not a resume, or add_pipeline).
     held_templates: frozenset[str] | None
     _store: Store
-    _commit: Any
+    _commit: Committer
     _live: dict[str, Any]
 
     def _check_held(self, template: PipelineTemplate) -> None:
@@ -131,7 +135,7 @@ class StepReuse:
 
     def _revisit_job(
         self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
-    ) -> Any:
+    ) -> Job | None:
         """The job that reruns ``stored`` from its first changed step (every step when
         fresh); its superseded task rows move to the history with the new cursor."""
         pid = stored.pipeline_id
@@ -177,7 +181,7 @@ class StepReuse:
                         job.prior = prior.get(row.pipeline_id)
                         self._start(job)
 
-    def _job_for(self, template: PipelineTemplate, row: PipelineRow) -> Any:
+    def _job_for(self, template: PipelineTemplate, row: PipelineRow) -> Job | None:
         if self._revisits(template, row):
             return self._revisit_job(template, row)
         return self._resume_job(template, row)
@@ -204,12 +208,12 @@ class StepReuse:
     async def _wait_room(self) -> int:
         raise NotImplementedError
 
-    def _start(self, job: Any) -> None:
+    def _start(self, job: Job) -> None:
         raise NotImplementedError
 
     def _resume_job(
         self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
-    ) -> Any:
+    ) -> Job | None:
         raise NotImplementedError
 
     def _load(self, pipeline_id: str, seq: int) -> tuple[Any, str, str | None]:

@@ -44,6 +44,7 @@ from pyattacker.run._input import (
     CarriedInput,
     FieldKey,
     InputTracker,
+    Tracked,
     latest_input,
     resume_source,
 )
@@ -279,7 +280,7 @@ class Runner:
     def _begin(
         self,
         store: Store,
-        tracker: Any,
+        tracker: Tracked | None,
         *,
         resume: bool,
         fresh: bool,
@@ -331,7 +332,7 @@ class Runner:
         for data in pacing_events(self._pools.values(), paced_before):
             execution._event("pool.pacing", None, None, data)
 
-    def _input_of(self, specs: Any, *, resume: bool) -> tuple[Any, Any]:
+    def _input_of(self, specs: Any, *, resume: bool) -> tuple[Any, Tracked | None]:
         """``(specs, tracker)``: a template alone on resume reads the recorded input on
         (see ``run_async``); ``template.map(rows)`` is tracked; anything else is not."""
         from pyattacker.run._pipeline import PipelineTemplate
@@ -362,7 +363,7 @@ class Runner:
 
     def _end(self, execution: Execution, committer: Committer, store: Store) -> RunReport:
         counters = self._counters
-        tracker = execution._input
+        tracker = execution.tracker
         reason = execution.stop_reason
         if reason is None and execution.input_error is not None:
             reason = f"the input failed after {counters.admitted} pipelines"

@@ -250,7 +250,12 @@ class FileSource:
     def _raw(self, rows: int, offset: int) -> Iterator[Raw]:
         """Rows from index ``rows`` (at byte ``offset`` for the line formats), to the limit."""
         reader = {"jsonl": _jsonl, "csv": _csv, "parquet": _parquet}[self.format]
-        with self._open() as stream:
+        try:
+            opened = self._open()
+        except OSError as exc:  # unreadable to this user, or gone since it was named
+            why = exc.strerror or type(exc).__name__
+            raise ConfigError(f"cannot read {self.name}: {why}", field="input") from exc
+        with opened as stream:
             found = reader(stream, rows, offset, self.name)
             if self.limit is not None:  # not one row more: a bad row past the limit is fine
                 found = itertools.islice(found, max(0, self.limit - rows))

@@ -2,7 +2,7 @@
 
 A resource's factory may hand tasks the official ``openai`` SDK's client, which retries
 429s, 5xx answers and broken connections twice by default, inside one call. Behind a
-task's retry policy that is hidden work (DESIGN.md §3, principle 5): the retries are not
+task's retry policy that is hidden work: the retries are not
 recorded as attempts, their waits land in the measured latency, and ``retry=None`` stops
 meaning one attempt. The pool builds clients without knowing any policy; the Runner knows
 each task's. So after each attempt, the first time a task has leased a resource, its

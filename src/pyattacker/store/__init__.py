@@ -1,4 +1,4 @@
-"""The durable record of a run (DESIGN.md §7): what the Runner writes, what readers read.
+"""The durable record of a run (docs/run.md): what the Runner writes, what readers read.
 
 * :class:`Store` — the protocol: ``begin_run``/``write``/``end_run`` for the Runner,
   ``unfinished``/``pipeline``/``artifact`` to resume, ``rows`` for readers.

@@ -33,7 +33,7 @@ def judged_runs(store: Store, *, now: float | None = None) -> list[tuple[RunRow,
     running = [r for r in runs if r.state == RunState.RUNNING]
     held: bool | None = None
     if running:
-        held = lock_held(store)
+        held = store.lock_held()
         if held is False:
             again = {r.run_id: r for r in store.runs()}
             runs = [again.get(r.run_id, r) if r.state == RunState.RUNNING else r for r in runs]
@@ -43,12 +43,6 @@ def judged_runs(store: Store, *, now: float | None = None) -> list[tuple[RunRow,
     return [
         (r, judge_here(r, now=at, lock_held=held, stale_after_s=stale, host=host)) for r in runs
     ]
-
-
-def lock_held(store: Store) -> bool | None:
-    """The store's answer to "is a writer lock held?", None for a store that has none."""
-    ask = getattr(store, "lock_held", None)
-    return ask() if callable(ask) else None
 
 
 def run_views(store: Store, *, now: float | None = None) -> list[dict[str, Any]]:

@@ -12,8 +12,8 @@ others answer?"), built from the stored rows; nothing is stored for it. Each row
 - ``step``: the step it stopped at (None once succeeded), ``error_class`` and ``error``;
 - ``attempts``: every attempt of every step, ``usage``: what they reported with
   ``lease.report(usage=...)``, summed by key (None if nothing), and ``tokens``: the tokens
-  among it (``tokens``, else ``total_tokens``, else input + output or prompt + completion
-  tokens; None when usage names none).
+  among it, read as pacing reads them (``pyattacker._usage.tokens_of``; None when usage
+  names none).
 
 Cost: one pass over the attempts and one over the task rows (a small tally per pipeline
 in memory), then the pipelines streamed with two artifact lookups each.
@@ -26,14 +26,13 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pyattacker._usage import tokens_of
 from pyattacker.store._protocol import Store
 from pyattacker.store._rows import ArtifactRow, RowKind
 
 __all__ = ["item_key", "readable_value", "results", "tokens_of"]
 
 Row = dict[str, Any]
-
-_TOKEN_PAIRS = (("input_tokens", "output_tokens"), ("prompt_tokens", "completion_tokens"))
 
 
 def item_key(pipeline: Mapping[str, Any] | Any) -> Any:
@@ -44,19 +43,6 @@ def item_key(pipeline: Mapping[str, Any] | Any) -> Any:
         found = get(name)
         if found is not None:
             return found
-    return None
-
-
-def tokens_of(usage: Mapping[str, float] | None) -> float | None:
-    """The tokens a summed ``usage`` names (see the module docstring), or None."""
-    if not usage:
-        return None
-    for name in ("tokens", "total_tokens"):
-        if name in usage:
-            return usage[name]
-    for first, second in _TOKEN_PAIRS:
-        if first in usage or second in usage:
-            return usage.get(first, 0) + usage.get(second, 0)
     return None
 
 

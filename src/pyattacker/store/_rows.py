@@ -1,7 +1,7 @@
 """The rows of the durable record: plain values, the contract between the Runner (which
 writes them) and every ``Store`` (which keeps them).
 
-One table per kind (DESIGN.md §7). Times named ``*_at`` are epoch seconds (wall clock, for
+One table per kind (docs/run.md). Times named ``*_at`` are epoch seconds (wall clock, for
 people and for correlating with other logs); ``duration_s`` is measured on the run's
 monotonic ``Clock``. JSON-shaped fields (``data``, ``decision``, ``spec``, ``config``)
 hold plain ``dict``/``list`` values that ``json.dumps`` accepts; secrets are masked by the

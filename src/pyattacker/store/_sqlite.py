@@ -1,4 +1,4 @@
-"""``SQLiteStore``: the durable record in one SQLite file (stdlib ``sqlite3``; DESIGN.md §7).
+"""``SQLiteStore``: the durable record in one SQLite file (stdlib ``sqlite3``).
 
 Why stdlib ``sqlite3`` and no ORM: the write path is a handful of prepared statements run
 with ``executemany`` inside one explicit transaction per batch, and that is all an ORM
