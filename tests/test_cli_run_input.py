@@ -289,3 +289,27 @@ def test_an_incomplete_run_prints_the_command_that_finishes_it(
     assert "incomplete" in text
     assert "7 of 10 rows not read" in text
     assert text.endswith(again)
+
+
+def test_a_resume_with_input_but_without_key_keeps_the_recorded_key_and_reruns_nothing(
+    project: Path,
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--key", "id") == 0
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--resume") == 0
+    with _store(project) as store:
+        assert store.count_by_state() == {"succeeded": 30}  # not 30 more, named by row index
+    assert sorted(_effects(project).values()) == [1] * 30  # no row paid for twice
+
+
+def test_a_resume_naming_its_rows_by_another_key_is_refused_and_writes_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "s.db") == 0  # named by row index
+    before = _digest(project / "s.db")
+    capsys.readouterr()
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--resume", "--key", "id") == 2
+    err = capsys.readouterr().err
+    assert "error: --key:" in err
+    assert "row index" in err
+    assert _digest(project / "s.db") == before
+    assert sorted(_effects(project).values()) == [1] * 30

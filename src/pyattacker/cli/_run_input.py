@@ -44,6 +44,10 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
     checked against the input the store recorded. ``ConfigError`` names what is wrong."""
     record, runs = (None, None) if store is None else _recorded_input(store)
     if wanted.path is not None:
+        if wanted.key is None and record is not None:
+            # The store names its rows by the recorded key: without it every row would be
+            # a new pipeline, and the finished ones would run again.
+            wanted.key = record.get("key")
         source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
         try:
             _check_given(source, wanted, record)

@@ -44,6 +44,7 @@ from pyattacker.run._input import (
     CarriedInput,
     FieldKey,
     InputTracker,
+    check_same_keys,
     latest_input,
     resume_source,
 )
@@ -241,7 +242,7 @@ class Runner:
         names = known_names(specs)
         if held is not None and names is not None:  # before anything is written
             check_known(names, held, store.location)
-        specs, tracker = self._input_of(specs, resume=resume)
+        specs, tracker = self._input_of(specs, resume=resume, add_pipeline=add_pipeline)
         execution, committer, taken_over = self._begin(
             store, tracker, resume=resume, fresh=fresh, held=held
         )
@@ -331,15 +332,20 @@ class Runner:
         for data in pacing_events(self._pools.values(), paced_before):
             execution._event("pool.pacing", None, None, data)
 
-    def _input_of(self, specs: Any, *, resume: bool) -> tuple[Any, Any]:
+    def _input_of(self, specs: Any, *, resume: bool, add_pipeline: bool) -> tuple[Any, Any]:
         """``(specs, tracker)``: a template alone on resume reads the recorded input on
-        (see ``run_async``); ``template.map(rows)`` is tracked; anything else is not."""
+        (see ``run_async``); ``template.map(rows)`` is tracked, and on resume must name its
+        rows as the recorded run did; anything else is not tracked."""
         from pyattacker.run._pipeline import PipelineTemplate
 
         specs, tracker = InputTracker.of(specs)
-        if tracker is not None or not resume:
+        if not resume:
             return specs, tracker
         record = latest_input(self.store.runs())
+        if tracker is not None:
+            if not add_pipeline:
+                check_same_keys(tracker, record)
+            return specs, tracker
         if record is None:
             return specs, None
         if record.get("exhausted") or not isinstance(specs, PipelineTemplate):
