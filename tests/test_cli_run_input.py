@@ -165,6 +165,17 @@ def test_a_resume_of_a_store_that_records_no_run_is_refused(
     assert "records no run" in capsys.readouterr().err
 
 
+def test_a_resume_of_an_empty_store_file_is_refused_never_a_success_with_no_rows(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "s.db").write_bytes(b"")  # a first run killed before the schema was written
+    assert _run("--store", "s.db", "--resume") == 2
+    assert "records no run" in capsys.readouterr().err
+    assert (project / "s.db").read_bytes() == b""
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--resume") == 0  # the fix
+    assert sorted(_effects(project).values()) == [1] * 30
+
+
 def test_a_bad_row_past_the_limit_is_never_read(project: Path) -> None:
     with (project / "items.jsonl").open("a") as items:
         items.write("{not json\n")

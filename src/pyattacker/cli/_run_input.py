@@ -6,7 +6,9 @@ writing (a refusal writes nothing).
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from pyattacker.run._codecs import DEFAULT_CODECS
 from pyattacker.run._input import latest_input, not_read, resume_source
 from pyattacker.run._sources import FileSource, InputChanged
 from pyattacker.store import SQLiteStore
+from pyattacker.store._schema import user_version
 
 __all__ = ["Wanted", "duration", "pipelines_to_run", "rows_to_run"]
 
@@ -101,12 +104,27 @@ def _recorded_input(store: Path) -> tuple[Mapping[str, Any] | None, int | None]:
     try:
         reader = SQLiteStore(store, read_only=True)
     except ConfigError:
+        if _no_schema(store):  # a first run killed before it wrote the schema
+            return None, 0
         return None, None  # an older schema, without records: the writer upgrades it
     try:
         runs = reader.runs()
         return latest_input(runs), len(runs)
     finally:
         reader.close()
+
+
+def _no_schema(store: Path) -> bool:
+    """Whether ``store`` is a SQLite file with no schema yet (empty, say), read without
+    writing; False when it cannot tell (not SQLite: the writer refuses it)."""
+    try:
+        with closing(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return (
+                user_version(conn) == 0
+                and not conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+            )
+    except sqlite3.Error:
+        return False
 
 
 def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any, str], None]:
