@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable
@@ -207,7 +208,8 @@ def _execute(
     with Runner(
         path,
         pools=pools,
-        command=again,
+        # recorded for readers, who may be elsewhere: from the folder the paths are relative to
+        command=f"cd {shlex.quote(os.getcwd())} && {again}",
         **runner_settings,
     ) as runner:
         total = pipelines_to_run(source, repeats, runner)
