@@ -113,7 +113,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 @click.option(
     "--add-pipeline",
     is_flag=True,
-    help="Add this pipeline to a store that holds pipelines of another one.",
+    help="Add this pipeline to a store that holds pipelines of another one (implies --resume).",
 )
 @click.option(
     "--limit",
@@ -153,7 +153,8 @@ def run_command(
     as_json: bool,
 ) -> int:
     """Run a pipeline over every row of a file (or stdin), with a durable record."""
-    resume = resume or fresh
+    # --add-pipeline asks to add to an existing store: continuing it, as --fresh does
+    resume = resume or fresh or (add_pipeline and store is not None and Path(store).is_file())
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
