@@ -324,3 +324,17 @@ def test_a_resume_naming_its_rows_by_another_key_is_refused_and_writes_nothing(
     assert "row index" in err
     assert _digest(project / "s.db") == before
     assert sorted(_effects(project).values()) == [1] * 30
+
+
+def test_a_row_without_the_recorded_key_names_the_recorded_key_not_a_flag_never_given(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--key", "id") == 0
+    _write(project / "other.jsonl", [{"name": "x"}])
+    capsys.readouterr()
+    args = ("--input", "other.jsonl", "--store", "s.db", "--resume", "--input-changed")
+    assert _run(*args) == 2
+    err = capsys.readouterr().err
+    assert "has no field 'id'" in err
+    assert "first run's --key" in err
+    assert "leave --key out" not in err

@@ -40,6 +40,7 @@ class Wanted:
     ) -> None:
         self.path, self.format, self.limit, self.key = path, format, limit, key
         self.repeats, self.changed = repeats, changed
+        self.key_recorded = False  # the key is the store's, not a --key given
 
 
 def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, int, str | None]:
@@ -50,7 +51,7 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
         if wanted.key is None and record is not None:
             # The store names its rows by the recorded key: without it every row would be
             # a new pipeline, and the finished ones would run again.
-            wanted.key = record.get("key")
+            wanted.key, wanted.key_recorded = record.get("key"), True
         source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
         try:
             _check_given(source, wanted, record)
@@ -76,14 +77,15 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
             field="--resume",
             hint="resume it from Python with the same template.map(rows, key_of=...)",
         )
-    reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key))
+    each = _row_check(None, key, recorded=True)
+    reopened = resume_source(record, limit=wanted.limit, each=each)
     return reopened, int(record.get("repeats") or 1), key
 
 
 def _check_given(source: FileSource, wanted: Wanted, record: Mapping[str, Any] | None) -> None:
     """Check every row of ``--input``; on resume, that it is the recorded input (unless
     ``--input-changed``): its first rows read must be the rows the store recorded."""
-    check = _row_check(source, wanted.key)
+    check = _row_check(source, wanted.key, recorded=wanted.key_recorded)
     if record is None or wanted.changed:
         source.check(check)
         return
@@ -127,10 +129,17 @@ def _no_schema(store: Path) -> bool:
         return False
 
 
-def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any, str], None]:
+def _row_check(
+    source: FileSource | None, key: str | None, *, recorded: bool = False
+) -> Callable[[int, Any, str], None]:
     """The check of each row: it can be stored as the seed (no NaN: JSON has none), and
     its ``key`` field is there and unique."""
     name = "the input" if source is None else source.name
+    fix = "or leave --key out"
+    if recorded:
+        fix = (
+            f"as the store names its rows by {key!r} (the first run's --key); or use another store"
+        )
     keys: dict[str, str] = {}
 
     def check(index: int, row: Any, where: str) -> None:
@@ -148,14 +157,14 @@ def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any
             raise ConfigError(
                 f"{where} of {name} has no field {key!r}",
                 field="--key",
-                hint="every row needs the key field, or leave --key out",
+                hint=f"every row needs the key field, {fix}",
             )
         value = str(row[key])
         if value in keys:
             raise ConfigError(
                 f"{where} of {name} has key {value!r}, like {keys[value]}",
                 field="--key",
-                hint="keys must be unique per row: fix the input, or leave --key out",
+                hint=f"keys must be unique per row: fix the input, {fix}",
             )
         keys[value] = where
 
