@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shlex
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -338,3 +340,25 @@ def test_a_row_without_the_recorded_key_names_the_recorded_key_not_a_flag_never_
     assert "has no field 'id'" in err
     assert "first run's --key" in err
     assert "leave --key out" not in err
+
+
+def test_the_command_printed_after_a_stop_on_failures_does_continue_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """q17 of the example fails every time, in its first (local) step: with
+    --stop-after-failures 1 kept, the printed command retried it first and stopped again
+    at once, every time, leaving 33 items interrupted for ever."""
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "eval", tmp_path / "eval")
+    monkeypatch.chdir(tmp_path / "eval")
+    args = ["run", "pipeline.py:evaluation", "--input", "items.jsonl"]
+    args += ["--pools", "pipeline.py:pools", "--key", "id", "--store", "s.db"]
+    first = [*args, "--stop-after-failures", "1"]
+    monkeypatch.setattr(sys, "argv", ["pyattacker", *first])  # as from the shell
+    assert run_cli(first) == 130
+    err = capsys.readouterr().err
+    command = err.split("Continue with:\n", 1)[1].strip().splitlines()[0]
+    words = shlex.split(command)
+    assert words[:2] == ["pyattacker", "run"]
+    assert run_cli(words[1:]) == 1  # q17 failed again; every other item succeeded
+    with SQLiteStore(tmp_path / "eval" / "s.db", read_only=True) as store:
+        assert store.count_by_state() == {"failed": 1, "succeeded": 49}

@@ -410,11 +410,31 @@ def _outcome(report: RunReport, path: Path, again: str) -> str:
         )
     if report.resume_hint is not None:
         why = f" ({report.stop_reason})" if report.stop_reason else ""
+        if (report.stop_reason or "").startswith("stop_after_failures"):
+            # Kept, the flag stops the resume again as soon as the failed ones fail again
+            # (they are retried first): the command would never continue the run.
+            again = _without(again, "--stop-after-failures")
+            why += " — the command below retries the failed ones without that limit"
         return f"{head}\nInterrupted{why}; every finished task is kept. Continue with:\n  {again}"
     lines = [head, f"Recorded in {path}: pyattacker report {path}"]
     if by_state.get("failed"):
         lines.append(f"Retry the failed ones from their last checkpoint: {again}")
     return "\n".join(lines)
+
+
+def _without(command: str, flag: str) -> str:
+    """``command`` without ``flag`` and its value (``--flag V`` or ``--flag=V``)."""
+    words = shlex.split(command)
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == flag:
+            skip = True
+        elif not word.startswith(flag + "="):
+            kept.append(word)
+    return shlex.join(kept)
 
 
 def _took(seconds: float) -> str:
