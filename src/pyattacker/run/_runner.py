@@ -49,9 +49,10 @@ from pyattacker.run._input import (
     resume_source,
 )
 from pyattacker.run._pacing import PacingTotals, pacing_events, pacing_totals
-from pyattacker.run._reuse import check_known, known_names
+from pyattacker.run._reuse import check_known, known_names, template_of
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
+from pyattacker.run._vendor import check_captured_clients
 from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
 
 __all__ = ["Runner"]
@@ -242,6 +243,9 @@ class Runner:
         names = known_names(specs)
         if held is not None and names is not None:  # before anything is written
             check_known(names, held, store.location)
+        template = template_of(specs)
+        if template is not None:  # before anything is written
+            check_captured_clients(template.tasks)
         specs, tracker = self._input_of(specs, resume=resume, add_pipeline=add_pipeline)
         execution, committer, taken_over = self._begin(
             store, tracker, resume=resume, fresh=fresh, held=held
