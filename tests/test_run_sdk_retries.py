@@ -8,11 +8,13 @@ so the requests the server saw are exactly the attempts the store recorded.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_server_helpers import serve
+from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool, Resource, TaskContext
 from pyattacker.run import pipeline, task
@@ -100,3 +102,26 @@ def test_a_task_reaching_a_retrying_sdk_client_outside_its_lease_is_refused_up_f
     from pyattacker.run._vendor import captured_client
 
     assert captured_client(ask_captured.fn) == ("_CAPTURED", _CAPTURED)
+
+
+def test_the_cli_refuses_such_a_task_with_exit_2_and_creates_no_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.py").write_text(
+        "from openai import AsyncOpenAI\n"
+        "from pyattacker import Pool, Resource, TaskContext, pipeline, task\n"
+        "CLIENT = AsyncOpenAI(base_url='http://127.0.0.1:9/v1', api_key='sk-unused')\n"
+        "pools = [Pool('llm', [Resource.create('openai', id='k')])]\n"
+        "@task('ask', resource='llm')\n"
+        "async def ask(row: dict, ctx: TaskContext) -> str:\n"
+        "    async with ctx.acquire():\n"
+        "        reply = await CLIENT.models.list()\n"
+        "        return str(reply)\n"
+        "job = pipeline('job', ask)\n"
+    )
+    (tmp_path / "items.jsonl").write_text('{"q": 1}\n')
+    args = ["run", "job.py:job", "--input", "items.jsonl", "--pools", "job.py:pools"]
+    assert run_cli([*args, "--store", "s.db"]) == 2
+    assert "error: task: task 'ask' calls CLIENT" in capsys.readouterr().err
+    assert not (tmp_path / "s.db").exists()

@@ -33,6 +33,7 @@ from pyattacker.report._run import summarize
 from pyattacker.run import PipelineTemplate, Runner, RunReport, Task, pipeline
 from pyattacker.run._input import FieldKey, not_read
 from pyattacker.run._sources import FORMATS, FileSource
+from pyattacker.run._vendor import check_captured_clients
 from pyattacker.store import RunState
 
 __all__ = ["run_command"]
@@ -158,6 +159,7 @@ def run_command(
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
+    check_captured_clients(template.tasks)  # before the store is created
     stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(
