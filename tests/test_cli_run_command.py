@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,14 @@ def test_key_names_each_pipeline_by_a_row_field(project: Path) -> None:
     with SQLiteStore(project / "eval.db", read_only=True) as store:
         keys = sorted(int(p["key"]) for p in store.rows(RowKind.PIPELINES))
     assert keys == list(range(20))
+
+
+def test_the_recorded_resume_command_works_from_any_folder(project: Path) -> None:
+    """`pyattacker report` may run elsewhere; the command it shows must still resume."""
+    assert _run("--input", "items.jsonl", "--store", "eval.db") == 0
+    with SQLiteStore(project / "eval.db", read_only=True) as store:
+        command = store.runs()[0].config["command"]
+    folder, _, rest = command.partition(" && ")
+    assert shlex.split(folder) == ["cd", str(project)]
+    assert rest.startswith("pyattacker run ")
+    assert rest.endswith("--store eval.db --resume")

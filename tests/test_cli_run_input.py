@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shlex
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -165,6 +167,17 @@ def test_a_resume_of_a_store_that_records_no_run_is_refused(
     assert "records no run" in capsys.readouterr().err
 
 
+def test_a_resume_of_an_empty_store_file_is_refused_never_a_success_with_no_rows(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "s.db").write_bytes(b"")  # a first run killed before the schema was written
+    assert _run("--store", "s.db", "--resume") == 2
+    assert "records no run" in capsys.readouterr().err
+    assert (project / "s.db").read_bytes() == b""
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--resume") == 0  # the fix
+    assert sorted(_effects(project).values()) == [1] * 30
+
+
 def test_a_bad_row_past_the_limit_is_never_read(project: Path) -> None:
     with (project / "items.jsonl").open("a") as items:
         items.write("{not json\n")
@@ -307,3 +320,63 @@ def test_a_resume_with_the_input_names_its_rows_as_the_run_did(
         assert store.count_pipelines() == 60
     effects = _effects(project)
     assert {row for row, n in effects.items() if n > 2} == {"2"}  # only the failed one again
+
+
+def test_a_resume_with_input_but_without_key_keeps_the_recorded_key_and_reruns_nothing(
+    project: Path,
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--key", "id") == 0
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--resume") == 0
+    with _store(project) as store:
+        assert store.count_by_state() == {"succeeded": 30}  # not 30 more, named by row index
+    assert sorted(_effects(project).values()) == [1] * 30  # no row paid for twice
+
+
+def test_a_resume_naming_its_rows_by_another_key_is_refused_and_writes_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "s.db") == 0  # named by row index
+    before = _digest(project / "s.db")
+    capsys.readouterr()
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--resume", "--key", "id") == 2
+    err = capsys.readouterr().err
+    assert "error: --key:" in err
+    assert "row index" in err
+    assert _digest(project / "s.db") == before
+    assert sorted(_effects(project).values()) == [1] * 30
+
+
+def test_a_row_without_the_recorded_key_names_the_recorded_key_not_a_flag_never_given(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "s.db", "--key", "id") == 0
+    _write(project / "other.jsonl", [{"name": "x"}])
+    capsys.readouterr()
+    args = ("--input", "other.jsonl", "--store", "s.db", "--resume", "--input-changed")
+    assert _run(*args) == 2
+    err = capsys.readouterr().err
+    assert "has no field 'id'" in err
+    assert "first run's --key" in err
+    assert "leave --key out" not in err
+
+
+def test_the_command_printed_after_a_stop_on_failures_does_continue_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """q17 of the example fails every time, in its first (local) step: with
+    --stop-after-failures 1 kept, the printed command retried it first and stopped again
+    at once, every time, leaving 33 items interrupted for ever."""
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "eval", tmp_path / "eval")
+    monkeypatch.chdir(tmp_path / "eval")
+    args = ["run", "pipeline.py:evaluation", "--input", "items.jsonl"]
+    args += ["--pools", "pipeline.py:pools", "--key", "id", "--store", "s.db"]
+    first = [*args, "--stop-after-failures", "1"]
+    monkeypatch.setattr(sys, "argv", ["pyattacker", *first])  # as from the shell
+    assert run_cli(first) == 130
+    err = capsys.readouterr().err
+    command = err.split("Continue with:\n", 1)[1].strip().splitlines()[0]
+    words = shlex.split(command)
+    assert words[:2] == ["pyattacker", "run"]
+    assert run_cli(words[1:]) == 1  # q17 failed again; every other item succeeded
+    with SQLiteStore(tmp_path / "eval" / "s.db", read_only=True) as store:
+        assert store.count_by_state() == {"failed": 1, "succeeded": 49}

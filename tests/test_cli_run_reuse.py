@@ -149,3 +149,11 @@ def test_another_pipeline_on_the_store_exits_2_unchanged_unless_added(
     with _store(project) as store:
         assert store.templates() == ["summarize", "triage"]
         assert store.count_by_state() == {"succeeded": 2 * ROWS}
+
+
+def test_add_pipeline_alone_adds_to_an_existing_store_as_its_help_says(project: Path) -> None:
+    assert _run("v1", "--input", "items.jsonl", "--store", "eval.db") == 0
+    args = ("--input", "items.jsonl", "--store", "eval.db", "--add-pipeline")
+    assert _run("v1", *args, target="other") == 0  # no --resume needed on top
+    with _store(project) as store:
+        assert store.templates() == ["summarize", "triage"]

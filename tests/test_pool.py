@@ -182,6 +182,22 @@ def test_a_refusal_with_retry_after_blocks_that_resource_for_everyone_until_then
     assert run(main) == [("a", 7.5)]
 
 
+def test_a_caller_whose_try_missed_a_rest_that_ended_before_it_parked_is_still_woken() -> None:
+    """A retry timed to a Retry-After tries a hair before the rest ends and parks a hair
+    after: no release, no health change and no future instant is left to wake it."""
+
+    async def main() -> tuple[bool, float]:
+        pool = Pool("p", [res("a")])
+        async with pool.acquire() as lease:
+            lease.report(ok=False, retry_after=2.0)
+        assert pool.try_acquire() is None  # at t=0: resting until t=2
+        await asyncio.sleep(2.0)  # the caller's loop runs others meanwhile: the rest ends
+        woken = await pool.wait_slot(timeout=60.0)
+        return woken, now()
+
+    assert run(main) == (True, 2.0)  # at once, not after the 60 s timeout (or never)
+
+
 def test_a_refusal_blocks_every_key_of_its_quota_group() -> None:
     async def main() -> None:
         pool = Pool(

@@ -331,3 +331,22 @@ def test_an_input_that_cannot_be_opened_is_bad_input_naming_it(tmp_path: Path) -
         source.check()
     assert refused.value.field == "input"
     assert str(path.name) in refused.value.message
+
+
+def test_a_resume_whose_rows_are_named_otherwise_than_the_store_records_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = _jsonl(tmp_path / "items.jsonl", [{"i": i} for i in range(6)])
+    calls: Counter[int] = Counter()
+    template = _counting(calls)
+    with _runner(tmp_path / "s.db") as runner:
+        runner.run(template.map(read_rows(path), key_of=lambda row: str(row["i"])))
+    with _runner(tmp_path / "s.db") as runner, pytest.raises(ConfigError) as refused:
+        runner.run(template.map(read_rows(path)), resume=True)  # key_of forgotten
+    assert refused.value.field == "key"
+    assert "key_of function" in str(refused.value)
+    assert calls == Counter(range(6))  # nothing ran twice
+    with _runner(tmp_path / "s.db") as runner:  # named the same way: nothing to do
+        again = runner.run(template.map(read_rows(path), key_of=lambda r: str(r["i"])), resume=True)
+    assert again.state is RunState.SUCCEEDED
+    assert calls == Counter(range(6))

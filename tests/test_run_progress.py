@@ -115,3 +115,16 @@ def test_steps_reused_show_when_the_run_counts_them() -> None:
         RunProgress(Console(file=io.StringIO()), lambda: stats, total=10, label="run").render()
     )
     assert "40 steps reused" in out.getvalue()
+
+
+def test_the_rate_and_the_eta_fit_on_an_80_column_terminal() -> None:
+    for width in (80, 60):
+        current = [_stats(0.0, 0)]
+        progress = RunProgress(
+            Console(file=io.StringIO()), lambda now=current: now[0], total=20_000, label="run"
+        )
+        progress.render()
+        current[0] = _stats(12.5, 2_500)
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(progress.render())
+        assert "2500/20000 pipelines  12.5 s  200.0/s  ETA 1m28s" in out.getvalue(), width

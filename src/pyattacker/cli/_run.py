@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable
@@ -32,6 +33,7 @@ from pyattacker.report._run import summarize
 from pyattacker.run import FileSource, PipelineTemplate, Runner, RunReport, Task, pipeline
 from pyattacker.run._input import FieldKey, not_read
 from pyattacker.run._sources import FORMATS
+from pyattacker.run._vendor import check_captured_clients
 from pyattacker.store import RunState
 
 __all__ = ["run_command"]
@@ -110,7 +112,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 @click.option(
     "--add-pipeline",
     is_flag=True,
-    help="Add this pipeline to a store that holds pipelines of another one.",
+    help="Add this pipeline to a store that holds pipelines of another one (implies --resume).",
 )
 @click.option(
     "--limit",
@@ -150,10 +152,12 @@ def run_command(
     as_json: bool,
 ) -> int:
     """Run a pipeline over every row of a file (or stdin), with a durable record."""
-    resume = resume or fresh
+    # --add-pipeline asks to add to an existing store: continuing it, as --fresh does
+    resume = resume or fresh or (add_pipeline and store is not None and Path(store).is_file())
     template = _template(load_target(target, field="TARGET"))
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
+    check_captured_clients(template.tasks)  # before the store is created
     stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(
@@ -205,7 +209,8 @@ def _execute(
     with Runner(
         path,
         pools=pools,
-        command=again,
+        # recorded for readers, who may be elsewhere: from the folder the paths are relative to
+        command=f"cd {shlex.quote(os.getcwd())} && {again}",
         **runner_settings,
     ) as runner:
         total = pipelines_to_run(source, repeats, runner)
@@ -405,11 +410,31 @@ def _outcome(report: RunReport, path: Path, again: str) -> str:
         )
     if report.resume_hint is not None:
         why = f" ({report.stop_reason})" if report.stop_reason else ""
+        if (report.stop_reason or "").startswith("stop_after_failures"):
+            # Kept, the flag stops the resume again as soon as the failed ones fail again
+            # (they are retried first): the command would never continue the run.
+            again = _without(again, "--stop-after-failures")
+            why += " — the command below retries the failed ones without that limit"
         return f"{head}\nInterrupted{why}; every finished task is kept. Continue with:\n  {again}"
     lines = [head, f"Recorded in {path}: pyattacker report {path}"]
     if by_state.get("failed"):
         lines.append(f"Retry the failed ones from their last checkpoint: {again}")
     return "\n".join(lines)
+
+
+def _without(command: str, flag: str) -> str:
+    """``command`` without ``flag`` and its value (``--flag V`` or ``--flag=V``)."""
+    words = shlex.split(command)
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == flag:
+            skip = True
+        elif not word.startswith(flag + "="):
+            kept.append(word)
+    return shlex.join(kept)
 
 
 def _took(seconds: float) -> str:

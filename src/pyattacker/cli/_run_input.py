@@ -6,7 +6,9 @@ writing (a refusal writes nothing).
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from pyattacker.run._codecs import DEFAULT_CODECS
 from pyattacker.run._input import latest_input, not_read, resume_source
 from pyattacker.run._sources import InputChanged
 from pyattacker.store import SQLiteStore
+from pyattacker.store._schema import user_version
 
 __all__ = ["Wanted", "duration", "pipelines_to_run", "rows_to_run"]
 
@@ -66,25 +69,26 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
             field="--resume",
             hint="resume it from Python with the same template.map(rows, key_of=...)",
         )
-    reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key))
+    reopened = resume_source(record, limit=wanted.limit, each=_row_check(None, key, recorded=True))
     return reopened, repeats, key
 
 
 def _naming(wanted: Wanted, record: Mapping[str, Any] | None) -> tuple[int, str | None]:
-    """``(repeats, key field)``: as the flags say, except on a resume of a recorded input
-    (without ``--input-changed``), which names its rows as the run did: a flag left out
-    takes the recorded value, and a ``--key`` other than the recorded one is refused (it
-    would name every row anew, so every row would run, and be paid for, again)."""
-    if record is None or wanted.changed:
+    """``(repeats, key field)``: as the flags say, except on a resume of a store that
+    recorded its input (another input given with ``--input-changed`` included), whose rows
+    are named as the run named them: a flag left out takes the recorded value, and a
+    ``--key`` other than the recorded one is refused (it would name every row anew, so
+    every row would run, and be paid for, again)."""
+    if record is None:
         return wanted.repeats or 1, wanted.key
     recorded = record.get("key")
     if wanted.key is not None and wanted.key != recorded:
-        named = "no --key" if recorded is None else f"--key {recorded}"
+        named = "their row index (no --key)" if recorded is None else f"--key {recorded}"
         raise ConfigError(
-            f"the run named its rows with {named}: --key {wanted.key} would name every row "
+            f"the run named its rows by {named}: --key {wanted.key} would name every row "
             "anew and run it again",
             field="--key",
-            hint=f"leave --key out (or pass {named}), or use another store",
+            hint="leave --key out (the recorded naming is used), or use another store",
         )
     repeats = wanted.repeats if wanted.repeats is not None else record.get("repeats")
     return int(repeats or 1), recorded
@@ -100,7 +104,7 @@ def _check_given(
     """Check every row of ``--input`` (named by ``key``); on resume, that it is the
     recorded input (unless ``--input-changed``): its first rows read must be the rows the
     store recorded."""
-    check = _row_check(source, key)
+    check = _row_check(source, key, recorded=wanted.key is None and key is not None)
     if record is None or wanted.changed:
         source.check(check)
         return
@@ -121,6 +125,8 @@ def _recorded_input(store: Path) -> tuple[Mapping[str, Any] | None, int | None]:
     try:
         reader = SQLiteStore(store, read_only=True)
     except ConfigError:
+        if _no_schema(store):  # a first run killed before it wrote the schema
+            return None, 0
         return None, None  # an older schema, without records: the writer upgrades it
     try:
         runs = reader.runs()
@@ -129,10 +135,30 @@ def _recorded_input(store: Path) -> tuple[Mapping[str, Any] | None, int | None]:
         reader.close()
 
 
-def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any, str], None]:
+def _no_schema(store: Path) -> bool:
+    """Whether ``store`` is a SQLite file with no schema yet (empty, say), read without
+    writing; False when it cannot tell (not SQLite: the writer refuses it)."""
+    try:
+        with closing(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return (
+                user_version(conn) == 0
+                and not conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+            )
+    except sqlite3.Error:
+        return False
+
+
+def _row_check(
+    source: FileSource | None, key: str | None, *, recorded: bool = False
+) -> Callable[[int, Any, str], None]:
     """The check of each row: it can be stored as the seed (no NaN: JSON has none), and
     its ``key`` field is there and unique."""
     name = "the input" if source is None else source.name
+    fix = "or leave --key out"
+    if recorded:
+        fix = (
+            f"as the store names its rows by {key!r} (the first run's --key); or use another store"
+        )
     keys: dict[str, str] = {}
 
     def check(index: int, row: Any, where: str) -> None:
@@ -150,14 +176,14 @@ def _row_check(source: FileSource | None, key: str | None) -> Callable[[int, Any
             raise ConfigError(
                 f"{where} of {name} has no field {key!r}",
                 field="--key",
-                hint="every row needs the key field, or leave --key out",
+                hint=f"every row needs the key field, {fix}",
             )
         value = str(row[key])
         if value in keys:
             raise ConfigError(
                 f"{where} of {name} has key {value!r}, like {keys[value]}",
                 field="--key",
-                hint="keys must be unique per row: fix the input, or leave --key out",
+                hint=f"keys must be unique per row: fix the input, {fix}",
             )
         keys[value] = where
 

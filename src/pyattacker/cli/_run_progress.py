@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
@@ -148,11 +148,7 @@ class RunProgress:
         self._samples.append((float(counts["elapsed_s"]), int(counts["ended"])))
         rate, eta = pace(self._samples, remaining=self._total - int(counts["done"]))
         speed = "" if rate is None else f"  {rate:.1f}/s  ETA {_duration(eta)}"
-        bar = Table.grid(padding=(0, 1))
-        bar.add_column(no_wrap=True)
-        bar.add_column(width=40)
-        bar.add_column(no_wrap=True)
-        bar.add_row(
+        bar = _BarLine(
             Text(self._label, style="bold"),
             ProgressBar(total=max(1, self._total), completed=counts["done"]),
             Text(f"{counts['done']}/{self._total} pipelines  {counts['elapsed_s']:.1f} s{speed}"),
@@ -175,3 +171,20 @@ class RunProgress:
         if steps is not None:
             line.append(steps, style="dim")
         return Group(bar, line)
+
+
+class _BarLine:
+    """The label, the bar and the figures on one line. The bar takes the columns the
+    figures leave (5 to 40), so the rate and the ETA stay whole on an 80-column terminal."""
+
+    def __init__(self, label: Text, bar: ProgressBar, figures: Text) -> None:
+        self.label, self.bar, self.figures = label, bar, figures
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        room = options.max_width - self.label.cell_len - self.figures.cell_len - 2
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(width=max(5, min(40, room)))
+        grid.add_column(no_wrap=True)
+        grid.add_row(self.label, self.bar, self.figures)
+        yield grid

@@ -284,6 +284,7 @@ class Pool(PoolPacing):
         while True:
             slot = self._pick(selector, score, skip, now)
             if slot is None:
+                self._queue.missed_at = now  # the instant a wait_slot that follows looks from
                 return None
             client = self._client_of(slot, now)
             if client is None:

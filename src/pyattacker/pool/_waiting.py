@@ -13,7 +13,9 @@ Three kinds of wake-up, each as narrow as it can be:
   earliest *future* moment a blocked resource comes back, then wakes everyone. Expired
   deadlines and DEAD/REVOKED resources arm nothing (a zero-delay timer would livelock a
   simulation; the dead never come back), and a deadline earlier than the armed one
-  replaces it.
+  replaces it. One exception, used once: a block that ended between a caller's missed
+  try and its parking (real time passes between the two) wakes it at once; nothing else
+  would.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class WaitQueue:
         self._waiters: deque[_Waiter] = deque()
         self._notifier: asyncio.Task[None] | None = None
         self._notifier_deadline = math.inf
+        # When the pool last found nothing usable for a caller (``Pool.try_acquire``). A
+        # caller parks after its try, and a rest may end in between (a retry timed to a
+        # Retry-After tries a hair before its end): the notifier looks from the try.
+        self.missed_at = math.inf
 
     def __len__(self) -> int:
         return len(self._waiters)
@@ -76,7 +82,8 @@ class WaitQueue:
         future: asyncio.Future[None] = loop.create_future()
         waiter = _Waiter(selector, future)
         self._waiters.append(waiter)
-        self.arm_notifier()
+        since, self.missed_at = self.missed_at, math.inf  # each miss serves one wait
+        self.arm_notifier(since=since)
         returned = False
         try:
             woken = await self._park(future, timeout)
@@ -137,12 +144,14 @@ class WaitQueue:
                 waiter.future.set_result(None)
         self._disarm_notifier()
 
-    def arm_notifier(self) -> None:
-        """Make sure someone wakes the waiters when the first blocked resource comes back."""
+    def arm_notifier(self, since: float = math.inf) -> None:
+        """Make sure someone wakes the waiters when the first blocked resource comes back:
+        one blocked at ``since`` (a caller's missed try) or now, whichever is earlier; one
+        that came back between the two is woken for at once."""
         if not self._waiters:
             return
-        now = self._clock.now()
-        times = [t for s in self._slots() if (t := s.comes_back_at(now)) is not None]
+        at = min(self._clock.now(), since)
+        times = [t for s in self._slots() if (t := s.comes_back_at(at)) is not None]
         if not times:
             return
         deadline = min(times)
@@ -163,7 +172,7 @@ class WaitQueue:
             self._notifier_deadline = math.inf
 
     async def _notify_at(self, deadline: float) -> None:
-        await self._clock.sleep(deadline - self._clock.now())
+        await self._clock.sleep(max(0.0, deadline - self._clock.now()))
         self._notifier = None
         self._notifier_deadline = math.inf
         self.wake_all()

@@ -176,6 +176,30 @@ class CarriedInput:
 Tracked = InputTracker | CarriedInput
 
 
+def check_same_keys(tracker: InputTracker, record: Mapping[str, Any] | None) -> None:
+    """Refuse a resume whose rows are named otherwise than the recorded run named them:
+    each row would be a new pipeline, so every finished row would run (and be paid for)
+    again and the store would hold each item twice. ``ConfigError`` on ``key``."""
+    if record is None:
+        return
+    recorded = _naming(record.get("key"), bool(record.get("custom_key")))
+    given = _naming(tracker.key, tracker.custom_key)
+    if given != recorded:
+        raise ConfigError(
+            f"the store names its pipelines by {recorded}, this run by {given}: every row "
+            "would be a new pipeline, and the rows already done would run again",
+            field="key",
+            hint=f"name the rows by {recorded} as the first run did (CLI: --key FIELD, "
+            "or no --key for the row index; Python: key_of=...), or use another store",
+        )
+
+
+def _naming(key: Any, custom: bool) -> str:
+    if custom:
+        return "a key_of function"
+    return "their row index" if key is None else f"the field {key!r}"
+
+
 def latest_input(runs: Iterable[RunRow]) -> Mapping[str, Any] | None:
     """The input record of the latest run that has one (``runs`` oldest first)."""
     found = None

@@ -69,17 +69,18 @@ def known_names(specs: Any) -> set[str] | None:
     """The template names of ``specs`` when they can be known without reading the input
     (a template, a spec, ``template.map(rows)``, or a list or tuple of those); None for a
     lazy iterable, whose templates are checked as admission meets them."""
-    one = _template_of(specs)
+    one = template_of(specs)
     if one is not None:
         return {one.name}
     if isinstance(specs, list | tuple):
-        found = [_template_of(item) for item in specs]
+        found = [template_of(item) for item in specs]
         if all(t is not None for t in found):
             return {t.name for t in found if t is not None}
     return None
 
 
-def _template_of(item: Any) -> PipelineTemplate | None:
+def template_of(item: Any) -> PipelineTemplate | None:
+    """The template of a template, a spec or ``template.map(rows)``; else None."""
     if isinstance(item, PipelineTemplate):
         return item
     if isinstance(item, PipelineSpec | PipelineSpecs):

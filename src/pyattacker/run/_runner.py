@@ -45,13 +45,15 @@ from pyattacker.run._input import (
     FieldKey,
     InputTracker,
     Tracked,
+    check_same_keys,
     latest_input,
     resume_source,
 )
 from pyattacker.run._pacing import PacingTotals, pacing_events, pacing_totals
-from pyattacker.run._reuse import check_known, known_names
+from pyattacker.run._reuse import check_known, known_names, template_of
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters, RunReport
+from pyattacker.run._vendor import check_captured_clients
 from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
 
 __all__ = ["Runner"]
@@ -242,7 +244,10 @@ class Runner:
         names = known_names(specs)
         if held is not None and names is not None:  # before anything is written
             check_known(names, held, store.location)
-        specs, tracker = self._input_of(specs, resume=resume)
+        template = template_of(specs)
+        if template is not None:  # before anything is written
+            check_captured_clients(template.tasks)
+        specs, tracker = self._input_of(specs, resume=resume, add_pipeline=add_pipeline)
         execution, committer, taken_over = self._begin(
             store, tracker, resume=resume, fresh=fresh, held=held
         )
@@ -332,15 +337,22 @@ class Runner:
         for data in pacing_events(self._pools.values(), paced_before):
             execution._event("pool.pacing", None, None, data)
 
-    def _input_of(self, specs: Any, *, resume: bool) -> tuple[Any, Tracked | None]:
+    def _input_of(
+        self, specs: Any, *, resume: bool, add_pipeline: bool
+    ) -> tuple[Any, Tracked | None]:
         """``(specs, tracker)``: a template alone on resume reads the recorded input on
-        (see ``run_async``); ``template.map(rows)`` is tracked; anything else is not."""
+        (see ``run_async``); ``template.map(rows)`` is tracked, and on resume must name its
+        rows as the recorded run did; anything else is not tracked."""
         from pyattacker.run._pipeline import PipelineTemplate
 
         specs, tracker = InputTracker.of(specs)
-        if tracker is not None or not resume:
+        if not resume:
             return specs, tracker
         record = latest_input(self.store.runs())
+        if tracker is not None:
+            if not add_pipeline:
+                check_same_keys(tracker, record)
+            return specs, tracker
         if record is None:
             return specs, None
         if record.get("exhausted") or not isinstance(specs, PipelineTemplate):

@@ -22,13 +22,16 @@ lookup per lease.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from types import CodeType
 from typing import Any
 
+from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool, TaskContext
 from pyattacker.run._task import Task
 
-__all__ = ["HiddenRetryCheck"]
+__all__ = ["HiddenRetryCheck", "captured_client", "check_captured_clients"]
 
 _VENDORS = frozenset({"openai"})  # packages whose clients retry unless told not to
 
@@ -94,3 +97,67 @@ class HiddenRetryCheck:
 
 def _from_vendor(client: object) -> bool:
     return any(cls.__module__.partition(".")[0] in _VENDORS for cls in type(client).__mro__)
+
+
+def check_captured_clients(tasks: Iterator[Task] | list[Task] | tuple[Task, ...]) -> None:
+    """Refuse (``ConfigError``, field ``task``) a task whose code reaches a vendor client
+    that retries on its own through a module global or a closure rather than a lease: the
+    pool never hands it out, so it cannot turn its retries off, and the server would see
+    requests the store never records. Checked before a run writes anything."""
+    for task in tasks:
+        found = captured_client(task.fn)
+        if found is None:
+            continue
+        name, client = found
+        kind = type(client).__name__
+        raise ConfigError(
+            f"task {task.name!r} calls {name}, an {kind} that retries "
+            f"{client.max_retries} times on its own, outside its lease: those retries "  # type: ignore[attr-defined]
+            "would be requests the server sees and the store never records",
+            field="task",
+            hint=f"build it with max_retries=0 (the task's retry policy retries), or hand "
+            f"it out by the pool: Resource.create(..., factory=lambda r: {kind}(...)) and "
+            "use lease.client",
+        )
+
+
+def captured_client(fn: Any, depth: int = 3) -> tuple[str, object] | None:
+    """``(name, client)``: a retrying vendor client ``fn`` reaches by a global or closure
+    name, looking into the plain functions of its module it calls, ``depth`` deep."""
+    return _search(inspect.unwrap(fn), depth, set())
+
+
+def _search(fn: Any, depth: int, seen: set[int]) -> tuple[str, object] | None:
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, CodeType) or id(fn) in seen:
+        return None
+    seen.add(id(fn))
+    scope = getattr(fn, "__globals__", {})
+    named = [(n, scope[n]) for n in _names(code) if n in scope]
+    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            named.append((name, cell.cell_contents))
+        except ValueError:  # an empty cell
+            continue
+    for name, value in named:
+        if _from_vendor(value) and _retries(value) > 0:
+            return name, value
+    for _name, value in named:
+        if depth > 0 and inspect.isfunction(value) and value.__module__ == fn.__module__:
+            found = _search(value, depth - 1, seen)
+            if found is not None:
+                return found
+    return None
+
+
+def _names(code: CodeType) -> Iterator[str]:
+    """The global names ``code`` and the code nested in it (inner functions) load."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _names(const)
+
+
+def _retries(client: object) -> int:
+    retries = getattr(client, "max_retries", 0)
+    return retries if isinstance(retries, int) and not isinstance(retries, bool) else 0
