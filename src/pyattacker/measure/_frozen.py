@@ -12,7 +12,7 @@ packed into two arrays:
   2 µs), where an open one's are within 0.05 %; ``count``, ``min``, ``max`` and the exact
   sum (so ``mean``) are unchanged.
 - Size: at most 32 buckets an octave (a latency spread over 100 µs .. 1 s touches at most
-  ~430, usually tens), 10 bytes each (a 2-byte index, an 8-byte count), whatever the
+  ~480, usually tens), 6 bytes each (a 2-byte index, a 4-byte count), whatever the
   number of requests.
 
 A frozen window is thawed (back to a :class:`_Tally` of coarse histograms) if a late record
@@ -63,7 +63,8 @@ def pack(histogram: Histogram) -> PackedHistogram:
         histogram._min,
         histogram._max,
         array("H", indexes),  # bucket indexes are < 38,912 (Histogram's fixed layout)
-        array("Q", [counts[i] for i in indexes]),
+        # 4-byte counts unless one is too large for them (~4e9 requests in one window)
+        array("I" if histogram._count < 1 << 32 else "Q", [counts[i] for i in indexes]),
     )
 
 

@@ -223,7 +223,7 @@ class WindowSeries:
     finite. Memory grows with the number of windows touched, not with the number of
     records: the :data:`LIVE_WINDOWS` newest windows keep full histograms (within 0.05 %),
     older ones are frozen, coarsened to 32 buckets an octave (percentiles within 1.6 %;
-    counts, ``min``, ``max`` and ``mean`` exact) and packed at 10 bytes a bucket (see
+    counts, ``min``, ``max`` and ``mean`` exact) and packed at 6 bytes a bucket (see
     ``measure/_frozen.py``). Merging needs the same width and origin.
     """
 
