@@ -357,6 +357,12 @@ class WindowSeries:
         if in_flight > tally.max_in_flight:
             tally.max_in_flight = in_flight
 
+    def note_dropped(self, t: float, count: int) -> None:
+        """Count ``count`` planned arrivals at ``t``, each dropped before sending."""
+        tally = self._tally(t)
+        tally.scheduled += count
+        tally.dropped += count
+
     def note_sent(self, t: float) -> None:
         """Count one request's first send, at ``t``."""
         self._tally(t).sent += 1
