@@ -289,3 +289,31 @@ def test_an_incomplete_run_prints_the_command_that_finishes_it(
     assert "incomplete" in text
     assert "7 of 10 rows not read" in text
     assert text.endswith(again)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--repeats", str(10**23)], "--repeats"),
+        (["--limit", str(10**23)], "--limit"),
+        (["--concurrency", str(10**14)], "--concurrency"),
+    ],
+)
+def test_run_refuses_absurd_counts_naming_the_flag(
+    args: list[str], flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": 1}\n')
+    code = run_cli(["run", "nowhere:job", "--input", str(rows), *args])
+    assert code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_an_input_that_is_a_directory_says_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "rows").mkdir()
+    assert _run("--input", "rows") == 2
+    err = capsys.readouterr().err
+    assert "--input" in err
+    assert "is a directory" in err

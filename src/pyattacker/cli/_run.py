@@ -91,7 +91,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
     "--concurrency",
     default=16,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     metavar="N",
     help="Attempts in flight at most.",
 )
@@ -99,7 +99,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
     "--repeats",
     default=1,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1_000_000),
     metavar="K",
     help="Pipelines per row (repeat indices 0..K-1).",
 )
@@ -116,13 +116,13 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option(
     "--limit",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=10**12),
     metavar="N",
     help="Only the first N rows: the run's input is those rows (a resume keeps the limit).",
 )
 @click.option(
     "--stop-after-failures",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10**12),
     metavar="N",
     help="Stop gracefully once N pipelines failed.",
 )
