@@ -317,3 +317,15 @@ def test_an_input_that_is_a_directory_says_so(
     err = capsys.readouterr().err
     assert "--input" in err
     assert "is a directory" in err
+
+
+def test_a_store_that_needs_resume_says_pass_the_flag_not_the_library_argument(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "run.db") == 0
+    capsys.readouterr()
+    assert _run("--input", "items.jsonl", "--store", "run.db") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --resume:"), err
+    assert "pass --resume" in err
+    assert "resume=True" not in err
