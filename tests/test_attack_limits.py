@@ -115,3 +115,15 @@ def test_json_nested_100000_deep_is_a_clear_error_not_a_traceback(
     assert "nested too deeply" in capsys.readouterr().err
     assert run_cli(["attack", URL, *llm, "--shape", "1:1", "--param", f"x={deep}"]) == 2
     assert "nested too deeply" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "policy", ['{"max_attempts": 100000000000}', '{"base": 1e300}', '{"factor": 1e300}']
+)
+def test_a_retry_policy_out_of_range_names_the_key_the_user_typed(
+    policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["attack", URL, "--rate", "10/s", "--retry", policy, *ONE]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --retry"), err
+    assert "Traceback" not in err

@@ -85,22 +85,23 @@ FLAGS: dict[str, str] = {
     "body": "--body",
     "keys": "--key",
     "targets": "URL",
-    "headers": "--header",
     "algorithm": "--algorithm",
     "retry": "--retry",
+    "headers": "--header",
 }
 
 
 def flag_of(field: str | None) -> str | None:
     """The flag that sets ``field`` (``max_in_flight`` -> ``--max-in-flight``, ``keys[2]`` ->
-    ``--key[2]``, ``headers.Host`` -> ``--header``), or ``field`` itself if none does."""
+    ``--key[2]``, ``retry.base`` -> ``--retry (base)``), or ``field`` itself if none does."""
     if field is None:
         return None
     base, bracket, index = field.partition("[")
-    flag = FLAGS.get(base) or FLAGS.get(base.split(".", 1)[0])
-    if flag is None:
-        return field
-    return f"{flag}[{index}" if bracket and flag.startswith("-") else flag
+    if base in FLAGS:
+        flag = FLAGS[base]
+        return f"{flag}[{index}" if bracket and flag.startswith("-") else flag
+    head, _, rest = base.partition(".")
+    return f"{FLAGS[head]} ({rest})" if head in FLAGS and rest else field
 
 
 def check(field: str, value: object) -> float:
