@@ -44,10 +44,16 @@ def coarsen(counts: dict[int, int]) -> dict[int, int]:
         return dict(counts)
     low, high = min(counts), max(counts)
     out: dict[int, int] = {}
+    get = out.get
     for i, n in counts.items():
-        if i != low and i != high:
-            i = min(max((i & _MASK) | _MIDDLE, low), high)
-        out[i] = out.get(i, 0) + n
+        j = (i & _MASK) | _MIDDLE
+        if j < low:
+            j = low
+        elif j > high:
+            j = high
+        if i == low or i == high:
+            j = i
+        out[j] = get(j, 0) + n
     return out
 
 
