@@ -24,12 +24,12 @@ from collections.abc import Awaitable, Callable
 
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._result import DRAIN_STOP
 from pyattacker.attack._tally import Tally
 
 __all__ = ["DRAIN_STOP", "OVERRUN", "bound_wall_time", "drain_limit", "drop_rest", "schedule_end"]
 
 OVERRUN = "dropped: the load generator could not start it before the schedule ended"
-DRAIN_STOP = "still running one request timeout after the schedule ended"
 
 
 def schedule_end(plan: AttackPlan) -> float:

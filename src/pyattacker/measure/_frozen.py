@@ -51,7 +51,7 @@ def coarsen(counts: dict[int, int]) -> dict[int, int]:
             j = low
         elif j > high:
             j = high
-        if i == low or i == high:
+        if i in (low, high):
             j = i
         out[j] = get(j, 0) + n
     return out
