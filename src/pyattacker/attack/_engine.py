@@ -672,7 +672,7 @@ class Engine:
 
     def _drop(self, n: int, scheduled: float) -> None:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled, outcome=Outcome.DROPPED)
-        attempt.error = "dropped: max_in_flight requests were already in progress"
+        attempt.error = "dropped: --max-in-flight requests were already in progress"
         self._count([attempt])
 
     def progress(self) -> Progress:
