@@ -70,7 +70,11 @@ throttled, not retried behind your back.
 
 @click.command("attack", epilog=_EPILOG)
 @click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
-@click.option("--rate", metavar="RATE", help="Open model: arrivals per second, e.g. 500/s, 30/m.")
+@click.option(
+    "--rate",
+    metavar="RATE",
+    help="Open model: arrivals per second, e.g. 500/s, 30/m; at most 10,000,000/s.",
+)
 @click.option(
     "--arrival",
     type=click.Choice(["constant", "poisson"]),
@@ -106,9 +110,13 @@ throttled, not retried behind your back.
     help="An API key (repeatable); each URL and key is one target. A header carries it: "
     "-H 'Authorization: Bearer {key}'. Keys never appear in a report.",
 )
-@click.option("--keys-file", metavar="FILE", help="API keys, one per line (like --key).")
 @click.option(
-    "--body", metavar="TEXT|@FILE", help="Request body text, or @FILE to read it from a file."
+    "--keys-file", metavar="FILE", help="API keys, one per line (like --key); at most 1 MiB."
+)
+@click.option(
+    "--body",
+    metavar="TEXT|@FILE",
+    help="Request body text, or @FILE to read it from a file (at most 64 MiB).",
 )
 @click.option(
     "--timeout",
@@ -182,7 +190,7 @@ throttled, not retried behind your back.
     "prompts_path",
     metavar="FILE.jsonl",
     help='LLM: prompts, one JSON object per line: {"messages": [...]} or {"prompt": "..."}, '
-    'optionally "max_tokens"; used in turn.',
+    'optionally "max_tokens"; used in turn. At most 256 MiB.',
 )
 @click.option(
     "--max-tokens",
