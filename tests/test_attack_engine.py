@@ -26,7 +26,7 @@ from pyattacker.testing import run_virtual
 
 A = "http://127.0.0.1:9/a"
 B = "http://127.0.0.1:9/b"
-DROPPED = "dropped: max_in_flight requests were already in progress"
+DROPPED = "dropped: --max-in-flight requests were already in progress"
 
 
 class Refused(Exception):

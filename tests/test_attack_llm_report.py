@@ -73,7 +73,7 @@ def test_dropped_requests_are_attempts_the_server_never_saw() -> None:
     assert dropped > 0
     assert total.attempts == total.requests == 10
     assert total.sent_attempts == truth["requests"] == 10 - dropped
-    message = "dropped: max_in_flight requests were already in progress"
+    message = "dropped: --max-in-flight requests were already in progress"
     assert result.errors == [ErrorGroup(message, dropped, message)]
 
 

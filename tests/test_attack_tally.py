@@ -32,7 +32,7 @@ def finished_requests(draw: st.DrawFn) -> list[list[Attempt]]:
         elif kind == "dropped":
             first.sent = first.first_byte = first.end = first.status = None
             first.outcome, first.error_class = Outcome.DROPPED, ErrorClass.CANCELLED.value
-            first.error = "dropped: max_in_flight requests were already in progress"
+            first.error = "dropped: --max-in-flight requests were already in progress"
         elif kind == "retried":
             first.outcome, first.status = Outcome.THROTTLED, 429
             again = Attempt(n, 2, scheduled=end + 0.01, sent=end + 0.01, end=end + 0.02)

@@ -44,11 +44,11 @@ BASE = ["--llm", "{url}/v1", "--rate", "20/s", "--requests", "4"]
         ([*BASE, "--model", "m", "--shape", "10:4", "--param", "temperature=NaN"], "--param"),
         ([*BASE, "--model", "m", "--shape", "999999999:10"], "--shape"),
         ([*BASE, "--model", "m", "--shape", "10:2000001"], "--shape"),
-        ([*BASE, "--model", "m", "--shape", "10:4", "--body", "{}"], "body"),
+        ([*BASE, "--model", "m", "--shape", "10:4", "--body", "{}"], "--body"),
         (["{url}/v1", "--rate", "1/s", "--requests", "1", "--model", "m"], "--model"),
         (["{url}/v1", "--rate", "1/s", "--requests", "1", "--shape", "1:1"], "--shape"),
         (["--llm", "{url}/v1/completions", "--rate", "1/s", "--requests", "1",
-          "--model", "m", "--shape", "1:1"], "targets[0]"),
+          "--model", "m", "--shape", "1:1"], "URL"),
     ],
 )  # fmt: skip
 def test_bad_llm_input_exits_2_naming_the_flag_and_sends_nothing(

@@ -380,3 +380,43 @@ def test_the_command_printed_after_a_stop_on_failures_does_continue_the_run(
     assert run_cli(words[1:]) == 1  # q17 failed again; every other item succeeded
     with SQLiteStore(tmp_path / "eval" / "s.db", read_only=True) as store:
         assert store.count_by_state() == {"failed": 1, "succeeded": 49}
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--repeats", str(10**23)], "--repeats"),
+        (["--limit", str(10**23)], "--limit"),
+        (["--concurrency", str(10**14)], "--concurrency"),
+    ],
+)
+def test_run_refuses_absurd_counts_naming_the_flag(
+    args: list[str], flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": 1}\n')
+    code = run_cli(["run", "nowhere:job", "--input", str(rows), *args])
+    assert code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_an_input_that_is_a_directory_says_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "rows").mkdir()
+    assert _run("--input", "rows") == 2
+    err = capsys.readouterr().err
+    assert "--input" in err
+    assert "is a directory" in err
+
+
+def test_a_store_that_needs_resume_says_pass_the_flag_not_the_library_argument(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("--input", "items.jsonl", "--store", "run.db") == 0
+    capsys.readouterr()
+    assert _run("--input", "items.jsonl", "--store", "run.db") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --resume:"), err
+    assert "pass --resume" in err
+    assert "resume=True" not in err

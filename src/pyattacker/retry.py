@@ -307,8 +307,12 @@ def _show(value: object) -> str:
 def _validate(policy: Retrying) -> None:
     """Check every field and normalise ``on`` and the numbers, or raise ConfigError."""
     max_attempts = policy.max_attempts
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise _bad("max_attempts", max_attempts, "an int >= 1 (1 means no retries)")
+    if (
+        isinstance(max_attempts, bool)
+        or not isinstance(max_attempts, int)
+        or not 1 <= max_attempts <= MAX_ATTEMPTS
+    ):
+        raise _bad("max_attempts", max_attempts, "an int from 1 (no retries) to 1,000,000")
     object.__setattr__(policy, "on", _normalised_on(policy.on))
     for name in ("retry_classified", "retry_unknown"):
         if not isinstance(getattr(policy, name), bool):
@@ -331,8 +335,20 @@ _NUMBER_HINTS = {
 }
 
 
+# Sane ranges (any real policy is far inside them): a wait, and the whole budget, of at
+# most a week; at most a million attempts.
+MAX_ATTEMPTS = 1_000_000
+_MAX_SECONDS = 7 * 86_400.0
+
+
 def _number(name: str, value: object, minimum: float) -> float:
-    return check_number(value, f"retry.{name}", at_least=minimum, hint=_NUMBER_HINTS.get(name))
+    return check_number(
+        value,
+        f"retry.{name}",
+        at_least=minimum,
+        at_most=_MAX_SECONDS if name != "factor" else 1_000.0,
+        hint=_NUMBER_HINTS.get(name),
+    )
 
 
 def _normalised_on(on: object) -> tuple[type[BaseException] | str, ...]:

@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from itertools import count, islice
 
 from pyattacker._secrets import is_secret_key, scrub
+from pyattacker.attack._engine_parts import EngineTime, no_loop, p, returns
 from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._overrun import bound_wall_time, drop_rest, schedule_end
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import HttpSender, Sender
@@ -44,7 +46,6 @@ from pyattacker.clock import TIMER_SLACK_S, Clock, LoopClock, epoch_time, is_sim
 from pyattacker.errors import ErrorClass, error_class_of, retry_after_of
 from pyattacker.measure import (
     Attempt,
-    Histogram,
     Outcome,
     RequestRecord,
     RequestStats,
@@ -148,13 +149,13 @@ class Engine:
         # Requests spawned whose task has not run yet: a stop that cancels such a task
         # before its first step never enters `_request`, so they are recorded from here.
         self._unstarted: dict[int, float] = {}
-        self._pool_time = _EngineTime(self.clock)
+        self._pool_time = EngineTime(self.clock)
         self.pool = Pool(
             "targets",
             [
                 # The lease's client is the target itself: the direct path reads it as is.
                 Resource.create(
-                    "http", id=target.id, capacity=plan.connections, factory=_returns(target)
+                    "http", id=target.id, capacity=plan.connections, factory=returns(target)
                 )
                 for target in self._targets.values()
             ],
@@ -171,7 +172,7 @@ class Engine:
         self._stopping: str | None = None
         self._schedule_task: asyncio.Task[None] | None = None
         self._loop_clock: LoopClock | None = None
-        self._call_soon: Callable[[Callable[[], None]], object] = _no_loop
+        self._call_soon: Callable[[Callable[[], None]], object] = no_loop
         self._now: Callable[[], float] = self.clock.now
         self._started_at = 0.0
         self._schedule_end: float | None = None
@@ -207,6 +208,7 @@ class Engine:
         self._tally = self._new_tally(self._start)
         schedule = self._open() if isinstance(self.plan.load, OpenModel) else self._closed()
         self._schedule_task = loop.create_task(schedule)
+        watchdog = bound_wall_time(self.plan, self._start, self._wait_until, self.stop)
         # On a real loop, watch how late our own loop runs (a simulated one is never late).
         real = self._loop_clock is not None and not is_simulated(loop)
         self._lag = LagProbe(loop, self._now) if real else None
@@ -221,6 +223,7 @@ class Engine:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             raise
         finally:
+            watchdog.cancel()
             if self._lag is not None:
                 self._lag.stop()
         return self._result()
@@ -312,6 +315,7 @@ class Engine:
         # (nearly all of them at high rates): one loop turn per poll, without the chain of
         # coroutines around each.
         poll = self._loop_clock is not None and not is_simulated(asyncio.get_running_loop())
+        over = start + schedule_end(self.plan)
         for n, offset in enumerate(arrivals):
             if self._stopping is not None:  # stopped from inside this step (an on_record)
                 return
@@ -329,6 +333,9 @@ class Engine:
                 # answers, the progress ticker and Ctrl-C all wait while we run).
                 behind += 1
                 if behind % _YIELD_EVERY == 0:
+                    if now() >= over:  # past the schedule's end: the rest cannot start in time
+                        drop_rest(self._tally, self.plan, n, offset, start)
+                        return
                     await self.clock.sleep(0)
             if self._in_flight >= cap:
                 self._tally.arrival(scheduled, self._in_flight)
@@ -665,7 +672,7 @@ class Engine:
 
     def _drop(self, n: int, scheduled: float) -> None:
         attempt = Attempt(request=n, attempt=1, scheduled=scheduled, outcome=Outcome.DROPPED)
-        attempt.error = "dropped: max_in_flight requests were already in progress"
+        attempt.error = "dropped: --max-in-flight requests were already in progress"
         self._count([attempt])
 
     def progress(self) -> Progress:
@@ -687,12 +694,12 @@ class Engine:
             dropped=outcomes[Outcome.DROPPED.value],
             failed=outcomes[Outcome.FAILED.value],
             throttled=outcomes[Outcome.THROTTLED.value],
-            latency_p50=_p(latency, 50),
-            latency_p99=_p(latency, 99),
-            service_p50=_p(service, 50),
-            service_p99=_p(service, 99),
-            ttft_p50=_p(total.ttft, 50) if llm else None,
-            ttft_p99=_p(total.ttft, 99) if llm else None,
+            latency_p50=p(latency, 50),
+            latency_p99=p(latency, 99),
+            service_p50=p(service, 50),
+            service_p99=p(service, 99),
+            ttft_p50=p(total.ttft, 50) if llm else None,
+            ttft_p99=p(total.ttft, 99) if llm else None,
             completion_tokens=total.completion_tokens if llm else None,
         )
 
@@ -737,39 +744,6 @@ class Engine:
             stop_reason=self._stopping,
             loop_lag=None if self._lag is None else self._lag.lag,
         )
-
-
-class _EngineTime:
-    """The engine's clock as its pool reads it, once per lease: ``now`` is the engine's
-    own reader (decided once per run, see ``run()``), called as is, not
-    ``LoopClock.now()``, which looks up the running loop on every call (a getpid() system
-    call on Python 3.11)."""
-
-    __slots__ = ("_clock", "now")
-
-    def __init__(self, clock: Clock) -> None:
-        self._clock = clock
-        self.now: Callable[[], float] = clock.now  # run() sets the reader
-
-    async def sleep(self, seconds: float) -> None:
-        await self._clock.sleep(seconds)
-
-
-def _no_loop(callback: Callable[[], None]) -> object:
-    raise RuntimeError("the engine is not running: run() has not started")
-
-
-def _returns(target: Target) -> Callable[[Resource], Target]:
-    """A resource factory that gives ``target``: the lease's client is then the target."""
-
-    def factory(_: Resource) -> Target:
-        return target
-
-    return factory
-
-
-def _p(histogram: Histogram, q: float) -> float | None:
-    return histogram.percentile(q) if histogram.count else None
 
 
 def one_line(exc: BaseException, secrets: set[str]) -> str:

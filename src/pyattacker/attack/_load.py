@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pyattacker._checks import check_number, check_whole
+from pyattacker._checks import check_number
+from pyattacker.attack._limits import MAX_RATE, check
 from pyattacker.errors import ConfigError
 
 __all__ = ["ARRIVALS", "Arrival", "ClosedModel", "LoadModel", "OpenModel", "Stage"]
@@ -43,8 +44,8 @@ class Stage:
     rate: float
 
     def __post_init__(self) -> None:
-        check_number(self.duration, "stages.duration", above=0.0)
-        check_number(self.rate, "stages.rate", at_least=0.0)
+        check("stages.duration", self.duration)
+        check("stages.rate", self.rate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,8 @@ class OpenModel:
     _segments: tuple[_Segment, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_number(self.rate, "rate", at_least=0.0)
+        hint = "at most 10,000,000/s, beyond any machine"
+        check_number(self.rate, "rate", at_least=0.0, at_most=MAX_RATE, hint=hint)
         if not self.stages and not self.rate > 0:
             raise ConfigError(
                 f"must be > 0 requests/s, got {self.rate!r}", field="rate", hint="e.g. 500/s"
@@ -103,7 +105,7 @@ class OpenModel:
                 field="arrival",
                 hint=f"use one of: {', '.join(ARRIVALS)}",
             )
-        check_whole(self.max_in_flight, "max_in_flight", at_least=1)
+        check("max_in_flight", self.max_in_flight)
         object.__setattr__(self, "stages", tuple(self.stages))
         object.__setattr__(self, "_segments", self._build_segments())
         if self.stages and self.planned() <= 0:
@@ -203,8 +205,8 @@ class ClosedModel:
     think_time: float = 0.0
 
     def __post_init__(self) -> None:
-        check_whole(self.clients, "clients", at_least=1)
-        check_number(self.think_time, "think_time", at_least=0.0)
+        check("clients", self.clients)
+        check("think_time", self.think_time)
 
 
 LoadModel = OpenModel | ClosedModel

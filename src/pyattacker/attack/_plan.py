@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pyattacker._checks import check_number, check_whole
+from pyattacker.attack._limits import MAX_WINDOWS, check
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
 from pyattacker.errors import ConfigError
@@ -102,9 +102,9 @@ class AttackPlan:
         if not isinstance(self.load, OpenModel | ClosedModel):
             raise ConfigError("must be an OpenModel or a ClosedModel", field="load")
         if self.duration is not None:
-            check_number(self.duration, "duration", above=0.0, hint="e.g. 30s")
+            check("duration", self.duration)
         if self.requests is not None:
-            check_whole(self.requests, "requests", at_least=1)
+            check("requests", self.requests)
         open_ended = isinstance(self.load, ClosedModel) or self.load.duration is None
         if open_ended and self.duration is None and self.requests is None:
             raise ConfigError(
@@ -122,20 +122,33 @@ class AttackPlan:
         object.__setattr__(self, "method", method)
         if self.llm is not None:
             self._as_llm(self.llm)
-        check_whole(self.connections, "connections", at_least=1)
-        check_whole(self.preconnect, "preconnect", at_least=0)
+        self._check_numbers()
         if self.preconnect > self.connections:
             raise ConfigError(
                 f"{self.preconnect} is more than the {self.connections} connections allowed",
                 field="preconnect",
                 hint="preconnect at most as many as --connections",
             )
-        check_number(self.window, "window", above=0.0, hint="e.g. 1s")
-        check_number(self.late_after, "late_after", at_least=0.0)
         object.__setattr__(self, "retry", resolve_retry(self.retry))
         resolve_algorithm(self.algorithm)
         self._check_keys()
         self._check_requests()
+
+    def _check_numbers(self) -> None:
+        """Every number within its range of the one table (``_limits.LIMITS``)."""
+        for name in ("connections", "preconnect", "window", "late_after", "seed"):
+            check(name, getattr(self, name))
+        for name in ("total", "connect", "read"):
+            if getattr(self.timeouts, name) is not None:
+                check(f"timeouts.{name}", getattr(self.timeouts, name))
+        spans = [s for s in (self.duration, getattr(self.load, "duration", None)) if s]
+        if spans and min(spans) / self.window > MAX_WINDOWS:
+            raise ConfigError(
+                f"{min(spans):g} s in windows of {self.window:g} s would be more than "
+                f"{MAX_WINDOWS:,} windows",
+                field="window",
+                hint="use a wider window",
+            )
 
     def _as_llm(self, llm: LlmSpec) -> None:
         """Point the targets at their LLM endpoints, POST, and place the key header."""

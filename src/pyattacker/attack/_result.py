@@ -25,6 +25,11 @@ from pyattacker.retry import Retrying
 __all__ = ["AttackResult"]
 
 
+#: ``stop_reason`` when requests still ran one timeout after the schedule ended (see
+#: ``_overrun.py``): they were cancelled, and the attack ended on time.
+DRAIN_STOP = "requests still in flight one timeout after the schedule ended were cancelled"
+
+
 @dataclass
 class AttackResult:
     """What one attack did. Times are seconds; rates are per second.
@@ -60,7 +65,9 @@ class AttackResult:
 
     @property
     def interrupted(self) -> bool:
-        return self.stop_reason is not None
+        """Stopped by a signal or a caller; not when the attack's own time bound stopped it
+        (:data:`DRAIN_STOP`: its cancelled requests then count as failed)."""
+        return self.stop_reason is not None and self.stop_reason != DRAIN_STOP
 
     @property
     def dropped(self) -> int:

@@ -95,19 +95,20 @@ class ErrorMessages:
         self._last = ("", "")  # the last message and its key: errors come in runs
         self.other = 0
 
-    def note(self, message: str) -> None:
+    def note(self, message: str, count: int = 1) -> None:
+        """Count ``count`` requests that ended with ``message``."""
         last, key = self._last
         if message != last:
             key = error_key(message)
             self._last = (message, key)
         counts = self._counts
         if key in counts:
-            counts[key] += 1
+            counts[key] += count
         elif len(counts) < MAX_MESSAGES:
-            counts[key] = 1
+            counts[key] = count
             self._examples[key] = message
         else:
-            self.other += 1
+            self.other += count
 
     def groups(self) -> list[ErrorGroup]:
         """Kept kinds, most common first (ties by key), then :data:`OTHER_MESSAGES` (no
@@ -195,6 +196,15 @@ class Tally:
         counting it (unless it was dropped): see ``WindowSeries.note_arrival``."""
         self.scheduled += 1
         self._windows.note_arrival(scheduled, in_flight)
+
+    def dropped(self, scheduled: float, count: int, message: str) -> None:
+        """``count`` arrivals at ``scheduled`` (in one window), dropped before sending with
+        ``message``: counted as ``count`` dropped requests, in bulk (no record is built, so
+        ``on_record`` does not see them)."""
+        self.scheduled += count
+        self._total.add_dropped(count)
+        self._windows.note_dropped(scheduled, count)
+        self.errors.note(message, count)
 
     def finished(self, attempts: list[Attempt]) -> None:
         """Count one finished request (its attempts, in order)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from pyattacker._atomic import check_output, write_atomically
+from pyattacker._inputs import loads, read_bounded
 from pyattacker._units import parse_duration, parse_rate
 from pyattacker.attack import (
     AttackPlan,
@@ -25,6 +26,7 @@ from pyattacker.attack import (
     Stage,
     run_attack,
 )
+from pyattacker.attack._limits import flag_of
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
@@ -68,7 +70,11 @@ throttled, not retried behind your back.
 
 @click.command("attack", epilog=_EPILOG)
 @click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
-@click.option("--rate", metavar="RATE", help="Open model: arrivals per second, e.g. 500/s, 30/m.")
+@click.option(
+    "--rate",
+    metavar="RATE",
+    help="Open model: arrivals per second, e.g. 500/s, 30/m; at most 10,000,000/s.",
+)
 @click.option(
     "--arrival",
     type=click.Choice(["constant", "poisson"]),
@@ -104,9 +110,13 @@ throttled, not retried behind your back.
     help="An API key (repeatable); each URL and key is one target. A header carries it: "
     "-H 'Authorization: Bearer {key}'. Keys never appear in a report.",
 )
-@click.option("--keys-file", metavar="FILE", help="API keys, one per line (like --key).")
 @click.option(
-    "--body", metavar="TEXT|@FILE", help="Request body text, or @FILE to read it from a file."
+    "--keys-file", metavar="FILE", help="API keys, one per line (like --key); at most 1 MiB."
+)
+@click.option(
+    "--body",
+    metavar="TEXT|@FILE",
+    help="Request body text, or @FILE to read it from a file (at most 64 MiB).",
 )
 @click.option(
     "--timeout",
@@ -180,7 +190,7 @@ throttled, not retried behind your back.
     "prompts_path",
     metavar="FILE.jsonl",
     help='LLM: prompts, one JSON object per line: {"messages": [...]} or {"prompt": "..."}, '
-    'optionally "max_tokens"; used in turn.',
+    'optionally "max_tokens"; used in turn. At most 256 MiB.',
 )
 @click.option(
     "--max-tokens",
@@ -264,7 +274,10 @@ def attack_command(
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
-    load = _load_model(rate, arrival, stages, clients, think, max_in_flight)
+    try:
+        load = _load_model(rate, arrival, stages, clients, think, max_in_flight)
+    except ConfigError as exc:
+        raise _by_flag(exc) from None
     if not llm:
         no_llm_flags(
             model=model,
@@ -302,7 +315,7 @@ def attack_command(
             llm=llm_spec,
         )
     except ConfigError as exc:
-        raise named_by_flag(exc) from None
+        raise _by_flag(exc) from None
     for path, field in (
         (json_path, "--json"),
         (markdown_path, "--markdown"),
@@ -345,6 +358,15 @@ def attack_command(
     if samples is not None and samples.failed is not None:
         return 1
     return 0 if result.failed_requests == 0 else 1
+
+
+def _by_flag(exc: ConfigError) -> ConfigError:
+    """``exc`` naming the flag the user typed (``--max-in-flight``, not ``max_in_flight``)."""
+    renamed = named_by_flag(exc)
+    if renamed is not exc:
+        return renamed
+    field = flag_of(exc.field)
+    return exc if field == exc.field else ConfigError(exc.message, field=field, hint=exc.hint)
 
 
 def _load_model(
@@ -445,8 +467,8 @@ def _keys(keys: Sequence[str], path: str | None) -> tuple[str, ...]:
     found = [k.strip() for k in keys]
     if path is not None:
         try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
+            lines = read_bounded(path, "--keys-file").decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
             raise ConfigError(
                 f"cannot read {path!r}: {exc}", field="--keys-file", hint="one key per line"
             ) from None
@@ -458,15 +480,7 @@ def _body(text: str | None) -> bytes | None:
     if text is None:
         return None
     if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            return path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read {str(path)!r}: {exc.strerror}",
-                field="--body",
-                hint="@FILE must exist",
-            ) from None
+        return read_bounded(text[1:], "--body")
     return text.encode()
 
 
@@ -474,7 +488,7 @@ def _retry(text: str) -> Retrying:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            spec = json.loads(stripped)
+            spec = loads(stripped, "--retry")
         except json.JSONDecodeError as exc:
             raise ConfigError(f"not valid JSON: {exc.msg}", field="--retry") from None
         return resolve_retry(spec)

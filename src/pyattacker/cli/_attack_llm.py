@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pyattacker._inputs import loads
 from pyattacker.attack import LlmSpec
 from pyattacker.errors import ConfigError
 from pyattacker.llm import Api, JsonlPrompts, PromptSource, SyntheticPrompts, parse_shape
@@ -108,7 +109,7 @@ def _params(params: Sequence[str]) -> dict[str, Any]:
                 f"cannot read {text!r}", field="--param", hint="write it as NAME=VALUE"
             )
         try:
-            out[name] = json.loads(raw)
+            out[name] = loads(raw, "--param")
         except json.JSONDecodeError:
             out[name] = raw
     return out

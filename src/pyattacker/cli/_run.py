@@ -93,13 +93,13 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
     "--concurrency",
     default=16,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     metavar="N",
     help="Attempts in flight at most.",
 )
 @click.option(
     "--repeats",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1_000_000),
     metavar="K",
     help="Pipelines per row (repeat indices 0..K-1) [default: 1; on --resume, the run's].",
 )
@@ -116,13 +116,13 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option(
     "--limit",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=10**12),
     metavar="N",
     help="Only the first N rows: the run's input is those rows (a resume keeps the limit).",
 )
 @click.option(
     "--stop-after-failures",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10**12),
     metavar="N",
     help="Stop gracefully once N pipelines failed.",
 )
@@ -235,9 +235,19 @@ def _flags(call: Callable[[], Any]) -> Any:
         flag = _INPUT_FLAGS.get(field) or _FLAGS.get(field)
         if field == "specs":
             flag = "--input"
-        if flag is None or flag == field:
+        message, hint = _as_flags(exc.message), exc.hint and _as_flags(exc.hint)
+        if (flag is None or flag == field) and (message, hint) == (exc.message, exc.hint):
             raise
-        raise ConfigError(exc.message, field=flag, hint=exc.hint) from exc
+        raise ConfigError(message, field=flag or field, hint=hint) from exc
+
+
+def _as_flags(text: str) -> str:
+    """A library message in the CLI's words: ``resume=True (--resume)`` -> ``--resume``."""
+    for argument, flag in (("resume", "--resume"), ("add_pipeline", "--add-pipeline")):
+        for said in (f"{argument}=True (CLI: {flag})", f"{argument}=True ({flag})"):
+            text = text.replace(said, flag)
+        text = text.replace(f"{argument}=True", flag)
+    return text
 
 
 def load_target(spec: str, *, field: str) -> Any:
@@ -390,7 +400,7 @@ def _again(argv: list[str] | None, target: str, path: Path) -> str:
 
 
 _FLAGS = {"key": "--key", "key_of": "--key", "resource": "--pools", "store": "--store"}
-_FLAGS["add_pipeline"] = "--add-pipeline"
+_FLAGS.update(add_pipeline="--add-pipeline", resume="--resume")
 
 
 def _outcome(report: RunReport, path: Path, again: str) -> str:

@@ -23,7 +23,6 @@ capped at :data:`MAX_SHAPE_TOKENS`.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from pyattacker._checks import check_whole
+from pyattacker._inputs import loads, read_bounded
 from pyattacker.errors import ConfigError
 
 __all__ = [
@@ -233,8 +233,10 @@ class JsonlPrompts:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_bounded(self.path, "--prompts").decode("utf-8")
+        except ConfigError as exc:  # named by its flag: the CLI renames "prompts" to it
+            raise ConfigError(exc.message, field="prompts", hint=exc.hint) from None
+        except UnicodeDecodeError as exc:
             raise ConfigError(
                 f"cannot read the prompts file: {exc}",
                 field="prompts",
@@ -267,7 +269,7 @@ class JsonlPrompts:
 
 def _prompt_of_line(line: str, where: str) -> Prompt:
     try:
-        item = json.loads(line)
+        item = loads(line, where)
     except ValueError as exc:
         raise ConfigError(
             f"not valid JSON ({exc})",

@@ -238,6 +238,15 @@ class RequestStats:
         elif attempt.usage is not None:  # an LLM answer that did not stream
             self._add_whole_body(attempt, scheduled, sent, end)
 
+    def add_dropped(self, count: int) -> None:
+        """Add ``count`` requests dropped before sending, none with a status or error
+        class: what ``add_attempt`` of ``count`` such attempts does, in one step (the
+        arrivals an attack could not start before its schedule ended, in bulk)."""
+        self.requests += count
+        self.attempts += count
+        self.attempts_per_request[1] += count
+        self.by_outcome[Outcome.DROPPED.value] += count
+
     def _add_attempts(self, attempts: tuple[Attempt, ...]) -> None:
         throttled = sent_attempts = 0
         for attempt in attempts:

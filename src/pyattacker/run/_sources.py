@@ -98,10 +98,15 @@ def read_rows(
             origin="stdin", path=None, name="stdin", format=fmt, opener=_reopen(spooled),
             size=spooled.seek(0, io.SEEK_END), mtime=None, limit=limit, spool=spooled,
         )  # fmt: skip
-    fmt = format_of(path, format)
     where = Path(path)
+    if where.is_dir():
+        raise ConfigError(
+            f"{where} is a directory, not a file", field="input", hint="name one file of rows"
+        )
+    fmt = format_of(path, format)
     if not where.is_file():
-        raise ConfigError(f"{where} does not exist", field="input", hint="check the path")
+        what = "is not a regular file" if where.exists() else "does not exist"
+        raise ConfigError(f"{where} {what}", field="input", hint="check the path")
     if fmt == "parquet":
         _pyarrow()
     stat = where.stat()
