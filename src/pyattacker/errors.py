@@ -23,6 +23,7 @@ The tree (our mistakes on the left, the endpoint's on the right)::
         ├── ConnectError                 connection: refused, reset, DNS, closed before a reply
         ├── RequestTimeout               timeout, in ``phase`` connect | read | total
         ├── RemoteProtocolError          upstream: malformed response, closed mid-body
+        │   └── ResponseTooLarge         protocol: a response past the client's limits
         └── HttpStatusError              a status >= 400 (status, headers, retry_after)
 
 Every class carries the context that helps the reader (``pool``, ``resource``,
@@ -65,6 +66,7 @@ __all__ = [
     "PyAttackerError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "ResponseTooLarge",
     "ResourceError",
     "ResourceUnavailable",
     "RetryableError",
@@ -85,6 +87,7 @@ class ErrorClass(enum.StrEnum):
     TIMEOUT = "timeout"
     CONNECTION = "connection"
     UPSTREAM = "upstream"
+    PROTOCOL = "protocol"
     INVALID = "invalid"
     FATAL = "fatal"
     CANCELLED = "cancelled"
@@ -319,6 +322,19 @@ class RemoteProtocolError(HttpError):
     """The server broke HTTP/1.1: a malformed response, or the connection closed mid-body."""
 
     error_class: ClassVar[str] = ErrorClass.UPSTREAM
+
+
+class ResponseTooLarge(RemoteProtocolError):
+    """A response broke one of the client's size limits (``what``: ``"head"``), ``limit``
+    bytes; the connection was closed. Error class ``protocol``, not retried by default:
+    the same server answers the same way again."""
+
+    error_class: ClassVar[str] = ErrorClass.PROTOCOL
+
+    def __init__(self, message: str, *, what: str, limit: int, **context: Any) -> None:
+        super().__init__(message, what=what, limit=limit, **context)
+        self.what = what
+        self.limit = limit
 
 
 class HttpStatusError(HttpError):

@@ -1,0 +1,60 @@
+"""How much of a response the client reads and keeps: every size limit in one place.
+
+A hostile or broken server can send a head that never ends, a body that never ends or a
+stream line that never ends. Each limit below has one name, used by every part that
+enforces it (the connection, the attack's flags, the LLM stream parser):
+
+- :data:`MAX_HEAD_SIZE` (64 KiB, as nginx's ``large_client_header_buffers`` x 8 and below
+  curl's 100 KiB): a response head longer than this (status line, headers and any 1xx
+  heads before it) ends its request with :class:`~pyattacker.errors.ResponseTooLarge`
+  and closes the connection.
+- :data:`KEEP_BODY` (4 KiB): what a load test keeps of each body. The attack measures
+  bodies, it does not need them: every byte is counted (``Response.body_size``), only
+  the first ``keep_body`` bytes stay in ``Response.body``.
+- :data:`MAX_LINE` (8 MiB): the longest server-sent-events line or event, and the
+  longest whole (not streamed) LLM answer the LLM client parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyattacker._checks import check_whole
+
+__all__ = ["KEEP_BODY", "MAX_HEAD_SIZE", "MAX_LINE", "Limits", "size_text"]
+
+MAX_HEAD_SIZE = 64 * 1024
+KEEP_BODY = 4 * 1024
+MAX_LINE = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """An :class:`~pyattacker.http.HttpClient`'s limits on what it reads and keeps.
+
+    - ``max_head``: the longest response head, in bytes; a longer one fails its request
+      with :class:`~pyattacker.errors.ResponseTooLarge` (error class ``protocol``) and
+      closes the connection.
+    - ``keep_body``: how many bytes of a body ``request()`` keeps in ``Response.body``;
+      the rest is read, counted in ``Response.body_size`` and dropped. ``None`` (the
+      default): the whole body is kept. Streamed bodies go to their consumer whole.
+
+    Raises :class:`~pyattacker.errors.ConfigError` for a limit that is not a whole number
+    (``max_head`` at least 1, ``keep_body`` at least 0).
+    """
+
+    max_head: int = MAX_HEAD_SIZE
+    keep_body: int | None = None
+
+    def __post_init__(self) -> None:
+        check_whole(self.max_head, "max_head", at_least=1)
+        if self.keep_body is not None:
+            check_whole(self.keep_body, "keep_body", at_least=0)
+
+
+def size_text(size: int) -> str:
+    """``size`` bytes as a message says it: ``64 KiB``, ``8 MiB``, ``1000 bytes``."""
+    for unit, scale in (("MiB", 1024 * 1024), ("KiB", 1024)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} bytes"
