@@ -49,6 +49,7 @@ from pyattacker._classify import (
     retry_after_of,
     status_class_of,
 )
+from pyattacker._secrets import mask_url
 
 __all__ = [
     "AcquireTimeout",
@@ -66,9 +67,9 @@ __all__ = [
     "PyAttackerError",
     "RemoteProtocolError",
     "RequestTimeout",
-    "ResponseTooLarge",
     "ResourceError",
     "ResourceUnavailable",
+    "ResponseTooLarge",
     "RetryableError",
     "SimulationError",
     "SimulationStalled",
@@ -289,7 +290,9 @@ class HttpError(PyAttackerError):
     def __init__(
         self, message: str, *, url: object = None, timing: Any = None, **context: Any
     ) -> None:
-        super().__init__(message, url=None if url is None else str(url), **context)
+        # Shown masked (``?key=***``): str() of our URL masks, and a plain string is
+        # masked here, so no message, report or log line carries a key from a query.
+        super().__init__(message, url=None if url is None else mask_url(str(url)), **context)
         self.url = url
         self.timing = timing
 

@@ -54,6 +54,8 @@ _VERSIONS = {b"HTTP/1.1 ": "1.1", b"HTTP/1.0 ": "1.0"}
 # _DONE: a streamed body complete, not released.
 _IDLE, _AWAITING, _BODY, _DONE, _ENDED = 0, 1, 2, 3, 4
 _HEAD = "HEAD"
+
+
 # Raised by on_message_begin to stop the parser at bytes no request asked for.
 class _Stray(Exception):
     pass

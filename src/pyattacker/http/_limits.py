@@ -17,15 +17,33 @@ enforces it (the connection, the attack's flags, the LLM stream parser):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pyattacker._checks import check_whole
+from pyattacker.errors import ConfigError
 
-__all__ = ["KEEP_BODY", "MAX_HEAD_SIZE", "MAX_LINE", "Limits", "size_text"]
+__all__ = [
+    "HEAD_SIZE_RANGE",
+    "KEEP_BODY",
+    "KEEP_BODY_RANGE",
+    "MAX_HEAD_SIZE",
+    "MAX_LINE",
+    "Limits",
+    "parse_size",
+    "size_text",
+]
 
 MAX_HEAD_SIZE = 64 * 1024
 KEEP_BODY = 4 * 1024
 MAX_LINE = 8 * 1024 * 1024
+# What the flags accept: a head needs its status line; beyond these, the limit no longer
+# protects memory (one response may hold that much, per connection).
+HEAD_SIZE_RANGE = (1024, 64 * 1024 * 1024)
+KEEP_BODY_RANGE = (0, 1024 * 1024 * 1024)
+
+_SIZE = re.compile(r"(?P<number>[0-9]+)\s*(?P<unit>[kmg]i?b?|b)?", re.IGNORECASE)
+_SCALES = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +68,21 @@ class Limits:
         check_whole(self.max_head, "max_head", at_least=1)
         if self.keep_body is not None:
             check_whole(self.keep_body, "keep_body", at_least=0)
+
+
+def parse_size(text: str, *, field: str, within: tuple[int, int]) -> int:
+    """Bytes from ``"65536"``, ``"64KiB"``, ``"64k"``, ``"8MiB"``, ``"1G"`` (units are
+    powers of 1024), in the range ``within``; else a :class:`ConfigError` naming
+    ``field``."""
+    low, high = within
+    hint = f"e.g. 64KiB, 1MiB, 4096; from {size_text(low)} to {size_text(high)}"
+    match = _SIZE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ConfigError(f"{text!r} is not a size", field=field, hint=hint)
+    size = int(match["number"]) * _SCALES[(match["unit"] or "")[:1].lower()]
+    if not low <= size <= high:
+        raise ConfigError(f"{text!r} is out of range", field=field, hint=hint)
+    return size
 
 
 def size_text(size: int) -> str:

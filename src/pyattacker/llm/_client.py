@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from pyattacker.errors import ConfigError, HttpError, RemoteProtocolError, ResponseTooLarge
 from pyattacker.http import URL, HttpClient, Response, Timeouts, Timing
+from pyattacker.http._limits import size_text
 from pyattacker.llm._errors import LlmErrorKind, LlmResponseError, secrets_of, snippet
 from pyattacker.llm._openai import Api, LlmRequest
 from pyattacker.llm._parse import (
@@ -22,7 +23,6 @@ from pyattacker.llm._parse import (
     status_error,
 )
 from pyattacker.llm._result import LlmResult
-from pyattacker.http._limits import size_text
 from pyattacker.llm._sse import SseParser
 
 __all__ = ["LlmClient"]
