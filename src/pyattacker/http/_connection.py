@@ -11,6 +11,12 @@ side asked for that) or *failed* (the connection is closed, the error delivered 
 waits). Timeouts are loop timers: one read watchdog per connection (re-armed only when it
 fires, not per byte) and one total timer per request that has a total limit.
 
+What a server sends is bounded by the client's :class:`Limits`: a head over ``max_head``
+fails its request (``ResponseTooLarge``) and closes the connection; a body is counted whole
+and kept up to ``keep_body``. A response completes only once the whole read it ended in is
+parsed: bytes after it (extra bytes after a Content-Length body, an answer nobody asked
+for) leave that response standing and the connection closed, never reused.
+
 Never retried here: a request whose connection fails is failed, even when it is certain
 that no byte of it reached the server. Deciding to send again is the retry policy's job.
 """
@@ -345,6 +351,7 @@ class Connection(asyncio.Protocol):
                     break
             else:
                 head = head[: end + 4]
+                # Checked here only: Limits keeps max_head >= 1 KiB (_HEAD_ONLY_ABOVE).
                 if len(head) > self._max_head:
                     self._head_too_large()
                     return

@@ -58,14 +58,14 @@ class Limits:
       default): the whole body is kept. Streamed bodies go to their consumer whole.
 
     Raises :class:`~pyattacker.errors.ConfigError` for a limit that is not a whole number
-    (``max_head`` at least 1, ``keep_body`` at least 0).
+    (``max_head`` at least 1 KiB, which any status line fits in; ``keep_body`` at least 0).
     """
 
     max_head: int = MAX_HEAD_SIZE
     keep_body: int | None = None
 
     def __post_init__(self) -> None:
-        check_whole(self.max_head, "max_head", at_least=1)
+        check_whole(self.max_head, "max_head", at_least=HEAD_SIZE_RANGE[0])
         if self.keep_body is not None:
             check_whole(self.keep_body, "keep_body", at_least=0)
 
