@@ -4,10 +4,10 @@ A hostile or broken server can send a head that never ends, a body that never en
 stream line that never ends. Each limit below has one name, used by every part that
 enforces it (the connection, the attack's flags, the LLM stream parser):
 
-- :data:`MAX_HEAD_SIZE` (64 KiB, as nginx's ``large_client_header_buffers`` x 8 and below
-  curl's 100 KiB): a response head longer than this (status line, headers and any 1xx
-  heads before it) ends its request with :class:`~pyattacker.errors.ResponseTooLarge`
-  and closes the connection.
+- :data:`MAX_HEAD_SIZE` (64 KiB: h11 stops at 16 KiB, nginx at 32 KiB of request head
+  by default, curl at 100 KiB for one header line): a response head longer than this
+  (status line, headers and any 1xx heads before it) ends its request with
+  :class:`~pyattacker.errors.ResponseTooLarge` and closes the connection.
 - :data:`KEEP_BODY` (4 KiB): what a load test keeps of each body. The attack measures
   bodies, it does not need them: every byte is counted (``Response.body_size``), only
   the first ``keep_body`` bytes stay in ``Response.body``.
