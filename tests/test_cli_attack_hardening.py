@@ -147,3 +147,16 @@ def test_a_size_flag_out_of_range_exits_2_naming_it(
     assert f"error: {flag}" in err, err
     assert "Traceback" not in err
     assert echo.stats()["count"] == 0
+
+
+def test_urls_that_differ_only_in_a_masked_secret_stay_two_targets_with_two_names() -> None:
+    async def main() -> tuple[list[str], list[str]]:
+        async with Server(keep_alive) as server:
+            urls = [server.url + "?sig=first-secret", server.url + "?sig=second-secret"]
+            plan = AttackPlan.build(urls, OpenModel(rate=100), requests=6)
+            result = await attack(plan)
+            return sorted({r.target for r in server.requests}), sorted(result.by_target)
+
+    targets, names = asyncio.run(main())
+    assert targets == ["/?sig=first-secret", "/?sig=second-secret"]  # each sent as given
+    assert [name.split("/", 3)[-1] for name in names] == ["?sig=*** (URL 1)", "?sig=*** (URL 2)"]

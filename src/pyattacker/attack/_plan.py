@@ -37,6 +37,13 @@ class Target:
     headers: tuple[tuple[str, str], ...] = field(repr=False)  # a key may be among them
 
 
+def _names(urls: Sequence[URL]) -> list[str]:
+    """What reports call each URL: its masked ``str()``, with ``(URL n)`` added when URLs
+    that differ only in a masked secret (``?key=A``, ``?key=B``) would read the same."""
+    shown = [str(url) for url in urls]
+    return [f"{s} (URL {i})" if shown.count(s) > 1 else s for i, s in enumerate(shown, 1)]
+
+
 @dataclass(frozen=True)
 class AttackPlan:
     """What to send, where, how often, and for how long.
@@ -96,7 +103,7 @@ class AttackPlan:
                 raise ConfigError(
                     f"must be a parsed URL, got {type(target).__name__}", field=f"targets[{i}]"
                 )
-        if len({str(t) for t in self.targets}) != len(self.targets):
+        if len(set(self.targets)) != len(self.targets):
             raise ConfigError(
                 "the same URL is given twice", field="targets", hint="list each URL once"
             )
@@ -203,15 +210,19 @@ class AttackPlan:
 
     def resolved_targets(self) -> tuple[Target, ...]:
         """Every resource of the pool: one per URL, or one per URL and key."""
+        names = _names(self.targets)
         if not self.keys:
-            return tuple(Target(str(url), url, self.headers) for url in self.targets)
+            return tuple(
+                Target(name, url, self.headers)
+                for name, url in zip(names, self.targets, strict=True)
+            )
         return tuple(
             Target(
-                f"{url} (key {k})",
+                f"{name} (key {k})",
                 url.fill(KEY_PLACEHOLDER, key),  # its str() masks the key
                 tuple((n, v.replace(KEY_PLACEHOLDER, key)) for n, v in self.headers),
             )
-            for url in self.targets
+            for name, url in zip(names, self.targets, strict=True)
             for k, key in enumerate(self.keys, 1)
         )
 
