@@ -28,6 +28,7 @@ from pyattacker.errors import (
     NoUsableResource,
     PoolNotFound,
     ResourceUnavailable,
+    ResponseTooLarge,
     RetryableError,
     SimulationStalled,
     error_class_of,
@@ -69,6 +70,7 @@ def test_errors_exports_exactly_the_public_names() -> None:
         "RemoteProtocolError",
         "RequestTimeout",
         "ResourceError",
+        "ResponseTooLarge",
         "ResourceUnavailable",
         "RetryableError",
         "SimulationError",
@@ -104,6 +106,7 @@ def test_exactly_five_classes_are_retried_by_default() -> None:
         (IllegalTransition("no"), "invalid"),
         (LeaseLeakError("leak"), "invalid"),
         (NoUsableResource("all dead", pool="p"), "no_usable_resource"),
+        (ResponseTooLarge("head over 64 KiB", what="head", limit=65536), "protocol"),
         (SimulationStalled("stuck"), "fatal"),
         (TimeoutError(), "timeout"),  # also asyncio.TimeoutError and socket.timeout
         (ConnectionError(), "connection"),

@@ -138,6 +138,7 @@ def test_pyattacker_http_exports_exactly_the_public_names_in_sorted_order() -> N
         "URL",
         "Headers",
         "HttpClient",
+        "Limits",
         "Response",
         "Timeouts",
         "Timing",

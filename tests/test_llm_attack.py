@@ -15,6 +15,7 @@ import pytest
 
 from pyattacker.attack import AttackPlan, ClosedModel, LlmSpec, OpenModel, attack
 from pyattacker.errors import ConfigError
+from pyattacker.http import Limits
 from pyattacker.llm import SyntheticPrompts
 from pyattacker.measure import Outcome, RequestRecord
 from pyattacker.servers import LlmServer
@@ -192,3 +193,14 @@ def test_a_targets_repr_never_shows_the_key_in_its_headers() -> None:
     assert ("Authorization", "Bearer sk-secret") in target.headers
     assert "sk-secret" not in repr(target)
     assert "sk-secret" not in str(target)
+
+
+def test_an_llm_attack_keeps_whole_answers_to_parse_whatever_keep_body_says() -> None:
+    async def main() -> Any:
+        async with LlmServer(models="m", ttft="fixed:1ms", itl="fixed:1ms") as server:
+            spec = LlmSpec("m", SyntheticPrompts(context_tokens=8, max_tokens=16), stream=False)
+            plan = AttackPlan.build([server.url + "/v1"], OpenModel(rate=200), requests=5, llm=spec)
+            return await attack(plan, limits=Limits(keep_body=0))
+
+    result = asyncio.run(main())
+    assert result.total.by_outcome == {"ok": 5}

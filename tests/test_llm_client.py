@@ -33,10 +33,11 @@ from pyattacker.errors import (
     ErrorClass,
     HttpError,
     RequestTimeout,
+    ResponseTooLarge,
     error_class_of,
     retry_after_of,
 )
-from pyattacker.http import HttpClient, Timeouts
+from pyattacker.http import HttpClient, Limits, Timeouts
 from pyattacker.llm import (
     Api,
     LlmClient,
@@ -223,6 +224,24 @@ def test_a_whole_body_answer_has_usage_and_an_end_but_no_token_times() -> None:
     assert result.bytes_received == len(raw)
     assert sent["stream"] is False
     assert "stream_options" not in sent
+
+
+def test_a_whole_answer_longer_than_the_client_keeps_is_too_large_to_parse_not_garbled() -> None:
+    raw = json.dumps({"choices": [{"message": {"content": "x" * 5000}}]}).encode()
+
+    async def main() -> tuple[LlmResult, BaseException]:
+        result = LlmResult()
+        answer = whole(200, raw, [("Content-Type", "application/json")])
+        async with canned(answer) as server, HttpClient(limits=Limits(keep_body=1024)) as http:
+            with pytest.raises(ResponseTooLarge) as caught:
+                await LlmClient(http).send(endpoint_url(f"{server.url}v1"), WHOLE, result=result)
+        return result, caught.value
+
+    result, error = run(main)
+    assert isinstance(error, ResponseTooLarge)
+    assert (error.what, error.limit, error_class_of(error)) == ("body", 1024, "protocol")
+    assert error.message == "response body over 1 KiB (too long to parse)"
+    assert result.bytes_received == len(raw)  # counted whole all the same
 
 
 def test_a_429_is_a_rate_limit_error_with_retry_after_and_its_headers_recorded() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyattacker._secrets import MASK, mask, scrub, secret_values
+from pyattacker._secrets import MASK, mask, mask_url, scrub, secret_values
 
 TEXT = st.characters(blacklist_characters="*")  # real keys never contain the mask character
 KEYS = st.sampled_from(["api_key", "Authorization", "token", "model", "region", "password"])
@@ -58,3 +58,28 @@ def test_secret_looking_keys_are_matched_case_insensitively_at_any_depth() -> No
         "auth": [{"TOKEN": MASK}],
     }
     assert secret_values(options) == {"k1", "t1"}
+
+
+# --- secrets in a URL's query ---------------------------------------------------------------
+
+PARAMS = ["key", "api-key", "api_key", "token", "access_token", "sig", "signature", "password"]
+PARAMS += ["secret", "X-Amz-Signature", "client_secret", "api%5Fkey", "auth"]
+
+
+@given(
+    name=st.sampled_from(PARAMS),
+    value=st.text("abcdefghijklmnopqrstuvwxyz0123456789-_.~%/+", min_size=1, max_size=30),
+    before=st.sampled_from(["", "q=1&", "a=b;"]),
+    after=st.sampled_from(["", "&page=2", "#frag", "' failed", " (url)"]),
+)
+def test_mask_url_hides_every_secret_looking_query_value(
+    name: str, value: str, before: str, after: str
+) -> None:
+    text = f"cannot reach 'https://api.example.com/v1?{before}{name}={value}{after}"
+    masked = mask_url(text)
+    assert masked == f"cannot reach 'https://api.example.com/v1?{before}{name}={MASK}{after}"
+
+
+def test_mask_url_leaves_other_parameters_and_texts_alone() -> None:
+    for text in ["http://h/a?q=1&page=2", "http://h/?key=", "no url here", "x=1 y=2"]:
+        assert mask_url(text) == text

@@ -3,6 +3,12 @@
 A value is secret when its key (at any depth) looks like a credential: it contains ``key``,
 ``token``, ``secret``, ``password``, ``passwd``, ``authorization``, ``credential`` or
 ``cookie``. Over-masking (``cache_key``) is the safe direction and is accepted on purpose.
+
+A URL's query carries secrets too (``?key=``, ``api-key=``, ``access_token=``, a signed
+URL's ``sig=``): :func:`mask_url` hides the value of every query parameter whose name
+looks like one, in a URL or in any text that quotes one. It is what ``str()`` of a
+:class:`~pyattacker.http.URL` shows, so reports, samples, error messages and stderr
+lines show ``?key=***`` while the request line carries the real value.
 """
 
 from __future__ import annotations
@@ -10,15 +16,54 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
-__all__ = ["MASK", "is_secret_key", "mask", "scrub", "secret_values"]
+__all__ = [
+    "MASK",
+    "is_secret_key",
+    "is_secret_param",
+    "mask",
+    "mask_url",
+    "scrub",
+    "secret_values",
+]
 
 MASK = "***"
 _SECRET_KEY = re.compile(r"key|token|secret|passw|authoriz|credential|cookie", re.IGNORECASE)
+# Query parameters name their secrets more tersely than headers and fields do.
+_SECRET_PARAM = re.compile(
+    r"key|token|secret|passw|pwd|auth|credential|cookie|sig|session", re.IGNORECASE
+)
+# `name=value` after `?`, `&` or `;`, as a URL (or a message quoting one) carries it: the
+# value ends at the next separator, fragment, quote or whitespace.
+_PARAM = re.compile(r"([?&;])([^=&;#?\s'\"<>]+)=([^&;#\s'\"<>]*)")
 
 
 def is_secret_key(name: object) -> bool:
     return isinstance(name, str) and _SECRET_KEY.search(name) is not None
+
+
+def is_secret_param(name: str) -> bool:
+    """Whether a query parameter's name (percent-decoded) looks like a credential's."""
+    return _SECRET_PARAM.search(unquote(name)) is not None
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the value of every secret-looking query parameter replaced by ``***``
+    (``?api_key=sk-1&q=2`` becomes ``?api_key=***&q=2``); anything else unchanged.
+
+    ``text`` may be a URL or a message that quotes URLs. Empty values stay empty.
+    """
+    if "=" not in text:
+        return text
+    return _PARAM.sub(_masked_param, text)
+
+
+def _masked_param(match: re.Match[str]) -> str:
+    separator, name, value = match.groups()
+    if value and is_secret_param(name):
+        return f"{separator}{name}={MASK}"
+    return match.group(0)
 
 
 def mask(value: Any) -> Any:

@@ -23,6 +23,7 @@ The tree (our mistakes on the left, the endpoint's on the right)::
         ├── ConnectError                 connection: refused, reset, DNS, closed before a reply
         ├── RequestTimeout               timeout, in ``phase`` connect | read | total
         ├── RemoteProtocolError          upstream: malformed response, closed mid-body
+        │   └── ResponseTooLarge         protocol: a response past the client's limits
         └── HttpStatusError              a status >= 400 (status, headers, retry_after)
 
 Every class carries the context that helps the reader (``pool``, ``resource``,
@@ -48,6 +49,7 @@ from pyattacker._classify import (
     retry_after_of,
     status_class_of,
 )
+from pyattacker._secrets import mask_url
 
 __all__ = [
     "AcquireTimeout",
@@ -67,6 +69,7 @@ __all__ = [
     "RequestTimeout",
     "ResourceError",
     "ResourceUnavailable",
+    "ResponseTooLarge",
     "RetryableError",
     "SimulationError",
     "SimulationStalled",
@@ -85,6 +88,7 @@ class ErrorClass(enum.StrEnum):
     TIMEOUT = "timeout"
     CONNECTION = "connection"
     UPSTREAM = "upstream"
+    PROTOCOL = "protocol"
     INVALID = "invalid"
     FATAL = "fatal"
     CANCELLED = "cancelled"
@@ -286,7 +290,9 @@ class HttpError(PyAttackerError):
     def __init__(
         self, message: str, *, url: object = None, timing: Any = None, **context: Any
     ) -> None:
-        super().__init__(message, url=None if url is None else str(url), **context)
+        # Shown masked (``?key=***``): str() of our URL masks, and a plain string is
+        # masked here, so no message, report or log line carries a key from a query.
+        super().__init__(message, url=None if url is None else mask_url(str(url)), **context)
         self.url = url
         self.timing = timing
 
@@ -319,6 +325,19 @@ class RemoteProtocolError(HttpError):
     """The server broke HTTP/1.1: a malformed response, or the connection closed mid-body."""
 
     error_class: ClassVar[str] = ErrorClass.UPSTREAM
+
+
+class ResponseTooLarge(RemoteProtocolError):
+    """A response broke one of the client's size limits (``what``: ``"head"``), ``limit``
+    bytes; the connection was closed. Error class ``protocol``, not retried by default:
+    the same server answers the same way again."""
+
+    error_class: ClassVar[str] = ErrorClass.PROTOCOL
+
+    def __init__(self, message: str, *, what: str, limit: int, **context: Any) -> None:
+        super().__init__(message, what=what, limit=limit, **context)
+        self.what = what
+        self.limit = limit
 
 
 class HttpStatusError(HttpError):

@@ -28,12 +28,20 @@ class Target:
     """One resource of the attack's pool: a URL, and the headers that carry its key.
 
     ``id`` names it in reports: the URL, plus ``(key N)`` when keys are in play. The key
-    itself is only ever in ``headers``, never in the id.
+    itself is only ever in ``headers`` or in ``url``'s query (whose ``str()`` masks it),
+    never in the id.
     """
 
     id: str
     url: URL
     headers: tuple[tuple[str, str], ...] = field(repr=False)  # a key may be among them
+
+
+def _names(urls: Sequence[URL]) -> list[str]:
+    """What reports call each URL: its masked ``str()``, with ``(URL n)`` added when URLs
+    that differ only in a masked secret (``?key=A``, ``?key=B``) would read the same."""
+    shown = [str(url) for url in urls]
+    return [f"{s} (URL {i})" if shown.count(s) > 1 else s for i, s in enumerate(shown, 1)]
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,7 @@ class AttackPlan:
                 raise ConfigError(
                     f"must be a parsed URL, got {type(target).__name__}", field=f"targets[{i}]"
                 )
-        if len({str(t) for t in self.targets}) != len(self.targets):
+        if len(set(self.targets)) != len(self.targets):
             raise ConfigError(
                 "the same URL is given twice", field="targets", hint="list each URL once"
             )
@@ -166,7 +174,7 @@ class AttackPlan:
             )
         object.__setattr__(self, "method", "POST")
         object.__setattr__(self, "targets", llm.endpoints(self.targets))
-        if self.keys and not any(KEY_PLACEHOLDER in value for _, value in self.headers):
+        if self.keys and not self._key_placed():
             header = llm.key_header(self.targets)
             object.__setattr__(self, "headers", (*self.headers, header))
 
@@ -185,17 +193,22 @@ class AttackPlan:
                     "this key cannot be sent in a header", field=f"keys[{i}]", hint=exc.message
                 ) from None
 
+    def _key_placed(self) -> bool:
+        """Whether a header value or a URL's query says where the key goes (``{key}``)."""
+        in_headers = any(KEY_PLACEHOLDER in value for _, value in self.headers)
+        return in_headers or any(KEY_PLACEHOLDER in url.target for url in self.targets)
+
     def _check_keys(self) -> None:
-        templated = any(KEY_PLACEHOLDER in value for _, value in self.headers)
+        templated = self._key_placed()
         if self.keys and not templated:
             raise ConfigError(
-                "keys are given but no header uses them",
+                "keys are given but neither a header nor a URL uses them",
                 field="keys",
-                hint="add a header such as 'Authorization: Bearer {key}'",
+                hint="add a header such as 'Authorization: Bearer {key}', or ?key={key}",
             )
         if templated and not self.keys:
             raise ConfigError(
-                "a header uses {key} but no key is given",
+                "a header or URL uses {key} but no key is given",
                 field="keys",
                 hint="pass --key KEY (repeatable) or --keys-file FILE",
             )
@@ -210,15 +223,19 @@ class AttackPlan:
 
     def resolved_targets(self) -> tuple[Target, ...]:
         """Every resource of the pool: one per URL, or one per URL and key."""
+        names = _names(self.targets)
         if not self.keys:
-            return tuple(Target(str(url), url, self.headers) for url in self.targets)
+            return tuple(
+                Target(name, url, self.headers)
+                for name, url in zip(names, self.targets, strict=True)
+            )
         return tuple(
             Target(
-                f"{url} (key {k})",
-                url,
+                f"{name} (key {k})",
+                url.fill(KEY_PLACEHOLDER, key),  # its str() masks the key
                 tuple((n, v.replace(KEY_PLACEHOLDER, key)) for n, v in self.headers),
             )
-            for url in self.targets
+            for name, url in zip(names, self.targets, strict=True)
             for k, key in enumerate(self.keys, 1)
         )
 

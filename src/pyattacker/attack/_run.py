@@ -16,7 +16,8 @@ from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.clock import Clock
 from pyattacker.errors import ConfigError
-from pyattacker.http import HttpClient
+from pyattacker.http import HttpClient, Limits
+from pyattacker.http._limits import KEEP_BODY, MAX_LINE
 from pyattacker.measure import RequestRecord
 
 __all__ = ["attack", "run_attack"]
@@ -33,6 +34,7 @@ async def attack(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 0.5,
     stop_on_signals: bool = False,
+    limits: Limits | None = None,
 ) -> AttackResult:
     """Run ``plan`` on the running loop and return what it measured.
 
@@ -41,6 +43,10 @@ async def attack(
     sees every finished request; ``on_progress`` a :class:`Progress` every
     ``progress_every`` seconds. With ``stop_on_signals``, SIGINT/SIGTERM stop the attack
     gracefully: the result then says ``stop_reason="interrupted"``.
+
+    ``limits`` bound what the client reads and keeps of each response (default: heads up
+    to 64 KiB, the first 4 KiB of each body kept, every byte counted); an LLM attack
+    keeps at least 8 MiB of each whole answer, the most it parses.
     """
     client: HttpClient | None = None
     # Targets that share an origin (keys, paths on one host) share the client's pool for
@@ -51,6 +57,7 @@ async def attack(
             timeouts=plan.timeouts,
             max_connections=plan.connections * max(per_origin.values()),
             clock=clock,
+            limits=_limits_for(plan, limits),
         )
         sender = (
             _llm_sender(plan, client)
@@ -134,6 +141,16 @@ def _llm_sender(plan: AttackPlan, client: HttpClient) -> Sender:
     )
 
 
+def _limits_for(plan: AttackPlan, limits: Limits | None) -> Limits:
+    """The attack's client limits: keep a prefix of each body, unless told; an LLM attack
+    keeps what its parser reads whole (a longer answer fails as ``ResponseTooLarge``)."""
+    limits = limits if limits is not None else Limits(keep_body=KEEP_BODY)
+    if plan.llm is None:
+        return limits
+    keep = MAX_LINE if limits.keep_body is None else max(limits.keep_body, MAX_LINE)
+    return Limits(max_head=limits.max_head, keep_body=keep)
+
+
 async def _tick(engine: Engine, on_progress: Callable[[Progress], None], every: float) -> None:
     while True:
         await engine.clock.sleep(every)
@@ -147,6 +164,7 @@ def run_attack(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 0.5,
     stop_on_signals: bool = True,
+    limits: Limits | None = None,
 ) -> AttackResult:
     """Run ``plan`` on a fresh uvloop event loop (asyncio's where uvloop is missing).
 
@@ -163,6 +181,7 @@ def run_attack(
                 on_progress=on_progress,
                 progress_every=progress_every,
                 stop_on_signals=stop_on_signals,
+                limits=limits,
             )
         )
 

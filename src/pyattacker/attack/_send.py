@@ -59,7 +59,7 @@ class HttpSender:
         finally:
             _copy(timing, attempt)
         attempt.status = response.status
-        attempt.bytes_received = len(response.body)
+        attempt.bytes_received = response.body_size
         if response.status >= 400:
             response.raise_for_status()
 
@@ -94,7 +94,7 @@ class _Waiter:
     def set_result(self, result: Response, /) -> None:
         attempt = self._attempt
         attempt.status = result.status
-        attempt.bytes_received = len(result.body)
+        attempt.bytes_received = result.body_size
         error: BaseException | None = None
         if result.status >= 400:
             try:

@@ -17,6 +17,7 @@ import click
 
 from pyattacker._atomic import check_output, write_atomically
 from pyattacker._inputs import loads, read_bounded
+from pyattacker._secrets import mask_url
 from pyattacker._units import parse_duration, parse_rate
 from pyattacker.attack import (
     AttackPlan,
@@ -30,7 +31,8 @@ from pyattacker.attack._limits import flag_of
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
-from pyattacker.http import Timeouts
+from pyattacker.http import Limits, Timeouts
+from pyattacker.http._limits import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, parse_size
 from pyattacker.pool import ALGORITHMS
 from pyattacker.report import attack_json, attack_markdown, attack_text
 from pyattacker.retry import Retrying, resolve_retry
@@ -108,7 +110,8 @@ throttled, not retried behind your back.
     multiple=True,
     metavar="KEY",
     help="An API key (repeatable); each URL and key is one target. A header carries it: "
-    "-H 'Authorization: Bearer {key}'. Keys never appear in a report.",
+    "-H 'Authorization: Bearer {key}', or the URL: '...?key={key}'. Keys never appear in "
+    "a report (nor does any secret-looking query value: ?token=***).",
 )
 @click.option(
     "--keys-file", metavar="FILE", help="API keys, one per line (like --key); at most 1 MiB."
@@ -129,6 +132,22 @@ throttled, not retried behind your back.
     metavar="DURATION",
     show_default=True,
     help="Connect timeout.",
+)
+@click.option(
+    "--max-head-size",
+    default="64KiB",
+    metavar="SIZE",
+    show_default=True,
+    help="Longest response head accepted (status line and headers); a longer one ends its "
+    "request as error class 'protocol' and closes the connection.",
+)
+@click.option(
+    "--keep-body",
+    default="4KiB",
+    metavar="SIZE",
+    show_default=True,
+    help="Bytes of each response body kept in memory; every byte is still read and counted. "
+    "An --llm attack keeps at least 8MiB (the longest answer it parses).",
 )
 @click.option(
     "--retry",
@@ -247,6 +266,8 @@ def attack_command(
     body: str | None,
     timeout: str | None,
     connect_timeout: str,
+    max_head_size: str,
+    keep_body: str,
     retry: str,
     algorithm: str,
     connections: int,
@@ -316,6 +337,10 @@ def attack_command(
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None
+    limits = Limits(
+        max_head=parse_size(max_head_size, field="--max-head-size", within=HEAD_SIZE_RANGE),
+        keep_body=parse_size(keep_body, field="--keep-body", within=KEEP_BODY_RANGE),
+    )
     for path, field in (
         (json_path, "--json"),
         (markdown_path, "--markdown"),
@@ -326,12 +351,14 @@ def attack_command(
     to_stdout = json_path == "-"
     samples = SampleWriter.open(samples_path, llm=llm_spec is not None) if samples_path else None
     live = None if quiet else LiveProgress.for_stderr()
-    click.echo(f"attacking {', '.join(urls)} — Ctrl-C stops and reports what ran", err=True)
+    shown = ", ".join(mask_url(url) for url in urls)
+    click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
     try:
         result = run_attack(
             plan,
             on_record=None if samples is None else samples.write,
             on_progress=None if live is None else live.update,
+            limits=limits,
         )
     finally:
         if live is not None:

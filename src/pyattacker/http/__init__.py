@@ -7,6 +7,7 @@ policy to judge and record. See :class:`HttpClient`.
 """
 
 from pyattacker.http._client import HttpClient
+from pyattacker.http._limits import Limits
 from pyattacker.http._request import check_request
 from pyattacker.http._response import Response
 from pyattacker.http._types import Headers, Timeouts, Timing, Waiter
@@ -16,6 +17,7 @@ __all__ = [
     "URL",
     "Headers",
     "HttpClient",
+    "Limits",
     "Response",
     "Timeouts",
     "Timing",

@@ -22,6 +22,7 @@ from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import ConfigError, HttpError, RequestTimeout
 from pyattacker.http._connection import Connection
 from pyattacker.http._errors import Stage, mapped
+from pyattacker.http._limits import Limits
 from pyattacker.http._pool import OriginPool
 from pyattacker.http._request import HeadersInput, RequestEncoder, cacheable
 from pyattacker.http._response import Response
@@ -47,9 +48,13 @@ class HttpClient:
       which verifies certificates); SNI is the URL's host.
     - ``headers``: sent on every request, after ``User-Agent: pyattacker/<version>``
       (which a header of the same name replaces).
+    - ``limits``: how much of a response is read and kept (:class:`Limits`: a head
+      over 64 KiB fails its request with ``ResponseTooLarge``; bodies are kept whole
+      unless ``keep_body`` says how much).
 
     A request fails with an :class:`~pyattacker.errors.HttpError`
-    (``ConnectError``, ``RequestTimeout``, ``RemoteProtocolError``) and is never sent
+    (``ConnectError``, ``RequestTimeout``, ``RemoteProtocolError``, ``ResponseTooLarge``)
+    and is never sent
     twice. In particular, a pooled keep-alive connection that the server closes just as a
     request is written to it fails that request with a ``ConnectError`` ("before any
     response byte ... a pooled keep-alive connection") instead of resending it: the
@@ -63,7 +68,7 @@ class HttpClient:
 
     __slots__ = (
         "_clock", "_closed", "_encoder", "_last_pool", "_last_request", "_last_url", "_limit",
-        "_loop", "_now", "_pools", "_ssl", "_thread", "_timeouts",
+        "_limits", "_loop", "_now", "_pools", "_ssl", "_thread", "_timeouts",
     )  # fmt: skip
 
     def __init__(
@@ -74,7 +79,12 @@ class HttpClient:
         max_connections: int = 100,
         ssl: _ssl.SSLContext | None = None,
         headers: HeadersInput | None = None,
+        limits: Limits = Limits(),  # noqa: B008  # frozen, so one shared default is safe
     ) -> None:
+        if not isinstance(limits, Limits):
+            raise ConfigError(
+                f"must be a Limits, got {limits!r}", field="limits", hint="Limits(max_head=..)"
+            )
         if not isinstance(timeouts, Timeouts):
             raise ConfigError(
                 f"must be a Timeouts, got {timeouts!r}",
@@ -91,6 +101,7 @@ class HttpClient:
         # when none of them can change (see cacheable): given again for the same objects.
         self._last_request: tuple[object, object, object, str, _Encoding] | None = None
         self._timeouts = timeouts
+        self._limits = limits
         self._limit = check_whole(max_connections, "max_connections")
         self._ssl = ssl
         self._encoder = RequestEncoder(headers)
@@ -401,7 +412,7 @@ class HttpClient:
     ) -> Connection:
         """Open a connection in a reserved slot (freed again if that fails)."""
         url, timing = response.url, response.timing
-        conn = Connection(pool, self._now, loop)
+        conn = Connection(pool, self._now, loop, self._limits)
         context = self._ssl_context() if url.scheme == "https" else None
         try:
             with mapped(url=url, timing=timing, stage=Stage.CONNECT):

@@ -11,6 +11,12 @@ side asked for that) or *failed* (the connection is closed, the error delivered 
 waits). Timeouts are loop timers: one read watchdog per connection (re-armed only when it
 fires, not per byte) and one total timer per request that has a total limit.
 
+What a server sends is bounded by the client's :class:`Limits`: a head over ``max_head``
+fails its request (``ResponseTooLarge``) and closes the connection; a body is counted whole
+and kept up to ``keep_body``. A response completes only once the whole read it ended in is
+parsed: bytes after it (extra bytes after a Content-Length body, an answer nobody asked
+for) leave that response standing and the connection closed, never reused.
+
 Never retried here: a request whose connection fails is failed, even when it is certain
 that no byte of it reached the server. Deciding to send again is the retry policy's job.
 """
@@ -18,13 +24,15 @@ that no byte of it reached the server. Deciding to send again is the retry polic
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import cast
 
 from httptools import HttpParserCallbackError, HttpResponseParser
 
-from pyattacker.errors import RequestTimeout
+from pyattacker.errors import RequestTimeout, ResponseTooLarge
 from pyattacker.http._errors import FOREIGN, Stage, translate
+from pyattacker.http._limits import Limits, size_text
 from pyattacker.http._pool import OriginPool
 from pyattacker.http._response import (
     BodyStream,
@@ -46,9 +54,19 @@ _FLUSHED_AT_ONCE = 64 * 1024
 # A status line's first bytes and the version they give (the usual ones).
 _VERSIONS = {b"HTTP/1.1 ": "1.1", b"HTTP/1.0 ": "1.0"}
 
-# Exchange states.
-_IDLE, _AWAITING, _BODY, _DONE = 0, 1, 2, 3  # _DONE: a streamed body complete, not released
+# Exchange states. _ENDED: the parser has seen the message's end inside the read being
+# fed; the exchange completes once the whole read is parsed, so that bytes after the
+# message (which no request asked for) are seen before the connection can be reused.
+# _DONE: a streamed body complete, not released.
+_IDLE, _AWAITING, _BODY, _DONE, _ENDED = 0, 1, 2, 3, 4
 _HEAD = "HEAD"
+
+
+# Raised by on_message_begin to stop the parser at bytes no request asked for.
+class _Stray(Exception):
+    pass
+
+
 # A response keeps the bytes its head came in (headers are read off them when asked): a
 # read longer than this is cut to the head, so that a large body is not held twice.
 _HEAD_ONLY_ABOVE = 1024
@@ -58,18 +76,26 @@ class Connection(asyncio.Protocol):
     """A keep-alive connection of one :class:`OriginPool`; see the module docstring."""
 
     __slots__ = (
-        "_armed_for", "_at", "_body", "_dropped", "_got_bytes", "_head", "_head_bytes",
-        "_head_parts", "_informational", "_informational_heads", "_keep_alive",
-        "_last_activity", "_loop", "_now", "_parser", "_parser_stale", "_paused", "_pool",
+        "_armed_for", "_at", "_body", "_body_size", "_dropped", "_got_bytes", "_head",
+        "_head_bytes", "_head_parts", "_head_size", "_informational", "_informational_heads",
+        "_keep", "_keep_alive", "_last_activity", "_loop", "_max_head", "_now", "_parser",
+        "_parser_stale", "_paused", "_pool",
         "_read_timeout", "_read_timer", "_response", "_reused", "_sent_pending", "_state",
         "_stream", "_streaming", "_total_limit", "_total_timer", "_transport", "_unsent",
         "_until_close", "_version", "_waiter", "closed", "fd", "idle_since",
     )  # fmt: skip
 
     def __init__(
-        self, pool: OriginPool, now: Callable[[], float], loop: asyncio.AbstractEventLoop
+        self,
+        pool: OriginPool,
+        now: Callable[[], float],
+        loop: asyncio.AbstractEventLoop,
+        limits: Limits = Limits(),  # noqa: B008  # frozen, so one shared default is safe
     ) -> None:
         self._pool, self._now, self._loop = pool, now, loop
+        self._max_head = limits.max_head
+        # Bytes of a body kept in Response.body; the rest is counted in _body_size only.
+        self._keep = limits.keep_body if limits.keep_body is not None else sys.maxsize
         self._transport: asyncio.Transport | None = None
         self._parser = HttpResponseParser(self)
         self._parser_stale = self.closed = self._dropped = False
@@ -82,8 +108,10 @@ class Connection(asyncio.Protocol):
         # (usually one read: the whole answer): its headers are read off them when asked.
         self._head_bytes = b""
         self._head_parts: list[bytes] | None = None  # when the head came in several reads
+        self._head_size = 0  # the bytes in _head_parts
         self._informational_heads = 0  # 1xx heads before this exchange's final one
         self._body: list[bytes] = []
+        self._body_size = 0
         self._streaming = self._head = self._reused = False
         self._got_bytes = self._informational = self._until_close = False
         self._keep_alive = True
@@ -121,6 +149,7 @@ class Connection(asyncio.Protocol):
         self._head, self._reused = method == _HEAD, response.timing.reused
         self._keep_alive, self._state = keep_alive, _AWAITING
         self._body = []
+        self._body_size = 0
         self._informational_heads = 0
         self._got_bytes = self._until_close = False
         transport = self._transport
@@ -237,14 +266,26 @@ class Connection(asyncio.Protocol):
         elif self._state == _AWAITING:  # a head split across reads (or after a 1xx): rare
             if self._head_parts is None:
                 self._head_parts = [self._head_bytes]
+                self._head_size = len(self._head_bytes)
             self._head_parts.append(data)
+            self._head_size += len(data)
         try:
             self._parser.feed_data(data)
         except HttpParserCallbackError as exc:
-            # One of our callbacks raised: a bug of ours, surfaced as itself.
-            self._fail(exc.__context__ or exc, None)
+            if not isinstance(exc.__context__, _Stray):
+                # One of our callbacks raised: a bug of ours, surfaced as itself.
+                self._fail(exc.__context__ or exc, None)
+                return
         except FOREIGN as exc:
-            self._fail_mapped(exc)
+            if self._state != _ENDED:
+                self._fail_mapped(exc)
+                return
+            self._keep_alive = False  # garbage after a whole answer: the answer stands
+        state = self._state
+        if state == _ENDED:
+            self._complete()
+        elif state == _AWAITING:  # no whole head yet (a split head, 1xx, a drip): rare
+            self._check_head_size()
 
     def eof_received(self) -> bool | None:
         return None  # close our side too; connection_lost() decides what the close meant
@@ -276,9 +317,18 @@ class Connection(asyncio.Protocol):
     # No on_status or on_header: the response's Headers read them off the head's bytes
     # when someone asks (about 5 % of a load test's instructions per request, saved).
 
+    def on_message_begin(self) -> None:
+        if self._state != _AWAITING:
+            # A message after the exchange's own (extra bytes after a Content-Length body,
+            # say): the server's framing is broken. The answer stands; the connection is
+            # not reused, and the parser stops here.
+            self._keep_alive = False
+            raise _Stray
+
     def on_headers_complete(self) -> None:
         parser, response = self._parser, self._response
-        assert response is not None
+        if response is None:  # the exchange has ended (on_message_begin saw to that)
+            return
         status = parser.get_status_code()
         if status < 200:  # 1xx: informational, the real response follows
             self._informational = True
@@ -301,6 +351,10 @@ class Connection(asyncio.Protocol):
                     break
             else:
                 head = head[: end + 4]
+                # Checked here only: Limits keeps max_head >= 1 KiB (_HEAD_ONLY_ABOVE).
+                if len(head) > self._max_head:
+                    self._head_too_large()
+                    return
         response._head = head
         response.http_version = self._version or parser.get_http_version()
         self._state = _BODY
@@ -321,7 +375,7 @@ class Connection(asyncio.Protocol):
             if waiter is not None and not waiter.done():  # else cancelled: abandon() follows
                 waiter.set_result(response)
         if self._head:
-            self._complete()
+            self._state = _ENDED  # completed by data_received, after the whole read
 
     def on_body(self, body: bytes) -> None:
         if self._state != _BODY:  # a body after a HEAD response's head: broken framing
@@ -329,24 +383,31 @@ class Connection(asyncio.Protocol):
             if self._state == _IDLE:  # already back in the pool: take it out
                 self.discard()
             return
+        size = self._body_size = self._body_size + len(body)
         if self._streaming:
             self._stream.push(body, self._at)  # type: ignore[union-attr]
             self._response.timing.chunk_times.append(self._at)  # type: ignore[union-attr]
-        else:
+        elif size <= self._keep:
             self._body.append(body)
+        else:  # past what is kept: keep the part of it that fits, count the rest
+            room = self._keep - (size - len(body))
+            if room > 0:
+                self._body.append(body[:room])
 
     def on_message_complete(self) -> None:
         if self._informational:
             self._informational = False
         elif self._state == _BODY:
-            self._complete()
+            self._state = _ENDED  # completed by data_received, after the whole read
 
     # ----------------------------------------------------------------------- internals
 
     def _complete(self) -> None:
         response = self._response
-        assert response is not None
+        if response is None:
+            return
         response.timing.end = self._at
+        response.body_size = self._body_size
         if self._total_timer is not None:
             self._total_timer.cancel()
             self._total_timer = None
@@ -380,10 +441,33 @@ class Connection(asyncio.Protocol):
             self._total_timer.cancel()
             self._total_timer = None
 
+    def _check_head_size(self) -> None:
+        size = self._head_size if self._head_parts is not None else len(self._head_bytes)
+        if size > self._max_head:
+            self._head_too_large()
+
+    def _head_too_large(self) -> None:
+        """The head outgrew ``max_head``: fail the exchange and close the connection."""
+        response = self._response
+        if response is None:
+            return
+        self._head_bytes, self._head_parts = b"", None
+        limit = self._max_head
+        error = ResponseTooLarge(
+            f"response head over {size_text(limit)} (the client's max_head)",
+            what="head",
+            limit=limit,
+            url=response.url,
+            timing=response.timing,
+        )
+        self._fail(error, None)
+
     def _fail_mapped(self, exc: BaseException | None) -> None:
         stage = Stage.RESPONSE if self._got_bytes else Stage.AWAITING
         response = self._response
-        assert response is not None
+        if response is None:  # the exchange has ended: only the connection is broken
+            self.discard()
+            return
         error = translate(
             exc, url=response.url, timing=response.timing, stage=stage, reused=self._reused
         )
@@ -458,5 +542,5 @@ class Connection(asyncio.Protocol):
         self._fail(error, None)
 
     def __repr__(self) -> str:
-        state = ("idle", "awaiting", "body", "done")[self._state]
+        state = ("idle", "awaiting", "body", "done", "ended")[self._state]
         return f"<Connection {self._pool.key} {state}{' closed' if self.closed else ''}>"

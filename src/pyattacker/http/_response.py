@@ -146,7 +146,9 @@ class _Chunks:
 class Response:
     """One HTTP response: status line, headers, body and when each part arrived.
 
-    From ``HttpClient.request()`` the body is read (``body``); from ``HttpClient.stream()``
+    From ``HttpClient.request()`` the body is read: ``body`` holds it (its first
+    ``Limits.keep_body`` bytes, when the client keeps only a prefix) and ``body_size``
+    counts all of it; from ``HttpClient.stream()``
     it is not: iterate :meth:`iter_chunks` or await :meth:`read`, once. A status >= 400 is
     not an error until :meth:`raise_for_status` says so.
     """
@@ -157,6 +159,7 @@ class Response:
         "_headers",
         "_stream",
         "body",
+        "body_size",
         "http_version",
         "status",
         "timing",
@@ -172,6 +175,9 @@ class Response:
         self._headers: Headers | None = None
         self.http_version = "1.1"
         self.body = b""
+        # Every byte of the body that arrived: more than len(body) when the client keeps
+        # only a prefix (Limits.keep_body).
+        self.body_size = 0
         self._stream: BodyStream | None = None
         # How the body was consumed: "read" (request(), or read() done), "iterated",
         # "partly read" (read() failed), "closed" (the stream's context ended), or ""

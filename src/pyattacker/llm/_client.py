@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pyattacker.errors import ConfigError, HttpError, RemoteProtocolError
+from pyattacker.errors import ConfigError, HttpError, RemoteProtocolError, ResponseTooLarge
 from pyattacker.http import URL, HttpClient, Response, Timeouts, Timing
+from pyattacker.http._limits import size_text
 from pyattacker.llm._errors import LlmErrorKind, LlmResponseError, secrets_of, snippet
 from pyattacker.llm._openai import Api, LlmRequest
 from pyattacker.llm._parse import (
@@ -98,9 +99,18 @@ class LlmClient:
         finally:
             _copy_timing(timing, result)
         _take_head(response, result)
-        result.bytes_received = len(response.body)
+        result.bytes_received = response.body_size
         if response.status >= 400:
             raise _status_error(response, response.body, secrets)
+        if response.body_size > len(response.body):  # the client kept only a prefix
+            kept = len(response.body)
+            raise ResponseTooLarge(
+                f"response body over {size_text(kept)} (too long to parse)",
+                what="body",
+                limit=kept,
+                url=response.url,
+                timing=timing,
+            )
         try:
             absorb_body(request.api, result, response.body, secrets)
         except LlmResponseError as exc:

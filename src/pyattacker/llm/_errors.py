@@ -25,7 +25,7 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
-from pyattacker._secrets import is_secret_key, scrub
+from pyattacker._secrets import is_secret_key, mask_url, scrub
 from pyattacker.errors import HttpStatusError, RemoteProtocolError
 
 __all__ = [
@@ -88,7 +88,7 @@ class LlmResponseError(RemoteProtocolError):
         """Attach the request's URL and timing (pure parsers raise without them)."""
         self.url, self.timing = url, timing
         if url is not None:
-            self.context["url"] = str(url)
+            self.context["url"] = mask_url(str(url))
         return self
 
 

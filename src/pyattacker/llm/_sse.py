@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pyattacker.http._limits import MAX_LINE
 from pyattacker.llm._errors import LlmErrorKind, SseError
 
 __all__ = ["DONE", "SseEvent", "SseParser"]
@@ -56,7 +57,8 @@ class SseParser:
 
     - ``strict``: refuse lines that are not SSE fields (see the module docstring).
     - ``max_line``: the longest line or event, in bytes, before :class:`SseError` (a
-      server that never ends a line must not fill our memory).
+      server that never ends a line must not fill our memory); default
+      ``pyattacker.http.MAX_LINE``, 8 MiB.
 
     ``done`` turns true at ``[DONE]``; ``last_id`` is the last ``id:`` seen.
     """
@@ -66,7 +68,7 @@ class SseParser:
         "_type", "done", "last_id", "max_line", "strict",
     )  # fmt: skip
 
-    def __init__(self, *, strict: bool = True, max_line: int = 8 * 1024 * 1024) -> None:
+    def __init__(self, *, strict: bool = True, max_line: int = MAX_LINE) -> None:
         self.strict = strict
         self.max_line = max_line
         self.done = False
