@@ -298,6 +298,7 @@ def test_an_absurd_number_in_an_echo_request_is_a_400_naming_it(
     [
         ({"x-mock-tokens": "9" * 5000}, "/v1/chat/completions", "x-mock-tokens"),
         ({"x-mock-fault": "broken-sse:99999999999"}, "/v1/chat/completions", "x-mock-fault"),
+        ({"x-mock-fault": "status:" + "5" * 5000}, "/v1/chat/completions", "x-mock-fault"),
         ({}, "/stats?offset=" + "9" * 5000, "offset"),
         ({}, "/stats?limit=%C2%B2", "limit"),
     ],
