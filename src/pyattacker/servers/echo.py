@@ -17,7 +17,10 @@ the same connection, its reply still leaves after theirs (HTTP/1.1 order).
 Every other method and path is an echo request: delayed, then answered 200 with the
 request's body (or ``body_size`` bytes), or with a failure status drawn from ``fail``.
 Request headers override the dice for one request: ``x-echo-delay: 5ms``,
-``x-echo-status: 429``, ``x-echo-retry-after: 2``.
+``x-echo-status: 429``, ``x-echo-retry-after: 2`` (ranges in
+:mod:`pyattacker.servers._ranges`; out of range is a 400 naming the header). Hostile
+clients meet the limits of :mod:`pyattacker.servers._guard` (431, 413, a timeout, a
+connection cap).
 
 This module is the in-process server (tests use it on their own loop);
 :class:`~pyattacker.servers.EchoServerProcess` runs it as a separate process.

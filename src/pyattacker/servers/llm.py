@@ -59,6 +59,12 @@ whose state goes into ``x-ratelimit-*`` headers. TTFT and ITL are :class:`Delay`
 rather than a :class:`~pyattacker.world.LatencyProfile` because they parse from one CLI
 flag each and know their exact quantiles.
 
+**Limits.** A request head over ``max_head_size`` is a 431, a body over ``max_body_size``
+a 413 (unread when its ``Content-Length`` says so), a connection silent or dripping for
+``request_timeout`` while the server owes it nothing is closed, and one beyond
+``max_connections`` is closed when accepted (:mod:`pyattacker.servers._guard`); every
+number a request sets has a range (:mod:`pyattacker.servers._ranges`).
+
 **Speed.** One ``asyncio.Protocol`` per connection on httptools; tokens are written by
 callbacks from one heap of due times (:mod:`pyattacker.servers._llm_ticker`, a single loop
 timer for all of them), with no task and no coroutine per request or per token.
