@@ -13,11 +13,8 @@ too long. The rules, as nginx and h11 apply them:
   in the same read are not counted against the next head, so the next head may reach the
   limit plus one read (at most 256 KiB) before it is refused.
 - **Body**: a ``Content-Length`` above ``body`` is answered ``413 Content Too Large`` as
-  soon as the head is parsed, none of the body read; a chunked body, once its bytes pass
-  ``body``. The server then stops reading the request (what the client still sends is
-  discarded, never kept) and closes once the client does, or ``timeout`` later at most:
-  closing while the client is still sending would reset the connection and lose the
-  answer.
+  soon as its header is parsed, none of the body read; a chunked body, once its bytes pass
+  ``body``.
 - **Time**: a connection the server owes nothing (nothing received yet, between requests
   on a keep-alive connection, or part of a request received) must complete a request's
   head within ``timeout`` seconds of the last complete head, or of its opening, else it is
@@ -28,6 +25,12 @@ too long. The rules, as nginx and h11 apply them:
 - **Connections**: a connection beyond ``connections`` open at once is closed as soon as
   it is accepted, before anything is read.
 
+After a 431, 413 or 408 the server stops reading (what the client still sends is
+discarded, never kept) and half-closes: it closes for good once the client does, or
+``timeout`` later at most. Closing while the client is still sending would reset the
+connection, and the client could lose the answer. (A 400 for bytes that do not parse
+closes at once, as it always did.)
+
 What the limits cost on the hot path: a compare and two stores per read and per request,
 one more parser callback (``on_headers_complete``) per request; no timer per request.
 """
@@ -37,6 +40,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import httptools
 
 from pyattacker._checks import check_whole
 from pyattacker._units import parse_duration
@@ -108,33 +113,40 @@ def limits(
 class Guarded(asyncio.Protocol):
     """The part of a connection's protocol that keeps its server's :class:`Limits`.
 
-    A subclass parses with httptools, sending bytes through :meth:`data_received` (which
-    calls its ``_feed``), and calls from its own parser callbacks: ``_declare`` for a
-    ``Content-Length`` header, ``_take`` with each piece of body, ``_message_done`` when a
-    request is complete. It says what it owes the client (:meth:`busy`), how to answer a
-    refusal (:meth:`refuse`) and how to close (:meth:`abort`). ``_reading`` False means
-    input is ignored (after a refusal, or once closing).
+    A subclass makes ``_parser`` (an ``httptools.HttpRequestParser`` on itself), which
+    :meth:`data_received` feeds, and from its own parser callbacks calls ``_declare`` for
+    a ``Content-Length`` header, subtracts each piece of body from ``_body_room`` (calling
+    ``_over_body`` below 0) and, when a request is complete, sets ``_in_head`` and
+    ``_head_room`` back (``_message_done``; inline where it counts). It says what it owes
+    the client (:meth:`busy`), what to do with the bytes after an upgrade
+    (:meth:`_upgraded`), how to answer a refusal (:meth:`refuse`) and how to close
+    (:meth:`abort`). ``_reading`` False means input is ignored (after a refusal, or once
+    closing).
     """
 
     __slots__ = (
+        "_body_limit",
         "_body_room",
-        "_declared",
+        "_head_limit",
         "_head_room",
         "_heads",
         "_idle_since",
         "_in_head",
         "_limits",
         "_mark",
+        "_parser",
         "_reading",
     )
 
+    _parser: httptools.HttpRequestParser  # the subclass's, made once its callbacks exist
+
     def __init__(self, limits: Limits) -> None:
         self._limits = limits
+        self._head_limit, self._body_limit = limits.head, limits.body  # one lookup less
         self._reading = True
         self._in_head = True  # between the end of a request and the end of the next head
         self._head_room = limits.head
         self._body_room = limits.body
-        self._declared = 0
         self._heads = 0  # heads parsed on this connection: the sweeper's sign of progress
         self._mark = 0
         self._idle_since: float | None = None
@@ -153,39 +165,50 @@ class Guarded(asyncio.Protocol):
         if self._in_head:
             room = self._head_room
             if len(data) > room:
-                heads = self._heads
-                self._feed(data[:room])  # a copy, only when a head nears the limit
-                if self._heads == heads and self._reading:
-                    self.refuse(431, f"request head larger than {self._limits.head} bytes")
+                data = self._head_over(data, room)
+                if not data:
                     return
-                data = data[room:]
             else:
                 self._head_room = room - len(data)
-        self._feed(data)
+        try:  # as _parse, inline: this is every read's path
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            self._upgraded(data[upgrade.args[0] :])
+        except httptools.HttpParserError as exc:
+            self._parse_error(exc)
+
+    def _head_over(self, data: bytes, room: int) -> bytes:
+        """``data`` goes past the head's room: parse the room's worth (a copy, only here);
+        431 unless the head ended in it. Returns what is left to parse."""
+        heads = self._heads
+        self._parse(data[:room])
+        if self._heads == heads:
+            if self._reading:
+                self.refuse(431, f"request head larger than {self._limits.head} bytes")
+            return b""
+        return data[room:] if self._reading else b""
+
+    def _parse(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            self._upgraded(data[upgrade.args[0] :])
+        except httptools.HttpParserError as exc:
+            self._parse_error(exc)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._heads += 1
-        declared, self._declared = self._declared, 0
-        body = self._limits.body
-        if declared > body:
-            raise Refused(413, f"request body of {declared} bytes is over {body} bytes")
-        self._body_room = body
+        self._body_room = self._body_limit
 
     def _declare(self, value: bytes) -> None:
-        """A ``Content-Length`` header (llhttp has checked it is digits)."""
-        if value.isdigit():  # else llhttp refuses it on its own
-            self._declared = int(value)
+        """A ``Content-Length`` header: ``Refused`` (413) at once when it is over the limit."""
+        if value.isdigit() and int(value) > self._body_limit:  # not digits: llhttp refuses it
+            raise Refused(413, f"request body of {int(value)} bytes is over {self._body_limit}")
 
-    def _take(self, size: int) -> None:
-        """``size`` more bytes of body arrived; ``Refused`` once they pass the limit."""
-        self._body_room -= size
-        if self._body_room < 0:
-            raise Refused(413, f"request body over {self._limits.body} bytes")
-
-    def _message_done(self) -> None:
-        self._in_head = True
-        self._head_room = self._limits.head
+    def _over_body(self) -> None:
+        """The body went past the limit (a subclass's ``on_body`` saw ``_body_room < 0``)."""
+        raise Refused(413, f"request body over {self._body_limit} bytes")
 
     def _parse_error(self, exc: Exception) -> None:
         """httptools stopped: a :class:`Refused` from a callback, else bytes that do not parse."""
@@ -212,7 +235,11 @@ class Guarded(asyncio.Protocol):
 
     # -- what a subclass provides -----------------------------------------------------------
 
-    def _feed(self, data: bytes) -> None:
+    def _message_done(self) -> None:
+        self._in_head, self._head_room = True, self._head_limit
+
+    def _upgraded(self, rest: bytes) -> None:
+        """The request asked for an upgrade; ``rest`` is what followed it."""
         raise NotImplementedError
 
     def busy(self) -> bool:

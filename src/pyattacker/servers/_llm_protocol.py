@@ -139,7 +139,6 @@ class LlmProtocol(Guarded):
         "_core",
         "_drain",
         "_headers",
-        "_parser",
         "_pending",
         "_transport",
         "_url",
@@ -177,13 +176,8 @@ class LlmProtocol(Guarded):
         transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
-    def _feed(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self.refuse(400, "upgrades are not supported")
-        except httptools.HttpParserError as exc:
-            self._parse_error(exc)
+    def _upgraded(self, rest: bytes) -> None:
+        self.refuse(400, "upgrades are not supported")
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -232,7 +226,9 @@ class LlmProtocol(Guarded):
             self._declare(value)
 
     def on_body(self, body: bytes) -> None:
-        self._take(len(body))
+        self._body_room -= len(body)
+        if self._body_room < 0:
+            self._over_body()
         self._body.append(body)
 
     def on_message_complete(self) -> None:
@@ -380,7 +376,7 @@ class LlmProtocol(Guarded):
             body = error_body(message, "invalid_request_error")
             head_ = head(status, [], content_type=_JSON, length=len(body), keep_alive=False)
             self.write(head_ + body)
-            self.close_after_write(linger=status in (413, 431))
+            self.close_after_write(linger=status != 400)  # the client may be sending
 
     def refuse(self, status: int, message: str) -> None:
         """A request refused (see Guarded), or bytes that do not parse (400): ``status``

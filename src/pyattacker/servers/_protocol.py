@@ -77,7 +77,6 @@ class EchoProtocol(Guarded):
         "_draining",
         "_lingering",
         "_overrides",
-        "_parser",
         "_paused",
         "_queue",
         "_special",
@@ -117,16 +116,9 @@ class EchoProtocol(Guarded):
         transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
-    def _feed(self, data: bytes) -> None:
-        while self._reading:
-            try:
-                self._parser.feed_data(data)
-                return
-            except httptools.HttpParserUpgrade as upgrade:
-                # Upgrades are not supported; the request was answered as a plain one.
-                data = data[upgrade.args[0] :]
-            except httptools.HttpParserError as exc:
-                self._parse_error(exc)
+    def _upgraded(self, rest: bytes) -> None:
+        # Upgrades are not supported; the request was answered as a plain one.
+        self.data_received(rest)
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -182,7 +174,9 @@ class EchoProtocol(Guarded):
             self._special = True
 
     def on_body(self, body: bytes) -> None:
-        self._take(len(body))
+        self._body_room -= len(body)
+        if self._body_room < 0:
+            self._over_body()
         self._body.append(body)
         self._special = True
 
@@ -191,7 +185,8 @@ class EchoProtocol(Guarded):
         start = core.now()
         url = self._url
         self._url = b""
-        self._in_head, self._head_room = True, self._limits.head  # Guarded._message_done
+        self._in_head = True  # Guarded._message_done, inline
+        self._head_room = self._head_limit
         if (
             start < core.slow_until
             or self._special
@@ -313,7 +308,7 @@ class EchoProtocol(Guarded):
         core = self._core
         response = core.response(status, f"{message}\n".encode(), False)
         self._reading = False
-        self._lingering = status in (413, 431)
+        self._lingering = status != 400  # a 408, 413 or 431: the client may be sending
         self._queue.append(_Held(core.now(), 0.0, response, None, keep_alive=False))
         self._flush()
 
