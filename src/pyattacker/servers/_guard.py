@@ -31,8 +31,9 @@ discarded, never kept) and half-closes: it closes for good once the client does,
 connection, and the client could lose the answer. (A 400 for bytes that do not parse
 closes at once, as it always did.)
 
-What the limits cost on the hot path: a compare and two stores per read and per request,
-one more parser callback (``on_headers_complete``) per request; no timer per request.
+What the limits cost on the hot path: a compare and a store per read, three stores per
+request, and one more parser callback per request (``on_headers_complete``, a C method:
+``list.clear`` on the "in a head" flag, no Python frame); no timer per request.
 """
 
 from __future__ import annotations
@@ -116,8 +117,10 @@ class Guarded(asyncio.Protocol):
     A subclass makes ``_parser`` (an ``httptools.HttpRequestParser`` on itself), which
     :meth:`data_received` feeds, and from its own parser callbacks calls ``_declare`` for
     a ``Content-Length`` header, subtracts each piece of body from ``_body_room`` (calling
-    ``_over_body`` below 0) and, when a request is complete, sets ``_in_head`` and
-    ``_head_room`` back (``_message_done``; inline where it counts). It says what it owes
+    ``_over_body`` below 0), and when a request is complete calls ``_message_done`` (inline
+    where it counts: the flag ``_in_head`` refilled, ``_head_room`` and ``_body_room``
+    reset, ``_requests`` counted; ``_body_room`` may be reset later, before the next
+    body). It says what it owes
     the client (:meth:`busy`), what to do with the bytes after an upgrade
     (:meth:`_upgraded`), how to answer a refusal (:meth:`refuse`) and how to close
     (:meth:`abort`). ``_reading`` False means input is ignored (after a refusal, or once
@@ -129,25 +132,30 @@ class Guarded(asyncio.Protocol):
         "_body_room",
         "_head_limit",
         "_head_room",
-        "_heads",
         "_idle_since",
         "_in_head",
         "_limits",
         "_mark",
         "_parser",
         "_reading",
+        "_requests",
+        "on_headers_complete",
     )
 
     _parser: httptools.HttpRequestParser  # the subclass's, made once its callbacks exist
+    on_headers_complete: Callable[[], None]
 
     def __init__(self, limits: Limits) -> None:
         self._limits = limits
         self._head_limit, self._body_limit = limits.head, limits.body  # one lookup less
         self._reading = True
-        self._in_head = True  # between the end of a request and the end of the next head
+        # Non-empty from the end of a request to the end of the next head. A list, so that
+        # the parser's on_headers_complete can be its C-level clear(): no Python frame.
+        self._in_head = [True]
+        self.on_headers_complete = self._in_head.clear
         self._head_room = limits.head
         self._body_room = limits.body
-        self._heads = 0  # heads parsed on this connection: the sweeper's sign of progress
+        self._requests = 0  # requests parsed on this connection: the sweeper's progress
         self._mark = 0
         self._idle_since: float | None = None
 
@@ -180,9 +188,9 @@ class Guarded(asyncio.Protocol):
     def _head_over(self, data: bytes, room: int) -> bytes:
         """``data`` goes past the head's room: parse the room's worth (a copy, only here);
         431 unless the head ended in it. Returns what is left to parse."""
-        heads = self._heads
+        requests = self._requests
         self._parse(data[:room])
-        if self._heads == heads:
+        if self._in_head and self._requests == requests:
             if self._reading:
                 self.refuse(431, f"request head larger than {self._limits.head} bytes")
             return b""
@@ -195,11 +203,6 @@ class Guarded(asyncio.Protocol):
             self._upgraded(data[upgrade.args[0] :])
         except httptools.HttpParserError as exc:
             self._parse_error(exc)
-
-    def on_headers_complete(self) -> None:
-        self._in_head = False
-        self._heads += 1
-        self._body_room = self._body_limit
 
     def _declare(self, value: bytes) -> None:
         """A ``Content-Length`` header: ``Refused`` (413) at once when it is over the limit."""
@@ -222,8 +225,8 @@ class Guarded(asyncio.Protocol):
         """The sweeper's visit: close this connection if it has been quiet too long."""
         if self.busy():
             self._idle_since = None
-        elif self._heads != self._mark or self._idle_since is None:
-            self._mark, self._idle_since = self._heads, now
+        elif self._requests != self._mark or self._idle_since is None:
+            self._mark, self._idle_since = self._requests, now
         elif now - self._idle_since >= self._limits.timeout:
             self._idle_since = None
             if not self._reading:
@@ -236,7 +239,9 @@ class Guarded(asyncio.Protocol):
     # -- what a subclass provides -----------------------------------------------------------
 
     def _message_done(self) -> None:
-        self._in_head, self._head_room = True, self._head_limit
+        self._in_head.append(True)
+        self._head_room, self._body_room = self._head_limit, self._body_limit
+        self._requests += 1
 
     def _upgraded(self, rest: bytes) -> None:
         """The request asked for an upgrade; ``rest`` is what followed it."""

@@ -185,8 +185,11 @@ class EchoProtocol(Guarded):
         start = core.now()
         url = self._url
         self._url = b""
-        self._in_head = True  # Guarded._message_done, inline
+        # Guarded._message_done, inline; _body_room is reset by _handle, which every
+        # request with a body takes.
+        self._in_head.append(True)
         self._head_room = self._head_limit
+        self._requests += 1
         if (
             start < core.slow_until
             or self._special
@@ -207,6 +210,7 @@ class EchoProtocol(Guarded):
     # -- the general path ---------------------------------------------------------------
 
     def _handle(self, start: float, url: bytes) -> None:
+        self._body_room = self._body_limit
         parser, core = self._parser, self._core
         keep_alive = parser.should_keep_alive()
         body = b"".join(self._body)
