@@ -177,12 +177,16 @@ def test_slow_and_silent_connections_are_closed_after_the_request_timeout(kind: 
     async def check(server: ListeningServer) -> None:
         silent = [await connect(server) for _ in range(20)]
         dripping = []
-        for _ in range(20):
+        begun = (  # a head, then a body, begun and never ended
+            b"GET / HTTP/1.1\r\nHost: t\r\n",
+            b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n",
+        )
+        for index in range(20):
             reader, writer = await connect(server)
-            writer.write(b"GET / HTTP/1.1\r\nHost: t\r\n")  # begun, never ended
+            writer.write(begun[index % 2])
             dripping.append((reader, writer))
 
-        async def drip() -> None:  # slowloris: one more header byte now and then, forever
+        async def drip() -> None:  # slowloris: one more byte now and then, forever
             while True:
                 for _, writer in dripping:
                     if not writer.is_closing():

@@ -40,7 +40,7 @@ def limit_options(body_default: int, body_what: str) -> Callable[[F], F]:
             default=f"{REQUEST_TIMEOUT_S:g}s",
             show_default=True,
             metavar="DURATION",
-            help="A connection the server owes nothing must send a whole request head within "
+            help="A connection the server owes nothing must send a whole request within "
             "this long of its previous one (or of opening), else it is closed, with 408 when "
             "a request had begun: slow or idle clients (slowloris, idle keep-alive). Checked "
             "every quarter of it.",

@@ -16,9 +16,9 @@ too long. The rules, as nginx and h11 apply them:
   soon as its header is parsed, none of the body read; a chunked body, once its bytes pass
   ``body``.
 - **Time**: a connection the server owes nothing (nothing received yet, between requests
-  on a keep-alive connection, or part of a request received) must complete a request's
-  head within ``timeout`` seconds of the last complete head, or of its opening, else it is
-  closed: with ``408 Request Timeout`` when part of a request had arrived, silently when
+  on a keep-alive connection, or part of a request received) must complete a request,
+  head and body, within ``timeout`` seconds of the previous one, or of its opening, else
+  it is closed: with ``408 Request Timeout`` when part of a request had arrived, silently when
   it was idle. While the server holds or writes a response, the client waits for the
   server and no time is counted. Checked by one sweep every ``timeout / 4``, so a
   connection is closed between ``timeout`` and ``1.25 * timeout`` after it went quiet.
@@ -63,7 +63,7 @@ __all__ = [
 #: KiB, h11 16 KiB; an Azure AD bearer token (2-4 KiB) and every header an LLM SDK sends
 #: fit many times over.
 HEAD_LIMIT = 32 * 1024
-#: Seconds to receive a request head: nginx's ``client_header_timeout`` and
+#: Seconds to receive a whole request: nginx's ``client_header_timeout`` and
 #: ``client_body_timeout`` (60 s); its keep-alive idle timeout is 75 s.
 REQUEST_TIMEOUT_S = 60.0
 #: Connections open at once. Far above what one load-generator process opens against one

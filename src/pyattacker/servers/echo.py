@@ -68,9 +68,10 @@ class EchoServer(ListeningServer):
     Limits against hostile or broken clients (:mod:`pyattacker.servers._guard`): a request
     head over ``max_head_size`` bytes (32 KiB) is a 431, a body over ``max_body_size``
     (1 MiB, :data:`BODY_LIMIT`) a 413, both followed by a close; a connection that has not
-    sent a whole request head ``request_timeout`` seconds (60) after its last one, or
-    after it opened, is closed (a 408 when it had begun one); beyond ``max_connections``
-    (10,000) open at once, a new connection is closed as soon as it is accepted.
+    sent a whole request ``request_timeout`` seconds (60) after its last one, or after it
+    opened, while the server owed it nothing, is closed (a 408 when it had begun one);
+    beyond ``max_connections`` (10,000) open at once, a new connection is closed as soon
+    as it is accepted.
     """
 
     what = "echo server"
