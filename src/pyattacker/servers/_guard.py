@@ -115,16 +115,19 @@ class Guarded(asyncio.Protocol):
     """The part of a connection's protocol that keeps its server's :class:`Limits`.
 
     A subclass makes ``_parser`` (an ``httptools.HttpRequestParser`` on itself), which
-    :meth:`data_received` feeds, and from its own parser callbacks calls ``_declare`` for
-    a ``Content-Length`` header, subtracts each piece of body from ``_body_room`` (calling
-    ``_over_body`` below 0), and when a request is complete calls ``_message_done`` (inline
-    where it counts: the flag ``_in_head`` refilled, ``_head_room`` and ``_body_room``
-    reset, ``_requests`` counted; ``_body_room`` may be reset later, before the next
-    body). It says what it owes
-    the client (:meth:`busy`), what to do with the bytes after an upgrade
-    (:meth:`_upgraded`), how to answer a refusal (:meth:`refuse`) and how to close
+    :meth:`data_received` feeds. From its own parser callbacks it calls ``_declare`` for a
+    ``Content-Length`` header, subtracts each piece of body from ``_body_room`` (calling
+    ``_over_body`` below 0), and calls ``_message_done`` when a request is complete
+    (inline where it counts; ``_body_room`` may be reset later, before the next body). It
+    says what it owes the client (:meth:`busy`), what to do with the bytes after an
+    upgrade (:meth:`_upgraded`), how to answer a refusal (:meth:`refuse`) and how to close
     (:meth:`abort`). ``_reading`` False means input is ignored (after a refusal, or once
     closing).
+
+    Not done here: a client that sends requests and never reads the responses keeps the
+    server "owing" it, so it is never timed out (nginx's ``send_timeout``), and the
+    responses it does not read stay in the write buffer: each is bounded, their number
+    is not.
     """
 
     __slots__ = (
@@ -213,6 +216,12 @@ class Guarded(asyncio.Protocol):
         """The body went past the limit (a subclass's ``on_body`` saw ``_body_room < 0``)."""
         raise Refused(413, f"request body over {self._body_limit} bytes")
 
+    def _message_done(self) -> None:
+        """A request was parsed whole: the next head starts, with its own room."""
+        self._in_head.append(True)
+        self._head_room, self._body_room = self._head_limit, self._body_limit
+        self._requests += 1
+
     def _parse_error(self, exc: Exception) -> None:
         """httptools stopped: a :class:`Refused` from a callback, else bytes that do not parse."""
         refused = exc.__context__
@@ -237,11 +246,6 @@ class Guarded(asyncio.Protocol):
                 self.abort()
 
     # -- what a subclass provides -----------------------------------------------------------
-
-    def _message_done(self) -> None:
-        self._in_head.append(True)
-        self._head_room, self._body_room = self._head_limit, self._body_limit
-        self._requests += 1
 
     def _upgraded(self, rest: bytes) -> None:
         """The request asked for an upgrade; ``rest`` is what followed it."""
