@@ -7,9 +7,11 @@ import sys
 import click
 
 from pyattacker._units import format_duration
+from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
 from pyattacker.servers import Delay, EchoServer, serve_until_signalled
 from pyattacker.servers._core import check_fail, check_status
+from pyattacker.servers.echo import BODY_LIMIT
 
 __all__ = ["echo_server"]
 
@@ -41,8 +43,18 @@ __all__ = ["echo_server"]
     help="Answer this fraction of requests with STATUS (429 carries Retry-After: 1). "
     "Repeat it, or separate with commas: --fail 429:0.1,500:0.01.",
 )
+@limit_options(BODY_LIMIT, "the echo server's reply repeats it")
 def echo_server(
-    host: str, port: int, delay: str, seed: int, body_size: int, fails: tuple[str, ...]
+    host: str,
+    port: int,
+    delay: str,
+    seed: int,
+    body_size: int,
+    fails: tuple[str, ...],
+    max_head_size: int,
+    max_body_size: int,
+    request_timeout: str,
+    max_connections: int,
 ) -> None:
     """Serve HTTP on loopback, holding each request for a delay drawn from SPEC.
 
@@ -57,8 +69,13 @@ def echo_server(
       POST /stall?seconds=S     write no response for S seconds
 
     Any other method or path is echoed (the request body, or --body-size bytes). Request
-    headers override one request: x-echo-delay: 5ms, x-echo-status: 429,
-    x-echo-retry-after: 2.
+    headers override one request: x-echo-delay: 5ms (at most 1h), x-echo-status: 429,
+    x-echo-retry-after: 2 (at most a day); a bad or out-of-range one is a 400 naming it,
+    as is /stall?seconds= beyond 1h.
+
+    Limits against hostile clients: a head over --max-head-size is a 431, a body over
+    --max-body-size a 413, a connection slower than --request-timeout is closed, and one
+    beyond --max-connections is closed at once.
 
     \b
     Examples:
@@ -73,19 +90,24 @@ def echo_server(
         raise ConfigError(f"must be >= 0, got {seed}", field="--seed")
     if body_size < 0:
         raise ConfigError(f"must be >= 0, got {body_size}", field="--body-size")
-    server = EchoServer(
-        host=host,
-        port=port,
-        delay=Delay.parse(delay, field="--delay"),
-        seed=seed,
-        body_size=body_size,
-        fail=parse_fails(fails),
-    )
     try:
+        server = EchoServer(
+            host=host,
+            port=port,
+            delay=Delay.parse(delay, field="--delay"),
+            seed=seed,
+            body_size=body_size,
+            fail=parse_fails(fails),
+            max_head_size=max_head_size,
+            max_body_size=max_body_size,
+            request_timeout=request_timeout,
+            max_connections=max_connections,
+        )
         serve_until_signalled(server, announce=_announce)
-    except ConfigError as exc:  # the address could not be listened on: name the flag
-        if exc.field in ("host", "port"):
-            raise ConfigError(exc.message, field=f"--{exc.field}", hint=exc.hint) from None
+    except ConfigError as exc:  # a library argument (or the address): name the flag
+        if exc.field is not None and not exc.field.startswith("-"):
+            flag = "--" + exc.field.replace("_", "-")
+            raise ConfigError(exc.message, field=flag, hint=exc.hint) from None
         raise
 
 

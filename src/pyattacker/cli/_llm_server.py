@@ -7,11 +7,13 @@ import sys
 import click
 
 from pyattacker.cli._echo import parse_fails
+from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
 from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
 from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
 from pyattacker.servers._llm_process import API_KEYS_ENV
 from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS
+from pyattacker.servers.llm import BODY_LIMIT
 
 __all__ = ["llm_server"]
 
@@ -126,6 +128,7 @@ _FAIL_HINT = "e.g. --fail 503=0.01,500=0.005"
     is_flag=True,
     help="Send azure-openai-deployment-utilization (in flight / --capacity) on completions.",
 )
+@limit_options(BODY_LIMIT, "a 128k-token prompt is about 0.5 MiB")
 def llm_server(
     host: str,
     port: int,
@@ -143,6 +146,10 @@ def llm_server(
     api_keys: tuple[str, ...],
     seed: int,
     utilization_header: bool,
+    max_head_size: int,
+    max_body_size: int,
+    request_timeout: str,
+    max_connections: int,
 ) -> None:
     """Serve a mock OpenAI-compatible LLM API that records the truth about every token.
 
@@ -164,9 +171,14 @@ def llm_server(
     response carries x-request-id, the id of its record in /stats?samples=1.
 
     \b
-    Request headers pin one request:
-      x-mock-ttft: 5ms   x-mock-itl: 1ms   x-mock-tokens: 20
+    Request headers pin one request (a bad or out-of-range value is a 400 naming it):
+      x-mock-ttft: 5ms   x-mock-itl: 1ms   (each at most 1h)
+      x-mock-tokens: 20  (at most --max-output-tokens)
       x-mock-fault: not-openai | broken-sse[:K] | cut-mid-token[:K] | hang | status:503
+
+    Limits against hostile clients: a head over --max-head-size is a 431, a body over
+    --max-body-size a 413, a connection slower than --request-timeout is closed, and one
+    beyond --max-connections is closed at once.
 
     \b
     Examples:
@@ -209,6 +221,10 @@ def llm_server(
             api_keys=api_keys,
             seed=seed,
             utilization_header=utilization_header,
+            max_head_size=max_head_size,
+            max_body_size=max_body_size,
+            request_timeout=request_timeout,
+            max_connections=max_connections,
         )
         serve_llm_until_signalled(server, announce=_announce)
     except ConfigError as exc:

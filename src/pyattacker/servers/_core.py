@@ -23,10 +23,10 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from pyattacker._checks import check_number
-from pyattacker._units import parse_duration
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._ranges import MOST_RETRY_AFTER_S, request_seconds
 
 if TYPE_CHECKING:
     from pyattacker.servers._protocol import EchoProtocol
@@ -125,15 +125,19 @@ class Core:
         """
         text = overrides.get(b"delay")
         if text is not None:
-            delay = parse_duration(text.decode("latin-1"), field="x-echo-delay")
+            delay = request_seconds(text.decode("latin-1"), "x-echo-delay")
         else:
             delay = 0.0 if self.delay.is_zero else self.delay.sample(self.rng)
         text = overrides.get(b"status")
         status = self._draw_status() if text is None else check_status(text, "x-echo-status")
         retry_after = overrides.get(b"retry-after")
-        if retry_after is not None and not _RETRY_AFTER.fullmatch(retry_after.strip()):
+        if retry_after is not None and not (
+            _RETRY_AFTER.fullmatch(retry_after.strip()) and float(retry_after) <= MOST_RETRY_AFTER_S
+        ):
             raise ConfigError(
-                f"must be seconds, got {retry_after!r}", field="x-echo-retry-after", hint="e.g. 2"
+                f"must be seconds, at most {MOST_RETRY_AFTER_S:g}, got {retry_after[:40]!r}",
+                field="x-echo-retry-after",
+                hint="e.g. 2",
             )
         if retry_after is None and status == 429:
             retry_after = b"1"
@@ -199,11 +203,12 @@ class Core:
 def check_status(value: object, field: str, *, lowest: int = 200) -> int:
     """An HTTP status from ``lowest`` to 599, as an int or its text, else ``ConfigError``."""
     text = value.decode("latin-1") if isinstance(value, bytes) else value
-    status = int(text) if isinstance(text, str) and text.strip().isdigit() else text
+    digits = text.strip() if isinstance(text, str) else ""
+    # ASCII digits, three at most: int() refuses "²" and is slow on thousands of digits.
+    status = int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 3 else text
     if isinstance(status, bool) or not isinstance(status, int) or not lowest <= status <= 599:
-        raise ConfigError(
-            f"must be an HTTP status from {lowest} to 599, got {value!r}", field=field
-        )
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "..."
+        raise ConfigError(f"must be an HTTP status from {lowest} to 599, got {shown}", field=field)
     return status
 
 

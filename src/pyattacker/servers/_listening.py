@@ -3,7 +3,9 @@ is built, a listening socket on the running loop, its URL once bound, ``async wi
 
 A subclass says how to bind its shared state to the loop (:meth:`ListeningServer._bind`),
 makes one protocol per connection (:meth:`ListeningServer._protocol`) and lists the open
-ones (:meth:`ListeningServer._open`) so that :meth:`ListeningServer.stop` can drop them.
+ones (:meth:`ListeningServer._open`) so that :meth:`ListeningServer.stop` can drop them and
+the :class:`~pyattacker.servers._guard.Sweeper` can close the slow ones (the server's
+:class:`~pyattacker.servers._guard.Limits`).
 """
 
 from __future__ import annotations
@@ -13,16 +15,14 @@ import errno
 import socket
 from collections.abc import Iterable
 from types import TracebackType
-from typing import ClassVar, Protocol, Self
+from typing import ClassVar, Self
 
 from pyattacker._checks import check_whole
+from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
+from pyattacker.servers._guard import Guarded, Limits, Sweeper
 
 __all__ = ["ListeningServer", "listen_error"]
-
-
-class _Abortable(Protocol):
-    def abort(self) -> None: ...
 
 
 class ListeningServer:
@@ -31,12 +31,14 @@ class ListeningServer:
     what: ClassVar[str] = "server"  # for messages: "the echo server has not been started"
     backlog: ClassVar[int] = 2048
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, limits: Limits) -> None:
         self.host = host
+        self.limits = limits
         self.port = check_whole(port, "port", at_least=0)
         if self.port > 65535:
             raise ConfigError(f"must be a port 0..65535, got {port}", field="port")
         self._server: asyncio.Server | None = None
+        self._sweeper: Sweeper | None = None
         self._url: str | None = None
 
     @property
@@ -59,6 +61,8 @@ class ListeningServer:
             )
         except OSError as exc:
             raise listen_error(self.host, self.port, exc) from None
+        # One timer for the whole server closes the connections that are too slow.
+        self._sweeper = Sweeper(loop, LoopClock().reader(), self._open, self.limits.timeout)
         port = self._server.sockets[0].getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self._url = f"http://{host}:{port}"
@@ -69,6 +73,9 @@ class ListeningServer:
         if server is None:
             return
         server.close()
+        if self._sweeper is not None:
+            self._sweeper.stop()
+            self._sweeper = None
         for protocol in list(self._open()):
             protocol.abort()
         await server.wait_closed()
@@ -95,7 +102,7 @@ class ListeningServer:
         """The protocol of one new connection."""
         raise NotImplementedError
 
-    def _open(self) -> Iterable[_Abortable]:
+    def _open(self) -> Iterable[Guarded]:
         """The connections open now."""
         raise NotImplementedError
 

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pyattacker._units import parse_duration
 from pyattacker.errors import ConfigError
 from pyattacker.servers._core import check_status
 from pyattacker.servers._llm_exchange import BROKEN, CUT, HANG
+from pyattacker.servers._ranges import MOST_HELD_S, request_seconds, request_whole
 
 __all__ = ["FAULTS", "MOST_PINNED_S", "NOT_OPENAI", "Plan", "parse_plan"]
 
 NOT_OPENAI = "not-openai"
 FAULTS = (NOT_OPENAI, BROKEN, CUT, HANG, "status:NNN")
 #: the longest ``x-mock-ttft`` or ``x-mock-itl`` (seconds): beyond it, ``hang`` says it better
-MOST_PINNED_S = 3600.0
+MOST_PINNED_S = MOST_HELD_S
+_OF_MAX = " (the server's max_output_tokens)"
 
 
 class Plan(NamedTuple):
@@ -54,13 +55,13 @@ def parse_plan(headers: dict[bytes, bytes], *, max_tokens: int | None = None) ->
             continue
         field, value = name.decode("latin-1"), raw.decode("latin-1").strip()
         if name == b"x-mock-ttft":
-            plan["ttft"] = _pinned(value, field)
+            plan["ttft"] = request_seconds(value, field)
         elif name == b"x-mock-itl":
-            plan["itl"] = _pinned(value, field)
+            plan["itl"] = request_seconds(value, field)
         elif name == b"x-mock-tokens":
-            plan["tokens"] = _whole(value, field, at_least=1, at_most=max_tokens)
+            plan["tokens"] = request_whole(value, field, at_least=1, at_most=max_tokens, of=_OF_MAX)
         elif name == b"x-mock-fault":
-            plan.update(_fault(value, field))
+            plan.update(_fault(value, field, max_tokens))
         else:
             raise ConfigError(
                 "unknown mock header",
@@ -70,23 +71,13 @@ def parse_plan(headers: dict[bytes, bytes], *, max_tokens: int | None = None) ->
     return Plan(**plan)  # type: ignore[arg-type]
 
 
-def _pinned(value: str, field: str) -> float:
-    seconds = parse_duration(value, field=field)
-    if seconds > MOST_PINNED_S:
-        raise ConfigError(
-            f"must be at most 1h, got {value!r}",
-            field=field,
-            hint="x-mock-fault: hang waits forever",
-        )
-    return seconds
-
-
-def _fault(value: str, field: str) -> dict[str, object]:
+def _fault(value: str, field: str, max_tokens: int | None) -> dict[str, object]:
     name, colon, arg = value.lower().partition(":")
     if name == "status" and colon:
         return {"status": check_status(arg, field, lowest=400)}
     if name in (BROKEN, CUT):
-        return {"fault": name, "fault_at": _whole(arg, field, at_least=0) if colon else None}
+        at = request_whole(arg, field, at_most=max_tokens, of=_OF_MAX) if colon else None
+        return {"fault": name, "fault_at": at}
     if name in (NOT_OPENAI, HANG) and not colon:
         return {"fault": name}
     raise ConfigError(
@@ -94,14 +85,3 @@ def _fault(value: str, field: str) -> dict[str, object]:
         field=field,
         hint="not-openai | broken-sse[:K] | cut-mid-token[:K] | hang | status:NNN",
     )
-
-
-def _whole(text: str, field: str, *, at_least: int, at_most: int | None = None) -> int:
-    if not text.isdigit() or int(text) < at_least:
-        raise ConfigError(f"must be a whole number >= {at_least}, got {text!r}", field=field)
-    if at_most is not None and int(text) > at_most:
-        raise ConfigError(
-            f"must be at most {at_most} (the server's max_output_tokens), got {text}",
-            field=field,
-        )
-    return int(text)

@@ -22,6 +22,9 @@ Contract:
   connection closes.
 - HTTP/1.0 requests get no chunked response: a stream's body ends when the server
   closes the connection.
+- The server's :class:`~pyattacker.servers._guard.Limits` hold (head and body sizes, time,
+  connections): a refusal (431, 413, 408) is answered like a 400, after the responses
+  already owed, and the connection closes.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import httptools
 
+from pyattacker.servers._guard import Guarded, Limits
 from pyattacker.servers._llm_core import Incoming, LlmCore, Tally, Work
 from pyattacker.servers._llm_exchange import Exchange, State
 from pyattacker.servers._llm_handle import dropped, handle, is_completion
@@ -125,7 +129,7 @@ class _Deferred:
         self.steps.close()
 
 
-class LlmProtocol(asyncio.Protocol):
+class LlmProtocol(Guarded):
     """One connection of the mock LLM server (see the module docstring)."""
 
     __slots__ = (
@@ -135,9 +139,7 @@ class LlmProtocol(asyncio.Protocol):
         "_core",
         "_drain",
         "_headers",
-        "_parser",
         "_pending",
-        "_reading",
         "_transport",
         "_url",
         "closed",
@@ -145,7 +147,8 @@ class LlmProtocol(asyncio.Protocol):
         "paused",
     )
 
-    def __init__(self, core: LlmCore) -> None:
+    def __init__(self, core: LlmCore, limits: Limits) -> None:
+        super().__init__(limits)
         self._core = core
         self.loop = core.loop
         self._transport: asyncio.Transport | None = None
@@ -155,8 +158,7 @@ class LlmProtocol(asyncio.Protocol):
         self._pending: deque[Incoming] = deque()
         self._active: Exchange | _Deferred | None = None
         self._drain: list[Flushable] = []
-        self._reading = True
-        self._broken: str | None = None  # why the input stopped parsing
+        self._broken: tuple[int, str] | None = None  # why the input stopped: status, message
         self.closed = False
         self.paused = False
         # httptools looks the callbacks up once, here: they must exist before this line.
@@ -167,19 +169,15 @@ class LlmProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast(asyncio.Transport, transport)
+        if self.over_capacity(transport, len(self._core.connections)):
+            self.closed = True
+            return
         self._transport = transport
         transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
-    def data_received(self, data: bytes) -> None:
-        if not self._reading:
-            return
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._reject("upgrades are not supported")
-        except httptools.HttpParserError as exc:
-            self._reject(f"bad request: {exc}")
+    def _upgraded(self, rest: bytes) -> None:
+        self.refuse(400, "upgrades are not supported")
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -207,6 +205,9 @@ class LlmProtocol(asyncio.Protocol):
             dropped(core, self._pending.popleft(), now)
         core.connections.discard(self)
 
+    def busy(self) -> bool:
+        return self._active is not None or bool(self._pending or self._drain)
+
     def abort(self) -> None:
         """Close the connection now, dropping whatever it is still answering."""
         if self._transport is not None:
@@ -221,11 +222,17 @@ class LlmProtocol(asyncio.Protocol):
         name = name.lower()
         if name in _WANTED or name.startswith(_MOCK_PREFIX):
             self._headers[name] = value
+        elif name == b"content-length":
+            self._declare(value)
 
     def on_body(self, body: bytes) -> None:
+        self._body_room -= len(body)
+        if self._body_room < 0:
+            self._over_body()
         self._body.append(body)
 
     def on_message_complete(self) -> None:
+        self._message_done()
         if self.closed:  # pipelined after a request that asked to close: never answered
             return
         core = self._core
@@ -320,12 +327,21 @@ class LlmProtocol(asyncio.Protocol):
         if not keep_alive:
             self.close_after_write()
 
-    def close_after_write(self) -> None:
-        """Flush what was written, then close; requests not yet answered are dropped."""
+    def close_after_write(self, *, linger: bool = False) -> None:
+        """Flush what was written, then close; requests not yet answered are dropped.
+
+        ``linger``: the client may still be sending a refused request, and closing now
+        would reset the connection and could lose the answer: half-close instead, drop
+        the input until the client closes (or the sweeper gives up on it).
+        """
         self._reading = False
-        if self._transport is not None and not self.closed:
+        transport = self._transport
+        if transport is not None and not self.closed:
             self.closed = True
-            self._transport.close()
+            if linger and transport.can_write_eof():
+                transport.write_eof()
+            else:
+                transport.close()
 
     def tally(self, epoch: Epoch, tally: Tally) -> None:
         """Add this connection's requests in progress to ``tally`` (``epoch``: the current)."""
@@ -354,14 +370,19 @@ class LlmProtocol(asyncio.Protocol):
     def _next(self) -> None:
         while self._active is None and self._pending and not self.closed:
             handle(self._core, self, self._pending.popleft())
-        if self._broken is not None and self._active is None and not self._pending:
-            body = error_body(self._broken, "invalid_request_error")
-            self.reply(400, body, [], _JSON, False, None)
+        broken = self._broken
+        if broken is not None and self._active is None and not self._pending and not self.closed:
+            status, message = broken
+            body = error_body(message, "invalid_request_error")
+            head_ = head(status, [], content_type=_JSON, length=len(body), keep_alive=False)
+            self.write(head_ + body)
+            self.close_after_write(linger=status != 400)  # the client may be sending
 
-    def _reject(self, message: str) -> None:
-        """Bytes that do not parse: a 400 after the requests before them, then close."""
+    def refuse(self, status: int, message: str) -> None:
+        """A request refused (see Guarded), or bytes that do not parse (400): ``status``
+        after the responses owed to the requests before it, then close."""
         self._reading = False
-        self._broken = message
+        self._broken = (status, message)
         if self._active is None:
             self._next()
 

@@ -24,6 +24,9 @@ Contract of a connection (:class:`EchoProtocol`):
   shorter than its drawn delay.
 - A request whose connection closes before its response was flushed is *dropped*: counted
   as such, never recorded as a hold time.
+- The server's :class:`~pyattacker.servers._guard.Limits` hold (head and body sizes, time,
+  connections): a refusal (431, 413, 408) is answered after the responses already owed,
+  like a 400 for bytes that do not parse, and the connection closes.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, cast
 import httptools
 
 from pyattacker.errors import ConfigError
+from pyattacker.servers._guard import Guarded, Limits
 
 if TYPE_CHECKING:
     from pyattacker.servers._core import Core
@@ -63,7 +67,7 @@ class _Held:
         self.timer: asyncio.TimerHandle | None = None
 
 
-class EchoProtocol(asyncio.Protocol):
+class EchoProtocol(Guarded):
     """One HTTP/1.1 connection of the echo server (see the module docstring)."""
 
     __slots__ = (
@@ -71,18 +75,18 @@ class EchoProtocol(asyncio.Protocol):
         "_closed",
         "_core",
         "_draining",
+        "_lingering",
         "_overrides",
-        "_parser",
         "_paused",
         "_queue",
-        "_reading",
         "_special",
         "_stall_timer",
         "_transport",
         "_url",
     )
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, limits: Limits) -> None:
+        super().__init__(limits)
         self._core = core
         self._transport: asyncio.Transport | None = None
         self._url = b""
@@ -92,7 +96,7 @@ class EchoProtocol(asyncio.Protocol):
         self._queue: deque[_Held] = deque()
         self._draining: list[tuple[float, int]] = []
         self._paused = False
-        self._reading = True  # False after a parse error or once closing: ignore input
+        self._lingering = False  # refused mid-request: half-close, let the client finish
         self._closed = False  # closing or closed: nothing more will be written
         self._stall_timer: asyncio.TimerHandle | None = None
         # httptools looks the callbacks up once, here: they must exist before this line.
@@ -103,22 +107,18 @@ class EchoProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast(asyncio.Transport, transport)
+        if self.over_capacity(transport, len(self._core.connections)):
+            self._closed = True
+            return
         self._transport = transport
         # Pause at the first buffered byte and resume when none is left: the drain is
         # then exactly observable, which is what "flush included" needs.
         transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
-    def data_received(self, data: bytes) -> None:
-        while self._reading:
-            try:
-                self._parser.feed_data(data)
-                return
-            except httptools.HttpParserUpgrade as upgrade:
-                # Upgrades are not supported; the request was answered as a plain one.
-                data = data[upgrade.args[0] :]
-            except httptools.HttpParserError as exc:
-                self._reject(exc)
+    def _upgraded(self, rest: bytes) -> None:
+        # Upgrades are not supported; the request was answered as a plain one.
+        self.data_received(rest)
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -147,6 +147,9 @@ class EchoProtocol(asyncio.Protocol):
             self._stall_timer.cancel()
         self._core.connections.discard(self)
 
+    def busy(self) -> bool:
+        return bool(self._queue or self._draining)
+
     def holding(self) -> int:
         """Echo requests parsed on this connection and not yet answered (flush included)."""
         return len(self._draining) + sum(held.status is not None for held in self._queue)
@@ -162,13 +165,18 @@ class EchoProtocol(asyncio.Protocol):
         self._url += url  # llhttp may deliver the URL in pieces
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if len(name) > 7 and name[:7].lower() == _OVERRIDE_PREFIX:
+        if len(name) == 14 and name.lower() == b"content-length":
+            self._declare(value)
+        elif len(name) > 7 and name[:7].lower() == _OVERRIDE_PREFIX:
             if self._overrides is None:
                 self._overrides = {}
             self._overrides[name[7:].lower()] = value
             self._special = True
 
     def on_body(self, body: bytes) -> None:
+        self._body_room -= len(body)
+        if self._body_room < 0:
+            self._over_body()
         self._body.append(body)
         self._special = True
 
@@ -177,6 +185,11 @@ class EchoProtocol(asyncio.Protocol):
         start = core.now()
         url = self._url
         self._url = b""
+        # Guarded._message_done, inline; _body_room is reset by _handle, which every
+        # request with a body takes.
+        self._in_head.append(True)
+        self._head_room = self._head_limit
+        self._requests += 1
         if (
             start < core.slow_until
             or self._special
@@ -197,6 +210,7 @@ class EchoProtocol(asyncio.Protocol):
     # -- the general path ---------------------------------------------------------------
 
     def _handle(self, start: float, url: bytes) -> None:
+        self._body_room = self._body_limit
         parser, core = self._parser, self._core
         keep_alive = parser.should_keep_alive()
         body = b"".join(self._body)
@@ -281,15 +295,24 @@ class EchoProtocol(asyncio.Protocol):
                 held.timer.cancel()
             self._core.dropped += held.status is not None
         self._queue.clear()
-        assert self._transport is not None
-        self._transport.close()
+        transport = self._transport
+        assert transport is not None
+        if self._lingering and transport.can_write_eof():
+            # The client may still be sending what was refused: closing now would reset
+            # the connection and could lose the answer. Half-close; the input is dropped
+            # until the client closes, or the sweeper gives up on it.
+            transport.write_eof()
+        else:
+            transport.close()
 
-    def _reject(self, exc: Exception) -> None:
-        """A request that does not parse: answer 400 after the earlier ones, then close."""
+    def refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` after the earlier requests' responses, then close (see Guarded)."""
+        if self._closed:
+            return
         core = self._core
-        message = f"bad request: {exc}\n".encode()
-        response = core.response(400, message, False)
+        response = core.response(status, f"{message}\n".encode(), False)
         self._reading = False
+        self._lingering = status != 400  # a 408, 413 or 431: the client may be sending
         self._queue.append(_Held(core.now(), 0.0, response, None, keep_alive=False))
         self._flush()
 

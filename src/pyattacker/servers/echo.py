@@ -17,7 +17,10 @@ the same connection, its reply still leaves after theirs (HTTP/1.1 order).
 Every other method and path is an echo request: delayed, then answered 200 with the
 request's body (or ``body_size`` bytes), or with a failure status drawn from ``fail``.
 Request headers override the dice for one request: ``x-echo-delay: 5ms``,
-``x-echo-status: 429``, ``x-echo-retry-after: 2``.
+``x-echo-status: 429``, ``x-echo-retry-after: 2`` (ranges in
+:mod:`pyattacker.servers._ranges`; out of range is a 400 naming the header). Hostile
+clients meet the limits of :mod:`pyattacker.servers._guard` (431, 413, a timeout, a
+connection cap).
 
 This module is the in-process server (tests use it on their own loop);
 :class:`~pyattacker.servers.EchoServerProcess` runs it as a separate process.
@@ -27,26 +30,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
 from pyattacker._checks import check_number, check_whole
-from pyattacker._units import parse_duration
 from pyattacker.errors import ConfigError
-from pyattacker.measure import exact_percentile
 from pyattacker.servers._core import Core, check_fail
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._guard import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S, limits
 from pyattacker.servers._listening import ListeningServer
+from pyattacker.servers._llm_values import Values
 from pyattacker.servers._loops import run_until_signalled
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers._protocol import EchoProtocol
+from pyattacker.servers._ranges import request_seconds
 
 __all__ = ["PERCENTILES", "Delay", "EchoServer", "EchoServerProcess", "serve_until_signalled"]
 
 # The percentiles /stats reports, by key.
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
+#: The largest request body the echo server reads (bytes): nginx's ``client_max_body_size``.
+#: A load test's bodies are small; a larger one is answered 413 unread.
+BODY_LIMIT = 1024 * 1024
 _CONTROL = frozenset(
     {(b"GET", b"/stats"), (b"GET", b"/reset"), (b"POST", b"/reset"), (b"POST", b"/stall")}
 )
@@ -58,6 +64,14 @@ class EchoServer(ListeningServer):
     Arguments are checked at construction (``ConfigError`` naming the argument). ``url``
     exists from :meth:`start` on. Statistics and controls are plain methods, safe to call
     from the loop's thread at any time, also while requests are in flight.
+
+    Limits against hostile or broken clients (:mod:`pyattacker.servers._guard`): a request
+    head over ``max_head_size`` bytes (32 KiB) is a 431, a body over ``max_body_size``
+    (1 MiB, :data:`BODY_LIMIT`) a 413, both followed by a close; a connection that has not
+    sent a whole request ``request_timeout`` seconds (60) after its last one, or after it
+    opened, while the server owed it nothing, is closed (a 408 when it had begun one);
+    beyond ``max_connections`` (10,000) open at once, a new connection is closed as soon
+    as it is accepted.
     """
 
     what = "echo server"
@@ -71,8 +85,19 @@ class EchoServer(ListeningServer):
         seed: int = 0,
         body_size: int = 2,
         fail: Mapping[int, float] | None = None,
+        max_head_size: int = HEAD_LIMIT,
+        max_body_size: int = BODY_LIMIT,
+        request_timeout: float | str = REQUEST_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
-        super().__init__(host, port)
+        bounds = limits(
+            head=max_head_size,
+            body=max_body_size,
+            timeout=request_timeout,
+            connections=max_connections,
+            fields=("max_head_size", "max_body_size", "request_timeout", "max_connections"),
+        )
+        super().__init__(host, port, bounds)
         self.delay = delay if isinstance(delay, Delay) else Delay.parse(delay, field="delay")
         self.seed = check_whole(seed, "seed", at_least=0)
         body_size = check_whole(body_size, "body_size", at_least=0)
@@ -80,27 +105,32 @@ class EchoServer(ListeningServer):
         self._core = Core(
             delay=self.delay, seed=seed, body_size=body_size, fail=self.fail, control=self._control
         )
+        # The hold times stats() has sorted so far: core.samples[:_absorbed].
+        self._values = Values()
+        self._absorbed = 0
 
     def stats(self, *, samples: bool = False) -> dict[str, Any]:
         """Exact statistics of every hold time since the last reset, in seconds.
 
         Keys: ``count``, ``min``, ``mean``, ``p50``, ``p90``, ``p95``, ``p99``, ``p99.9``,
         ``max`` (``None`` when ``count`` is 0; percentiles by nearest rank, from
-        :func:`pyattacker.measure.exact_percentile`), ``statuses`` (count per status
+        :func:`pyattacker.measure.nearest_rank`; ``mean`` within a few units in the last
+        place of the exact mean), ``statuses`` (count per status
         answered), ``dropped`` (requests whose connection closed before they were
         answered), ``in_flight`` (requests parsed and not yet answered: held now, not yet
         in the statistics), ``delay`` (the spec) and ``seed``; with ``samples=True`` also
         ``samples``, every hold time in the order the requests finished.
+
+        Costs what is new since the last call (sorted into runs, :mod:`._llm_values`) plus
+        a few hundred binary searches, never a sort of every hold time: a long run's
+        ``/stats`` stays cheap. ``samples=True`` copies them all.
         """
         core = self._core
-        values = sorted(core.samples)
-        count = len(values)
-        result: dict[str, Any] = {"count": count}
-        result["min"] = values[0] if count else None
-        result["mean"] = math.fsum(values) / count if count else None
-        for key, q in PERCENTILES:
-            result[key] = exact_percentile(values, q) if count else None
-        result["max"] = values[-1] if count else None
+        fresh = core.samples[self._absorbed :]
+        self._absorbed += len(fresh)
+        self._values.extend(fresh)
+        result: dict[str, Any] = self._values.summary()
+        count = result["count"]
         failed = sum(core.statuses.values())
         statuses = {200: count - failed} if count > failed else {}
         statuses.update(core.statuses)
@@ -115,6 +145,8 @@ class EchoServer(ListeningServer):
 
     def reset(self) -> int:
         """Forget every hold time, status count and drop; return how many holds were cleared."""
+        self._values.clear()
+        self._absorbed = 0
         return self._core.clear()
 
     def stall(self, seconds: float) -> None:
@@ -129,7 +161,7 @@ class EchoServer(ListeningServer):
         self._core.bind(loop)
 
     def _protocol(self) -> EchoProtocol:
-        return EchoProtocol(self._core)
+        return EchoProtocol(self._core, self.limits)
 
     def _open(self) -> Iterable[EchoProtocol]:
         return self._core.connections
@@ -153,7 +185,7 @@ class EchoServer(ListeningServer):
             return {"cleared": self.reset()}
         if "seconds" not in params:
             raise ConfigError("missing", field="seconds", hint="POST /stall?seconds=0.5")
-        seconds = parse_duration(params["seconds"][-1], field="seconds")
+        seconds = request_seconds(params["seconds"][-1], "seconds")
         self.stall(seconds)
         return {"stall_s": seconds}
 

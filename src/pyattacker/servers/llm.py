@@ -59,6 +59,12 @@ whose state goes into ``x-ratelimit-*`` headers. TTFT and ITL are :class:`Delay`
 rather than a :class:`~pyattacker.world.LatencyProfile` because they parse from one CLI
 flag each and know their exact quantiles.
 
+**Limits.** A request head over ``max_head_size`` is a 431, a body over ``max_body_size``
+a 413 (unread when its ``Content-Length`` says so), a connection silent or dripping for
+``request_timeout`` while the server owes it nothing is closed, and one beyond
+``max_connections`` is closed when accepted (:mod:`pyattacker.servers._guard`); every
+number a request sets has a range (:mod:`pyattacker.servers._ranges`).
+
 **Speed.** One ``asyncio.Protocol`` per connection on httptools; tokens are written by
 callbacks from one heap of due times (:mod:`pyattacker.servers._llm_ticker`, a single loop
 timer for all of them), with no task and no coroutine per request or per token.
@@ -79,6 +85,7 @@ from urllib.parse import parse_qs
 
 from pyattacker.errors import ConfigError
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._guard import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S, limits
 from pyattacker.servers._listening import ListeningServer
 from pyattacker.servers._llm_core import LlmCore, Work
 from pyattacker.servers._llm_dice import TokenCount
@@ -88,6 +95,7 @@ from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS, Settings, settin
 from pyattacker.servers._llm_truth import Record
 from pyattacker.servers._llm_wire import error_body
 from pyattacker.servers._loops import run_until_signalled
+from pyattacker.servers._ranges import request_whole
 from pyattacker.world import FailureProfile
 
 __all__ = ["LlmServer", "LlmServerProcess", "serve_llm_until_signalled"]
@@ -95,6 +103,10 @@ __all__ = ["LlmServer", "LlmServerProcess", "serve_llm_until_signalled"]
 T = TypeVar("T")
 Steps = Generator[None, None, T]
 
+#: The largest request body the LLM server reads (bytes). A 128k-token prompt is about
+#: 0.5 MiB of text and a chat message with a base64 image a few MiB; 8 MiB is also the
+#: longest stream line the attack's client accepts. A larger body is answered 413 unread.
+BODY_LIMIT = 8 * 1024 * 1024
 #: token times encoded into ``/stats?samples=1`` between two turns of the loop (~4 ms)
 SAMPLES_SLICE = 4096
 
@@ -121,6 +133,10 @@ class LlmServer(ListeningServer):
       ``api-key: K``), ``/stats`` and ``/reset`` included. ``utilization_header``: send
       ``azure-openai-deployment-utilization`` (in-flight / capacity) on completion
       responses; needs ``capacity``.
+    - ``max_head_size`` (32 KiB), ``max_body_size`` (8 MiB, :data:`BODY_LIMIT`),
+      ``request_timeout`` (60 s), ``max_connections`` (10,000): the limits against hostile
+      or broken clients (:mod:`pyattacker.servers._guard`): 431, 413, a close (408 when a
+      request had begun), a connection closed as soon as it is accepted.
     """
 
     what = "LLM server"
@@ -145,8 +161,19 @@ class LlmServer(ListeningServer):
         api_keys: str | Sequence[str] = (),
         seed: int = 0,
         utilization_header: bool = False,
+        max_head_size: int = HEAD_LIMIT,
+        max_body_size: int = BODY_LIMIT,
+        request_timeout: float | str = REQUEST_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
-        super().__init__(host, port)
+        bounds = limits(
+            head=max_head_size,
+            body=max_body_size,
+            timeout=request_timeout,
+            connections=max_connections,
+            fields=("max_head_size", "max_body_size", "request_timeout", "max_connections"),
+        )
+        super().__init__(host, port, bounds)
         self.settings: Settings = settings(
             models=models,
             ttft=ttft,
@@ -169,7 +196,7 @@ class LlmServer(ListeningServer):
         self._core.bind(loop)
 
     def _protocol(self) -> LlmProtocol:
-        return LlmProtocol(self._core)
+        return LlmProtocol(self._core, self.limits)
 
     def _open(self) -> Iterable[LlmProtocol]:
         return self._core.connections
@@ -318,10 +345,7 @@ def _encode(records: list[Record], pieces: list[bytes]) -> Steps[None]:
 def _whole_param(params: dict[str, list[str]], name: str) -> int | None:
     if name not in params:
         return None
-    text = params[name][-1]
-    if not text.isdigit():
-        raise ConfigError(f"must be a whole number >= 0, got {text!r}", field=name)
-    return int(text)
+    return request_whole(params[name][-1], name)
 
 
 def _json(body: Mapping[str, Any]) -> bytes:
