@@ -169,6 +169,11 @@ def test_every_delay_form_parses_to_its_canonical_spec(
         ("bimodal:fast=5ms,slow=1ms,p_slow=0.1", "--delay.slow", "below fast"),
         ("bimodal:fast=1ms,slow=5ms,p_slow=1.5", "--delay.p_slow", "from 0 to 1"),
         ("bimodal:fast=1ms,slow=5ms", "--delay", "missing p_slow"),
+        ("fixed:1e300s", "--delay", "at most 3600 s"),
+        ("2h", "--delay", "at most 3600 s"),
+        ("uniform:min=1ms,max=2h", "--delay.max", "at most 3600 s"),
+        ("lognormal:median=5h,sigma=0.5", "--delay.median", "at most 3600 s"),
+        ("bimodal:fast=1ms,slow=1e9s,p_slow=0.1", "--delay.slow", "at most 3600 s"),
     ],
 )
 def test_a_bad_delay_spec_names_the_field_and_lists_the_forms(

@@ -29,6 +29,7 @@ from typing import ClassVar
 
 from pyattacker._units import parse_duration
 from pyattacker.errors import ConfigError
+from pyattacker.servers._ranges import MOST_HELD_S
 
 __all__ = ["Delay"]
 
@@ -271,10 +272,15 @@ def _params(
 
 
 def _duration(text: str, field: str) -> float:
+    """A duration of the spec, at most :data:`MOST_HELD_S` (the longest hold a request may
+    ask for: a spec may not ask the server for more)."""
     try:
-        return parse_duration(text, field=field)
+        seconds = parse_duration(text, field=field)
     except ConfigError as exc:
         raise _bad(exc.message, field) from None
+    if seconds > MOST_HELD_S:
+        raise _bad(f"must be at most {MOST_HELD_S:g} s, got {text!r}", field)
+    return seconds
 
 
 def _positive_duration(text: str, field: str) -> float:

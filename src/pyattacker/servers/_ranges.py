@@ -8,6 +8,8 @@ which the server answers with a 400 quoting the message. The ranges:
 ==========================================  =============================================
 ``x-echo-delay``, ``/stall?seconds=``        a duration from 0 to :data:`MOST_HELD_S` (1 h)
 ``x-mock-ttft``, ``x-mock-itl``              the same
+every duration of a ``--delay``, ``--ttft``   the same (checked by ``Delay.parse``)
+or ``--itl`` spec
 ``x-echo-retry-after``                       whole or decimal seconds, at most 1 day
 ``x-mock-tokens``, ``x-mock-fault`` ``:K``   a whole number, at most the server's
                                              ``max_output_tokens``
