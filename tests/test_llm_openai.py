@@ -201,6 +201,20 @@ def chat_chunk(delta: Mapping[str, object], reason: str | None = None) -> dict[s
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
 
 
+DEEP = "[" * 200_000 + "]" * 200_000  # past the parser's recursion limit
+
+
+def test_json_nested_past_the_stack_is_a_broken_answer_not_a_crash() -> None:
+    with pytest.raises(LlmResponseError) as streamed:
+        parse_event(Api.CHAT, event(DEEP))
+    assert streamed.value.kind is LlmErrorKind.BROKEN_STREAM
+    with pytest.raises(LlmResponseError) as whole:
+        parse_body(Api.CHAT, DEEP.encode())
+    assert whole.value.kind is LlmErrorKind.NOT_JSON
+    refused = status_error(500, DEEP.encode())
+    assert "500" in str(refused)
+
+
 def test_the_opening_role_chunk_with_empty_content_is_not_a_content_chunk() -> None:
     delta = parse_event(Api.CHAT, event(chat_chunk({"role": "assistant", "content": ""})))
     assert not delta.output

@@ -56,7 +56,7 @@ def parse_event(api: Api, event: SseEvent, secrets: frozenset[str] = _NO_SECRETS
     """
     try:
         obj = _decode(event.data)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile server's JSON can nest past the stack
         if event.type == "error":
             raise _error_event(event.data, secrets) from None
         raise LlmResponseError(
@@ -93,7 +93,7 @@ def parse_body(api: Api, body: bytes, secrets: frozenset[str] = _NO_SECRETS) -> 
         raise LlmResponseError("the body is empty", kind=LlmErrorKind.NOT_JSON)
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the stack: not an answer either
         start = snippet(body.decode("utf-8", errors="replace"), set(secrets))
         raise LlmResponseError(
             f"the body is not JSON; it starts {start}", kind=LlmErrorKind.NOT_JSON
@@ -266,7 +266,7 @@ def status_error(
     """
     try:
         parsed: object = json.loads(body) if body.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
     message, error_type, code = _error_fields(parsed)
     if message is None and parsed is None and body.strip():
