@@ -441,3 +441,13 @@ def test_the_help_lists_every_limit_with_its_default(
     ):
         assert flag in text
         assert f"[default: {default}]" in text
+
+
+@pytest.mark.parametrize("command", ["echo-server", "llm-server"])
+def test_a_host_label_too_long_to_encode_exits_2_naming_host(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli([command, "--host", "a" * 64]) == 2
+    err = capsys.readouterr().err
+    assert "error: --host" in err
+    assert "bug" not in err
