@@ -81,7 +81,9 @@ def test_a_head_over_max_head_is_response_too_large_of_class_protocol_and_closes
 
     error, stats, status = run(main, loop)
     assert (error.what, error.limit) == ("head", MAX_HEAD_SIZE)
-    assert error.message == "response head over 64 KiB (the client's max_head)"
+    assert error.message == (
+        "response head over 64 KiB (the client's limit: --max-head-size, Limits.max_head)"
+    )
     assert error_class_of(error) == "protocol"
     assert stats["open"] == 0
     assert status == 200  # a client told to take bigger heads takes it

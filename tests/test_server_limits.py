@@ -393,6 +393,40 @@ def test_bad_limit_flags_exit_2_naming_the_flag(
     assert f"error: {flag}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("command", "flag", "value"),
+    [
+        ("echo-server", "--max-connections", "99999999999999"),
+        ("echo-server", "--max-head-size", "99999999999999"),
+        ("echo-server", "--max-body-size", "99999999999999"),
+        ("echo-server", "--seed", "99999999999999999999999999"),
+        ("llm-server", "--max-connections", "99999999999999"),
+        ("llm-server", "--capacity", "99999999999999"),
+        ("llm-server", "--rpm", "99999999999999999999"),
+        ("llm-server", "--tpm", "99999999999999999999"),
+        ("llm-server", "--max-output-tokens", "99999999999999999"),
+        ("llm-server", "--seed", "99999999999999999999999"),
+    ],
+)
+def test_absurdly_large_server_flags_exit_2_naming_the_flag(
+    command: str, flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli([command, flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {flag}" in err
+    assert "_" not in err  # the message names no library field
+    assert "None" not in err  # nor Python's word for "no limit"
+
+
+def test_too_many_output_tokens_names_the_flags_not_the_field(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_cli(["llm-server", "--output-tokens", "200", "--max-output-tokens", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --output-tokens" in err
+    assert "max_output_tokens" not in err
+
+
 @pytest.mark.parametrize("command", ["echo-server", "llm-server"])
 def test_the_help_lists_every_limit_with_its_default(
     command: str, capsys: pytest.CaptureFixture[str]
@@ -407,3 +441,13 @@ def test_the_help_lists_every_limit_with_its_default(
     ):
         assert flag in text
         assert f"[default: {default}]" in text
+
+
+@pytest.mark.parametrize("command", ["echo-server", "llm-server"])
+def test_a_host_label_too_long_to_encode_exits_2_naming_host(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli([command, "--host", "a" * 64]) == 2
+    err = capsys.readouterr().err
+    assert "error: --host" in err
+    assert "bug" not in err

@@ -44,11 +44,25 @@ def check_number(
     return number
 
 
-def check_whole(value: object, field: str, *, at_least: int = 1, hint: str | None = None) -> int:
-    """``value`` if it is an int (not a bool) ``>= at_least``, else ``ConfigError``."""
+def check_whole(
+    value: object,
+    field: str,
+    *,
+    at_least: int = 1,
+    at_most: int | None = None,
+    hint: str | None = None,
+) -> int:
+    """``value`` if it is an int (not a bool) from ``at_least`` to ``at_most`` (no upper
+    bound when ``None``), else ``ConfigError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < at_least:
         raise ConfigError(
             f"must be a whole number >= {at_least}, got {value!r}", field=field, hint=hint
+        )
+    if at_most is not None and value > at_most:
+        raise ConfigError(
+            f"must be a whole number from {at_least:,} to {at_most:,}, got {value:,}",
+            field=field,
+            hint=hint,
         )
     return value
 

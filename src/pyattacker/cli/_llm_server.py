@@ -30,6 +30,9 @@ _HINTS = {
     "port": "--port 0 picks a free port",
     "utilization_header": "add --capacity N: the header is in flight over capacity",
     "output_tokens": "lower --output-tokens, or raise --max-output-tokens",
+    "capacity": "leave it out for no limit",
+    "rpm": "leave it out for no limit",
+    "tpm": "leave it out for no limit",
 }
 _FAIL_HINT = "e.g. --fail 503=0.01,500=0.005"
 

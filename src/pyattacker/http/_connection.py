@@ -454,7 +454,8 @@ class Connection(asyncio.Protocol):
         self._head_bytes, self._head_parts = b"", None
         limit = self._max_head
         error = ResponseTooLarge(
-            f"response head over {size_text(limit)} (the client's max_head)",
+            f"response head over {size_text(limit)}"
+            " (the client's limit: --max-head-size, Limits.max_head)",
             what="head",
             limit=limit,
             url=response.url,

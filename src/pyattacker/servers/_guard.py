@@ -70,6 +70,10 @@ REQUEST_TIMEOUT_S = 60.0
 #: server (a few thousand), far below what would exhaust the server's memory (each costs
 #: a few KiB here, plus the kernel's socket buffers).
 MAX_CONNECTIONS = 10_000
+#: The largest bounds a caller may set: beyond them a limit no longer limits anything.
+MOST_HEAD = 64 * 1024 * 1024
+MOST_BODY = 1024 * 1024 * 1024
+MOST_CONNECTIONS = 1_000_000
 _SWEEPS_PER_TIMEOUT = 4
 _MOST_TIMEOUT_S = 86_400.0
 
@@ -104,10 +108,14 @@ def limits(
             f"must be a duration > 0 and at most 1 day, got {timeout!r}", field=timeout_field
         )
     return Limits(
-        head=check_whole(head, head_field, at_least=1024, hint="at least 1024 bytes"),
-        body=check_whole(body, body_field, at_least=0),
+        head=check_whole(
+            head, head_field, at_least=1024, at_most=MOST_HEAD, hint="1 KiB to 64 MiB"
+        ),
+        body=check_whole(body, body_field, at_least=0, at_most=MOST_BODY, hint="at most 1 GiB"),
         timeout=seconds,
-        connections=check_whole(connections, connections_field, at_least=1),
+        connections=check_whole(
+            connections, connections_field, at_least=1, at_most=MOST_CONNECTIONS
+        ),
     )
 
 

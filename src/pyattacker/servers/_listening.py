@@ -61,6 +61,10 @@ class ListeningServer:
             )
         except OSError as exc:
             raise listen_error(self.host, self.port, exc) from None
+        except UnicodeError:  # a label past 63 characters fails to encode, not to resolve
+            raise ConfigError(
+                f"not a host name: {self.host[:60]!r}", field="host", hint="e.g. 127.0.0.1"
+            ) from None
         # One timer for the whole server closes the connections that are too slow.
         self._sweeper = Sweeper(loop, LoopClock().reader(), self._open, self.limits.timeout)
         port = self._server.sockets[0].getsockname()[1]

@@ -22,6 +22,12 @@ __all__ = ["MAX_OUTPUT_TOKENS", "OVERFLOWS", "Settings", "settings"]
 OVERFLOWS = ("queue", "refuse")
 #: the default ``max_output_tokens``: the most any completion may have (a large model's)
 MAX_OUTPUT_TOKENS = 131_072
+#: The largest --max-output-tokens: the attack's own --shape cap, far past any model's.
+MOST_OUTPUT_TOKENS = 2_000_000
+#: The largest --capacity, --rpm or --tpm: beyond it a limit never binds.
+MOST_LIMIT = 10**12
+#: A seed fits a signed 64-bit integer, as the attack's --seed does.
+MOST_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ def settings(
             field="utilization_header",
             hint="set capacity too",
         )
-    most = check_whole(max_output_tokens, "max_output_tokens")
+    most = check_whole(max_output_tokens, "max_output_tokens", at_most=MOST_OUTPUT_TOKENS)
     lengths = (
         output_tokens
         if isinstance(output_tokens, TokenCount)
@@ -124,7 +130,7 @@ def settings(
     largest = lengths.largest()
     if largest is not None and largest > most:
         raise ConfigError(
-            f"{lengths.describe()} goes beyond max_output_tokens ({most})",
+            f"{lengths.describe()} goes beyond the longest answer allowed ({most:,} tokens)",
             field="output_tokens",
             hint="lower it, or raise max_output_tokens",
         )
@@ -140,14 +146,16 @@ def settings(
         fail=checked_fail,
         storms=storm_profile,
         api_keys=_keys(api_keys),
-        seed=check_whole(seed, "seed", at_least=0),
+        seed=check_whole(seed, "seed", at_least=0, at_most=MOST_SEED),
         utilization_header=utilization_header,
         max_output_tokens=most,
     )
 
 
 def _optional_whole(value: int | None, field: str) -> int | None:
-    return None if value is None else check_whole(value, field, hint="or None for no limit")
+    if value is None:
+        return None
+    return check_whole(value, field, at_most=MOST_LIMIT, hint="or None for no limit")
 
 
 def _names(models: str | Sequence[str], field: str) -> tuple[str, ...]:

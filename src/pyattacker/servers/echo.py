@@ -99,7 +99,7 @@ class EchoServer(ListeningServer):
         )
         super().__init__(host, port, bounds)
         self.delay = delay if isinstance(delay, Delay) else Delay.parse(delay, field="delay")
-        self.seed = check_whole(seed, "seed", at_least=0)
+        self.seed = check_whole(seed, "seed", at_least=0, at_most=2**63 - 1)
         body_size = check_whole(body_size, "body_size", at_least=0)
         self.fail = check_fail(fail)
         self._core = Core(
