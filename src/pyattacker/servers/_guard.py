@@ -96,8 +96,17 @@ class Limits:
     connections: int
 
 
+#: The servers' argument names for the four bounds, which errors name by default.
+LIMIT_ARGUMENTS = ("max_head_size", "max_body_size", "request_timeout", "max_connections")
+
+
 def limits(
-    *, head: object, body: object, timeout: object, connections: object, fields: tuple[str, ...]
+    *,
+    head: object,
+    body: object,
+    timeout: object,
+    connections: object,
+    fields: tuple[str, ...] = LIMIT_ARGUMENTS,
 ) -> Limits:
     """Check the four bounds; ``ConfigError`` naming the bad one by its entry in ``fields``
     (head, body, timeout, connections: the caller's argument or flag names)."""

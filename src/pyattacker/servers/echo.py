@@ -95,7 +95,6 @@ class EchoServer(ListeningServer):
             body=max_body_size,
             timeout=request_timeout,
             connections=max_connections,
-            fields=("max_head_size", "max_body_size", "request_timeout", "max_connections"),
         )
         super().__init__(host, port, bounds)
         self.delay = delay if isinstance(delay, Delay) else Delay.parse(delay, field="delay")

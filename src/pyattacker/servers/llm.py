@@ -171,7 +171,6 @@ class LlmServer(ListeningServer):
             body=max_body_size,
             timeout=request_timeout,
             connections=max_connections,
-            fields=("max_head_size", "max_body_size", "request_timeout", "max_connections"),
         )
         super().__init__(host, port, bounds)
         self.settings: Settings = settings(
