@@ -8,6 +8,7 @@ algorithms per row where the data can tell them apart, "no winner" where it cann
 composite score, no sockets. See ``docs/benchmark.md``.
 """
 
+from pyattacker._sim import ScaledClock, VirtualClock
 from pyattacker.benchmark._file import load_scenario_file
 from pyattacker.benchmark._harness import BenchmarkStalled, BenchmarkTimeout, Harness
 from pyattacker.benchmark._metrics import METRICS, Metric
@@ -15,7 +16,6 @@ from pyattacker.benchmark._report import BenchmarkReport
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._run import run_benchmark
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
-from pyattacker.testing import ScaledClock, VirtualClock
 from pyattacker.world import (
     CacheProfile,
     Degradation,
