@@ -12,9 +12,9 @@ from pyattacker._sim import ScaledClock, VirtualClock
 from pyattacker.benchmark._file import load_scenario_file
 from pyattacker.benchmark._harness import BenchmarkStalled, BenchmarkTimeout, Harness
 from pyattacker.benchmark._metrics import METRICS, Metric
-from pyattacker.benchmark._report import BenchmarkReport
+from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
 from pyattacker.benchmark._result import RunResult
-from pyattacker.benchmark._run import run_benchmark
+from pyattacker.benchmark._run import check_algorithms, run_benchmark, usable_cores
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
 from pyattacker.world import (
     CacheProfile,
@@ -48,7 +48,10 @@ __all__ = [
     "ScaledClock",
     "Scenario",
     "VirtualClock",
+    "check_algorithms",
+    "default_algorithms",
     "get_scenario",
     "load_scenario_file",
     "run_benchmark",
+    "usable_cores",
 ]

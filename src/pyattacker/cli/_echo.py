@@ -9,8 +9,7 @@ import click
 from pyattacker._units import format_duration
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
-from pyattacker.servers import Delay, EchoServer, serve_until_signalled
-from pyattacker.servers._core import check_fail, check_status
+from pyattacker.servers import Delay, EchoServer, check_fail, check_status, serve_until_signalled
 from pyattacker.servers.echo import BODY_LIMIT
 
 __all__ = ["echo_server"]

@@ -9,10 +9,17 @@ import click
 from pyattacker.cli._echo import parse_fails
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
-from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
-from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
-from pyattacker.servers._llm_process import API_KEYS_ENV
-from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS
+from pyattacker.servers import (
+    API_KEYS_ENV,
+    MAX_OUTPUT_TOKENS,
+    STORM_FORM,
+    TOKEN_FORMS,
+    Delay,
+    LlmServer,
+    TokenCount,
+    parse_storms,
+    serve_llm_until_signalled,
+)
 from pyattacker.servers.llm import BODY_LIMIT
 
 __all__ = ["llm_server"]
