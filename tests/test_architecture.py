@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -222,6 +224,40 @@ def test_cli_reaches_no_private_module_even_from_inside_a_function() -> None:
                 if parts[0] == PACKAGE and len(parts) > 2 and parts[1] != "cli" and private:
                     reaching.append(f"{path.name}: {node.module}")
     assert reaching == []
+
+
+def _loaded_by(statement: str) -> list[str]:
+    """The package modules a fresh interpreter has loaded after ``statement``."""
+    listing = "print(*sorted(m for m in sys.modules if m.startswith('pyattacker')))"
+    code = f"import sys; {statement}; {listing}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def test_importing_the_clock_loads_only_the_kernel() -> None:
+    loaded = _loaded_by("import pyattacker.clock")
+    assert "pyattacker.clock" in loaded
+    assert [m for m in loaded if part_of(m) not in LAYERS[0]] == []
+
+
+def test_the_lazy_root_still_offers_every_public_name_and_its_old_subpackages() -> None:
+    statement = (
+        "import pyattacker; from pyattacker import Pool, Runner, Retrying; "
+        "assert Pool is pyattacker.pool.Pool and Runner is pyattacker.run.Runner; "
+        "assert Retrying is pyattacker.retry.Retrying and pyattacker.store.SQLiteStore; "
+        "assert set(pyattacker.__all__) <= set(dir(pyattacker)); "
+        "[getattr(pyattacker, name) for name in pyattacker.__all__]"
+    )
+    assert "pyattacker.run" in _loaded_by(statement)
+
+
+def test_testing_re_exports_the_kernel_simulation_loops_unchanged() -> None:
+    import pyattacker._sim as sim
+    import pyattacker.testing as testing
+
+    for name in sim.__all__:
+        assert getattr(testing, name) is getattr(sim, name), name
+    assert "pyattacker.testing" not in _loaded_by("import pyattacker.benchmark")
 
 
 # Built from pieces so that this file does not match itself.

@@ -112,8 +112,15 @@ _LAZY: dict[str, str] = {
 }
 
 
+# Subpackages that ``import pyattacker`` used to load with it: ``pyattacker.run.Runner``
+# after a bare ``import pyattacker`` keeps working.
+_SUBPACKAGES = frozenset({"pool", "retry", "run", "store"})
+
+
 def __getattr__(name: str) -> object:
-    """Load a public name from its submodule on first use, then keep it here."""
+    """Load a public name (or one of ``_SUBPACKAGES``) on first use, then keep it here."""
+    if name in _SUBPACKAGES:
+        return _importlib.import_module(f"pyattacker.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pyattacker' has no attribute {name!r}")
@@ -123,7 +130,7 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES)
 
 
 __all__ = [
