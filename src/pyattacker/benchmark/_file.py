@@ -48,7 +48,7 @@ already check every value in ``__post_init__`` with a ``ConfigError`` naming the
 a pydantic model would state each rule a second time, in a schema that could drift. This
 module only walks the dataclasses' type hints (tables into dataclasses, lists into
 tuples) and prefixes the field a dataclass names with the path that led to it; the world
-package stays stdlib-only, as the seed asks of the benchmark.
+package stays stdlib-only, so the benchmark needs nothing beyond the standard library.
 """
 
 from __future__ import annotations

@@ -51,14 +51,20 @@ from pyattacker.errors import (
     SimulationStalled,
     WallBudgetExceeded,
 )
-from pyattacker.pool import Pool, Resource, TaskContext, resolve_algorithm
-from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec
-from pyattacker.pool._health import Health
+from pyattacker.pool import (
+    AcquireAlgorithm,
+    AlgorithmSpec,
+    Health,
+    Pool,
+    Resource,
+    TaskContext,
+    resolve_algorithm,
+)
 from pyattacker.world import ProviderModel, Scenario
 
 __all__ = ["BenchmarkStalled", "BenchmarkTimeout", "Harness", "algorithm_spec"]
 
-#: The names the seed uses for the kernel's two ways a simulation cannot finish.
+#: The benchmark's names for the kernel's two ways a simulation cannot finish.
 BenchmarkTimeout = WallBudgetExceeded
 BenchmarkStalled = SimulationStalled
 
