@@ -9,18 +9,16 @@ import click
 from pyattacker.cli._echo import parse_fails
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
-from pyattacker.servers import (
+from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
+from pyattacker.servers.llm import (
     API_KEYS_ENV,
+    BODY_LIMIT,
     MAX_OUTPUT_TOKENS,
     STORM_FORM,
     TOKEN_FORMS,
-    Delay,
-    LlmServer,
     TokenCount,
     parse_storms,
-    serve_llm_until_signalled,
 )
-from pyattacker.servers.llm import BODY_LIMIT
 
 __all__ = ["llm_server"]
 

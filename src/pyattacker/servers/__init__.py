@@ -14,33 +14,17 @@ capacity, RPM/TPM limits, failures, storms) and records when it wrote every toke
 process, as :func:`serve_until_signalled` does the echo server.
 """
 
-from pyattacker.servers._core import check_fail, check_status
 from pyattacker.servers._delays import Delay
-from pyattacker.servers._guard import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S
-from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
-from pyattacker.servers._llm_process import API_KEYS_ENV
-from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers.echo import EchoServer, serve_until_signalled
 from pyattacker.servers.llm import LlmServer, LlmServerProcess, serve_llm_until_signalled
 
 __all__ = [
-    "API_KEYS_ENV",
-    "HEAD_LIMIT",
-    "MAX_CONNECTIONS",
-    "MAX_OUTPUT_TOKENS",
-    "REQUEST_TIMEOUT_S",
-    "STORM_FORM",
-    "TOKEN_FORMS",
     "Delay",
     "EchoServer",
     "EchoServerProcess",
     "LlmServer",
     "LlmServerProcess",
-    "TokenCount",
-    "check_fail",
-    "check_status",
-    "parse_storms",
     "serve_llm_until_signalled",
     "serve_until_signalled",
 ]
