@@ -2,20 +2,20 @@
 
 Usage: ``.venv/bin/python benchmarks/bench_speed.py [--rounds 3] [--no-peer]``
 
-Both sides run their command-line tool as a user would, in a fresh process, timing the
-whole command (interpreter start and imports included): the peer through
-``../shared/bench/anchor_bench.sh`` (``pyattacker bench --quiet``: 5 algorithms x 3 seeds of
-its ``bursty_provider``), ours as ``pyattacker bench --quiet --algorithms
-immediate,wait,backoff,sticky,quota_aware`` — the same five algorithms (our default also
-runs ``adaptive``) — once with the default ``--jobs-parallel`` (every core) and once with
-``--jobs-parallel 1``. Rounds interleave peer and ours (the machine's speed drifts); the
-ratios are of the medians. The budget (DESIGN.md §9) is 4x.
+Both sides run their command-line tool as a user would, in a fresh process, timing the whole
+command (interpreter start and imports included): the peer through the peer script
+``anchor_bench.sh`` (kept outside this repository; ``pyattacker bench --quiet``: 5 algorithms x
+3 seeds of its ``bursty_provider``), ours as ``pyattacker bench --quiet --algorithms
+immediate,wait,backoff,sticky,quota_aware`` — the same five algorithms (our default also runs
+``adaptive``) — once with the default ``--jobs-parallel`` (every core) and once with
+``--jobs-parallel 1``. Rounds interleave peer and ours (the machine's speed drifts); the ratios
+are of the medians. The budget is 4x.
 
-Our ``bursty_provider`` states the seed's assumptions (capacities, latencies, failure and
+Our ``bursty_provider`` states the reference world's assumptions (capacities, latencies, failure and
 storm rates, quotas, tightening factors, the retry policy, 3000 jobs of 3 x 2 calls on 12
-workers for 600 s); the bucket sizes, which the seed does not give, were set so that the
-request volume is of the seed's order (about 8,000-9,000 requests per run for ``wait``
-against the seed's 12,246): the worlds are alike but not identical, so the script also
+workers for 600 s); the bucket sizes, which the reference does not give, were set so that the
+request volume is of the reference's order (about 8,000-9,000 requests per run for ``wait``
+against the reference's 12,246): the worlds are alike but not identical, so the script also
 prints both sides' simulated requests per run and the cost per simulated request (each
 run's own ``wall_s`` over its requests), the ratio that does not depend on how much
 traffic each world generates.

@@ -3,7 +3,7 @@
 Usage: ``.venv/bin/python benchmarks/clock_differential.py [--speedup 10] [--write-docs]``
 
 Runs ``bursty_provider`` with ``jobs=120, concurrency=6, horizon_s=90``, ``wait``, seed 3
-(seed 000's configuration) once with ``clock="virtual"`` and once with ``clock="real"``
+(the reference configuration) once with ``clock="virtual"`` and once with ``clock="real"``
 (:class:`~pyattacker.testing.ScaledClock` at ``--speedup``), and prints the metrics side by
 side with their relative difference. A bug in the virtual loop's advance rule would show up
 here as a wrong number. The real-clock run is at the mercy of the machine: every real

@@ -12,15 +12,15 @@ inter-token gap; this process attacks it (``pyattacker.attack.run_attack`` with 
 constant arrival rate. Then the server's exact p50/p95/p99 of TTFT (first content token
 written - request received) and of end-to-end (response ended - received), over the
 requests of that run, are compared with ours on the sent clock (first token read - sent;
-end - sent). A percentile passes seed 002's rule when ``|ours - truth| <= max(2 %, 1 ms)``;
-the goal (DESIGN.md §9, issue 6) is ``max(1 %, 0.5 ms)``. A case also fails when our
+end - sent). A percentile passes the accuracy rule when ``|ours - truth| <= max(2 %, 1 ms)``;
+the goal (issue 6) is ``max(1 %, 0.5 ms)``. A case also fails when our
 request count differs from the server's, or a request did not end OK.
 
 **Scale** (``--scale``). A closed model of N clients is N concurrent streams. For rising N
 (each a fresh attack for ``--hold`` seconds against a server with a lognormal TTFT, 20 ms
 between tokens and 100-token answers), it reports the tokens per second read and the
 worst TTFT percentile error against the truth; the highest N whose TTFT percentiles all meet
-the goal is the figure (it stops at the first N that misses seed 002's rule). Each client's
+the goal is the figure (it stops at the first N that misses the accuracy rule). Each client's
 first request is left out on both sides: all N open their connections at the same instant,
 and the server accepts and parses them one by one, so those requests wait up to ~10 ms
 (200 streams) in the server's accept queue before its clock starts: real latency, but the
@@ -39,7 +39,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from accuracy import GOAL, QUANTILES, SEED_RULE, Cpus, Neighbours, Rule, cpu_pair, pin_generator
+from accuracy import ACCURACY_RULE, GOAL, QUANTILES, Cpus, Neighbours, Rule, cpu_pair, pin_generator
 from accuracy import pin_server as _pin
 
 from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, LlmSpec, OpenModel, run_attack
@@ -228,15 +228,15 @@ def render(case: Case) -> str:
             for key, _ in QUANTILES
         )
         lines.append(f"  {figure:<5} ms (ours vs truth)  {cells}")
-    goal, seed = case.misses(GOAL), case.misses(SEED_RULE)
-    verdict = "goal met" if not goal else ("seed 002 rule met" if not seed else "FAILS")
+    goal, broken = case.misses(GOAL), case.misses(ACCURACY_RULE)
+    verdict = "goal met" if not goal else ("accuracy rule met" if not broken else "FAILS")
     others = "" if case.neighbours is None else f", others {case.neighbours * 100:.0f} % CPU"
     lines.append(
         f"  requests {case.requests} (server {case.server_requests})"
         f"{f', first {case.streams} left out' if case.streams else ''}, "
         f"{case.tokens_per_s:,.0f} tokens/s{others}: {verdict}"
     )
-    lines += [f"    {problem}" for problem in (goal or seed)]
+    lines += [f"    {problem}" for problem in (goal or broken)]
     return "\n".join(lines)
 
 
@@ -263,14 +263,14 @@ def main() -> None:
         case = accuracy_case(name, args.rate, duration, cpus)
         results.append(case)
         print(render(case), flush=True)
-        failed |= bool(case.misses(SEED_RULE))
+        failed |= bool(case.misses(ACCURACY_RULE))
     if args.scale:
         best: Case | None = None
         for streams in (int(s) for s in args.streams.split(",")):
             case = scale_level(streams, args.hold, cpus)
             results.append(case)
             print(render(case), flush=True)
-            if case.misses(SEED_RULE, ("ttft",)):
+            if case.misses(ACCURACY_RULE, ("ttft",)):
                 break
             if not case.misses(GOAL, ("ttft",)):
                 best = case

@@ -3,16 +3,17 @@
 Usage: ``.venv/bin/python benchmarks/runner.py [--pipelines 5000] [--rounds 3] [--no-peer]
 [--memory 1000000]``
 
-The workload is ``../shared/bench/anchor_runner.py``'s, written the same way for our API:
-N pipelines of three tasks (async; async leasing from a pool of 4 resources and reporting
-usage; sync) on a SQLite store, concurrency 64, signals off. The guarantees are the same
-as the peer's: every task's artifact, task row and cursor are committed before the
-pipeline's next task starts (group commit across pipelines; WAL, ``synchronous=NORMAL``:
-a committed checkpoint survives the process being killed), and every attempt and its retry
-decision is recorded (written behind in batches, as DESIGN.md §7 allows).
+The workload is the peer script ``anchor_runner.py``'s (kept outside this repository, in the
+folder ``PEERS_BENCH`` names), written the same way for our API: N pipelines of three tasks
+(async; async leasing from a pool of 4 resources and reporting usage; sync) on a SQLite store,
+concurrency 64, signals off. The guarantees are the same as the peer's: every task's artifact,
+task row and cursor are committed before the pipeline's next task starts (group commit across
+pipelines; WAL, ``synchronous=NORMAL``: a committed checkpoint survives the process being
+killed), and every attempt and its retry decision is recorded (written behind in batches, as
+"Durability" in ``docs/architecture.md`` allows).
 
 Rounds alternate peer and ours (the machine's speed drifts); the ratio is of the medians.
-The budget (DESIGN.md §9) is 10x.
+The budget is 10x.
 
 ``--memory N`` instead runs a one-task pipeline over an N-row generator on a SQLite store
 and prints the peak RSS: run it for 100,000 and for 1,000,000 rows and compare, to see

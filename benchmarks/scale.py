@@ -11,7 +11,7 @@ connections first): the level measures the generator's steady state. Opened as r
 need them (``--cold``), the first 20-30 ms of a level go to connecting, and the backlog
 they leave costs about 1,500 late requests at 33,000/s (measured), close to 1 % of a 5 s
 level on its own.
-A level is *clean* when (DESIGN.md §9, seed 002):
+A level is *clean* when:
 
 - nothing was dropped;
 - the achieved rate is within 2 % of plan: first attempts sent, divided by the time from
@@ -19,17 +19,16 @@ A level is *clean* when (DESIGN.md §9, seed 002):
 - fewer than 0.1 % of the requests did not end OK;
 - the p99 scheduling lag (dispatch delay: sent minus scheduled) is under 10 ms.
 
-A level is tried up to ``--tries`` times (default 3) and counts as clean if one try is;
-every try is printed, with how many it took. Why: this VM's host takes our vCPUs away
-now and then (the speed probe below drifts by 1.5x within minutes; a stall of 30-100 ms
-was seen even with a bare 20-line asyncio client, far below its capacity), and one
-such stall inside a 5 s level puts more than 1 % of its requests past 10 ms on its own.
-The peer gets the same allowance: it runs before and after, and the faster run counts.
-It stops at the first level that is not clean in any try and prints the highest clean
-one with the CPU count. The peer, ``bash ../shared/bench/locust_closed.sh URL SECONDS``
-(Locust's FastHttpUser, closed loop, the script's 32 users, for 10 s by default; a black
-box whose last line is ``peer_locust_rps N``), runs against the same server before and
-after the levels, since
+A level is tried up to ``--tries`` times (default 3) and counts as clean if one try is; every
+try is printed, with how many it took. Why: this VM's host takes our vCPUs away now and then
+(the speed probe below drifts by 1.5x within minutes; a stall of 30-100 ms was seen even with a
+bare 20-line asyncio client, far below its capacity), and one such stall inside a 5 s level puts
+more than 1 % of its requests past 10 ms on its own. The peer gets the same allowance: it runs
+before and after, and the faster run counts. It stops at the first level that is not clean in
+any try and prints the highest clean one with the CPU count. The peer, ``bash locust_closed.sh
+URL SECONDS`` (a script kept outside this repository: Locust's FastHttpUser, closed loop, the
+script's 32 users, for 10 s by default; a black box whose last line is ``peer_locust_rps N``),
+runs against the same server before and after the levels, since
 the machine's speed drifts; the ratio of our highest clean level to the faster of the two
 peer runs is judged against the budget of 5x.
 

@@ -1,5 +1,5 @@
 """No hidden work, checked against a server that counts: every attempt we make is one the
-server saw, and every one it saw is an attempt we report (DESIGN.md §3, principle 5)."""
+server saw, and every one it saw is an attempt we report ("Measurement" in docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The virtual-time loop as the benchmark uses it: hand-computed timelines (seed §5).
+"""The virtual-time loop as the benchmark uses it: hand-computed timelines.
 
 Time moves only when nothing is runnable, and then straight to the earliest timer, which is
 due exactly. So 32 concurrent one-second sleeps end at 1.0 (not 32.0, which is what a fake

@@ -1,6 +1,6 @@
 """The harness: one scenario, one algorithm, one seed on the virtual loop.
 
-What makes a comparison objective (seed §4) is checked here on real runs: the same dice for
+What makes a comparison objective is checked here on real runs: the same dice for
 every algorithm, client randomness keyed by the logical identity, an algorithm that sees the
 pool and nothing else, exact reproduction, no network. Then time: cooldowns and acquisition
 timeouts happen at their simulated instants, and a run that cannot finish says why.

@@ -89,7 +89,7 @@ def test_the_base_scenario_covers_the_problems_it_claims_to() -> None:
     # jobs are pipelines: sticky and least_busy have something to do
     assert s.steps_per_job > 1
     assert s.calls_per_step >= 1
-    # one retry policy for every algorithm, the one the seed names
+    # one retry policy for every algorithm, the reference world's
     assert s.retry == Retrying(max_attempts=5, base=0.5, factor=2.0, cap=8.0, jitter="full")
     assert (s.jobs, s.steps_per_job, s.calls_per_step, s.concurrency, s.horizon_s) == (
         3000,

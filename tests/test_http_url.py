@@ -135,6 +135,8 @@ def test_pyattacker_http_exports_exactly_the_public_names_in_sorted_order() -> N
     import pyattacker.http
 
     names = [
+        "HEAD_SIZE_RANGE",
+        "KEEP_BODY_RANGE",
         "URL",
         "Headers",
         "HttpClient",
@@ -144,6 +146,7 @@ def test_pyattacker_http_exports_exactly_the_public_names_in_sorted_order() -> N
         "Timing",
         "Waiter",
         "check_request",
+        "parse_size",
     ]
     assert pyattacker.http.__all__ == names
     assert sorted(names, key=lambda n: (not n.isupper(), n)) == names  # ruff's RUF022 order

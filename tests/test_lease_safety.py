@@ -1,8 +1,8 @@
 """Leases are always returned: on success, exception, cancellation, timeout, and leaks.
 
-The two cooldown tests carry the numbers of seed 000 §5: a wait that only a cooldown can end
-must end, and a cooldown that ends earlier than the armed one must replace it (waiters woken
-at t=10, not t=30).
+The two cooldown tests carry the numbers of the reference world's cooldown story: a wait that
+only a cooldown can end must end, and a cooldown that ends earlier than the armed one must
+replace it (waiters woken at t=10, not t=30).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def test_release_is_idempotent() -> None:
 
 
 def test_a_wait_that_only_a_cooldown_can_end_actually_ends() -> None:
-    """Seed 000 §5: every resource cooling down, nothing in flight: the notifier must wake us."""
+    """Every resource cooling down, nothing in flight: the notifier must wake us."""
 
     async def main() -> float:
         pool = Pool(
@@ -171,7 +171,7 @@ def test_a_wait_that_only_a_cooldown_can_end_actually_ends() -> None:
 
 
 def test_a_cooldown_that_ends_earlier_than_the_armed_one_replaces_it() -> None:
-    """Seed 000 §5: A cools until t=30; B breaks at t=5 for 5 s: waiters wake at t=10, not 30."""
+    """A cools until t=30; B breaks at t=5 for 5 s: waiters wake at t=10, not 30."""
 
     async def main() -> list[tuple[str, float]]:
         pool = Pool(

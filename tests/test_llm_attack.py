@@ -1,5 +1,6 @@
-"""LLM attacks against the throttling mock server: retry honesty (seed 001), figures that
-agree with the server's ground truth, and the plan's LLM wiring.
+"""LLM attacks against the throttling mock server: retry honesty (no retry hidden from the
+count, even behind 429s), figures that agree with the server's ground truth, and the plan's
+LLM wiring.
 
 The server runs on the test's own loop, so its clock is ours: a request's ``sent`` and
 ``first_token`` bracket the server's ``received`` and first token write exactly, with no

@@ -200,8 +200,10 @@ def test_store_exports_exactly_the_public_names() -> None:
         "TaskRow",
         "TaskState",
         "export_rows",
+        "format_for",
         "open_store",
         "results",
+        "user_version",
     }
 
 

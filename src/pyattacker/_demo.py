@@ -19,11 +19,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyattacker._sim import VirtualClock
 from pyattacker.clock import Clock, LoopClock, wall_time
 from pyattacker.errors import ResourceUnavailable, error_class_of
 from pyattacker.pool import Pool, Resource, TaskContext
 from pyattacker.retry import Retrying
-from pyattacker.testing import VirtualClock
 
 __all__ = ["DEMO_ALGORITHMS", "DemoResult", "run_demo"]
 

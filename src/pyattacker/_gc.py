@@ -22,8 +22,8 @@ def quiet_gc(gen0: int = 50_000) -> Iterator[None]:
     Objects alive on entry are frozen (``gc.freeze()``: never scanned again) and a
     collection of the youngest generation waits for ``gen0`` new objects instead of 700.
     An attack allocates a few small objects per request and few cycles, and each
-    collection pauses the loop, which shows up as dispatch delay: at 15,000 requests/s
-    here, the p99 scheduling lag fell from 30 ms to 1-7 ms. Restored on exit.
+    collection pauses the loop, which shows up as dispatch delay (the effect on the p99
+    scheduling lag is in ``benchmarks/README.md``). Restored on exit.
 
     The settings are the process's, so blocks nest and may overlap across threads: only
     the outermost entry changes them and only the last exit restores them. An application

@@ -2,10 +2,10 @@
 
 Every attempt gets a ``Random`` seeded from its identity, so that a rerun draws the same
 numbers (backoff jitter, an algorithm's choices, anything a task draws from ``ctx.rng``).
-Seeding a Mersenne Twister costs about 6 us (624 words of state), and most attempts never
-draw: a durable run spent 3 % of its time seeding generators nobody used. Building this
-one costs 0.2 us; the seeding happens on the first draw, with the same seed, so the
-numbers are exactly those of ``random.Random(seed)``.
+Seeding a Mersenne Twister fills 624 words of state, and most attempts never draw, so a
+durable run spent a visible share of its time seeding generators nobody used (the figures
+are in ``benchmarks/README.md``). This one is cheap to build; the seeding happens on the
+first draw, with the same seed, so the numbers are exactly those of ``random.Random(seed)``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ beside the retries that did save the others.
 
 Each endpoint is what a lease hands out (``lease.client``, built by the resource's
 factory), so the tasks read like tasks against a real API. Randomness is drawn from
-``Random(f"{seed}:{endpoint}:{n}")`` for an endpoint's ``n``-th call (DESIGN.md §6): the
+``Random(f"{seed}:{endpoint}:{n}")`` for an endpoint's ``n``-th call, as the world model draws: the
 same seed gives every endpoint the same dice. Which pipeline makes the ``n``-th call
 depends on real timing, so counts vary a little from run to run; the empty documents
 depend on the seed alone. All waiting goes through the ``Clock``.

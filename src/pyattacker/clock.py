@@ -123,8 +123,8 @@ def is_simulated(loop: asyncio.AbstractEventLoop) -> bool:
     :mod:`pyattacker.testing`, whose class attribute ``simulated_time`` is true).
 
     Asked once per loop class: on uvloop's loop, which has no such attribute, looking it
-    up raises and catches an ``AttributeError`` inside ``getattr``, about 0.7 us, and
-    ``LoopClock.now()`` asks on every call (the pool reads it once per lease).
+    up raises and catches an ``AttributeError`` inside ``getattr``, and ``LoopClock.now()``
+    asks on every call (the pool reads it once per lease).
     """
     kind = type(loop)
     found = _SIMULATED.get(kind)

@@ -5,6 +5,7 @@ See ``docs/attack.md``.
 
 from pyattacker.attack._engine import Engine, Progress
 from pyattacker.attack._lag import LAG_WARN_S
+from pyattacker.attack._limits import flag_of
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
@@ -32,5 +33,6 @@ __all__ = [
     "Stage",
     "Target",
     "attack",
+    "flag_of",
     "run_attack",
 ]

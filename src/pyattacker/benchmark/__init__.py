@@ -8,14 +8,14 @@ algorithms per row where the data can tell them apart, "no winner" where it cann
 composite score, no sockets. See ``docs/benchmark.md``.
 """
 
+from pyattacker._sim import ScaledClock, VirtualClock
 from pyattacker.benchmark._file import load_scenario_file
 from pyattacker.benchmark._harness import BenchmarkStalled, BenchmarkTimeout, Harness
 from pyattacker.benchmark._metrics import METRICS, Metric
-from pyattacker.benchmark._report import BenchmarkReport
+from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
 from pyattacker.benchmark._result import RunResult
-from pyattacker.benchmark._run import run_benchmark
+from pyattacker.benchmark._run import check_algorithms, run_benchmark, usable_cores
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
-from pyattacker.testing import ScaledClock, VirtualClock
 from pyattacker.world import (
     CacheProfile,
     Degradation,
@@ -48,7 +48,10 @@ __all__ = [
     "ScaledClock",
     "Scenario",
     "VirtualClock",
+    "check_algorithms",
+    "default_algorithms",
     "get_scenario",
     "load_scenario_file",
     "run_benchmark",
+    "usable_cores",
 ]

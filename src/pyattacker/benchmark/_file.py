@@ -43,12 +43,12 @@ Every mistake is one :class:`~pyattacker.errors.ConfigError` whose ``field`` is 
 path (``endpoints[1].latency.median_s``) and whose message names the file. Nothing here
 writes anything.
 
-Why not pydantic (DESIGN.md §8 names it for config validation): the world's dataclasses
+Why not pydantic (the usual choice for validating configuration): the world's dataclasses
 already check every value in ``__post_init__`` with a ``ConfigError`` naming the field, so
 a pydantic model would state each rule a second time, in a schema that could drift. This
 module only walks the dataclasses' type hints (tables into dataclasses, lists into
 tuples) and prefixes the field a dataclass names with the path that led to it; the world
-package stays stdlib-only, as the seed asks of the benchmark.
+package stays stdlib-only, so the benchmark needs nothing beyond the standard library.
 """
 
 from __future__ import annotations

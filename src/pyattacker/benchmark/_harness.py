@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pyattacker._checks import check_number
 from pyattacker._gc import quiet_gc
 from pyattacker._rng import LazyRandom
+from pyattacker._sim import ScaledClock, VirtualClock
 from pyattacker.benchmark._metrics import METRICS
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._tally import Tally
@@ -50,15 +51,20 @@ from pyattacker.errors import (
     SimulationStalled,
     WallBudgetExceeded,
 )
-from pyattacker.pool import Pool, Resource, TaskContext, resolve_algorithm
-from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec
-from pyattacker.pool._health import Health
-from pyattacker.testing import ScaledClock, VirtualClock
+from pyattacker.pool import (
+    AcquireAlgorithm,
+    AlgorithmSpec,
+    Health,
+    Pool,
+    Resource,
+    TaskContext,
+    resolve_algorithm,
+)
 from pyattacker.world import ProviderModel, Scenario
 
 __all__ = ["BenchmarkStalled", "BenchmarkTimeout", "Harness", "algorithm_spec"]
 
-#: The names the seed uses for the kernel's two ways a simulation cannot finish.
+#: The benchmark's names for the kernel's two ways a simulation cannot finish.
 BenchmarkTimeout = WallBudgetExceeded
 BenchmarkStalled = SimulationStalled
 

@@ -25,14 +25,13 @@ from pyattacker.attack import (
     OpenModel,
     SampleWriter,
     Stage,
+    flag_of,
     run_attack,
 )
-from pyattacker.attack._limits import flag_of
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
-from pyattacker.http import Limits, Timeouts
-from pyattacker.http._limits import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, parse_size
+from pyattacker.http import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, Timeouts, parse_size
 from pyattacker.pool import ALGORITHMS
 from pyattacker.report import attack_json, attack_markdown, attack_text
 from pyattacker.retry import Retrying, resolve_retry

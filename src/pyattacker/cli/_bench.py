@@ -29,10 +29,16 @@ from click.core import ParameterSource
 
 from pyattacker._atomic import check_output, replace, stage
 from pyattacker._units import parse_duration
-from pyattacker.benchmark._file import load_scenario_file
-from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
-from pyattacker.benchmark._run import check_algorithms, run_benchmark, usable_cores
-from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
+from pyattacker.benchmark import (
+    SCENARIOS,
+    BenchmarkReport,
+    check_algorithms,
+    default_algorithms,
+    get_scenario,
+    load_scenario_file,
+    run_benchmark,
+    usable_cores,
+)
 from pyattacker.cli._bench_output import progress_for_stderr, render_list
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError, PyAttackerError, SimulationError

@@ -22,9 +22,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pyattacker.benchmark._metrics import METRICS
-from pyattacker.benchmark._result import RunResult
-from pyattacker.benchmark._scenarios import SCENARIOS
+from pyattacker.benchmark import METRICS, SCENARIOS, RunResult
 from pyattacker.pool import ALGORITHMS
 
 __all__ = ["progress_for_stderr", "render_list"]

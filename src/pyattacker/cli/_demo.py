@@ -17,7 +17,7 @@ from pyattacker._run_demo import DEMO_POOLS, default_store_path, demo_runner, de
 from pyattacker.cli._run_commands import print_run_report
 from pyattacker.cli._run_progress import RunProgress
 from pyattacker.errors import ConfigError
-from pyattacker.report._run import summarize
+from pyattacker.report import summarize
 from pyattacker.run import Runner, RunReport
 
 __all__ = ["demo"]

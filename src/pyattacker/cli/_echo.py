@@ -10,8 +10,7 @@ from pyattacker._units import format_duration
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
 from pyattacker.servers import Delay, EchoServer, serve_until_signalled
-from pyattacker.servers._core import check_fail, check_status
-from pyattacker.servers.echo import BODY_LIMIT
+from pyattacker.servers.echo import BODY_LIMIT, check_fail, check_status
 
 __all__ = ["echo_server"]
 

@@ -10,10 +10,15 @@ from pyattacker.cli._echo import parse_fails
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
 from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
-from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
-from pyattacker.servers._llm_process import API_KEYS_ENV
-from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS
-from pyattacker.servers.llm import BODY_LIMIT
+from pyattacker.servers.llm import (
+    API_KEYS_ENV,
+    BODY_LIMIT,
+    MAX_OUTPUT_TOKENS,
+    STORM_FORM,
+    TOKEN_FORMS,
+    TokenCount,
+    parse_storms,
+)
 
 __all__ = ["llm_server"]
 

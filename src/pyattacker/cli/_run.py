@@ -29,11 +29,19 @@ from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_t
 from pyattacker.cli._run_progress import RunProgress
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
-from pyattacker.report._run import summarize
-from pyattacker.run import FileSource, PipelineTemplate, Runner, RunReport, Task, pipeline
-from pyattacker.run._input import FieldKey, not_read
-from pyattacker.run._sources import FORMATS
-from pyattacker.run._vendor import check_captured_clients
+from pyattacker.report import summarize
+from pyattacker.run import (
+    INPUT_FORMATS,
+    FieldKey,
+    FileSource,
+    PipelineTemplate,
+    Runner,
+    RunReport,
+    Task,
+    check_captured_clients,
+    not_read,
+    pipeline,
+)
 from pyattacker.store import RunState
 
 __all__ = ["run_command"]
@@ -74,7 +82,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option(
     "--input-format",
-    type=click.Choice(FORMATS),
+    type=click.Choice(INPUT_FORMATS),
     help="The input's format when its name does not say (stdin: jsonl).",
 )
 @click.option(

@@ -18,9 +18,15 @@ import click
 from rich.console import Console
 
 from pyattacker.errors import ConfigError
-from pyattacker.report._run import render_run_text, summarize
-from pyattacker.store import EXPORT_FORMATS, EXPORT_KINDS, Store, export_rows, open_store
-from pyattacker.store._export import format_for
+from pyattacker.report import render_run_text, summarize
+from pyattacker.store import (
+    EXPORT_FORMATS,
+    EXPORT_KINDS,
+    Store,
+    export_rows,
+    format_for,
+    open_store,
+)
 
 __all__ = ["export_command", "open_reader", "print_run_report", "report_command"]
 

@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from pyattacker.errors import CodecError, ConfigError
-from pyattacker.run import FileSource, Runner, read_rows
-from pyattacker.run._codecs import DEFAULT_CODECS
-from pyattacker.run._input import latest_input, not_read, resume_source
-from pyattacker.run._sources import InputChanged
-from pyattacker.store import SQLiteStore
-from pyattacker.store._schema import user_version
+from pyattacker.run import (
+    DEFAULT_CODECS,
+    FileSource,
+    InputChanged,
+    Runner,
+    latest_input,
+    not_read,
+    read_rows,
+    resume_source,
+)
+from pyattacker.store import SQLiteStore, user_version
 
 __all__ = ["Wanted", "duration", "pipelines_to_run", "rows_to_run"]
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pyattacker.servers._guard import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+from pyattacker.servers.echo import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S
 
 __all__ = ["limit_options"]
 

@@ -7,13 +7,15 @@ policy to judge and record. See :class:`HttpClient`.
 """
 
 from pyattacker.http._client import HttpClient
-from pyattacker.http._limits import Limits
+from pyattacker.http._limits import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, parse_size
 from pyattacker.http._request import check_request
 from pyattacker.http._response import Response
 from pyattacker.http._types import Headers, Timeouts, Timing, Waiter
 from pyattacker.http._url import URL
 
 __all__ = [
+    "HEAD_SIZE_RANGE",
+    "KEEP_BODY_RANGE",
     "URL",
     "Headers",
     "HttpClient",
@@ -23,4 +25,5 @@ __all__ = [
     "Timing",
     "Waiter",
     "check_request",
+    "parse_size",
 ]

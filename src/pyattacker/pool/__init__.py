@@ -3,6 +3,8 @@
 See ``docs/kernel.md`` for the model; each private module's docstring states its contract.
 """
 
+# The built-in algorithms enter ALGORITHMS here, in one place (see _registry).
+from pyattacker.pool import _registry as _registry
 from pyattacker.pool._adaptive import Adaptive
 from pyattacker.pool._algorithms import (
     ALGORITHMS,

@@ -21,7 +21,6 @@ from pyattacker.pool._algorithms import (
     AcquireAlgorithm,
     AcquireRequest,
     AlgorithmSpec,
-    register_algorithm,
     resolve_nested,
 )
 from pyattacker.pool._events import PoolEvent
@@ -37,7 +36,6 @@ __all__ = ["Adaptive"]
 _WHOLE = 1e-9
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Adaptive(AcquireAlgorithm):
     """Learn each resource's usable capacity from refusals (AIMD); acquire like ``then``.

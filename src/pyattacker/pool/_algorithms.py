@@ -172,7 +172,8 @@ def _parameters(cls: type) -> list[str]:
 
 AlgorithmSpec: TypeAlias = "str | Mapping[str, Any] | AcquireAlgorithm"
 
-#: name -> class; ``register_algorithm`` adds to it.
+#: name -> class. ``pyattacker.pool._registry`` enters the built-in algorithms when the
+#: package loads; ``register_algorithm`` adds yours.
 ALGORITHMS: dict[str, type[AcquireAlgorithm]] = {}
 
 
@@ -190,7 +191,6 @@ def check_timeout(value: float | None, field: str) -> None:
     check_seconds(value, field)
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True)
 class Immediate(AcquireAlgorithm):
     """One try, no waiting: a lease now or ``ResourceUnavailable`` with every reason."""
@@ -204,7 +204,6 @@ class Immediate(AcquireAlgorithm):
         return lease
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True)
 class Wait(AcquireAlgorithm):
     """Try; else park until a release, health change or cooldown end may let us in; repeat.
@@ -313,8 +312,3 @@ def _build(name: str, params: dict[str, Any], field: str, *, name_field: str) ->
         ) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc), field=field) from None
-
-
-# Register the remaining built-in algorithms. Last, because both modules import this one.
-from pyattacker.pool import _adaptive as _adaptive  # noqa: E402
-from pyattacker.pool import _strategies as _strategies  # noqa: E402

@@ -33,7 +33,6 @@ from pyattacker.pool._algorithms import (
     AcquireRequest,
     AlgorithmSpec,
     check_timeout,
-    register_algorithm,
     resolve_nested,
 )
 from pyattacker.pool._lease import Lease
@@ -112,7 +111,6 @@ def _timeout_of(request: AcquireRequest, own: float | None) -> float:
 # -- backoff ------------------------------------------------------------------------------
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Backoff(AcquireAlgorithm):
     """Immediate tries with growing, jittered sleeps between them; never parks on the pool.
@@ -186,7 +184,6 @@ class Backoff(AcquireAlgorithm):
 # -- least_busy ---------------------------------------------------------------------------
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeastBusy(AcquireAlgorithm):
     """The least loaded resource across the request's pool and ``pools``; else park on all.
@@ -274,7 +271,6 @@ class LeastBusy(AcquireAlgorithm):
 # -- failover -----------------------------------------------------------------------------
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Failover(AcquireAlgorithm):
     """Walk the pools in order with one immediate try each; if all refuse, ``then`` on the first.
@@ -327,7 +323,6 @@ class Failover(AcquireAlgorithm):
 # -- sticky -------------------------------------------------------------------------------
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sticky(AcquireAlgorithm):
     """Return to the resource this attempt used last in this pool; else ``then`` and remember.
@@ -366,7 +361,6 @@ class Sticky(AcquireAlgorithm):
 # -- quota_aware --------------------------------------------------------------------------
 
 
-@register_algorithm
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QuotaAware(AcquireAlgorithm):
     """Prefer the resource with the most declared quota left; acquire like ``then``.

@@ -19,7 +19,7 @@ never a key). An LLM run (one whose ``to_dict()`` has an ``llm`` section) adds a
 section: TTFT,
 ITL, TPOT and end-to-end on the clocks that apply, with the requests each covers, tokens
 and requests per minute over the span each happened in, throttling, attempts per
-request, the utilisation header and a time series in the columns of seed 001's tool.
+request, the utilisation header and a time series in the columns LLM load tools usually print.
 Without LLM data nothing of it is printed.
 """
 

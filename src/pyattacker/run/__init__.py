@@ -6,27 +6,38 @@ endpoints, checkpoints every task's output to a store, and resumes after anythin
 See ``docs/run.md``.
 """
 
-from pyattacker.run._codecs import Codec, CodecRegistry, register_codec
+from pyattacker.run._codecs import DEFAULT_CODECS, Codec, CodecRegistry, register_codec
 from pyattacker.run._fanout import fanout
+from pyattacker.run._input import FieldKey, latest_input, not_read, resume_source
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate, pipeline
 from pyattacker.run._runner import Runner
-from pyattacker.run._sources import FileSource, read_rows
+from pyattacker.run._sources import FORMATS as INPUT_FORMATS
+from pyattacker.run._sources import FileSource, InputChanged, read_rows
 from pyattacker.run._stats import RunReport
 from pyattacker.run._task import Task, task
+from pyattacker.run._vendor import check_captured_clients
 
 __all__ = [
+    "DEFAULT_CODECS",
+    "INPUT_FORMATS",
     "Codec",
     "CodecRegistry",
+    "FieldKey",
     "FileSource",
+    "InputChanged",
     "PipelineSpec",
     "PipelineSpecs",
     "PipelineTemplate",
     "RunReport",
     "Runner",
     "Task",
+    "check_captured_clients",
     "fanout",
+    "latest_input",
+    "not_read",
     "pipeline",
     "read_rows",
     "register_codec",
+    "resume_source",
     "task",
 ]

@@ -36,7 +36,7 @@ from urllib.parse import parse_qs
 
 from pyattacker._checks import check_number, check_whole
 from pyattacker.errors import ConfigError
-from pyattacker.servers._core import Core, check_fail
+from pyattacker.servers._core import Core, check_fail, check_status
 from pyattacker.servers._delays import Delay
 from pyattacker.servers._guard import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S, limits
 from pyattacker.servers._listening import ListeningServer
@@ -46,7 +46,18 @@ from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers._protocol import EchoProtocol
 from pyattacker.servers._ranges import request_seconds
 
-__all__ = ["PERCENTILES", "Delay", "EchoServer", "EchoServerProcess", "serve_until_signalled"]
+__all__ = [
+    "HEAD_LIMIT",
+    "MAX_CONNECTIONS",
+    "PERCENTILES",
+    "REQUEST_TIMEOUT_S",
+    "Delay",
+    "EchoServer",
+    "EchoServerProcess",
+    "check_fail",
+    "check_status",
+    "serve_until_signalled",
+]
 
 # The percentiles /stats reports, by key.
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))

@@ -88,8 +88,8 @@ from pyattacker.servers._delays import Delay
 from pyattacker.servers._guard import HEAD_LIMIT, MAX_CONNECTIONS, REQUEST_TIMEOUT_S, limits
 from pyattacker.servers._listening import ListeningServer
 from pyattacker.servers._llm_core import LlmCore, Work
-from pyattacker.servers._llm_dice import TokenCount
-from pyattacker.servers._llm_process import LlmServerProcess
+from pyattacker.servers._llm_dice import STORM_FORM, TOKEN_FORMS, TokenCount, parse_storms
+from pyattacker.servers._llm_process import API_KEYS_ENV, LlmServerProcess
 from pyattacker.servers._llm_protocol import LlmProtocol
 from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS, Settings, settings
 from pyattacker.servers._llm_truth import Record
@@ -98,7 +98,17 @@ from pyattacker.servers._loops import run_until_signalled
 from pyattacker.servers._ranges import request_whole
 from pyattacker.world import FailureProfile
 
-__all__ = ["LlmServer", "LlmServerProcess", "serve_llm_until_signalled"]
+__all__ = [
+    "API_KEYS_ENV",
+    "MAX_OUTPUT_TOKENS",
+    "STORM_FORM",
+    "TOKEN_FORMS",
+    "LlmServer",
+    "LlmServerProcess",
+    "TokenCount",
+    "parse_storms",
+    "serve_llm_until_signalled",
+]
 
 T = TypeVar("T")
 Steps = Generator[None, None, T]

@@ -10,7 +10,7 @@
 * :func:`results` — one row per item: key, input, output, state, error, attempts, usage.
 """
 
-from pyattacker.store._export import EXPORT_FORMATS, EXPORT_KINDS, export_rows
+from pyattacker.store._export import EXPORT_FORMATS, EXPORT_KINDS, export_rows, format_for
 from pyattacker.store._memory import MemoryStore
 from pyattacker.store._open import open_store
 from pyattacker.store._protocol import Store
@@ -32,7 +32,7 @@ from pyattacker.store._rows import (
     TaskRow,
     TaskState,
 )
-from pyattacker.store._schema import SCHEMA_VERSION
+from pyattacker.store._schema import SCHEMA_VERSION, user_version
 from pyattacker.store._sqlite import SQLiteStore
 
 __all__ = [
@@ -58,6 +58,8 @@ __all__ = [
     "TaskRow",
     "TaskState",
     "export_rows",
+    "format_for",
     "open_store",
     "results",
+    "user_version",
 ]

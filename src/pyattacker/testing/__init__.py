@@ -5,10 +5,18 @@
 - :class:`ScaledClock`: the same code on real time sped up, real I/O allowed.
 - :class:`VirtualEventLoop` / :class:`ScaledEventLoop`: the loops underneath, for harnesses
   that manage loops themselves.
+
+The loops and clocks live in the kernel (``pyattacker._sim``), because the algorithm
+benchmark runs on them too; this module is their public face.
 """
 
-from pyattacker.testing._clocks import ScaledClock, VirtualClock, run_virtual
-from pyattacker.testing._loops import ScaledEventLoop, VirtualEventLoop
+from pyattacker._sim import (
+    ScaledClock,
+    ScaledEventLoop,
+    VirtualClock,
+    VirtualEventLoop,
+    run_virtual,
+)
 
 __all__ = [
     "ScaledClock",

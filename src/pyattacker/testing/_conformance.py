@@ -48,6 +48,7 @@ from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 import pyattacker
+from pyattacker._sim import _loops, run_virtual
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ResourceUnavailable, SimulationStalled, WallBudgetExceeded
 from pyattacker.pool import (
@@ -61,8 +62,6 @@ from pyattacker.pool import (
     TaskContext,
     resolve_algorithm,
 )
-from pyattacker.testing import _loops
-from pyattacker.testing._clocks import run_virtual
 
 __all__ = ["check_algorithm"]
 

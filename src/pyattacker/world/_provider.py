@@ -1,9 +1,10 @@
 """The provider model: for an endpoint at time ``t``, refuse or admit, and with what outcome.
 
-:class:`ProviderModel` is the decider (DESIGN.md §6), synchronous and free of I/O: ``admit``
-returns a :class:`Verdict` and changes only the model's own state (the request counter, the
-in-flight count, the token bucket, the cache); ``finish`` ends a served request. A driver
-(the benchmark's simulated provider, a mock server) does the waiting.
+:class:`ProviderModel` is the decider (a pure core, see "The data flow of each job" in
+``docs/architecture.md``), synchronous and free of I/O: ``admit`` returns a
+:class:`Verdict` and changes only the model's own state (the request counter, the in-flight
+count, the token bucket, the cache); ``finish`` ends a served request. A driver (the
+benchmark's simulated provider, a mock server) does the waiting.
 
 Objectivity, by construction:
 
@@ -16,7 +17,7 @@ Objectivity, by construction:
   ``(seed, endpoint, n)`` alone, and two algorithms that both reach ordinal ``n`` roll the
   same ones; what differs is the provider state their own traffic built (bucket, in-flight,
   cache). One seeded stream per endpoint instead of one ``Random`` per request gives the
-  same guarantee at a twentieth of the cost (seeding a ``Random`` from a string costs ~7 µs).
+  same guarantee without seeding a generator per request, which would dominate the cost.
 - **It tells the client nothing** but what a vendor would: a 429 with ``Retry-After``, or an
   error shaped like a vendor SDK's (:class:`ProviderError` with a status, ``ConnectionError``,
   ``TimeoutError``), which ``pyattacker.errors.error_class_of`` classifies.

@@ -12,13 +12,13 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
-from pyattacker.errors import ConfigError, SimulationError
-from pyattacker.testing._loops import (
+from pyattacker._sim._loops import (
     ScaledEventLoop,
     VirtualEventLoop,
     _SimulationLoop,
     _validate,
 )
+from pyattacker.errors import ConfigError, SimulationError
 
 __all__ = ["ScaledClock", "VirtualClock", "run_virtual"]
 
