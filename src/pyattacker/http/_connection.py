@@ -35,6 +35,7 @@ from httptools import HttpParserCallbackError, HttpResponseParser
 from pyattacker.http._errors import FOREIGN, Stage, translate
 from pyattacker.http._exchange import (
     AWAITING_HEAD,
+    HEAD_ONLY_ABOVE,
     IDLE,
     MESSAGE_ENDED,
     READING_BODY,
@@ -44,7 +45,12 @@ from pyattacker.http._exchange import (
 )
 from pyattacker.http._limits import Limits
 from pyattacker.http._pool import OriginPool
-from pyattacker.http._response import BodyStream, Response
+from pyattacker.http._response import (
+    BodyStream,
+    Response,
+    delimited_by_close,
+    reusable_without_body,
+)
 from pyattacker.http._types import Timeouts, Waiter
 
 __all__ = ["Connection"]
@@ -311,14 +317,24 @@ class Connection(asyncio.Protocol):
             x.version = None  # the next status line's is not in the first bytes
             return
         response.status = status
-        head = x.take_head()
-        if head is None:
-            self._head_too_large()
-            return
+        head = x.head_bytes
+        if x.head_parts is not None or len(head) > HEAD_ONLY_ABOVE:  # not one short read
+            whole = x.take_head()
+            if whole is None:
+                self._head_too_large()
+                return
+            head = whole
+        else:
+            x.head_bytes = b""
         response._head = head
         response.http_version = x.version or parser.get_http_version()
         self._state = READING_BODY
-        x.settle_framing(response, parser)
+        if x.head_only:
+            x.keep_alive = x.keep_alive and reusable_without_body(response)
+        else:
+            x.keep_alive = x.keep_alive and parser.should_keep_alive()
+            if not x.keep_alive:
+                x.until_close = delimited_by_close(response.headers)
         if x.streaming:
             self._hand_over_stream(x, response)
         if x.head_only:
@@ -394,8 +410,13 @@ class Connection(asyncio.Protocol):
             self.discard()
 
     def _end_exchange(self) -> None:
+        """Let go of the exchange's response, waiter and stream, and stop its timer."""
         self._state = IDLE
-        self._exchange.end()
+        x = self._exchange
+        x.response = x.waiter = x.stream = None
+        x.sent_pending = x.paused = False
+        if x.total_timer is not None:
+            x.cancel_total()
 
     def _head_too_large(self) -> None:
         """The head outgrew ``max_head``: fail the exchange and close the connection."""

@@ -34,20 +34,14 @@ import asyncio
 import enum
 import sys
 
-from httptools import HttpResponseParser
-
 from pyattacker.errors import RequestTimeout, ResponseTooLarge
 from pyattacker.http._limits import Limits, size_text
-from pyattacker.http._response import (
-    BodyStream,
-    Response,
-    delimited_by_close,
-    reusable_without_body,
-)
+from pyattacker.http._response import BodyStream, Response
 from pyattacker.http._types import Waiter
 
 __all__ = [
     "AWAITING_HEAD",
+    "HEAD_ONLY_ABOVE",
     "IDLE",
     "MESSAGE_ENDED",
     "READING_BODY",
@@ -138,13 +132,6 @@ class Exchange:
         self.body_size = self.informational_heads = 0
         self.got_bytes = self.until_close = self.informational = False
 
-    def end(self) -> None:
-        """The exchange is over: let go of its response, waiter and stream, stop its timer."""
-        self.response = self.waiter = self.stream = None
-        self.sent_pending = self.paused = False
-        if self.total_timer is not None:
-            self.cancel_total()
-
     def cancel_total(self) -> None:
         if self.total_timer is not None:
             self.total_timer.cancel()
@@ -184,18 +171,6 @@ class Exchange:
         # Checked here only: Limits keeps max_head >= HEAD_ONLY_ABOVE, so a shorter head
         # that is complete is never over it.
         return None if len(head) > self.max_head else head
-
-    def settle_framing(self, response: Response, parser: HttpResponseParser) -> None:
-        """The final head is in: whether the connection can carry another exchange after
-        this one, and whether this body ends only when the server closes."""
-        if self.head_only:
-            # llhttp cannot be told that a response to HEAD has no body: the connection
-            # decides here, and replaces the parser before it is reused.
-            self.keep_alive = self.keep_alive and reusable_without_body(response)
-        else:
-            self.keep_alive = self.keep_alive and parser.should_keep_alive()
-            if not self.keep_alive:
-                self.until_close = delimited_by_close(response.headers)
 
     def keep_part(self, chunk: bytes, size: int) -> None:
         """``chunk`` took the body's size to ``size``, past ``keep``: keep what fits."""
