@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -207,6 +207,11 @@ def test_the_next_request_on_a_connection_keeps_nothing_of_the_previous_exchange
 # ------------------------------------------------------------------- the Exchange itself
 
 
+def _exchange(limits: Limits) -> Exchange:
+    """An exchange on no connection: only a streamed body would need one."""
+    return Exchange(cast(Connection, None), limits)
+
+
 def _fed(exchange: Exchange, parts: list[bytes]) -> None:
     """Feed ``parts`` to the exchange's head buffer as the connection does."""
     exchange.head_bytes, exchange.head_parts = parts[0], None
@@ -233,7 +238,7 @@ def test_take_head_keeps_the_heads_without_the_body_read_with_them_however_split
     whole = heads + body
     points = sorted({0, len(whole), *(c % len(whole) for c in cuts)})
     parts = [whole[a:b] for a, b in itertools.pairwise(points) if b > a]
-    exchange = Exchange(Limits(max_head=64 * 1024))
+    exchange = _exchange(Limits(max_head=64 * 1024))
     _fed(exchange, parts)
     exchange.informational_heads = informational
     # A short read is kept whole (a superset of the heads is all the headers need).
@@ -242,7 +247,7 @@ def test_take_head_keeps_the_heads_without_the_body_read_with_them_however_split
 
 
 def test_take_head_refuses_heads_over_max_head() -> None:
-    exchange = Exchange(Limits(max_head=1024))
+    exchange = _exchange(Limits(max_head=1024))
     head = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"x" * 1100 + b"\r\n\r\n"
     _fed(exchange, [head[:600], head[600:] + b"body"])
     assert exchange.head_over_limit()
@@ -250,12 +255,13 @@ def test_take_head_refuses_heads_over_max_head() -> None:
 
 
 def test_begin_forgets_what_the_previous_exchange_read() -> None:
-    exchange = Exchange(Limits())
+    exchange = _exchange(Limits())
     exchange.body, exchange.body_size, exchange.informational_heads = [b"old"], 3, 2
     exchange.got_bytes = exchange.until_close = exchange.informational = True
     response = Response(URL.parse("http://127.0.0.1:9/"), Timing(0.0, reused=True))
     waiter: Callable[[], None] = print  # any object: begin() only keeps it
     exchange.begin(response, waiter, False, True, True)  # type: ignore[arg-type]
+    assert exchange.state is State.AWAITING_HEAD
     assert (exchange.response, exchange.waiter, exchange.reused) == (response, waiter, True)
     assert (exchange.head_only, exchange.keep_alive, exchange.streaming) == (True, True, False)
     assert (exchange.body, exchange.body_size, exchange.informational_heads) == ([], 0, 0)

@@ -4,15 +4,16 @@ Why by hand: this is the load path. A protocol on httptools has no stream reader
 per-request task and no per-chunk await, which makes it several times faster than a
 general client (``benchmarks/http_client.py`` compares it with aiohttp's).
 
-One exchange at a time (no pipelining); where it stands is the connection's
-:class:`~pyattacker.http._exchange.State`, what it has read so far is its
-:class:`~pyattacker.http._exchange.Exchange` (the transitions are listed in that module).
-Its life: :meth:`Connection.send` writes the request in one call; parser callbacks fill
-the :class:`Response`; the exchange ends in exactly one of *complete* (the connection goes
-back to its pool, or is closed when either side asked for that) or *failed* (the
-connection is closed, the error delivered to whoever waits). Timeouts are loop timers: one
-read watchdog per connection (re-armed only when it fires, not per byte) and one total
-timer per request that has a total limit.
+One exchange at a time (no pipelining), in one reused
+:class:`~pyattacker.http._exchange.Exchange`: the parser's callbacks, what they have read,
+and where the exchange stands (its :class:`~pyattacker.http._exchange.State`, whose
+transitions that module lists). This module is the rest: the socket, the pool, the timers,
+and the ends of an exchange. Its life: :meth:`Connection.send` writes the request in one
+call; the parser's callbacks fill the :class:`Response`; the exchange ends in exactly
+one of *complete* (the connection goes back to its pool, or is closed when either side
+asked for that) or *failed* (the connection is closed, the error delivered to whoever
+waits). Timeouts are loop timers: one read watchdog per connection (re-armed only when it
+fires, not per byte) and one total timer per request that has a total limit.
 
 What a server sends is bounded by the client's :class:`Limits`: a head over ``max_head``
 fails its request (``ResponseTooLarge``) and closes the connection; a body is counted whole
@@ -30,27 +31,23 @@ import asyncio
 from collections.abc import Callable
 from typing import cast
 
-from httptools import HttpParserCallbackError, HttpResponseParser
+from httptools import HttpParserCallbackError
 
 from pyattacker.http._errors import FOREIGN, Stage, translate
 from pyattacker.http._exchange import (
     AWAITING_HEAD,
-    HEAD_ONLY_ABOVE,
     IDLE,
     MESSAGE_ENDED,
     READING_BODY,
     STREAM_DONE,
     Exchange,
+    HeadTooLarge,
     State,
+    Stray,
 )
 from pyattacker.http._limits import Limits
 from pyattacker.http._pool import OriginPool
-from pyattacker.http._response import (
-    BodyStream,
-    Response,
-    delimited_by_close,
-    reusable_without_body,
-)
+from pyattacker.http._response import Response
 from pyattacker.http._types import Timeouts, Waiter
 
 __all__ = ["Connection"]
@@ -68,11 +65,6 @@ _VERSIONS = {b"HTTP/1.1 ": "1.1", b"HTTP/1.0 ": "1.0"}
 _HEAD = "HEAD"
 
 
-# Raised by on_message_begin to stop the parser at bytes no request asked for.
-class _Stray(Exception):
-    pass
-
-
 class Connection(asyncio.Protocol):
     """A keep-alive connection of one :class:`OriginPool`; see the module docstring.
 
@@ -81,8 +73,8 @@ class Connection(asyncio.Protocol):
     """
 
     __slots__ = (
-        "_armed_for", "_dropped", "_exchange", "_last_activity", "_loop", "_now", "_parser",
-        "_pool", "_read_timer", "_state", "_transport", "closed", "fd", "idle_since",
+        "_armed_for", "_dropped", "_exchange", "_last_activity", "_loop", "_now", "_pool",
+        "_read_timer", "_transport", "closed", "fd", "idle_since",
     )  # fmt: skip
 
     def __init__(
@@ -94,9 +86,7 @@ class Connection(asyncio.Protocol):
     ) -> None:
         self._pool, self._now, self._loop = pool, now, loop
         self._transport: asyncio.Transport | None = None
-        self._parser = HttpResponseParser(self)
-        self._state = IDLE
-        self._exchange = Exchange(limits)
+        self._exchange = Exchange(self, limits)  # with the parser and the state
         self.closed = self._dropped = False  # dropped: the pool no longer counts it
         self.fd, self.idle_since = -1, 0.0
         # The read watchdog: one timer, armed to look within _armed_for seconds; the
@@ -107,7 +97,7 @@ class Connection(asyncio.Protocol):
     @property
     def state(self) -> State:
         """Where the current exchange stands (``IDLE`` when there is none)."""
-        return self._state
+        return self._exchange.state
 
     # ----------------------------------------------------------------- the client's side
 
@@ -128,7 +118,6 @@ class Connection(asyncio.Protocol):
         head, body, keep_alive = payload
         x = self._exchange
         x.begin(response, waiter, streaming, method == _HEAD, keep_alive)
-        self._state = AWAITING_HEAD
         transport = self._transport
         if transport is None or self.closed:  # the server closed it before we could send
             self._fail_mapped(None)
@@ -162,7 +151,7 @@ class Connection(asyncio.Protocol):
         was complete, else close it. A no-op if the exchange already ended otherwise."""
         if self._exchange.response is not response:
             return
-        if self._state is STREAM_DONE:
+        if self._exchange.state is STREAM_DONE:
             self._release()
         else:
             self.abandon(response)
@@ -229,7 +218,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         x = self._exchange
         now = x.at = self._last_activity = self._now()
-        state = self._state
+        state = x.state
         if state is IDLE or state is STREAM_DONE:
             # Bytes nobody asked for: the connection's framing cannot be trusted any more.
             x.keep_alive = False
@@ -247,18 +236,22 @@ class Connection(asyncio.Protocol):
         elif state is AWAITING_HEAD:  # a head split across reads (or after a 1xx): rare
             x.add_head_part(data)
         try:
-            self._parser.feed_data(data)
+            x.parser.feed_data(data)
         except HttpParserCallbackError as exc:
-            if not isinstance(exc.__context__, _Stray):
+            stopped = exc.__context__
+            if isinstance(stopped, HeadTooLarge):
+                self._head_too_large()
+                return
+            if not isinstance(stopped, Stray):
                 # One of our callbacks raised: a bug of ours, surfaced as itself.
-                self._fail(exc.__context__ or exc, None)
+                self._fail(stopped or exc, None)
                 return
         except FOREIGN as exc:
-            if self._state is not MESSAGE_ENDED:
+            if x.state is not MESSAGE_ENDED:
                 self._fail_mapped(exc)
                 return
             x.keep_alive = False  # garbage after a whole answer: the answer stands
-        state = self._state
+        state = x.state
         if state is MESSAGE_ENDED:
             self._complete()
         elif state is AWAITING_HEAD and x.head_over_limit():  # no whole head yet: rare
@@ -272,7 +265,8 @@ class Connection(asyncio.Protocol):
         if self._read_timer is not None:
             self._read_timer.cancel()
             self._read_timer = None
-        state, x = self._state, self._exchange
+        x = self._exchange
+        state = x.state
         if state is READING_BODY and x.until_close and exc is None:
             x.at = self._now()
             self._complete()  # a body delimited by the close: this is its end
@@ -291,89 +285,7 @@ class Connection(asyncio.Protocol):
             if x.response is not None:
                 x.response.timing.sent = now
 
-    # ----------------------------------------------------------------- parser callbacks
-
-    # No on_status or on_header: the response's Headers read them off the head's bytes
-    # when someone asks, which a load test mostly does not.
-
-    def on_message_begin(self) -> None:
-        if self._state is not AWAITING_HEAD:
-            # A message after the exchange's own (extra bytes after a Content-Length body,
-            # say): the server's framing is broken. The answer stands; the connection is
-            # not reused, and the parser stops here.
-            self._exchange.keep_alive = False
-            raise _Stray
-
-    def on_headers_complete(self) -> None:
-        x = self._exchange
-        response = x.response
-        if response is None:  # the exchange has ended (on_message_begin saw to that)
-            return
-        parser = self._parser
-        status = parser.get_status_code()
-        if status < 200:  # 1xx: informational, the real response follows
-            x.informational = True
-            x.informational_heads += 1
-            x.version = None  # the next status line's is not in the first bytes
-            return
-        response.status = status
-        head = x.head_bytes
-        if x.head_parts is not None or len(head) > HEAD_ONLY_ABOVE:  # not one short read
-            whole = x.take_head()
-            if whole is None:
-                self._head_too_large()
-                return
-            head = whole
-        else:
-            x.head_bytes = b""
-        response._head = head
-        response.http_version = x.version or parser.get_http_version()
-        self._state = READING_BODY
-        if x.head_only:
-            x.keep_alive = x.keep_alive and reusable_without_body(response)
-        else:
-            x.keep_alive = x.keep_alive and parser.should_keep_alive()
-            if not x.keep_alive:
-                x.until_close = delimited_by_close(response.headers)
-        if x.streaming:
-            self._hand_over_stream(x, response)
-        if x.head_only:
-            # The parser would wait for Content-Length bytes a response to HEAD lacks: the
-            # message ends here, and any byte after this head marks the connection unusable.
-            self._state = MESSAGE_ENDED  # completed by data_received, after the whole read
-
-    def on_body(self, body: bytes) -> None:
-        x = self._exchange
-        if self._state is not READING_BODY:  # a body after a HEAD response's head: broken
-            x.keep_alive = False
-            if self._state is IDLE:  # already back in the pool: take it out
-                self.discard()
-            return
-        size = x.body_size = x.body_size + len(body)
-        if x.streaming:
-            x.stream.push(body, x.at)  # type: ignore[union-attr]
-            x.response.timing.chunk_times.append(x.at)  # type: ignore[union-attr]
-        elif size <= x.keep:
-            x.body.append(body)
-        else:  # past what is kept: keep the part of it that fits, count the rest
-            x.keep_part(body, size)
-
-    def on_message_complete(self) -> None:
-        x = self._exchange
-        if x.informational:
-            x.informational = False
-        elif self._state is READING_BODY:
-            self._state = MESSAGE_ENDED  # completed by data_received, after the whole read
-
     # ----------------------------------------------------------------------- internals
-
-    def _hand_over_stream(self, x: Exchange, response: Response) -> None:
-        """A streamed response's head is complete: its caller may start reading."""
-        x.stream = BodyStream(self)
-        response._attach(x.stream)
-        waiter = x.waiter
-        if waiter is not None and not waiter.done():  # else cancelled: abandon() follows
-            waiter.set_result(response)
 
     def _complete(self) -> None:
         x = self._exchange
@@ -385,7 +297,7 @@ class Connection(asyncio.Protocol):
         if x.total_timer is not None:
             x.cancel_total()
         if x.streaming:
-            self._state = STREAM_DONE
+            x.state = STREAM_DONE
             x.stream.finish()  # type: ignore[union-attr]
             return
         body = x.body
@@ -402,8 +314,8 @@ class Connection(asyncio.Protocol):
         keep = x.keep_alive and not self.closed and not x.sent_pending
         self._end_exchange()
         if keep:
-            if x.head_only:  # the parser still waits for the body a HEAD response lacks
-                self._parser = HttpResponseParser(self)
+            if x.head_only:
+                x.renew_parser()
             self.idle_since = x.at
             self._pool.checkin(self)
         else:
@@ -411,8 +323,8 @@ class Connection(asyncio.Protocol):
 
     def _end_exchange(self) -> None:
         """Let go of the exchange's response, waiter and stream, and stop its timer."""
-        self._state = IDLE
         x = self._exchange
+        x.state = IDLE
         x.response = x.waiter = x.stream = None
         x.sent_pending = x.paused = False
         if x.total_timer is not None:
@@ -471,8 +383,8 @@ class Connection(asyncio.Protocol):
 
     def _check_read(self) -> None:
         self._read_timer = None
-        x, state = self._exchange, self._state
-        read = x.read_timeout
+        x = self._exchange
+        read, state = x.read_timeout, x.state
         if read is None or x.paused or not (state is AWAITING_HEAD or state is READING_BODY):
             return  # idle, or waiting for the consumer: the watchdog sleeps until re-armed
         now = self._now()
@@ -499,5 +411,5 @@ class Connection(asyncio.Protocol):
         self._fail(x.timed_out(response, phase), None)
 
     def __repr__(self) -> str:
-        state = self._state.name.lower()
+        state = self._exchange.state.name.lower()
         return f"<Connection {self._pool.key} {state}{' closed' if self.closed else ''}>"

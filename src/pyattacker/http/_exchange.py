@@ -1,10 +1,11 @@
 """One request/response exchange on a connection: its state and what it has read so far.
 
 A :class:`~pyattacker.http._connection.Connection` runs one exchange at a time (no
-pipelining). Where that exchange stands is the connection's :class:`State`; what it has
-read so far (head bytes, body, framing, timers) is one :class:`Exchange`, which the
-connection keeps for its whole life and resets at each request, so that a request
-allocates no state object of its own.
+pipelining), in one :class:`Exchange` that it keeps for its whole life and resets at each
+request, so that a request allocates no state object of its own. The exchange is the
+response parser's protocol: its callbacks fill the response (head bytes, body, framing)
+and move its :class:`State`, which is the connection's state; the connection does the
+I/O, the timers and the pool, and ends the exchange.
 
 The state's transitions, all made by the connection:
 
@@ -33,11 +34,22 @@ from __future__ import annotations
 import asyncio
 import enum
 import sys
+from typing import TYPE_CHECKING
+
+from httptools import HttpResponseParser
 
 from pyattacker.errors import RequestTimeout, ResponseTooLarge
 from pyattacker.http._limits import Limits, size_text
-from pyattacker.http._response import BodyStream, Response
+from pyattacker.http._response import (
+    BodyStream,
+    Response,
+    delimited_by_close,
+    reusable_without_body,
+)
 from pyattacker.http._types import Waiter
+
+if TYPE_CHECKING:
+    from pyattacker.http._connection import Connection
 
 __all__ = [
     "AWAITING_HEAD",
@@ -47,7 +59,9 @@ __all__ = [
     "READING_BODY",
     "STREAM_DONE",
     "Exchange",
+    "HeadTooLarge",
     "State",
+    "Stray",
 ]
 
 # A response keeps the bytes its head came in (headers are read off them when asked): a
@@ -70,23 +84,37 @@ class State(enum.IntEnum):
 IDLE, AWAITING_HEAD, READING_BODY, MESSAGE_ENDED, STREAM_DONE = State
 
 
-class Exchange:
-    """The state of one request and its response, reset by :meth:`begin` for each request.
+class Stray(Exception):
+    """Raised by a parser callback to stop the parser at bytes no request asked for."""
 
-    The connection reads and writes the fields directly (it is the only user, and this
-    is its per-read path); the methods here are the parts that need more than a field.
-    ``keep`` and ``max_head`` come from the client's :class:`Limits` and do not change.
+
+class HeadTooLarge(Exception):
+    """Raised by a parser callback to stop the parser at a head over ``max_head``."""
+
+
+class Exchange:
+    """One request and its response: the parser's callbacks and what they have read.
+
+    The connection keeps one for its whole life and :meth:`begin` resets it for each
+    request. It feeds :attr:`parser` each read; the callbacks here fill the response and
+    move :attr:`state`, which the connection reads after the read to complete the
+    exchange or fail it. The connection reads and writes the other fields directly (this
+    is its per-read path). ``keep`` and ``max_head`` come from the client's
+    :class:`Limits` and do not change.
     """
 
     __slots__ = (
-        "at", "body", "body_size", "got_bytes", "head_bytes", "head_only", "head_parts",
-        "head_size", "informational", "informational_heads", "keep", "keep_alive",
-        "max_head", "paused", "read_timeout", "response", "reused", "sent_pending",
-        "stream", "streaming", "total_limit", "total_timer", "unsent", "until_close",
-        "version", "waiter",
+        "at", "body", "body_size", "connection", "got_bytes", "head_bytes", "head_only",
+        "head_parts", "head_size", "informational", "informational_heads", "keep",
+        "keep_alive", "max_head", "parser", "paused", "read_timeout", "response", "reused",
+        "sent_pending", "state", "stream", "streaming", "total_limit", "total_timer",
+        "unsent", "until_close", "version", "waiter",
     )  # fmt: skip
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, connection: Connection, limits: Limits) -> None:
+        self.connection = connection  # what a streamed body tells to pause and resume
+        self.parser = HttpResponseParser(self)
+        self.state = IDLE
         # Who waits, and what is filled.
         self.response: Response | None = None
         self.waiter: Waiter | None = None
@@ -125,12 +153,98 @@ class Exchange:
         head_only: bool,
         keep_alive: bool,
     ) -> None:
-        """Start a new exchange: forget everything the previous one read."""
+        """Start a new exchange (AWAITING_HEAD): forget everything the previous one read."""
+        self.state = AWAITING_HEAD
         self.response, self.waiter, self.streaming = response, waiter, streaming
         self.head_only, self.reused, self.keep_alive = head_only, response.timing.reused, keep_alive
         self.body = []
         self.body_size = self.informational_heads = 0
         self.got_bytes = self.until_close = self.informational = False
+
+    def renew_parser(self) -> None:
+        """After a response to HEAD: llhttp cannot be told that it has no body, and would
+        wait for its Content-Length bytes in the next response."""
+        self.parser = HttpResponseParser(self)
+
+    # ------------------------------------------------------------------ parser callbacks
+
+    # No on_status or on_header: the response's Headers read them off the head's bytes
+    # when someone asks, which a load test mostly does not.
+
+    def on_message_begin(self) -> None:
+        if self.state is not AWAITING_HEAD:
+            # A message after the exchange's own (extra bytes after a Content-Length body,
+            # say): the server's framing is broken. The answer stands; the connection is
+            # not reused, and the parser stops here.
+            self.keep_alive = False
+            raise Stray
+
+    def on_headers_complete(self) -> None:
+        response = self.response
+        if response is None:  # the exchange has ended
+            return
+        parser = self.parser
+        status = parser.get_status_code()
+        if status < 200:  # 1xx: informational, the real response follows
+            self.informational = True
+            self.informational_heads += 1
+            self.version = None  # the next status line's is not in the first bytes
+            return
+        response.status = status
+        head = self.head_bytes
+        if self.head_parts is not None or len(head) > HEAD_ONLY_ABOVE:  # not one short read
+            whole = self.take_head()
+            if whole is None:
+                raise HeadTooLarge
+            head = whole
+        else:
+            self.head_bytes = b""
+        response._head = head
+        response.http_version = self.version or parser.get_http_version()
+        self.state = READING_BODY
+        if self.head_only:
+            self.keep_alive = self.keep_alive and reusable_without_body(response)
+        else:
+            self.keep_alive = self.keep_alive and parser.should_keep_alive()
+            if not self.keep_alive:
+                self.until_close = delimited_by_close(response.headers)
+        if self.streaming:
+            self._hand_over_stream(response)
+        if self.head_only:
+            # The parser would wait for Content-Length bytes a response to HEAD lacks: the
+            # message ends here, and any byte after this head marks the connection unusable.
+            self.state = MESSAGE_ENDED
+
+    def on_body(self, body: bytes) -> None:
+        if self.state is not READING_BODY:  # a body after a HEAD response's head: broken
+            self.keep_alive = False
+            return
+        size = self.body_size = self.body_size + len(body)
+        if self.streaming:
+            self.stream.push(body, self.at)  # type: ignore[union-attr]
+            self.response.timing.chunk_times.append(self.at)  # type: ignore[union-attr]
+        elif size <= self.keep:
+            self.body.append(body)
+        else:  # past what is kept: keep the part of it that fits, count the rest
+            room = self.keep - (size - len(body))
+            if room > 0:
+                self.body.append(body[:room])
+
+    def on_message_complete(self) -> None:
+        if self.informational:
+            self.informational = False
+        elif self.state is READING_BODY:
+            self.state = MESSAGE_ENDED  # the connection completes it after the whole read
+
+    def _hand_over_stream(self, response: Response) -> None:
+        """A streamed response's head is complete: its caller may start reading."""
+        self.stream = BodyStream(self.connection)
+        response._attach(self.stream)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():  # else cancelled: abandon() follows
+            waiter.set_result(response)
+
+    # -------------------------------------------------------------------------- the rest
 
     def cancel_total(self) -> None:
         if self.total_timer is not None:
@@ -171,12 +285,6 @@ class Exchange:
         # Checked here only: Limits keeps max_head >= HEAD_ONLY_ABOVE, so a shorter head
         # that is complete is never over it.
         return None if len(head) > self.max_head else head
-
-    def keep_part(self, chunk: bytes, size: int) -> None:
-        """``chunk`` took the body's size to ``size``, past ``keep``: keep what fits."""
-        room = self.keep - (size - len(chunk))
-        if room > 0:
-            self.body.append(chunk[:room])
 
     def head_too_large(self, response: Response) -> ResponseTooLarge:
         """The error of a response whose head outgrew ``max_head``."""
