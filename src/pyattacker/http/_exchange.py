@@ -7,12 +7,13 @@ response parser's protocol: its callbacks fill the response (head bytes, body, f
 and move its :class:`State`, which is the connection's state; the connection does the
 I/O, the timers and the pool, and ends the exchange.
 
-The state's transitions, all made by the connection:
+The state's transitions (the parser's callbacks make the ones to READING_BODY and
+MESSAGE_ENDED, the connection all the others):
 
 ============== =================================================== ==============
 from           event                                               to
 ============== =================================================== ==============
-IDLE           ``send()`` wrote a request                          AWAITING_HEAD
+IDLE           ``send()`` started a request                        AWAITING_HEAD
 AWAITING_HEAD  a 1xx head (another head follows)                   AWAITING_HEAD
 AWAITING_HEAD  the final head                                      READING_BODY
 READING_BODY   the parser saw the message's end                    MESSAGE_ENDED
@@ -21,6 +22,11 @@ MESSAGE_ENDED  the whole read it ended in is parsed                IDLE, STREAM_
 STREAM_DONE    the caller left the streamed response's context     IDLE
 any            failure, timeout, or the caller gave up             IDLE
 ============== =================================================== ==============
+
+The connection acts on the state after each read: MESSAGE_ENDED completes the exchange
+then, so that bytes after the message (which no request asked for) are seen before the
+connection can be reused. Bytes that arrive in IDLE or STREAM_DONE mark the connection
+unusable (in IDLE, it is closed at once).
 
 A response to ``HEAD`` goes from AWAITING_HEAD through READING_BODY to MESSAGE_ENDED at
 its head's end. An exchange that ends in STREAM_DONE is still the connection's (the caller
