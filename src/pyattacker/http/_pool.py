@@ -25,7 +25,7 @@ __all__ = ["OriginPool"]
 
 # A connection idle this long is probed (a zero-timeout poll of its socket) before reuse:
 # a server that closed it has sent FIN, which makes it readable. Shorter idles skip the
-# system call; the loop itself notices a close within one iteration.
+# probe; the loop itself notices a close within one iteration.
 _PROBE_AFTER_S = 1.0
 
 

@@ -63,9 +63,9 @@ class RequestEncoder:
         self._default_blob = b"".join(self._defaults)
         self._methods: dict[str, bytes] = {}
         # The last encoding per (URL, headers) object pair, for unchangeable headers and a
-        # small body: a load test sends the same request again and again (~1 us a request
-        # saved). At most _MEMO_ENTRIES of at most ~2 x _MEMO_BODY each: the memo keeps
-        # what it holds alive, so never a large body.
+        # small body: a load test sends the same request again and again, and encoding
+        # it anew each time is wasted work. At most _MEMO_ENTRIES of at most ~2 x
+        # _MEMO_BODY each: the memo keeps what it holds alive, so never a large body.
         self._memo: dict[tuple[int, int], tuple[str, URL, object, object, _Encoded]] = {}
 
     def encode(

@@ -3,9 +3,9 @@
 The SDK retries 408, 409, 429 and 5xx answers and connection errors twice by default,
 with backoff, inside one call. Behind a pyattacker retry policy those retries are hidden
 work: they are not counted as attempts, their waits land in the measured latency, and
-``--retry none`` stops meaning one attempt (seed 001's bug). So the factories here build
-clients with ``max_retries=0`` and refuse another value, and :func:`check_no_hidden_retries`
-warns about a client built elsewhere that still retries. The Runner calls it for every
+``--retry none`` stops meaning one attempt. So the factories here build clients with
+``max_retries=0`` and refuse another value, and :func:`check_no_hidden_retries` warns
+about a client built elsewhere that still retries. The Runner calls it for every
 ``openai`` client a resource hands to a task, with that task's policy
 (``pyattacker.run._vendor``).
 

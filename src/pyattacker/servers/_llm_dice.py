@@ -4,8 +4,8 @@ Every request has its own random stream, ``LazyRandom(f"{seed}:{model}:{n}")`` w
 counts from 0 that model's completion requests that passed the checks (key, body, model,
 ``x-mock-*`` headers), the refused and failed ones included, received since the server
 started or was last reset (a request received before a reset goes on counting in its own
-epoch): the world model's rule (DESIGN.md §6), so a seed and a request's ordinal fix its
-dice whatever the other streams do meanwhile. Draws, in this order, each only when it is
+epoch): the world model's rule, so a seed and a request's ordinal fix its dice whatever
+the other streams do meanwhile. Draws, in this order, each only when it is
 not fixed: the completion length, the failure (two uniforms: whether, then which status;
 drawn only for a request the capacity and the rate limits admitted), the TTFT, then one
 ITL per token after the first. A fixed distribution draws nothing, and a request that

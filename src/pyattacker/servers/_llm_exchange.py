@@ -71,7 +71,8 @@ __all__ = [
 ]
 
 BROKEN, CUT, HANG = "broken-sse", "cut-mid-token", "hang"
-#: ITL draws of a non-streamed answer made in one turn of the loop (about 2 ms of work)
+#: ITL draws of a non-streamed answer made in one turn of the loop (a turn short enough
+#: not to delay the streams' tokens)
 DRAWS_PER_TURN = 4096
 _VOCABULARY_SIZE = len(VOCABULARY)
 _NAN = math.nan

@@ -1,8 +1,8 @@
 """One loop timer for every token of every stream: a heap of due times.
 
-Arming a loop timer per token costs about 2.6 us on uvloop (a handle and a libuv timer
-each), more than writing the token. :class:`Ticker` keeps the due times in a heap and the
-loop holds a single timer, for the earliest; when it fires, every exchange whose time has
+Arming a loop timer per token costs more than writing the token (a handle and a libuv
+timer each, on uvloop). :class:`Ticker` keeps the due times in a heap and the loop holds a
+single timer, for the earliest; when it fires, every exchange whose time has
 come writes its token, in due order. Under load, one timer serves many tokens.
 
 Guarantees: a callback never runs before its due time on the clock it was given (loop

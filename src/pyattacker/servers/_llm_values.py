@@ -2,8 +2,8 @@
 
 The mock LLM server records one ITL per token written; ``/stats`` must report exact
 nearest-rank percentiles over millions of them without freezing the loop that writes the
-tokens (sorting two million floats at once takes about 0.8 s of one core, and every
-stream stalls meanwhile). :class:`Values` therefore does three cheap things and one
+tokens (sorting millions of floats at once holds the loop for a large part of a second,
+and every stream stalls meanwhile). :class:`Values` therefore does three cheap things and one
 bounded one:
 
 - :meth:`Values.add` and :meth:`Values.extend` append to an unsorted ``array('d')``
@@ -11,9 +11,8 @@ bounded one:
 - :meth:`Values.step` does one bounded unit of work: sort the newest :data:`SLICE` values
   into a run, or merge two neighbouring runs whose merged size is at most :data:`CAP`
   (the newest runs first, sizes kept roughly halving from the oldest, as a binary counter
-  does). Each step costs at most a few milliseconds (:data:`SLICE` values sorted, or
-  :data:`CAP` merged, at about 80 ns a value), so a caller can give the loop a turn
-  between steps;
+  does). A step is bounded (:data:`SLICE` values sorted, or :data:`CAP` merged), so a
+  caller can give the loop a turn between steps;
 - :meth:`Values.summary` (once :meth:`Values.settled`) finds each percentile by selection
   across the runs with ``bisect`` (a few hundred binary searches), never by a full sort.
 
@@ -37,9 +36,10 @@ __all__ = ["CAP", "PERCENTILES", "SLICE", "Values"]
 
 #: The percentiles /stats reports, by key.
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
-#: Values sorted into a run by one step (about 3 ms of work).
+#: Values sorted into a run by one step: a few milliseconds of the loop at most.
 SLICE = 16_384
-#: Runs merge while the merged run holds at most this many values (about 5 ms per merge).
+#: Runs merge while the merged run holds at most this many values (a merge, like a sort,
+#: holds the loop for a few milliseconds at most).
 CAP = 65_536
 
 

@@ -28,9 +28,9 @@ token's write carries the finish event, the usage event (with
 ``stream_options.include_usage``) and ``[DONE]``. A non-streamed request is answered whole
 after TTFT + the ITL draws (their sum in closed form when the ITL is fixed). No gap is ever
 shorter than its draw; under uvloop, whose timers have millisecond resolution, a gap can
-come out up to about 1 ms longer (1 ms ITL measured 1.1 to 1.5 ms), and the truth records
-the gap that happened. Capacity refusals, RPM/TPM limits, failures and storms are decided
-when the request is handled, in that order (see :mod:`pyattacker.servers._llm_handle`,
+come out up to about 1 ms longer, and the truth records the gap that happened. Capacity
+refusals, RPM/TPM limits, failures and storms are decided when the request is handled, in
+that order (see :mod:`pyattacker.servers._llm_handle`,
 :mod:`pyattacker.servers._llm_limits` and :mod:`pyattacker.servers._llm_dice`); fault
 headers are listed in :mod:`pyattacker.servers._llm_plan`.
 
@@ -41,12 +41,12 @@ whether it streamed, and its id, sent back as ``x-request-id``. ``GET /stats[?sa
 and :meth:`LlmServer.stats` give the exact distributions (:mod:`pyattacker.servers._llm_truth`),
 computed for what is new since the last ask, in slices of a few milliseconds with a turn of
 the loop between them (:mod:`pyattacker.servers._llm_values`), so asking never stalls the
-streams; it costs CPU on their core all the same (about 0.8 s after two million tokens,
-1.7 s more with samples), so poll sparingly during a measurement. ``POST /reset`` starts a
+streams; it costs CPU on their core all the same (growing with the tokens recorded, and
+more with samples), so poll sparingly during a measurement. ``POST /reset`` starts a
 new epoch: records, buckets, storm windows and dice numbering start over; requests already
 received are answered but never recorded (``discarded_after_reset``).
 
-**What it reuses of the world model** (DESIGN.md §6): storms are
+**What it reuses of the world model**: storms are
 :meth:`~pyattacker.world.ProviderModel.storm_until` of a world whose endpoints are the
 models, with the server's start (or last reset) as t = 0, and a
 :class:`~pyattacker.world.FailureProfile` describes them; each request's dice come from
@@ -67,12 +67,10 @@ number a request sets has a range (:mod:`pyattacker.servers._ranges`).
 
 **Speed.** One ``asyncio.Protocol`` per connection on httptools; tokens are written by
 callbacks from one heap of due times (:mod:`pyattacker.servers._llm_ticker`, a single loop
-timer for all of them), with no task and no coroutine per request or per token.
-``benchmarks/llm_server_throughput.py --streams 300 --tokens 1000`` on 2 shared vCPUs (server
-and raw client pinned to one each, uvloop, 1 ms TTFT and ITL), five runs: 103k to 190k
-tokens written per CPU-second of the server (median 141k, about 7 us per token, a third of
-it the ``send`` system call), one event each; 94k to 113k tokens per wall-clock second.
-The ticker replaced one ``call_later`` per token, which cost about 2.6 us more per token.
+timer for all of them), with no task and no coroutine per request or per token, so that
+the server is never the bottleneck of the client's accuracy benchmark.
+``benchmarks/llm_server_throughput.py`` measures its tokens per second (figures in
+``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -117,7 +115,8 @@ Steps = Generator[None, None, T]
 #: 0.5 MiB of text and a chat message with a base64 image a few MiB; 8 MiB is also the
 #: longest stream line the attack's client accepts. A larger body is answered 413 unread.
 BODY_LIMIT = 8 * 1024 * 1024
-#: token times encoded into ``/stats?samples=1`` between two turns of the loop (~4 ms)
+#: token times encoded into ``/stats?samples=1`` between two turns of the loop (a few
+#: milliseconds of work, so the streams keep their timing)
 SAMPLES_SLICE = 4096
 
 
