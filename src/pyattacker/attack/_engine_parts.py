@@ -27,6 +27,9 @@ class EngineTime:
     async def sleep(self, seconds: float) -> None:
         await self._clock.sleep(seconds)
 
+    def reader(self) -> Callable[[], float]:
+        return self.now
+
 
 def no_loop(callback: Callable[[], None]) -> object:
     raise RuntimeError("the engine is not running: run() has not started")
