@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from pyattacker.measure._summary import PERCENTILES, Summary, nearest_rank
 
-__all__ = ["Histogram", "record_all"]
+__all__ = ["Binned", "Histogram", "record_all"]
 
 
 # ``counts[i] = counts.get(i, 0) + 1`` for each ``i`` of an iterable, in C: the loop behind
@@ -182,6 +182,18 @@ class Histogram:
         self._sum += other._sum
         self._min = min(self._min, other._min)
         self._max = max(self._max, other._max)
+
+    def add_binned(self, binned: Binned) -> None:
+        """Record every value of ``binned``: what :meth:`record` of each does."""
+        if not binned.count:
+            return
+        _count_elements(self._counts, binned.indexes)
+        self._count += binned.count
+        self._sum += binned.total
+        if binned.low < self._min:
+            self._min = binned.low
+        if binned.high > self._max:
+            self._max = binned.high
 
     def copy(self) -> Histogram:
         """An independent histogram equal to this one."""
@@ -327,47 +339,62 @@ class Histogram:
         )
 
 
+class Binned:
+    """Values placed in their buckets once, to be recorded into several histograms
+    (:meth:`Histogram.add_binned`): a batch of answers' latencies go to the totals and to
+    their window alike, and the bucket arithmetic need not run twice.
+
+    Raises ``ValueError``, having kept nothing, if any value is negative, NaN or infinite.
+    ``values`` is the sequence given (not copied).
+    """
+
+    __slots__ = ("count", "high", "indexes", "low", "total", "values")
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+        self.count = len(values)
+        self.indexes: list[int] = []
+        self.total = 0
+        self.low, self.high = (min(values), max(values)) if values else (math.inf, -math.inf)
+        if not values:
+            return
+        if not (self.low >= 0.0 and self.high < _TOP) or math.isnan(sum(values)):
+            self._bin_checked(values)
+            return
+        append = self.indexes.append
+        total = 0
+        for value in values:  # record()'s bucket arithmetic, on local names
+            x = int(value * _SCALE)
+            u = x >> _SHIFT
+            if u < _SUB_COUNT:
+                append(u)
+            else:
+                k = u.bit_length() - _SUB_BITS
+                append((k << (_SUB_BITS - 1)) + (u >> k))
+            total += x
+        self.total = total
+
+    def _bin_checked(self, values: Sequence[float]) -> None:
+        """The rare case (a value at or above the top, or a bad one): say which is wrong."""
+        for value in values:
+            if not 0.0 <= value < math.inf:
+                raise ValueError(f"a duration must be finite and >= 0 seconds, got {value!r}")
+        units = [_sum_units(value) for value in values]
+        self.indexes = [_index(x) for x in units]
+        self.total = sum(units)
+
+
 def record_all(values: Sequence[float], *histograms: Histogram) -> None:
     """Record each of ``values`` once in each of ``histograms``: exactly what
-    ``h.record(v)`` for each value and histogram does.
-
-    For the load path, which counts answers in batches: the bucket arithmetic runs in a
-    loop of local names, once per value however many histograms take it (a batch's
-    latencies go to the totals and to their window alike). Raises ``ValueError``, having
-    recorded nothing, if any value is negative, NaN or infinite.
+    ``h.record(v)`` for each value and histogram does, with each value's bucket found
+    once (:class:`Binned`). Raises ``ValueError``, having recorded nothing, if any value
+    is negative, NaN or infinite.
     """
     if not values or not histograms:
         return
-    low, high = min(values), max(values)
-    if not (low >= 0.0 and high < _TOP) or math.isnan(sum(values)):
-        for value in values:  # the rare case: check each, and say which is wrong
-            if not 0.0 <= value < math.inf:
-                raise ValueError(f"a duration must be finite and >= 0 seconds, got {value!r}")
-        for histogram in histograms:
-            for value in values:
-                histogram.record(value)
-        return
-    indexes: list[int] = []
-    append = indexes.append
-    total = 0
-    for value in values:  # record()'s bucket arithmetic, inlined
-        x = int(value * _SCALE)
-        u = x >> _SHIFT
-        if u < _SUB_COUNT:
-            append(u)
-        else:
-            k = u.bit_length() - _SUB_BITS
-            append((k << (_SUB_BITS - 1)) + (u >> k))
-        total += x
-    n = len(values)
+    binned = Binned(values)
     for histogram in histograms:
-        _count_elements(histogram._counts, indexes)
-        histogram._count += n
-        histogram._sum += total
-        if low < histogram._min:
-            histogram._min = low
-        if high > histogram._max:
-            histogram._max = high
+        histogram.add_binned(binned)
 
 
 def _ms(seconds: float) -> str:

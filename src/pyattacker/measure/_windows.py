@@ -9,17 +9,21 @@ line up and merge exactly, window by window.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
 from pyattacker.measure._frozen import PackedHistogram, pack, unpack
-from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._histogram import Binned, Histogram
 from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
 from pyattacker.measure._stats import usage_tokens
 from pyattacker.measure._summary import Summary
+
+if TYPE_CHECKING:
+    from pyattacker.measure._batch import OkBatch
 
 __all__ = ["Window", "WindowSeries"]
 
@@ -154,6 +158,13 @@ class _Tally:
         if usage is not None and attempt.outcome is Outcome.OK:
             self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
             self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
+
+    def add_ok(self, count: int, latencies: Binned, services: Binned) -> None:
+        """``count`` plain OK answers ending here, with their spans (binned)."""
+        self.ok += count
+        self.completed += count
+        self.latency.add_binned(latencies)
+        self.service_time.add_binned(services)
 
     def merge(self, other: _Tally) -> None:
         for name in (*_COUNTS, *_EXTRA):
@@ -296,7 +307,11 @@ class WindowSeries:
 
     def add(self, record: RequestRecord) -> None:
         """Count ``record`` in the window of its ``end`` (its ``scheduled`` if it has none),
-        and each of its throttled attempts in the window of that attempt's end."""
+        and each of its throttled attempts in the window of that attempt's end. A
+        one-attempt record is counted by :meth:`add_attempt`: one way per request."""
+        if len(record.attempts) == 1:
+            self.add_attempt(record.attempts[0])
+            return
         end = record.end
         tally = self._tally(record.scheduled if end is None else end)
         outcome = record.outcome
@@ -343,6 +358,44 @@ class WindowSeries:
             tally.add_streamed(attempt, attempt.first_token, scheduled, sent, end)
         elif attempt.usage is not None:
             tally.add_whole_body(attempt, scheduled, end)
+
+    def add_ok_batch(self, batch: OkBatch) -> None:
+        """``add_attempt`` and ``note_sent`` of every plain OK answer of ``batch``, in one
+        step. Raises ``ValueError``, having counted none, for a time before the origin."""
+        if not batch.count:
+            return
+        sents, ends = batch.sents, batch.ends
+        for earliest in (min(sents), min(ends)):
+            if earliest < self.origin:
+                self.index_of(earliest)  # raises the reason
+        self._count_sent(sents)
+        # A window's index only grows with the time, so a batch whose earliest and latest
+        # ends share a window lies wholly in it: the usual case, with no index per answer.
+        first = self._index(min(ends))
+        if first == self._index(max(ends)):
+            self._tally_at(first).add_ok(batch.count, batch.latencies, batch.services)
+            return
+        latencies, services = batch.latencies.values, batch.services.values
+        by_window: dict[int, list[int]] = {}
+        for i, end in enumerate(ends):
+            by_window.setdefault(self._index(end), []).append(i)
+        for index in sorted(by_window):  # a batch across a window's end
+            mine = by_window[index]
+            self._tally_at(index).add_ok(
+                len(mine), Binned([latencies[i] for i in mine]), Binned([services[i] for i in mine])
+            )
+
+    def _count_sent(self, sents: list[float]) -> None:
+        first = self._index(min(sents))
+        if first == self._index(max(sents)):
+            self._tally_at(first).sent += len(sents)
+            return
+        for index, count in Counter([self._index(t) for t in sents]).items():
+            self._tally_at(index).sent += count
+
+    def _index(self, t: float) -> int:
+        """:meth:`index_of` for a time known to be finite and after the origin."""
+        return int((t - self.origin) / self.width)
 
     def note_arrival(self, t: float, in_flight: int) -> None:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
