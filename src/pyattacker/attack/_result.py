@@ -327,7 +327,7 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
 
 
 def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
-    """One row of the LLM time series, in the columns of seed 001's tool.
+    """One row of the LLM time series, in the columns LLM load tools commonly report.
 
     ``rpm``: requests first sent in the window, per minute of the part of the window
     sending covered (``sending_span_s`` seconds from the start:
@@ -337,7 +337,7 @@ def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
     ``failed`` (answered with an error other than a throttle) and ``throttled`` (requests
     whose last attempt was refused) mean what they do in the report's ``windows``:
     requests by the window of their end. ``throttled_attempts``: refused *attempts*, each
-    in the window where it ended (seed 001 counts throttled calls). ``ttft_sent_s``: TTFT
+    in the window where it ended (a throttled call is an attempt). ``ttft_sent_s``: TTFT
     on the sent clock of the streamed requests; ``e2e_scheduled_s``: end to end on the
     scheduled clock of the OK answers, streamed or not (the populations of the summary's
     figures).

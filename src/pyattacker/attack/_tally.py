@@ -6,7 +6,7 @@ say *what* went wrong, where status codes and error classes only say how often.
 
 Kept apart from the engine so the async driver reads as scheduling and sending only, and
 so the counting (the hot path: it runs for every request, and for most of them in the
-batches of :meth:`Tally.flush`) can be measured and tuned on its own.
+batches of :meth:`Tally.flush`) can be read, measured and tuned on its own.
 """
 
 from __future__ import annotations
@@ -127,9 +127,9 @@ class Tally:
     """Totals, per-target stats and the time series of one attack.
 
     ``per_target`` keeps a :class:`RequestStats` per target besides the total (pointless
-    with one target, whose figures are the total's, and ~5 us a request). ``on_record``
+    with one target, whose figures are the total's, and not free per request). ``on_record``
     receives every finished request's :class:`RequestRecord`; without it, one-attempt
-    requests are counted from their attempt and no record is built (~2 us a request).
+    requests are counted from their attempt and no record is built.
     ``errors`` counts the last attempt's :attr:`~pyattacker.measure.Attempt.error` of
     every request that has one (a failed, throttled or dropped request, mostly).
 
@@ -218,7 +218,7 @@ class Tally:
         if (
             self._batching
             and attempt.error is None
-            # is_plain_ok(attempt), spelled out: it runs once per request
+            # a plain OK answer, as is_plain_ok says, asked without a call
             and attempt.outcome is Outcome.OK
             and attempt.sent is not None
             and attempt.end is not None

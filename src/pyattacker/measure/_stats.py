@@ -215,7 +215,7 @@ class RequestStats:
         self.requests += 1
         self.attempts += 1
         self.attempts_per_request[1] += 1
-        self.by_outcome[_NAMES[outcome]] += 1  # not outcome.value: an enum property, ~0.5 us
+        self.by_outcome[_NAMES[outcome]] += 1  # not outcome.value: an enum property, slow
         status = attempt.status
         if status is not None:
             self.by_status[status] += 1

@@ -263,7 +263,7 @@ class WindowSeries:
         return int((t - self.origin) / self.width)  # int() floors a non-negative float
 
     def _tally(self, t: float) -> _Tally:
-        if not self.origin <= t < math.inf:  # index_of, inlined: twice per request
+        if not self.origin <= t < math.inf:  # checked here: index_of costs a call
             self.index_of(t)  # raises the reason
         index = int((t - self.origin) / self.width)
         return self._tallies.get(index) or self._tally_at(index)
@@ -401,7 +401,7 @@ class WindowSeries:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
         its window (the engine calls this once per arrival). ``in_flight`` counts the
         arriving request if it was admitted (not dropped): the count just after it."""
-        origin = self.origin  # _tally(t), inlined: once per arrival
+        origin = self.origin  # what _tally(t) does, without the calls: once per arrival
         if not origin <= t < math.inf:
             self.index_of(t)  # raises the reason
         index = int((t - origin) / self.width)
