@@ -36,8 +36,8 @@ DROPPED = "dropped: --max-in-flight requests were already in progress"
 class Requests:
     """Every request of one run, from its lease to its count in ``tally``.
 
-    ``admit_queued`` is called whenever a lease comes back, so the oldest queued arrival
-    gets the connection (the dispatcher's, set once it exists).
+    ``admit_queued`` lets queued arrivals have the connections that came back (the
+    dispatcher's, set once it exists).
     """
 
     def __init__(
@@ -74,8 +74,8 @@ class Requests:
         """End ``attempt``, sent on ``lease``: OK when ``error`` is None, cancelled when it
         is a ``CancelledError`` (cut off before its outcome was known, even if its answer
         had arrived: not a failure), else failed and classified. The pool hears how it
-        went when the plan asks for feedback; the lease goes back, and with it the
-        connection to the oldest queued arrival."""
+        went when the plan asks for feedback, and the lease goes back. Queued arrivals
+        are the caller's to let in: a task does at once, the direct path once a turn."""
         if error is None:
             attempt.outcome = Outcome.OK
             if self._feedback:
@@ -88,10 +88,7 @@ class Requests:
             if self._feedback:
                 lease.report(ok=False, error=error, headers=attempt.headers)
         lease.release_now()
-        flight = self._flight
-        flight.leased -= 1
-        if flight.backlog:
-            self.admit_queued()
+        self._flight.leased -= 1
 
     def finish_one(self, attempt: Attempt, lease: Lease, error: BaseException | None) -> None:
         """End a one-attempt request sent from a callback: settled, a failure's retry
@@ -186,13 +183,20 @@ class Requests:
         try:
             await self._sender.send(self._targets[resource_id], attempt)
         except asyncio.CancelledError as exc:
-            self.settle(attempt, lease, exc)
+            self._settle_alone(attempt, lease, exc)
             raise
         except Exception as exc:
-            self.settle(attempt, lease, exc)
+            self._settle_alone(attempt, lease, exc)
             return exc
-        self.settle(attempt, lease, None)
+        self._settle_alone(attempt, lease, None)
         return None
+
+    def _settle_alone(self, attempt: Attempt, lease: Lease, error: BaseException | None) -> None:
+        """:meth:`settle` an attempt a task ran, and give the connection it freed to the
+        oldest queued arrival."""
+        self.settle(attempt, lease, error)
+        if self._flight.backlog:
+            self.admit_queued()
 
     async def _acquire(self, attempt: Attempt) -> Lease | BaseException:
         """A lease through the algorithm, or the error that ended the attempt without one."""

@@ -61,6 +61,8 @@ class OpenSchedule:
             arrivals = islice(arrivals, plan.requests)
         over = start + schedule_end(plan)
         now, poll, behind = time.now, time.precise is not None, 0
+        tally, backlog, start_request = self.requests.tally, flight.backlog, self.dispatcher.start
+        most, capacity = self.load.max_in_flight, self.capacity
         for n, offset in enumerate(arrivals):
             if flight.stopping is not None:  # stopped from inside this step (an on_record)
                 return
@@ -82,32 +84,23 @@ class OpenSchedule:
                 behind += 1
                 if behind % _YIELD_EVERY == 0:
                     if now() >= over:  # past the schedule's end: the rest cannot start in time
-                        drop_rest(self.requests.tally, plan, n, offset, start)
+                        drop_rest(tally, plan, n, offset, start)
                         return
                     await time.clock.sleep(0)
-            self._arrive(n, scheduled)
-
-    def _arrive(self, n: int, scheduled: float) -> None:
-        flight, tally = self.flight, self.requests.tally
-        verdict = admit(
-            flight.in_flight,
-            self.load.max_in_flight,
-            len(flight.backlog),
-            flight.busy(),
-            self.capacity,
-        )
-        if verdict is Admit.DROP:
+            busy = flight.leased + len(flight.unstarted)
+            verdict = admit(flight.in_flight, most, len(backlog), busy, capacity)
+            if verdict is Admit.DROP:
+                tally.arrival(scheduled, flight.in_flight)
+                self.requests.drop(n, scheduled)
+                continue
+            # Counted with the new request in: in-flight only rises here, so the window's
+            # peak is at one of its arrivals (or carried from before it).
+            flight.in_flight += 1
             tally.arrival(scheduled, flight.in_flight)
-            self.requests.drop(n, scheduled)
-            return
-        # Counted with the new request in: in-flight only rises here, so the window's
-        # peak is at one of its arrivals (or carried from before it).
-        flight.in_flight += 1
-        tally.arrival(scheduled, flight.in_flight)
-        if verdict is Admit.QUEUE:
-            flight.backlog.append((n, scheduled))  # in progress: waiting for a connection
-        else:
-            self.dispatcher.start(n, scheduled)
+            if verdict is Admit.QUEUE:
+                backlog.append((n, scheduled))  # in progress: waiting for a connection
+            else:
+                start_request(n, scheduled)
 
 
 class ClosedSchedule:

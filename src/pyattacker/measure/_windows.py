@@ -365,13 +365,14 @@ class WindowSeries:
         if not batch.count:
             return
         sents, ends = batch.sents, batch.ends
-        for earliest in (min(sents), min(ends)):
+        first_sent, first_end = min(sents), min(ends)
+        for earliest in (first_sent, first_end):
             if earliest < self.origin:
                 self.index_of(earliest)  # raises the reason
-        self._count_sent(sents)
+        self._count_sent(sents, first_sent)
         # A window's index only grows with the time, so a batch whose earliest and latest
         # ends share a window lies wholly in it: the usual case, with no index per answer.
-        first = self._index(min(ends))
+        first = self._index(first_end)
         if first == self._index(max(ends)):
             self._tally_at(first).add_ok(batch.count, batch.latencies, batch.services)
             return
@@ -385,8 +386,8 @@ class WindowSeries:
                 len(mine), Binned([latencies[i] for i in mine]), Binned([services[i] for i in mine])
             )
 
-    def _count_sent(self, sents: list[float]) -> None:
-        first = self._index(min(sents))
+    def _count_sent(self, sents: list[float], earliest: float) -> None:
+        first = self._index(earliest)
         if first == self._index(max(sents)):
             self._tally_at(first).sent += len(sents)
             return
