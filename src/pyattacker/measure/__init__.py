@@ -19,7 +19,8 @@ caller passes timestamps.
 """
 
 from pyattacker.measure._batch import OkBatch, add_ok_answers, is_plain_ok
-from pyattacker.measure._histogram import Binned, Histogram, record_all
+from pyattacker.measure._binned import Binned, record_all
+from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._records import (
     ANSWERED,
     LLM_SAMPLE_COLUMNS,

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from pyattacker.measure._histogram import Binned
+from pyattacker.measure._binned import Binned
 from pyattacker.measure._records import Attempt, Outcome
 
 if TYPE_CHECKING:

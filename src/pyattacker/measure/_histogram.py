@@ -39,12 +39,15 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyattacker.measure._summary import PERCENTILES, Summary, nearest_rank
 
-__all__ = ["Binned", "Histogram", "record_all"]
+if TYPE_CHECKING:
+    from pyattacker.measure._binned import Binned
+
+__all__ = ["Histogram"]
 
 
 # ``counts[i] = counts.get(i, 0) + 1`` for each ``i`` of an iterable, in C: the loop behind
@@ -335,64 +338,6 @@ class Histogram:
         return (
             f"Histogram(count={self._count}, p50={_ms(p50)}, p99={_ms(p99)}, max={_ms(self._max)})"
         )
-
-
-class Binned:
-    """Values placed in their buckets once, to be recorded into several histograms
-    (:meth:`Histogram.add_binned`): a batch of answers' latencies go to the totals and to
-    their window alike, and the bucket arithmetic need not run twice.
-
-    Raises ``ValueError``, having kept nothing, if any value is negative, NaN or infinite.
-    ``values`` is the sequence given (not copied).
-    """
-
-    __slots__ = ("count", "high", "indexes", "low", "total", "values")
-
-    def __init__(self, values: Sequence[float]) -> None:
-        self.values = values
-        self.count = len(values)
-        self.indexes: list[int] = []
-        self.total = 0
-        self.low, self.high = (min(values), max(values)) if values else (math.inf, -math.inf)
-        if not values:
-            return
-        if not (self.low >= 0.0 and self.high < _TOP) or math.isnan(sum(values)):
-            self._bin_checked(values)
-            return
-        append = self.indexes.append
-        total = 0
-        for value in values:  # record()'s bucket arithmetic, on local names
-            x = int(value * _SCALE)
-            u = x >> _SHIFT
-            if u < _SUB_COUNT:
-                append(u)
-            else:
-                k = u.bit_length() - _SUB_BITS
-                append((k << (_SUB_BITS - 1)) + (u >> k))
-            total += x
-        self.total = total
-
-    def _bin_checked(self, values: Sequence[float]) -> None:
-        """The rare case (a value at or above the top, or a bad one): say which is wrong."""
-        for value in values:
-            if not 0.0 <= value < math.inf:
-                raise ValueError(f"a duration must be finite and >= 0 seconds, got {value!r}")
-        units = [_sum_units(value) for value in values]
-        self.indexes = [_index(x) for x in units]
-        self.total = sum(units)
-
-
-def record_all(values: Sequence[float], *histograms: Histogram) -> None:
-    """Record each of ``values`` once in each of ``histograms``: exactly what
-    ``h.record(v)`` for each value and histogram does, with each value's bucket found
-    once (:class:`Binned`). Raises ``ValueError``, having recorded nothing, if any value
-    is negative, NaN or infinite.
-    """
-    if not values or not histograms:
-        return
-    binned = Binned(values)
-    for histogram in histograms:
-        histogram.add_binned(binned)
 
 
 def _ms(seconds: float) -> str:

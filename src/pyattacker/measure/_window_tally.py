@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pyattacker.measure._binned import Binned
 from pyattacker.measure._frozen import PackedHistogram, pack, unpack
-from pyattacker.measure._histogram import Binned, Histogram
+from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._records import Attempt, Outcome
 from pyattacker.measure._stats import usage_tokens
 

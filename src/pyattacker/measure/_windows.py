@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
-from pyattacker.measure._histogram import Binned
+from pyattacker.measure._binned import Binned
 from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
 from pyattacker.measure._summary import Summary
 from pyattacker.measure._window_tally import COUNTS, HISTOGRAMS, Frozen, WindowTally
