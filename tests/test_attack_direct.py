@@ -2,7 +2,7 @@
 
 An open-model, one-attempt plan sent through the plain :class:`HttpSender` is written from
 the scheduler on an idle keep-alive connection and finished from that connection's
-callback (``Engine._dispatch`` -> ``HttpSender.start``), with no task. Each test checks
+callback (``DirectDispatcher.start`` -> ``HttpSender.start``), with no task. Each test checks
 that path was really taken (a spy on ``HttpSender.start``) and, where the figures are
 deterministic, compares them with the same plan forced onto the task path (a subclass of
 ``HttpSender``, which the engine never sends directly). Servers listen on 127.0.0.1 on a
@@ -34,6 +34,15 @@ from pyattacker.servers import EchoServer
 GUARD_S = 30.0  # a hang guard only: a run that needs it has failed already
 
 PlanOf = Callable[[str], AttackPlan]
+# Engine.statistics() once a run is over: no request, task, lease or queued arrival left.
+NOTHING_IN_PROGRESS = {
+    "in_flight": 0,
+    "queued": 0,
+    "leased": 0,
+    "unstarted": 0,
+    "tasks": 0,
+    "direct": 0,
+}
 During = Callable[[Engine, EchoServer], Awaitable[None]]
 
 
@@ -225,7 +234,7 @@ def test_stop_abandons_direct_requests_as_cancelled_and_accounts_for_every_one(
         await until(lambda: engine.total.requests >= 50)
         server.stall(60.0)
         await until(lambda: engine.progress().in_flight >= 40)
-        live, before = len(engine._live), engine.total.requests
+        live, before = engine.statistics()["direct"], engine.total.requests
         engine.stop("test stop")
         at_stop.extend((live, engine.total.requests - before))
 
@@ -249,8 +258,7 @@ def test_stop_abandons_direct_requests_as_cancelled_and_accounts_for_every_one(
     cancelled = [r for r in done.records if r.outcome is Outcome.CANCELLED]
     assert all(r.latency is None and r.error_class == "cancelled" for r in cancelled)
     # Nothing left behind: no task, no lease, no live request, no connection in use.
-    assert (engine._tasks, engine._live) == (set(), {})
-    assert (engine._in_flight, engine._leased, len(engine._backlog)) == (0, 0, 0)
+    assert engine.statistics() == NOTHING_IN_PROGRESS
     assert done.client["in_use"] == 0
     assert spy.sent > 0
 
@@ -374,7 +382,7 @@ def test_a_client_closed_mid_run_fails_the_rest_and_a_raising_on_record_kills_no
     assert total.requests == done.result.scheduled == 300
     assert total.by_outcome["ok"] >= 50
     assert total.by_outcome["ok"] + total.by_outcome["failed"] == 300
-    assert (engine._in_flight, engine._leased, engine._live) == (0, 0, {})
+    assert engine.statistics() == NOTHING_IN_PROGRESS
     assert spy.sent >= 40  # all but the first requests, which opened connections
 
 
@@ -404,7 +412,7 @@ def test_a_stop_from_on_record_in_the_scheduler_step_records_every_arrival() -> 
     assert result.stop_reason == "drop seen"
     assert result.scheduled == result.total.requests == 11  # ten spawned, one dropped
     assert result.total.by_outcome == {"cancelled": 10, "dropped": 1}
-    assert (engine._in_flight, engine._unstarted) == (0, {})
+    assert engine.statistics() == NOTHING_IN_PROGRESS
 
 
 @pytest.mark.parametrize("direct", [True, False])
@@ -420,7 +428,7 @@ def test_a_stop_whose_cancelled_records_fail_to_write_still_returns_every_reques
 
     async def stop_soon(engine: Engine, server: EchoServer) -> None:
         asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
-        await until(lambda: len(engine._backlog) >= 50)
+        await until(lambda: engine.statistics()["queued"] >= 50)
         engine.stop("ctrl-c")
 
     async def main() -> Run:
@@ -434,7 +442,7 @@ def test_a_stop_whose_cancelled_records_fail_to_write_still_returns_every_reques
     assert done.result.stop_reason == "ctrl-c"
     assert total.requests == done.result.scheduled
     assert total.by_outcome["cancelled"] >= 50
-    assert (engine._in_flight, len(engine._backlog), engine._leased) == (0, 0, 0)
+    assert engine.statistics() == NOTHING_IN_PROGRESS
 
 
 @pytest.mark.parametrize("direct", [True, False])

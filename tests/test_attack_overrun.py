@@ -8,6 +8,7 @@ a rate beyond the machine.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from pyattacker.attack import AttackPlan, Engine, OpenModel, Target
 from pyattacker.attack._overrun import DRAIN_STOP, OVERRUN
@@ -32,6 +33,9 @@ class CostlyClock:
 
     async def sleep(self, seconds: float) -> None:
         await LoopClock().sleep(seconds)
+
+    def reader(self) -> Callable[[], float]:
+        return self.now  # every read pays the cost
 
 
 class Server:

@@ -416,6 +416,9 @@ class ShiftedClock:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
+    def reader(self) -> Callable[[], float]:
+        return self.now  # the offset moves: read it every time
+
 
 def _answer_once_then_close(listener: socket.socket, closed: threading.Event) -> None:
     """A thread's server: one keep-alive answer, then a close the client's loop misses."""

@@ -43,6 +43,16 @@ class Clock(Protocol):
         """Suspend the caller for ``seconds`` of this clock's time (``<= 0`` just yields)."""
         ...
 
+    def reader(self) -> Callable[[], float]:
+        """A zero-argument function returning what :meth:`now` returns, as cheap as this
+        clock can make it: for code that reads the time once per request.
+
+        Made inside a running loop, it is valid while that loop runs (a clock may decide
+        once what ``now()`` decides on every call). A clock with nothing to decide returns
+        its ``now``.
+        """
+        ...
+
 
 class LoopClock:
     """The default clock: the running event loop's timers, and its time when it is simulated.
@@ -100,12 +110,9 @@ class LoopClock:
             await asyncio.sleep(0)
 
     def reader(self) -> Callable[[], float]:
-        """A function returning what ``now()`` returns, decided once for the running loop.
-
-        For hot paths that read the clock per request (the echo server): it skips the
-        loop lookup of ``now()`` (~0.3 us), so it is valid only while the loop that was
-        running when it was made runs (outside any loop: the real clock).
-        """
+        """What ``now()`` returns, with the running loop looked up once, not per reading:
+        the loop's ``time`` on a simulated loop, else ``time.monotonic`` (outside any loop
+        too). Valid while the loop that was running when it was made runs."""
         loop = asyncio._get_running_loop()
         if loop is not None and is_simulated(loop):
             return loop.time

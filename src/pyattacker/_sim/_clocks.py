@@ -9,7 +9,7 @@ close the loop, without "Task was destroyed" noise.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from pyattacker._sim._loops import (
@@ -50,6 +50,11 @@ class _LoopOwner(Generic[_L]):
     def now(self) -> float:
         """The loop's time, inside ``run`` only (:class:`RuntimeError` otherwise)."""
         return self.loop.time()
+
+    def reader(self) -> Callable[[], float]:
+        """The loop's ``time``: what :meth:`now` returns, valid for the current ``run``
+        (:class:`RuntimeError` outside ``run``)."""
+        return self.loop.time
 
     async def sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` of this clock's time on the running loop (``<= 0`` yields)."""

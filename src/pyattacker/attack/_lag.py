@@ -11,7 +11,7 @@ due), into a histogram. A busy loop is late for every callback alike, so the pro
 bounds how late any read was stamped.
 
 Resolution: uvloop's timers fire up to about a millisecond early or late by themselves
-(measured; see :meth:`pyattacker.clock.LoopClock.sleep_until`), so lags under ~1 ms are
+(see :meth:`pyattacker.clock.LoopClock.sleep_until`), so lags under ~1 ms are
 timer noise; the report warns only well above that. An early firing counts as 0.
 """
 

@@ -174,7 +174,8 @@ class OpenModel:
             limit, invert = segment.cumulative + segment.intensity(), segment.invert
             rate, start, cumulative = segment.rate0, segment.start, segment.cumulative
             if rng is None and rate > 0 and segment.rate1 == rate:
-                # A constant rate, the usual case: `invert`, inlined (one call less an arrival).
+                # A constant rate, the usual case: `invert`'s formula written out here, as
+                # this loop runs once per arrival.
                 while u < limit:
                     d = u - cumulative
                     t = start + min(d / rate, segment.duration) if d > 0 else start

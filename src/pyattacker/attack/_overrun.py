@@ -2,13 +2,14 @@
 
 Open-model arrivals are generated lazily, one at a time. At a rate the machine cannot
 keep, the generator falls behind its schedule, sending late (each lateness recorded) or
-dropping at ``max_in_flight``. Dispatching every arrival of the plan anyway made a 2 s
-plan take 77.7 s at 1e6/s. So, once the schedule's end has passed, the arrivals still
-ahead of the generator can no longer start in time: the engine stops generating and
-:func:`drop_rest` counts them as dropped (the open model's rule: counted, never skipped
-silently), in bulk and window by window, each with the message :data:`OVERRUN`. Their
-number is exact for evenly spaced arrivals (arrival ``k`` is at ``Λ⁻¹(k)``, see
-``_load.py``) and the expected one, rounded up, for Poisson arrivals, which are random.
+dropping at ``max_in_flight``. Dispatching every arrival of the plan anyway would make a
+short plan at an impossible rate run many times its duration. So, once the schedule's end
+has passed, the arrivals still ahead of the generator can no longer start in time: the
+engine stops generating and :func:`drop_rest` counts them as dropped (the open model's
+rule: counted, never skipped silently), in bulk and window by window, each with the
+message :data:`OVERRUN`. Their number is exact for evenly spaced arrivals (arrival ``k``
+is at ``Λ⁻¹(k)``, see ``_load.py``) and the expected one, rounded up, for Poisson
+arrivals, which are random.
 
 After the schedule, what is in flight gets one request timeout (``timeouts.total``) to end;
 then the engine stops (:data:`DRAIN_STOP`) and counts what still runs as cancelled. So an

@@ -14,20 +14,50 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._version import __version__
-from pyattacker.attack._llm import LlmSpec
-from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
-from pyattacker.attack._tally import ErrorGroup
-from pyattacker.llm import JsonlPrompts, PromptSource, SyntheticPrompts
+from pyattacker.attack._plan_dict import plan_dict
+from pyattacker.attack._tally import ErrorGroup, Tally
 from pyattacker.measure import Histogram, Outcome, RequestStats, Window
-from pyattacker.retry import Retrying
 
-__all__ = ["AttackResult"]
+__all__ = ["AttackResult", "RunTimes", "schedule_span"]
 
 
 #: ``stop_reason`` when requests still ran one timeout after the schedule ended (see
 #: ``_overrun.py``): they were cancelled, and the attack ended on time.
 DRAIN_STOP = "requests still in flight one timeout after the schedule ended were cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class RunTimes:
+    """When a run happened, on the engine's clock: its ``start``, the ``schedule_end``
+    (when the schedule stopped), its ``end``; ``last_offset``, the last open-model
+    arrival's offset from the start; ``started_at`` in epoch seconds (for the report)."""
+
+    started_at: float
+    start: float
+    schedule_end: float
+    end: float
+    last_offset: float
+
+
+def schedule_span(plan: AttackPlan, times: RunTimes, scheduled: int, *, stopped: bool) -> float:
+    """Seconds of plan the schedule covered: until the stop when it was stopped, else the
+    planned span (so 1,500 arrivals at 500/s cover 3 s, not the 2.998 s to the last
+    arrival); ``scheduled`` is how many arrivals it made."""
+    ran = times.schedule_end - times.start
+    load = plan.load
+    if stopped:
+        return ran
+    if isinstance(load, OpenModel):
+        if plan.requests is not None and scheduled >= plan.requests:
+            rate = load.rate_at(times.last_offset)
+            return times.last_offset + (1 / rate if rate > 0 else 0.0)
+        bounds = [b for b in (plan.duration, load.duration) if b is not None]
+        return min(bounds) if bounds else ran
+    if plan.duration is not None and (plan.requests is None or scheduled < plan.requests):
+        return plan.duration
+    return ran
 
 
 @dataclass
@@ -62,6 +92,38 @@ class AttackResult:
     errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
+
+    @classmethod
+    def build(
+        cls,
+        plan: AttackPlan,
+        tally: Tally,
+        times: RunTimes,
+        *,
+        decisions: dict[str, int],
+        stop_reason: str | None,
+        loop_lag: Histogram | None,
+    ) -> AttackResult:
+        """The result of a run of ``plan`` from what it counted (``tally``, read once
+        every request is counted) and when it ran (``times``)."""
+        targets = [target.id for target in plan.resolved_targets()]
+        return cls(
+            plan=plan,
+            started_at=times.started_at,
+            schedule_s=schedule_span(plan, times, tally.scheduled, stopped=stop_reason is not None),
+            elapsed=times.end - times.start,
+            send_span_s=max(0.0, tally.last_sent - times.start),
+            scheduled=tally.scheduled,
+            sent=tally.sent,
+            late=tally.late,
+            total=tally.total,
+            by_target=dict(tally.by_target) if len(targets) > 1 else {targets[0]: tally.total},
+            windows=tally.windows.windows(),
+            errors=tally.errors.groups(),
+            decisions=dict(decisions),
+            stop_reason=stop_reason,
+            loop_lag=loop_lag,
+        )
 
     @property
     def interrupted(self) -> bool:
@@ -265,7 +327,7 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
 
 
 def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
-    """One row of the LLM time series, in the columns of seed 001's tool.
+    """One row of the LLM time series, in the columns LLM load tools commonly report.
 
     ``rpm``: requests first sent in the window, per minute of the part of the window
     sending covered (``sending_span_s`` seconds from the start:
@@ -275,7 +337,7 @@ def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
     ``failed`` (answered with an error other than a throttle) and ``throttled`` (requests
     whose last attempt was refused) mean what they do in the report's ``windows``:
     requests by the window of their end. ``throttled_attempts``: refused *attempts*, each
-    in the window where it ended (seed 001 counts throttled calls). ``ttft_sent_s``: TTFT
+    in the window where it ended (a throttled call is an attempt). ``ttft_sent_s``: TTFT
     on the sent clock of the streamed requests; ``e2e_scheduled_s``: end to end on the
     scheduled clock of the OK answers, streamed or not (the populations of the summary's
     figures).
@@ -304,105 +366,3 @@ def _summary(histogram: Histogram) -> dict[str, Any]:
 
 def _per_minute(count: float, span_s: float) -> float | None:
     return count * 60.0 / span_s if span_s > 0 else None
-
-
-def retry_label(policy: Retrying) -> str:
-    """A short, honest description of a retry policy for report headers."""
-    if policy.max_attempts == 1:
-        return "none (one attempt per request)"
-    label = (
-        f"up to {policy.max_attempts} attempts, backoff {policy.base:g}s x{policy.factor:g} "
-        f"capped at {policy.cap:g}s, jitter {policy.jitter}, Retry-After honoured"
-    )
-    if policy.max_total_s is not None:
-        label += f", at most {policy.max_total_s:g}s in all"
-    if policy.on:
-        names = ", ".join(o if isinstance(o, str) else o.__name__ for o in policy.on)
-        label += f", also on {names}"
-    if not policy.retry_classified:
-        label += ", only on those"
-    if policy.retry_unknown:
-        label += ", unknown errors too"
-    return label
-
-
-def plan_dict(plan: AttackPlan) -> dict[str, Any]:
-    load = plan.load
-    model: dict[str, Any]
-    if isinstance(load, OpenModel):
-        model = {
-            "model": "open",
-            "rate": load.rate,
-            "stages": [[s.duration, s.rate] for s in load.stages],
-            "arrival": load.arrival,
-            "max_in_flight": load.max_in_flight,
-        }
-    else:
-        assert isinstance(load, ClosedModel)
-        model = {"model": "closed", "clients": load.clients, "think_time": load.think_time}
-    data: dict[str, Any] = {
-        "targets": [str(t) for t in plan.targets],
-        "load": model,
-        "duration_s": plan.duration,
-        "requests": plan.requests,
-        "method": plan.method,
-        "headers": [name for name, _ in plan.headers],  # names only: values may be secrets
-        "keys": len(plan.keys),  # how many, never which
-        "timeouts_s": {
-            "connect": plan.timeouts.connect,
-            "read": plan.timeouts.read,
-            "total": plan.timeouts.total,
-        },
-        "retry": retry_label(plan.retry),
-        "algorithm": plan.algorithm if isinstance(plan.algorithm, str) else repr(plan.algorithm),
-        "connections": plan.connections,
-        "preconnect": plan.preconnect,
-        "feedback": plan.feedback,
-        "window_s": plan.window,
-        "seed": plan.seed,
-    }
-    if plan.llm is None:  # an LLM attack builds each body from a prompt
-        data["body_bytes"] = len(plan.body) if plan.body else 0
-    else:
-        data["llm"] = llm_plan_dict(plan.llm)
-    return data
-
-
-def llm_plan_dict(spec: LlmSpec) -> dict[str, Any]:
-    """What an LLM attack asked for: every setting of ``spec``, never a key (keys live in
-    the plan's ``keys``, not in the spec). ``extra`` parameters are request body fields
-    (``temperature``...), shown with their values (one may replace ``max_tokens``).
-    ``max_tokens`` is the cap the requests ask for: a synthetic shape's (which names one
-    for every prompt, so the spec's is unused), else the spec's, sent for the JSONL lines
-    that name none (``None``: those send none, and the server decides)."""
-    return {
-        "model": spec.model,
-        "api": spec.api.value,
-        "stream": spec.stream,
-        "prompts": prompts_dict(spec.prompts),
-        "max_tokens": _effective_max_tokens(spec),
-        "azure_deployment": spec.azure_deployment,
-        "api_version": spec.api_version,
-        "extra": dict(spec.extra),
-    }
-
-
-def _effective_max_tokens(spec: LlmSpec) -> int | None:
-    prompts = spec.prompts
-    return prompts.max_tokens if isinstance(prompts, SyntheticPrompts) else spec.max_tokens
-
-
-def prompts_dict(prompts: PromptSource) -> dict[str, Any]:
-    """How a prompt source makes prompts: the shape of synthetic ones (and how their
-    length is approximated), or the file's name and prompt count."""
-    if isinstance(prompts, SyntheticPrompts):
-        return {
-            "kind": "synthetic",
-            "context_tokens": prompts.context_tokens,
-            "max_tokens": prompts.max_tokens,
-            "seed": prompts.seed,
-            "note": f"{prompts.context_tokens} common English words, about one token each",
-        }
-    if isinstance(prompts, JsonlPrompts):
-        return {"kind": "jsonl", "file": prompts.path.name, "lines": len(prompts)}
-    return {"kind": type(prompts).__name__}

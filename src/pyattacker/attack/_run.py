@@ -49,57 +49,70 @@ async def attack(
     keeps at least 8 MiB of each whole answer, the most it parses.
     """
     client: HttpClient | None = None
-    # Targets that share an origin (keys, paths on one host) share the client's pool for
-    # that origin: size it for all of them, or a lease would wait again inside.
-    per_origin = Counter(target.url.origin for target in plan.resolved_targets())
     if sender is None:
-        client = HttpClient(
-            timeouts=plan.timeouts,
-            max_connections=plan.connections * max(per_origin.values()),
-            clock=clock,
-            limits=_limits_for(plan, limits),
-        )
-        sender = (
-            _llm_sender(plan, client)
-            if plan.llm
-            else HttpSender(client, method=plan.method, body=plan.body)
-        )
+        client = _client_for(plan, clock, limits)
+        sender = _llm_sender(plan, client) if plan.llm else _http_sender(plan, client)
     engine = Engine(plan, sender, clock=clock, on_record=on_record)
-    loop = asyncio.get_running_loop()
-    # Before the engine's clock starts: connecting is then in no request's time. A stop
-    # meanwhile (Ctrl-C) cancels it, and the run then ends at once with nothing sent.
-    opening = (
-        loop.create_task(_preconnect(plan, client, per_origin))
-        if client is not None and plan.preconnect
-        else None
-    )
-
-    stopped: list[str] = []
-
-    def stop(reason: str) -> None:
-        stopped.append(reason)
-        engine.stop(reason)
-        if opening is not None:
-            opening.cancel()
-
-    handled: list[signal.Signals] = []
+    session = _Session(plan, engine, client)
     if stop_on_signals:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signum, stop, "interrupted")
-                handled.append(signum)
-    ticker = None
+        session.handle_signals()
     try:
-        if opening is not None:
-            try:
-                await opening
-            except asyncio.CancelledError:
-                if not stopped:  # cancelled from outside, not by stop()
-                    raise
+        await session.opened()
         if on_progress is not None:  # its elapsed time counts from the engine's start
-            ticker = loop.create_task(_tick(engine, on_progress, progress_every))
+            session.tick(on_progress, progress_every)
         return await engine.run()
     finally:
+        await session.close()
+
+
+class _Session:
+    """What :func:`attack` sets up around its engine, and takes down however it ends: the
+    client's first connections, the signal handlers, the progress ticker."""
+
+    def __init__(self, plan: AttackPlan, engine: Engine, client: HttpClient | None) -> None:
+        self._engine, self._client = engine, client
+        self._loop = asyncio.get_running_loop()
+        # Before the engine's clock starts: connecting is then in no request's time. A
+        # stop meanwhile (Ctrl-C) cancels it, and the run then ends at once with nothing sent.
+        self._opening = (
+            self._loop.create_task(_preconnect(plan, client))
+            if client is not None and plan.preconnect
+            else None
+        )
+        self._stopped = False
+        self._signals: list[signal.Signals] = []
+        self._ticker: asyncio.Task[None] | None = None
+
+    def stop(self, reason: str) -> None:
+        self._stopped = True
+        self._engine.stop(reason)
+        if self._opening is not None:
+            self._opening.cancel()
+
+    def handle_signals(self) -> None:
+        """SIGINT and SIGTERM stop the attack (where the loop can handle signals)."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                self._loop.add_signal_handler(signum, self.stop, "interrupted")
+                self._signals.append(signum)
+
+    async def opened(self) -> None:
+        """Wait for the first connections; a stop's cancellation ends the wait, quietly."""
+        if self._opening is None:
+            return
+        try:
+            await self._opening
+        except asyncio.CancelledError:
+            if not self._stopped:  # cancelled from outside, not by stop()
+                raise
+
+    def tick(self, on_progress: Callable[[Progress], None], every: float) -> None:
+        self._ticker = self._loop.create_task(_tick(self._engine, on_progress, every))
+
+    async def close(self) -> None:
+        """Cancel what still runs, remove the handlers, close the client. A ticker whose
+        ``on_progress`` raised raises it here."""
+        opening, ticker = self._opening, self._ticker
         if opening is not None and not opening.done():
             opening.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -108,20 +121,41 @@ async def attack(
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-        for signum in handled:
-            loop.remove_signal_handler(signum)
-        if client is not None:
-            await client.aclose()
+        for signum in self._signals:
+            self._loop.remove_signal_handler(signum)
+        if self._client is not None:
+            await self._client.aclose()
 
 
-async def _preconnect(
-    plan: AttackPlan, client: HttpClient, per_origin: Counter[tuple[str, str, int]]
-) -> None:
-    """Open ``plan.preconnect`` connections per target (``per_origin`` counts the targets
-    sharing each origin's pool: as many for each of them)."""
+def _per_origin(plan: AttackPlan) -> Counter[tuple[str, str, int]]:
+    """How many of the plan's targets share each origin (keys, paths on one host): they
+    share the client's pool for it, so it is sized for all of them, or a lease would wait
+    again inside."""
+    return Counter(target.url.origin for target in plan.resolved_targets())
+
+
+def _client_for(plan: AttackPlan, clock: Clock | None, limits: Limits | None) -> HttpClient:
+    return HttpClient(
+        timeouts=plan.timeouts,
+        max_connections=plan.connections * max(_per_origin(plan).values()),
+        clock=clock,
+        limits=_limits_for(plan, limits),
+    )
+
+
+def _http_sender(plan: AttackPlan, client: HttpClient) -> Sender:
+    return HttpSender(client, method=plan.method, body=plan.body)
+
+
+async def _preconnect(plan: AttackPlan, client: HttpClient) -> None:
+    """Open ``plan.preconnect`` connections per target (as many for each of the targets
+    sharing an origin's pool)."""
     urls = {target.url.origin: target.url for target in plan.resolved_targets()}
     await asyncio.gather(
-        *(client.preconnect(urls[origin], plan.preconnect * n) for origin, n in per_origin.items())
+        *(
+            client.preconnect(urls[origin], plan.preconnect * n)
+            for origin, n in _per_origin(plan).items()
+        )
     )
 
 

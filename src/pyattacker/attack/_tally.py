@@ -6,7 +6,7 @@ say *what* went wrong, where status codes and error classes only say how often.
 
 Kept apart from the engine so the async driver reads as scheduling and sending only, and
 so the counting (the hot path: it runs for every request, and for most of them in the
-batches of :meth:`Tally.flush`) can be measured and tuned on its own.
+batches of :meth:`Tally.flush`) can be read, measured and tuned on its own.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 
 from pyattacker.measure import (
     Attempt,
+    OkBatch,
     Outcome,
     RequestRecord,
     RequestStats,
     WindowSeries,
-    add_ok_answers,
 )
 
 __all__ = [
@@ -127,9 +127,9 @@ class Tally:
     """Totals, per-target stats and the time series of one attack.
 
     ``per_target`` keeps a :class:`RequestStats` per target besides the total (pointless
-    with one target, whose figures are the total's, and ~5 us a request). ``on_record``
+    with one target, whose figures are the total's, and not free per request). ``on_record``
     receives every finished request's :class:`RequestRecord`; without it, one-attempt
-    requests are counted from their attempt and no record is built (~2 us a request).
+    requests are counted from their attempt and no record is built.
     ``errors`` counts the last attempt's :attr:`~pyattacker.measure.Attempt.error` of
     every request that has one (a failed, throttled or dropped request, mostly).
 
@@ -211,14 +211,14 @@ class Tally:
         if len(attempts) == 1:
             self.finished_one(attempts[0])
         else:
-            self._unbatched(attempts)
+            self._alone(attempts)
 
     def finished_one(self, attempt: Attempt) -> None:
         """``finished([attempt])``: a one-attempt request (the engine's direct path)."""
         if (
             self._batching
             and attempt.error is None
-            # is_plain_ok(attempt), inlined: once per request
+            # a plain OK answer, as is_plain_ok says, asked without a call
             and attempt.outcome is Outcome.OK
             and attempt.sent is not None
             and attempt.end is not None
@@ -230,10 +230,12 @@ class Tally:
             if len(ok) >= BATCH:
                 self.flush()
             return
-        self._unbatched([attempt])
+        self._alone([attempt])
 
-    def _unbatched(self, attempts: list[Attempt]) -> None:
-        """Count a request that is not a plain OK answer (or while batching is off)."""
+    def _alone(self, attempts: list[Attempt]) -> None:
+        """Count one request as it finishes: the way for all but batched plain OK answers.
+        A one-attempt request that nobody wants a record of is counted from its attempt,
+        which is what counting its record does, without building it."""
         error = attempts[-1].error
         if error is not None:
             self.errors.note(error)
@@ -246,31 +248,23 @@ class Tally:
         """Count the plain OK answers batched so far.
 
         Every one-attempt request that ended OK with no error and no LLM figures (nearly
-        all of a load test) waits in a batch of up to :data:`BATCH`, counted in one pass
-        by :func:`~pyattacker.measure.add_ok_answers`: about half the cost of counting
-        each as it ends. Counting is commutative, so only the readers (the properties
-        above) need the batch counted first. Small, so one batch holds the loop for
-        about 0.1 ms, not the milliseconds that ruined
-        a numpy batch of 1,024 (see benchmarks/README.md).
+        all of a load test) waits in a batch of up to :data:`BATCH`, read once into an
+        :class:`~pyattacker.measure.OkBatch` that the totals and the windows each add to
+        their figures. Counting is commutative, so only the readers (the properties
+        above) need the batch counted first. Small, so that counting a batch never holds
+        the loop long (benchmarks/README.md has the figures).
         """
         ok = self._ok
         if not ok:
             return
         self._ok = []
         try:
-            add_ok_answers(ok, self._total, self._windows)
+            batch = OkBatch(ok)
+            self._windows.add_ok_batch(batch)  # first: it refuses a time before its origin
         except ValueError:
-            # A time the batch refuses (a sender on another clock, say): count each one as
-            # it would have been alone, so that only the wrong ones are refused, then say so.
-            refused: ValueError | None = None
-            for attempt in ok:
-                try:
-                    self._one_attempt(attempt)
-                except ValueError as exc:
-                    refused = refused or exc
-            if refused is not None:
-                raise refused from None
+            self._each_alone(ok)
             return
+        self._total.add_ok_batch(batch)
         late_after, late = self._late_after, 0
         last = self._last_sent
         for attempt in ok:
@@ -283,6 +277,18 @@ class Tally:
         self._sent += len(ok)
         self._late += late
         self._last_sent = last
+
+    def _each_alone(self, ok: list[Attempt]) -> None:
+        """A batch with a time it refuses (a sender on another clock, say): count each one
+        as it would have been alone, so that only the wrong ones are refused, then say so."""
+        refused: ValueError | None = None
+        for attempt in ok:
+            try:
+                self._one_attempt(attempt)
+            except ValueError as exc:
+                refused = refused or exc
+        if refused is not None:
+            raise refused from None
 
     def _one_attempt(self, attempt: Attempt) -> None:
         self._total.add_attempt(attempt)

@@ -179,6 +179,9 @@ class _LoopTime:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))  # noqa: TID251 - the simulated loop's timer
 
+    def reader(self) -> Callable[[], float]:
+        return self.now
+
 
 class _Simulation:
     """The state of one run: pools, provider, workers and their tally."""

@@ -1,23 +1,26 @@
-"""Timing records, mergeable histograms, windows and summaries (DESIGN.md §5).
+"""Timing records, mergeable histograms, windows and summaries.
 
 * :class:`Attempt` / :class:`RequestRecord` — the facts of one try and of one logical
   request, with latency on two named clocks (``scheduled`` and ``sent``);
   :data:`SAMPLE_COLUMNS` / :data:`LLM_SAMPLE_COLUMNS` name the columns of a request's row.
 * :class:`Histogram` — log-linear, bounded, exactly mergeable; percentiles within 0.05 %
   for values >= 1 µs. :func:`exact_percentile` is the one percentile definition.
-* :func:`add_ok_answers` — the plain OK answers that are most of a load test, counted in
-  batches (:func:`is_plain_ok`), as they would be one by one, for about half the cost.
+  :class:`Binned` — values bucketed once for several histograms.
 * :class:`RequestStats` — counts and histograms of many requests, with TTFT, ITL, TPOT
   and token counts for streamed LLM answers; :class:`WindowSeries` — the same per fixed
-  time window.
+  time window. A request is counted alone (``add``, ``add_attempt``) or, when it is a
+  plain OK answer (:func:`is_plain_ok`), in an :class:`OkBatch` that each of them adds
+  to its own figures (``add_ok_batch``; :func:`add_ok_answers` does both): the same
+  figures for less work, since most of a load test is plain OK answers.
 
 Everything here merges exactly (also across processes, via ``to_dict``/``from_dict``), so
 workers aggregate locally and a coordinator adds them up. Nothing here reads a clock: the
 caller passes timestamps.
 """
 
-from pyattacker.measure._batch import add_ok_answers, is_plain_ok
-from pyattacker.measure._histogram import Histogram, record_all
+from pyattacker.measure._batch import OkBatch, add_ok_answers, is_plain_ok
+from pyattacker.measure._binned import Binned, record_all
+from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._records import (
     ANSWERED,
     LLM_SAMPLE_COLUMNS,
@@ -36,7 +39,9 @@ __all__ = [
     "PERCENTILES",
     "SAMPLE_COLUMNS",
     "Attempt",
+    "Binned",
     "Histogram",
+    "OkBatch",
     "Outcome",
     "RequestRecord",
     "RequestStats",

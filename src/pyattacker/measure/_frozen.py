@@ -15,8 +15,8 @@ packed into two arrays:
   ~480, usually tens), 6 bytes each (a 2-byte index, a 4-byte count), whatever the
   number of requests.
 
-A frozen window is thawed (back to a :class:`_Tally` of coarse histograms) if a late record
-arrives for it; coarsening is idempotent, so freezing it again loses nothing more.
+A frozen window is thawed (back to a ``WindowTally`` of coarse histograms) if a late
+record arrives for it; coarsening is idempotent, so freezing it again loses nothing more.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ sub-buckets of width ``2**k`` units. That is HdrHistogram's layout with 2048 sub
 bucket count is fixed (38,912), so memory never grows with the number of samples.
 
 Storage. Counts live in a dict of the buckets touched (30-60 bytes each), not a dense
-list of all 38,912 (311 KB per histogram, touched or not). Dense is about 1.3x faster per
-``record()`` (~110 ns, ``benchmarks/histogram.py``), but every window of a
+list of all 38,912 (311 KB per histogram, touched or not). Dense is a little faster per
+``record()`` (``benchmarks/histogram.py``), but every window of a
 :class:`~pyattacker.measure.WindowSeries` keeps two histograms: 600 one-second windows
 would hold 370 MB dense, while a window of 1,000 samples touches at most 1,000 buckets.
 (A wide distribution touches many: HdrHistogram's model has 1,024 buckets per octave.)
@@ -21,16 +21,15 @@ clamped to ``[min, max]``. For every recorded value ``v`` below the top::
 
     |answer - exact| <= max(2**-31 s, exact / 2048)    (plus float rounding, ~1e-16 relative)
 
-i.e. at most 0.47 ns, or 0.049 % of the value — within 0.05 % for every value >= 1 µs,
-half the 0.1 % the design allows. A single sample, ``p0`` and ``p100`` are exact.
+i.e. at most 0.47 ns, or 0.049 % of the value — within 0.05 % for every value >= 1 µs.
+A single sample, ``p0`` and ``p100`` are exact.
 
 Exactness. ``count``, ``min``, ``max`` and the integer sum of ``x`` are kept exactly, so
 :meth:`Histogram.merge` gives *exactly* the histogram of all samples, in any order and
 split (``total`` and ``mean`` are exact to 2**-60 s ~ 1e-18 s per sample, rounded once).
 
-Why hand-written rather than the ``hdrhistogram`` PyPI package (DESIGN.md §8 allows
-either): it is measurably slower on the load path — 1,279 ns per ``record_value`` (1,149
-ns on pre-converted integers) against our 506 ns, ``benchmarks/histogram.py``, same run —
+Why hand-written rather than the ``hdrhistogram`` PyPI package: it is slower on the load
+path (``benchmarks/histogram.py`` compares them; the figures are in ``benchmarks/README.md``),
 and it keeps a dense counts array per histogram (320 KB, see Storage), has no exact sum
 or ``min``/``max`` in float seconds, and serialises to a compressed binary blob where we
 want plain JSON. One float-to-int conversion here feeds both the bucket and the exact sum.
@@ -40,20 +39,21 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyattacker.measure._summary import PERCENTILES, Summary, nearest_rank
 
-__all__ = ["Histogram", "record_all"]
+if TYPE_CHECKING:
+    from pyattacker.measure._binned import Binned
+
+__all__ = ["Histogram"]
 
 
 # ``counts[i] = counts.get(i, 0) + 1`` for each ``i`` of an iterable, in C: the loop behind
-# ``Counter.update``. A batch's bucket indexes are computed once in Python, then counted
-# into each histogram by this: 5-10 % less per value than counting in Python, in batches
-# of 32 into two histograms (benchmarks/histogram.py: 562 against 591 ns, and 880 against
-# 977 ns in a slower minute). The fallback, for a Python without the C helper, does the
-# same in Python.
+# ``Counter.update``. A batch's bucket indexes are computed once in Python (:class:`Binned`),
+# then counted into each histogram by this, which is cheaper than counting in Python. The
+# fallback, for a Python without the C helper, does the same in Python.
 def _count_in_python(counts: dict[int, int], indexes: Iterable[int]) -> None:
     for i in indexes:
         counts[i] = counts.get(i, 0) + 1
@@ -137,7 +137,8 @@ class Histogram:
         """Record ``value`` seconds ``count`` times (a whole number >= 1).
 
         Raises ``ValueError`` for a negative, NaN or infinite value and for a bad count.
-        The common case (count 1, value in range) is inlined: this is on the load path.
+        The common case (count 1, value in range) is computed here, without a call: this
+        is on the load path.
         """
         if count != 1 or not 0.0 <= value < _TOP:
             self._record_checked(value, count)
@@ -182,6 +183,18 @@ class Histogram:
         self._sum += other._sum
         self._min = min(self._min, other._min)
         self._max = max(self._max, other._max)
+
+    def add_binned(self, binned: Binned) -> None:
+        """Record every value of ``binned``: what :meth:`record` of each does."""
+        if not binned.count:
+            return
+        _count_elements(self._counts, binned.indexes)
+        self._count += binned.count
+        self._sum += binned.total
+        if binned.low < self._min:
+            self._min = binned.low
+        if binned.high > self._max:
+            self._max = binned.high
 
     def copy(self) -> Histogram:
         """An independent histogram equal to this one."""
@@ -325,49 +338,6 @@ class Histogram:
         return (
             f"Histogram(count={self._count}, p50={_ms(p50)}, p99={_ms(p99)}, max={_ms(self._max)})"
         )
-
-
-def record_all(values: Sequence[float], *histograms: Histogram) -> None:
-    """Record each of ``values`` once in each of ``histograms``: exactly what
-    ``h.record(v)`` for each value and histogram does.
-
-    For the load path, which counts answers in batches: the bucket arithmetic runs in a
-    loop of local names, once per value however many histograms take it (a batch's
-    latencies go to the totals and to their window alike). Raises ``ValueError``, having
-    recorded nothing, if any value is negative, NaN or infinite.
-    """
-    if not values or not histograms:
-        return
-    low, high = min(values), max(values)
-    if not (low >= 0.0 and high < _TOP) or math.isnan(sum(values)):
-        for value in values:  # the rare case: check each, and say which is wrong
-            if not 0.0 <= value < math.inf:
-                raise ValueError(f"a duration must be finite and >= 0 seconds, got {value!r}")
-        for histogram in histograms:
-            for value in values:
-                histogram.record(value)
-        return
-    indexes: list[int] = []
-    append = indexes.append
-    total = 0
-    for value in values:  # record()'s bucket arithmetic, inlined
-        x = int(value * _SCALE)
-        u = x >> _SHIFT
-        if u < _SUB_COUNT:
-            append(u)
-        else:
-            k = u.bit_length() - _SUB_BITS
-            append((k << (_SUB_BITS - 1)) + (u >> k))
-        total += x
-    n = len(values)
-    for histogram in histograms:
-        _count_elements(histogram._counts, indexes)
-        histogram._count += n
-        histogram._sum += total
-        if low < histogram._min:
-            histogram._min = low
-        if high > histogram._max:
-            histogram._max = high
 
 
 def _ms(seconds: float) -> str:

@@ -1,6 +1,6 @@
 """Timing records: one :class:`Attempt` per try, one :class:`RequestRecord` per request.
 
-DESIGN.md §5. Every timestamp is float seconds on the run's clock (``LoopClock().now()``:
+Every timestamp is float seconds on the run's clock (``LoopClock().now()``:
 only differences mean anything). An attempt is mutable because the engine fills it in as
 it progresses; a request record is frozen once its last attempt has ended (the engine must
 not touch the attempts afterwards).
@@ -206,7 +206,7 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
-    """One logical request: all its attempts, in order (DESIGN.md §5).
+    """One logical request: all its attempts, in order.
 
     Construction checks that ``attempts`` is non-empty, all of request ``request``, with
     strictly increasing attempt numbers (``ValueError`` otherwise).

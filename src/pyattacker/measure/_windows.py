@@ -9,31 +9,24 @@ line up and merge exactly, window by window.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
-from pyattacker.measure._frozen import PackedHistogram, pack, unpack
-from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._binned import Binned
 from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecord
-from pyattacker.measure._stats import usage_tokens
 from pyattacker.measure._summary import Summary
+from pyattacker.measure._window_tally import COUNTS, HISTOGRAMS, Frozen, WindowTally
+
+if TYPE_CHECKING:
+    from pyattacker.measure._batch import OkBatch
 
 __all__ = ["Window", "WindowSeries"]
 
-# Per-window counters; every one adds on merge except max_in_flight, which takes the max.
-# The outcome names double as counter names (`Outcome.OK.value == "ok"`, ...).
-_COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropped", "cancelled")
-# Counts the LLM row shows (add on merge); optional in `from_dict` (written before them),
-# as the `ttft` and `e2e_scheduled` histograms are.
-_EXTRA = ("prompt_tokens", "completion_tokens", "throttled_attempts")
 _EMPTY = Summary.empty()  # frozen, so one instance serves every default
-_FIELDS = (*_COUNTS, *_EXTRA, "max_in_flight")
-_HISTOGRAMS = ("latency", "service_time", "ttft", "e2e_scheduled")
-# A closed window (see measure/_frozen.py): its counts, then its histograms packed.
-_Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...]]
 # Windows this far behind the newest one touched are frozen. Records land in the window of
 # their end, which is about now; a later one (a batch counted late) thaws its window.
 LIVE_WINDOWS = 4
@@ -106,114 +99,11 @@ class Window:
     def to_dict(self) -> dict[str, Any]:
         """Flat counts plus ``latency`` and ``service_time`` as :meth:`Summary.to_dict`."""
         data: dict[str, Any] = {"index": self.index, "start": self.start, "width": self.width}
-        data.update({name: getattr(self, name) for name in _COUNTS})
+        data.update({name: getattr(self, name) for name in COUNTS})
         data["max_in_flight"] = self.max_in_flight
         data["latency"] = self.latency.to_dict()
         data["service_time"] = self.service_time.to_dict()
         return data
-
-
-class _Tally:
-    """One window's running counts and histograms."""
-
-    __slots__ = (
-        *_COUNTS, *_EXTRA, "e2e_scheduled", "latency", "max_in_flight", "service_time", "ttft"
-    )  # fmt: skip
-
-    def __init__(self) -> None:
-        self.scheduled = self.sent = self.completed = 0
-        self.ok = self.failed = self.throttled = self.dropped = self.cancelled = 0
-        self.max_in_flight = 0
-        self.latency = Histogram()
-        self.service_time = Histogram()
-        self.ttft = Histogram()
-        self.e2e_scheduled = Histogram()
-        self.prompt_tokens = self.completion_tokens = self.throttled_attempts = 0
-
-    def add_streamed(
-        self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
-    ) -> None:
-        """The LLM figures of an answered request whose last attempt streamed: its TTFT,
-        and its end to end (scheduled clock) if it ended OK."""
-        if sent is not None:
-            self.ttft.record(first - sent if first > sent else 0.0)
-        if attempt.outcome is Outcome.OK:
-            self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
-        self.add_usage(attempt)
-
-    def add_whole_body(self, attempt: Attempt, scheduled: float, end: float) -> None:
-        """The LLM figures of an answered request whose last attempt is a whole-body
-        answer: its end to end (scheduled clock) if it ended OK, and its tokens."""
-        if attempt.outcome is Outcome.OK:
-            self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
-        self.add_usage(attempt)
-
-    def add_usage(self, attempt: Attempt) -> None:
-        """The token counts of an answered request's last attempt (streamed or not)."""
-        usage = attempt.usage
-        if usage is not None and attempt.outcome is Outcome.OK:
-            self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
-            self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
-
-    def merge(self, other: _Tally) -> None:
-        for name in (*_COUNTS, *_EXTRA):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
-        self.latency.merge(other.latency)
-        self.service_time.merge(other.service_time)
-        self.ttft.merge(other.ttft)
-        self.e2e_scheduled.merge(other.e2e_scheduled)
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {name: getattr(self, name) for name in (*_COUNTS, *_EXTRA)}
-        data["max_in_flight"] = self.max_in_flight
-        data["latency"] = self.latency.to_dict()
-        data["service_time"] = self.service_time.to_dict()
-        data["ttft"] = self.ttft.to_dict()
-        data["e2e_scheduled"] = self.e2e_scheduled.to_dict()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> _Tally:
-        """A tally from ``to_dict``; the LLM keys and ``throttled_attempts`` may be missing
-        (written before them): they are then 0 or empty."""
-        tally = cls()
-        for name in (*_COUNTS, "max_in_flight", *_EXTRA):
-            if name not in data and name in _EXTRA:
-                continue
-            value = data[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"window {name} must be a count >= 0, got {value!r}")
-            setattr(tally, name, value)
-        tally.latency = Histogram.from_dict(data["latency"])
-        tally.service_time = Histogram.from_dict(data["service_time"])
-        for name in ("ttft", "e2e_scheduled"):
-            if name in data:
-                setattr(tally, name, Histogram.from_dict(data[name]))
-        return tally
-
-    def freeze(self) -> _Frozen:
-        """This window's counts, and its histograms coarsened and packed (``_frozen``)."""
-        counts = tuple(getattr(self, name) for name in _FIELDS)
-        return counts, tuple(pack(getattr(self, name)) for name in _HISTOGRAMS)
-
-    @classmethod
-    def thaw(cls, frozen: _Frozen) -> _Tally:
-        """The tally :meth:`freeze` kept (with its coarse histograms)."""
-        tally = cls()
-        counts, packed = frozen
-        for name, value in zip(_FIELDS, counts, strict=True):
-            setattr(tally, name, value)
-        for name, histogram in zip(_HISTOGRAMS, packed, strict=True):
-            setattr(tally, name, unpack(histogram))
-        return tally
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, _Tally):
-            return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
 
 
 class WindowSeries:
@@ -238,8 +128,8 @@ class WindowSeries:
         if not math.isfinite(origin):
             raise ValueError(f"origin must be finite, got {origin!r}")
         self.origin = float(origin)
-        self._tallies: dict[int, _Tally] = {}  # open windows, by index
-        self._frozen: dict[int, _Frozen] = {}  # closed ones (never in both)
+        self._tallies: dict[int, WindowTally] = {}  # open windows, by index
+        self._frozen: dict[int, Frozen] = {}  # closed ones (never in both)
         self._newest = -1
         self._live = live
 
@@ -251,17 +141,17 @@ class WindowSeries:
             raise ValueError(f"a window time must be finite, got {t!r}")
         return int((t - self.origin) / self.width)  # int() floors a non-negative float
 
-    def _tally(self, t: float) -> _Tally:
-        if not self.origin <= t < math.inf:  # index_of, inlined: twice per request
+    def _tally(self, t: float) -> WindowTally:
+        if not self.origin <= t < math.inf:  # checked here: index_of costs a call
             self.index_of(t)  # raises the reason
         index = int((t - self.origin) / self.width)
         return self._tallies.get(index) or self._tally_at(index)
 
-    def _tally_at(self, index: int) -> _Tally:
+    def _tally_at(self, index: int) -> WindowTally:
         tally = self._tallies.get(index)
         if tally is None:
             frozen = self._frozen.pop(index, None)
-            tally = _Tally() if frozen is None else _Tally.thaw(frozen)
+            tally = WindowTally() if frozen is None else WindowTally.thaw(frozen)
             self._tallies[index] = tally
             if index > self._newest:  # once per new window: close the old ones
                 self._newest = index
@@ -272,7 +162,7 @@ class WindowSeries:
         for index in [i for i in self._tallies if i < limit]:
             self._frozen[index] = self._tallies.pop(index).freeze()
 
-    def _view(self, index: int) -> _Tally | None:
+    def _view(self, index: int) -> WindowTally | None:
         """Window ``index`` to read, or None if never touched: as frozen (coarse) if it is
         older than the live ones, even if a late record thawed it, so that what is read
         does not depend on the order the records came in (coarsening the union of two
@@ -280,9 +170,9 @@ class WindowSeries:
         tally = self._tallies.get(index)
         if tally is None:
             frozen = self._frozen.get(index)
-            return None if frozen is None else _Tally.thaw(frozen)
+            return None if frozen is None else WindowTally.thaw(frozen)
         if index < self._newest - self._live:
-            return _Tally.thaw(tally.freeze())
+            return WindowTally.thaw(tally.freeze())
         return tally
 
     def _indexes(self) -> list[int]:
@@ -290,13 +180,17 @@ class WindowSeries:
 
     def stored_buckets(self) -> int:
         """How many histogram buckets every window together keeps (a measure of memory)."""
-        live = sum(len(getattr(t, n)._counts) for t in self._tallies.values() for n in _HISTOGRAMS)
+        live = sum(len(getattr(t, n)._counts) for t in self._tallies.values() for n in HISTOGRAMS)
         frozen = sum(len(p[4]) for _, packed in self._frozen.values() for p in packed if p)
         return live + frozen
 
     def add(self, record: RequestRecord) -> None:
         """Count ``record`` in the window of its ``end`` (its ``scheduled`` if it has none),
-        and each of its throttled attempts in the window of that attempt's end."""
+        and each of its throttled attempts in the window of that attempt's end. A
+        one-attempt record is counted by :meth:`add_attempt`: one way per request."""
+        if len(record.attempts) == 1:
+            self.add_attempt(record.attempts[0])
+            return
         end = record.end
         tally = self._tally(record.scheduled if end is None else end)
         outcome = record.outcome
@@ -344,11 +238,50 @@ class WindowSeries:
         elif attempt.usage is not None:
             tally.add_whole_body(attempt, scheduled, end)
 
+    def add_ok_batch(self, batch: OkBatch) -> None:
+        """``add_attempt`` and ``note_sent`` of every plain OK answer of ``batch``, in one
+        step. Raises ``ValueError``, having counted none, for a time before the origin."""
+        if not batch.count:
+            return
+        sents, ends = batch.sents, batch.ends
+        first_sent, first_end = min(sents), min(ends)
+        for earliest in (first_sent, first_end):
+            if earliest < self.origin:
+                self.index_of(earliest)  # raises the reason
+        self._count_sent(sents, first_sent)
+        # A window's index only grows with the time, so a batch whose earliest and latest
+        # ends share a window lies wholly in it: the usual case, with no index per answer.
+        first = self._index(first_end)
+        if first == self._index(max(ends)):
+            self._tally_at(first).add_ok(batch.count, batch.latencies, batch.services)
+            return
+        latencies, services = batch.latencies.values, batch.services.values
+        by_window: dict[int, list[int]] = {}
+        for i, end in enumerate(ends):
+            by_window.setdefault(self._index(end), []).append(i)
+        for index in sorted(by_window):  # a batch across a window's end
+            mine = by_window[index]
+            self._tally_at(index).add_ok(
+                len(mine), Binned([latencies[i] for i in mine]), Binned([services[i] for i in mine])
+            )
+
+    def _count_sent(self, sents: list[float], earliest: float) -> None:
+        first = self._index(earliest)
+        if first == self._index(max(sents)):
+            self._tally_at(first).sent += len(sents)
+            return
+        for index, count in Counter([self._index(t) for t in sents]).items():
+            self._tally_at(index).sent += count
+
+    def _index(self, t: float) -> int:
+        """:meth:`index_of` for a time known to be finite and after the origin."""
+        return int((t - self.origin) / self.width)
+
     def note_arrival(self, t: float, in_flight: int) -> None:
         """Count one planned arrival at ``t`` and keep the largest ``in_flight`` seen in
         its window (the engine calls this once per arrival). ``in_flight`` counts the
         arriving request if it was admitted (not dropped): the count just after it."""
-        origin = self.origin  # _tally(t), inlined: once per arrival
+        origin = self.origin  # what _tally(t) does, without the calls: once per arrival
         if not origin <= t < math.inf:
             self.index_of(t)  # raises the reason
         index = int((t - origin) / self.width)
@@ -373,14 +306,14 @@ class WindowSeries:
         windows = []
         carried = 0  # in flight at the window's start: arrived before it, not yet ended
         for i in range(last + 1):
-            tally = self._view(i) or _Tally()
+            tally = self._view(i) or WindowTally()
             windows.append(self._window(i, tally, max(tally.max_in_flight, carried)))
             ended = tally.completed + tally.dropped + tally.cancelled
             carried = max(0, carried + tally.scheduled - ended)
         return windows
 
-    def _window(self, index: int, tally: _Tally, max_in_flight: int) -> Window:
-        counts = {name: getattr(tally, name) for name in _COUNTS}
+    def _window(self, index: int, tally: WindowTally, max_in_flight: int) -> Window:
+        counts = {name: getattr(tally, name) for name in COUNTS}
         return Window(
             index=index,
             start=index * self.width,
@@ -424,7 +357,7 @@ class WindowSeries:
                     raise ValueError(f"window index must be >= 0, got {index!r}")
                 if index in series._tallies:
                     raise ValueError(f"window {index} appears twice")
-                series._tallies[index] = _Tally.from_dict(window)
+                series._tallies[index] = WindowTally.from_dict(window)
                 series._newest = max(series._newest, index)
         except (KeyError, TypeError, AttributeError, ValueError, ConfigError) as exc:
             raise ValueError(f"not a window series: {exc!r}") from exc

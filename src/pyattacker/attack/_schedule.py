@@ -1,0 +1,140 @@
+"""When requests arrive: the open model's schedule, or the closed model's clients.
+
+The open model keeps its schedule whatever the server does: an arrival is admitted
+(:func:`admit`) and started by the dispatcher, late if it must be (its lateness recorded),
+queued for a connection, or dropped and counted; none is skipped silently. A closed-model
+client sends its next request one think time after the last one ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import types
+from collections.abc import Generator, Iterator
+from itertools import count, islice
+
+from pyattacker.attack._dispatch import Dispatcher
+from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._mode import Admit, Flight, admit
+from pyattacker.attack._overrun import drop_rest, schedule_end
+from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._requests import Requests
+from pyattacker.attack._time import RunTime
+from pyattacker.clock import TIMER_SLACK_S
+
+__all__ = ["ClosedSchedule", "OpenSchedule"]
+
+_YIELD_EVERY = 64  # overdue arrivals dispatched between two yields to the loop
+
+
+@types.coroutine
+def _turn() -> Generator[None, None, None]:
+    """Let the loop run one turn (``asyncio.sleep(0)``, with one object less)."""
+    yield
+
+
+class OpenSchedule:
+    """The open model's arrivals from ``start``; ``last_offset`` is the last one's offset."""
+
+    def __init__(
+        self,
+        plan: AttackPlan,
+        start: float,
+        time: RunTime,
+        flight: Flight,
+        requests: Requests,
+        dispatcher: Dispatcher,
+        *,
+        queue_when_full: bool,
+    ) -> None:
+        assert isinstance(plan.load, OpenModel)
+        self.plan, self.load, self.start, self.time = plan, plan.load, start, time
+        self.flight, self.requests, self.dispatcher = flight, requests, dispatcher
+        self.capacity = flight.capacity if queue_when_full else math.inf
+        self.last_offset = 0.0
+
+    async def run(self) -> None:
+        plan, start, flight, time = self.plan, self.start, self.flight, self.time
+        arrivals: Iterator[float] = self.load.arrivals(seed=plan.seed, duration=plan.duration)
+        if plan.requests is not None:
+            arrivals = islice(arrivals, plan.requests)
+        over = start + schedule_end(plan)
+        now, poll, behind = time.now, time.precise is not None, 0
+        tally, backlog, start_request = self.requests.tally, flight.backlog, self.dispatcher.start
+        most, capacity = self.load.max_in_flight, self.capacity
+        for n, offset in enumerate(arrivals):
+            if flight.stopping is not None:  # stopped from inside this step (an on_record)
+                return
+            self.last_offset = offset
+            scheduled = start + offset
+            if now() < scheduled:
+                behind = 0
+                # On a real loop, an arrival due within the timer's slack (nearly every
+                # one at a high rate) is polled for here, one loop turn a poll, without
+                # the chain of coroutines of wait_until around each.
+                if poll and scheduled - now() <= TIMER_SLACK_S:
+                    while now() < scheduled:  # polling is the point
+                        await _turn()
+                else:
+                    await time.wait_until(scheduled)
+            else:
+                # Late: dispatch at once, but let the loop breathe now and then (sends,
+                # answers, the progress ticker and Ctrl-C all wait while we run).
+                behind += 1
+                if behind % _YIELD_EVERY == 0:
+                    if now() >= over:  # past the schedule's end: the rest cannot start in time
+                        drop_rest(tally, plan, n, offset, start)
+                        return
+                    await time.clock.sleep(0)
+            busy = flight.leased + len(flight.unstarted)
+            verdict = admit(flight.in_flight, most, len(backlog), busy, capacity)
+            if verdict is Admit.DROP:
+                tally.arrival(scheduled, flight.in_flight)
+                self.requests.drop(n, scheduled)
+                continue
+            # Counted with the new request in: in-flight only rises here, so the window's
+            # peak is at one of its arrivals (or carried from before it).
+            flight.in_flight += 1
+            tally.arrival(scheduled, flight.in_flight)
+            if verdict is Admit.QUEUE:
+                backlog.append((n, scheduled))  # in progress: waiting for a connection
+            else:
+                start_request(n, scheduled)
+
+
+class ClosedSchedule:
+    """The closed model's clients, each sending its next request when the last ended."""
+
+    def __init__(
+        self, plan: AttackPlan, start: float, time: RunTime, flight: Flight, requests: Requests
+    ) -> None:
+        assert isinstance(plan.load, ClosedModel)
+        self.plan, self.load, self.start, self.time = plan, plan.load, start, time
+        self.flight, self.requests = flight, requests
+        self.last_offset = 0.0  # the open model's figure: unused here
+
+    async def run(self) -> None:
+        ordinals = count()
+        duration = self.plan.duration
+        deadline = None if duration is None else self.start + duration
+        clients = (self._client(ordinals, deadline) for _ in range(self.load.clients))
+        await asyncio.gather(*clients)
+
+    async def _client(self, ordinals: Iterator[int], deadline: float | None) -> None:
+        flight, tally, limit = self.flight, self.requests.tally, self.plan.requests
+        now, think = self.time.now, self.load.think_time
+        scheduled = now()
+        while flight.stopping is None:
+            if deadline is not None and scheduled >= deadline:
+                return
+            n = next(ordinals)
+            if limit is not None and n >= limit:
+                return
+            flight.in_flight += 1
+            tally.arrival(scheduled, flight.in_flight)
+            await self.requests.request(n, scheduled)
+            # The next request is due one think time after this one ended: a late wake-up
+            # from that pause is dispatch delay, not hidden.
+            scheduled = now() + think
+            await self.time.wait_until(scheduled)

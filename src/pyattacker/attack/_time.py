@@ -1,0 +1,58 @@
+"""The engine's clock for one run: how it reads the time and how it waits for an instant."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from pyattacker.clock import Clock, LoopClock, is_simulated
+
+__all__ = ["PoolTime", "RunTime"]
+
+
+class RunTime:
+    """The run's clock, decided once when the run starts on ``loop``.
+
+    ``now`` is the clock's :meth:`~pyattacker.clock.Clock.reader`. ``precise`` is the
+    clock when its time is the loop's real time (a :class:`LoopClock` on a loop that is
+    not simulated), else None: the one place the engine asks which clock it has, because
+    only real timers fire early or late (by up to a millisecond on uvloop), so only they
+    need :meth:`LoopClock.sleep_until`'s finish by polling, and only a real loop's lag is
+    worth probing. A simulated loop's timers, and any other clock's sleep, are exact.
+    """
+
+    __slots__ = ("clock", "now", "precise")
+
+    def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
+        self.clock = clock
+        self.now: Callable[[], float] = clock.reader()
+        self.precise: LoopClock | None = (
+            clock if isinstance(clock, LoopClock) and not is_simulated(loop) else None
+        )
+
+    async def wait_until(self, deadline: float) -> None:
+        """Return at ``deadline`` on this clock, never before it."""
+        if self.now() >= deadline:
+            return
+        if self.precise is not None:
+            await self.precise.sleep_until(deadline)
+        else:
+            await self.clock.sleep(deadline - self.clock.now())
+
+
+class PoolTime:
+    """The engine's clock as its pool reads it: ``now`` is the run's reader (set when the
+    run starts), so the pool's readings, several per lease, cost what the engine's do.
+    The pool is built before the run, when no reader can be taken yet."""
+
+    __slots__ = ("_clock", "now")
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.now: Callable[[], float] = clock.now
+
+    async def sleep(self, seconds: float) -> None:
+        await self._clock.sleep(seconds)
+
+    def reader(self) -> Callable[[], float]:
+        return self.now

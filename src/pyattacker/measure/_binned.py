@@ -1,0 +1,77 @@
+"""Values bucketed once for several histograms: how a batch of answers is recorded."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pyattacker.measure._histogram import (
+    _SCALE,
+    _SHIFT,
+    _SUB_BITS,
+    _SUB_COUNT,
+    _TOP,
+    Histogram,
+    _index,
+    _sum_units,
+)
+
+__all__ = ["Binned", "record_all"]
+
+
+class Binned:
+    """Values placed in their buckets once, to be recorded into several histograms
+    (:meth:`Histogram.add_binned`): a batch of answers' latencies go to the totals and to
+    their window alike, and the bucket arithmetic need not run twice.
+
+    Raises ``ValueError``, having kept nothing, if any value is negative, NaN or infinite.
+    ``values`` is the sequence given (not copied).
+    """
+
+    __slots__ = ("count", "high", "indexes", "low", "total", "values")
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+        self.count = len(values)
+        self.indexes: list[int] = []
+        self.total = 0
+        self.low, self.high = (min(values), max(values)) if values else (math.inf, -math.inf)
+        if not values:
+            return
+        if not (self.low >= 0.0 and self.high < _TOP) or math.isnan(sum(values)):
+            self._bin_checked(values)
+            return
+        append = self.indexes.append
+        total = 0
+        for value in values:  # record()'s bucket arithmetic, on local names
+            x = int(value * _SCALE)
+            u = x >> _SHIFT
+            if u < _SUB_COUNT:
+                append(u)
+            else:
+                k = u.bit_length() - _SUB_BITS
+                append((k << (_SUB_BITS - 1)) + (u >> k))
+            total += x
+        self.total = total
+
+    def _bin_checked(self, values: Sequence[float]) -> None:
+        """The rare case (a value at or above the top, or a bad one): say which is wrong."""
+        for value in values:
+            if not 0.0 <= value < math.inf:
+                raise ValueError(f"a duration must be finite and >= 0 seconds, got {value!r}")
+        units = [_sum_units(value) for value in values]
+        self.indexes = [_index(x) for x in units]
+        self.total = sum(units)
+
+
+def record_all(values: Sequence[float], *histograms: Histogram) -> None:
+    """Record each of ``values`` once in each of ``histograms``: exactly what
+    ``h.record(v)`` for each value and histogram does, with each value's bucket found
+    once (:class:`Binned`). Raises ``ValueError``, having recorded nothing, if any value
+    is negative, NaN or infinite.
+    """
+    if not values or not histograms:
+        return
+    binned = Binned(values)
+    for histogram in histograms:
+        histogram.add_binned(binned)

@@ -1,0 +1,136 @@
+"""One window's running counts and histograms (:class:`WindowTally`), and how a closed
+one is kept small (:meth:`WindowTally.freeze`, see ``_frozen.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyattacker.measure._binned import Binned
+from pyattacker.measure._frozen import PackedHistogram, pack, unpack
+from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._records import Attempt, Outcome
+from pyattacker.measure._stats import usage_tokens
+
+__all__ = ["COUNTS", "EXTRA", "HISTOGRAMS", "Frozen", "WindowTally"]
+
+# Per-window counters; every one adds on merge except max_in_flight, which takes the max.
+# The outcome names double as counter names (`Outcome.OK.value == "ok"`, ...).
+COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropped", "cancelled")
+# Counts the LLM row shows (add on merge); optional in `from_dict` (written before them),
+# as the `ttft` and `e2e_scheduled` histograms are.
+EXTRA = ("prompt_tokens", "completion_tokens", "throttled_attempts")
+_FIELDS = (*COUNTS, *EXTRA, "max_in_flight")
+HISTOGRAMS = ("latency", "service_time", "ttft", "e2e_scheduled")
+# A closed window (see measure/_frozen.py): its counts, then its histograms packed.
+Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...]]
+
+
+class WindowTally:
+    """One window's running counts and histograms."""
+
+    __slots__ = (
+        *COUNTS, *EXTRA, "e2e_scheduled", "latency", "max_in_flight", "service_time", "ttft"
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.scheduled = self.sent = self.completed = 0
+        self.ok = self.failed = self.throttled = self.dropped = self.cancelled = 0
+        self.max_in_flight = 0
+        self.latency = Histogram()
+        self.service_time = Histogram()
+        self.ttft = Histogram()
+        self.e2e_scheduled = Histogram()
+        self.prompt_tokens = self.completion_tokens = self.throttled_attempts = 0
+
+    def add_streamed(
+        self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
+    ) -> None:
+        """The LLM figures of an answered request whose last attempt streamed: its TTFT,
+        and its end to end (scheduled clock) if it ended OK."""
+        if sent is not None:
+            self.ttft.record(first - sent if first > sent else 0.0)
+        if attempt.outcome is Outcome.OK:
+            self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+        self.add_usage(attempt)
+
+    def add_whole_body(self, attempt: Attempt, scheduled: float, end: float) -> None:
+        """The LLM figures of an answered request whose last attempt is a whole-body
+        answer: its end to end (scheduled clock) if it ended OK, and its tokens."""
+        if attempt.outcome is Outcome.OK:
+            self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+        self.add_usage(attempt)
+
+    def add_usage(self, attempt: Attempt) -> None:
+        """The token counts of an answered request's last attempt (streamed or not)."""
+        usage = attempt.usage
+        if usage is not None and attempt.outcome is Outcome.OK:
+            self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
+            self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
+
+    def add_ok(self, count: int, latencies: Binned, services: Binned) -> None:
+        """``count`` plain OK answers ending here, with their spans (binned)."""
+        self.ok += count
+        self.completed += count
+        self.latency.add_binned(latencies)
+        self.service_time.add_binned(services)
+
+    def merge(self, other: WindowTally) -> None:
+        for name in (*COUNTS, *EXTRA):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
+        self.latency.merge(other.latency)
+        self.service_time.merge(other.service_time)
+        self.ttft.merge(other.ttft)
+        self.e2e_scheduled.merge(other.e2e_scheduled)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {name: getattr(self, name) for name in (*COUNTS, *EXTRA)}
+        data["max_in_flight"] = self.max_in_flight
+        data["latency"] = self.latency.to_dict()
+        data["service_time"] = self.service_time.to_dict()
+        data["ttft"] = self.ttft.to_dict()
+        data["e2e_scheduled"] = self.e2e_scheduled.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WindowTally:
+        """A tally from ``to_dict``; the LLM keys and ``throttled_attempts`` may be missing
+        (written before them): they are then 0 or empty."""
+        tally = cls()
+        for name in (*COUNTS, "max_in_flight", *EXTRA):
+            if name not in data and name in EXTRA:
+                continue
+            value = data[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"window {name} must be a count >= 0, got {value!r}")
+            setattr(tally, name, value)
+        tally.latency = Histogram.from_dict(data["latency"])
+        tally.service_time = Histogram.from_dict(data["service_time"])
+        for name in ("ttft", "e2e_scheduled"):
+            if name in data:
+                setattr(tally, name, Histogram.from_dict(data[name]))
+        return tally
+
+    def freeze(self) -> Frozen:
+        """This window's counts, and its histograms coarsened and packed (``_frozen``)."""
+        counts = tuple(getattr(self, name) for name in _FIELDS)
+        return counts, tuple(pack(getattr(self, name)) for name in HISTOGRAMS)
+
+    @classmethod
+    def thaw(cls, frozen: Frozen) -> WindowTally:
+        """The tally :meth:`freeze` kept (with its coarse histograms)."""
+        tally = cls()
+        counts, packed = frozen
+        for name, value in zip(_FIELDS, counts, strict=True):
+            setattr(tally, name, value)
+        for name, histogram in zip(HISTOGRAMS, packed, strict=True):
+            setattr(tally, name, unpack(histogram))
+        return tally
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WindowTally):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
