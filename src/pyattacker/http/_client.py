@@ -432,8 +432,8 @@ class HttpClient:
         return conn
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Read time for ``loop``: the default clock resolves once per loop what its
-        ``now()`` looks up on every call (same values, less work per timestamp).
+        """Read time for ``loop`` through the clock's reader, taken once per loop (a
+        clock's reader may be bound to the running loop).
 
         Connections belong to the loop that opened them: on another loop (a second
         ``asyncio.run``), the pools start afresh and the old ones are left to their loop.
@@ -442,8 +442,7 @@ class HttpClient:
             self._pools, self._last_url, self._last_pool = {}, None, None
             self._last_request = None
         self._loop, self._thread = loop, get_ident()
-        clock = self._clock
-        self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
+        self._now = self._clock.reader()
 
     def _ssl_context(self) -> _ssl.SSLContext:
         if self._ssl is None:
