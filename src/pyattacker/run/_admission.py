@@ -10,10 +10,8 @@ from its first changed step (``_reuse``).
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pyattacker.clock import epoch_time
@@ -22,7 +20,10 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._input import Tracked
+from pyattacker.run._job import Job
+from pyattacker.run._live import LivePipelines
 from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
+from pyattacker.run._records import Recorder
 from pyattacker.run._reuse import StepReuse
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
@@ -36,105 +37,84 @@ from pyattacker.store import (
 )
 from pyattacker.store._tables import ok_attempt  # a task row's carried attempt, as a row
 
-__all__ = ["Admission", "Job", "Settings"]
+__all__ = ["Admission"]
 
 _CHUNK = 64  # input items read (and looked up in the store) at a time, at most
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    concurrency: int
-    admission: int
-    grace_s: float
-    strict_leases: bool
-    stop_after_failures: int | None
-    report_failures: int
-
-
-@dataclasses.dataclass(slots=True)
-class Job:
-    """One admitted pipeline: its identity, its row as last staged, and where it stands."""
-
-    template: PipelineTemplate
-    row: PipelineRow
-    value: Any  # the input of task `row.cursor`
-    input_digest: str
-    # On a restart from the seed: the successful attempts that the old task rows carry,
-    # by seq. Each becomes an attempts row of its own when its task row is replaced.
-    carried: dict[int, AttemptRow] = dataclasses.field(default_factory=dict)
-    # A stored pipeline's highest attempt number recorded per seq, which this run's
-    # attempts of that step continue after (None: a new pipeline, nothing recorded).
-    prior: Mapping[int, int] | None = None
-
-
 class Admission(StepReuse):
-    """Admits pipelines for the ``Execution`` that inherits it (see the module docstring).
+    """Decides which pipelines of the input (and, on resume, of the store) run; see the
+    module docstring. ``start`` runs an admitted job as a live pipeline; ``live`` holds the
+    run's live pipelines (the room, and whether the run is stopping)."""
 
-    The attributes and the methods at the end are the Execution's: set in its
-    ``__init__`` and defined by it.
-    """
-
-    run_id: str
-    counters: RunCounters
-    stop_reason: str | None
-    input_error: BaseException | None
-    _store: Store
-    _commit: Committer
-    _pools: Mapping[str, Pool]
-    _codecs: CodecRegistry
-    _settings: Settings
-    _scrub: Scrubber
-    _room: asyncio.Event
-    _live: dict[str, asyncio.Task[None]]
-    _live_seeds: dict[str, str]
-    _ordinal: int
-    tracker: Tracked | None  # follows the run's input (None: not recorded)
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        store: Store,
+        committer: Committer,
+        pools: Mapping[str, Pool],
+        codecs: CodecRegistry,
+        counters: RunCounters,
+        scrubber: Scrubber,
+        records: Recorder,
+        live: LivePipelines,
+        start: Callable[[Job], None],
+        fresh: bool = False,
+        held_templates: frozenset[str] | None = None,
+        tracker: Tracked | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self._store = store
+        self._commit = committer
+        self._pools = pools
+        self._codecs = codecs
+        self.counters = counters
+        self._scrub = scrubber
+        self._records = records
+        self._live = live
+        self._start = start
+        self.fresh = fresh
+        self.held_templates = held_templates
+        self.tracker = tracker  # follows the run's input (None: not recorded)
+        self.input_error: BaseException | None = None
+        self._ordinal = 0
 
     @property
     def stopping(self) -> bool:
-        return self.stop_reason is not None
+        return self._live.stopping
 
-    async def admit_all(self, specs: Iterable[Any], *, resume: bool) -> None:
+    async def admit(self, specs: Iterable[Any], *, resume: bool) -> None:
         """Admit every spec (then, on resume, the store's unfinished pipelines of the same
-        templates), wait for all of them, and return. Raises ``ConfigError`` for a key whose
-        stored digests differ, after draining what was already running.
+        templates) and return; the admitted pipelines may still be running. Raises
+        ``ConfigError`` for a key whose stored digests differ.
 
         The input is read in chunks as large as the room free at that moment (at most
         ``_CHUNK``), each looked up in the store with one query.
         """
         templates: dict[str, PipelineTemplate] = {}
         items = _each(specs, self)
-        try:
-            while True:
-                room = await self._wait_room()
-                if self.stopping:
-                    break
-                chunk = list(itertools.islice(items, min(room, _CHUNK)))
-                if not chunk:
-                    break
-                for item in chunk:
-                    template = item if isinstance(item, PipelineTemplate) else item.template
-                    if template.chain_digest not in templates:
-                        self._check_template(template)
-                        templates[template.chain_digest] = template
-                specs_of_chunk = [i for i in chunk if isinstance(i, PipelineSpec)]
-                _refuse_key_clash(specs_of_chunk)  # before any of the chunk starts
-                self._admit_chunk(specs_of_chunk)
-                if self.tracker is not None and isinstance(chunk[-1], PipelineSpec):
-                    # Staged, all of them: their rows count as read (at the next flush).
-                    self.tracker.admitted(chunk[-1])
-            # A failing input ends admission; what was admitted finishes (Runner raises after).
-            if resume and not self.stopping and self.input_error is None:
-                await self._admit_stored(templates)
-        except asyncio.CancelledError:
-            self.stop("cancelled")
-            self.cancel_live()
-            raise
-        except BaseException as exc:
-            self.stop(f"refused: {exc}" if isinstance(exc, ConfigError) else f"failed: {exc!r}")
-            raise
-        finally:
-            await self._drain()
+        while True:
+            room = await self._wait_room()
+            if self.stopping:
+                break
+            chunk = list(itertools.islice(items, min(room, _CHUNK)))
+            if not chunk:
+                break
+            for item in chunk:
+                template = item if isinstance(item, PipelineTemplate) else item.template
+                if template.chain_digest not in templates:
+                    self._check_template(template)
+                    templates[template.chain_digest] = template
+            specs_of_chunk = [i for i in chunk if isinstance(i, PipelineSpec)]
+            _refuse_key_clash(specs_of_chunk)  # before any of the chunk starts
+            self._admit_chunk(specs_of_chunk)
+            if self.tracker is not None and isinstance(chunk[-1], PipelineSpec):
+                # Staged, all of them: their rows count as read (at the next flush).
+                self.tracker.admitted(chunk[-1])
+        # A failing input ends admission; what was admitted finishes (Runner raises after).
+        if resume and not self.stopping and self.input_error is None:
+            await self._admit_stored(templates)
 
     def _check_template(self, template: PipelineTemplate) -> None:
         """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
@@ -150,11 +130,12 @@ class Admission(StepReuse):
             )
 
     async def _wait_room(self) -> int:
-        """Wait until fewer than ``admission`` pipelines are live; the free room."""
-        while self.counters.live >= self._settings.admission:
-            self._room.clear()
-            await self._room.wait()
-        return self._settings.admission - self.counters.live
+        return await self._live.wait_room()
+
+    def _event(
+        self, kind: str, pipeline_id: str | None, seq: int | None, data: Mapping[str, Any]
+    ) -> None:
+        self._records.event(kind, pipeline_id, seq, data)
 
     async def _admit_stored(self, templates: Mapping[str, PipelineTemplate]) -> None:
         # Pipelines admitted above were staged with this run's id: flush so that the store
@@ -170,7 +151,7 @@ class Admission(StepReuse):
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
             if pid in self._live:
-                if spec.key is not None and self._live_seeds.get(pid) != prep.seed_digest:
+                if spec.key is not None and self._live.seed_of(pid) != prep.seed_digest:
                     raise ConfigError(
                         f"key {spec.key!r} names two different rows of the input",
                         field="key",
@@ -266,8 +247,8 @@ class Admission(StepReuse):
         now = epoch_time()
         pid, cursor = stored.pipeline_id, stored.cursor
         if cursor >= len(template.tasks):  # every checkpoint is in: it only lacked the label
-            done = dataclasses.replace(
-                stored, state=PipelineState.SUCCEEDED, run_id=self.run_id, updated_at=now
+            done = stored.replaced(
+                state=PipelineState.SUCCEEDED, run_id=self.run_id, updated_at=now
             )
             self._commit.checkpoint(pipeline=done)
             self.counters.skipped += 1
@@ -282,8 +263,7 @@ class Admission(StepReuse):
             cursor = 0
             value, digest_in, problem = self._load(pid, -1)
         self.counters.reused += cursor
-        row = dataclasses.replace(
-            stored,
+        row = stored.replaced(
             state=PipelineState.PENDING,
             cursor=cursor,
             run_id=self.run_id,
@@ -323,8 +303,8 @@ class Admission(StepReuse):
 
     def _fail_unreadable(self, stored: PipelineRow, problem: str, now: float) -> None:
         error = self._scrub.text(f"cannot resume: {problem}, and the seed is not in the input")
-        row = dataclasses.replace(
-            stored, state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
+        row = stored.replaced(
+            state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
         )
         self._commit.checkpoint(pipeline=row)
         self.counters.pipelines[PipelineState.FAILED.value] += 1
@@ -332,25 +312,6 @@ class Admission(StepReuse):
     def _next_ordinal(self) -> int:
         self._ordinal += 1
         return self._ordinal
-
-    # -- the Execution's ------------------------------------------------------------------
-
-    def stop(self, reason: str) -> None:
-        raise NotImplementedError
-
-    def cancel_live(self) -> None:
-        raise NotImplementedError
-
-    async def _drain(self) -> None:
-        raise NotImplementedError
-
-    def _start(self, job: Job) -> None:
-        raise NotImplementedError
-
-    def _event(
-        self, kind: str, pipeline_id: str | None, seq: int | None, data: Mapping[str, Any]
-    ) -> None:
-        raise NotImplementedError
 
 
 def _refuse_key_clash(specs: list[PipelineSpec]) -> None:

@@ -20,20 +20,18 @@ step continues after (``Store.last_attempts``, one query per admitted chunk).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from pyattacker.clock import epoch_time
 from pyattacker.errors import ConfigError
 from pyattacker.run._commit import Committer
+from pyattacker.run._job import Job
+from pyattacker.run._live import LivePipelines
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate
 from pyattacker.run._stats import RunCounters
 from pyattacker.run._task import Task
 from pyattacker.store import PipelineRow, PipelineState, RowKind, Store, Superseded
-
-if TYPE_CHECKING:  # the Admission that inherits StepReuse defines Job
-    from pyattacker.run._admission import Job
 
 __all__ = ["StepReuse", "check_known", "known_names", "reusable_steps"]
 
@@ -120,7 +118,8 @@ class StepReuse:
     held_templates: frozenset[str] | None
     _store: Store
     _commit: Committer
-    _live: dict[str, Any]
+    _live: LivePipelines
+    _start: Callable[[Job], None]  # runs an admitted job as a live pipeline
 
     def _check_held(self, template: PipelineTemplate) -> None:
         """On resume, a template the store does not hold is refused (see check_known)."""
@@ -151,8 +150,7 @@ class StepReuse:
             self._commit.supersede(moved)
         output = next((r["output_artifact"] for r in old if r["seq"] == keep - 1), None)
         done = keep >= len(template.tasks)
-        edited = dataclasses.replace(
-            stored,
+        edited = stored.replaced(
             chain_digest=template.chain_digest,
             ntasks=len(template.tasks),
             cursor=keep,
@@ -207,9 +205,6 @@ class StepReuse:
         raise NotImplementedError
 
     async def _wait_room(self) -> int:
-        raise NotImplementedError
-
-    def _start(self, job: Job) -> None:
         raise NotImplementedError
 
     def _resume_job(

@@ -39,7 +39,7 @@ from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.pool import Pool
 from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
 from pyattacker.run._commit import Committer
-from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
+from pyattacker.run._execute import Execution
 from pyattacker.run._input import (
     CarriedInput,
     FieldKey,
@@ -50,8 +50,10 @@ from pyattacker.run._input import (
     resume_source,
 )
 from pyattacker.run._pacing import PacingTotals, pacing_events, pacing_totals
+from pyattacker.run._records import STORED_POOL_EVENTS
 from pyattacker.run._reuse import check_known, known_names, template_of
 from pyattacker.run._scrub import Scrubber
+from pyattacker.run._settings import Settings
 from pyattacker.run._stats import RunCounters, RunReport
 from pyattacker.run._vendor import check_captured_clients
 from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
@@ -259,7 +261,9 @@ class Runner:
         paced_before = pacing_totals(self._pools.values())
         committer.resources(self._resource_rows(execution.run_id))
         for old in taken_over:
-            execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
+            execution.records.event(
+                "run.takeover", None, None, {"run": old.run_id, "state": old.state}
+            )
         try:
             with self._watchers(execution, committer):
                 try:
@@ -333,9 +337,9 @@ class Runner:
     def _last_events(self, execution: Execution, paced_before: PacingTotals) -> None:
         """What the run records as it ends: the steps it reused and ran, and each paced
         resource's pacing during the run."""
-        execution._event("run.steps", None, None, self._counters.steps())
+        execution.records.event("run.steps", None, None, self._counters.steps())
         for data in pacing_events(self._pools.values(), paced_before):
-            execution._event("pool.pacing", None, None, data)
+            execution.records.event("pool.pacing", None, None, data)
 
     def _input_of(
         self, specs: Any, *, resume: bool, add_pipeline: bool
@@ -425,7 +429,7 @@ class Runner:
             reason = f"stop_after_s={self.stop_after_s:g} reached"
             handles.append(loop.call_later(self.stop_after_s, execution.stop, reason))
         unsubscribe = [
-            pool.subscribe(execution.pool_event, STORED_POOL_EVENTS)
+            pool.subscribe(execution.records.pool_event, STORED_POOL_EVENTS)
             for pool in self._pools.values()
         ]
         installed = self._install_signals(loop, execution)
