@@ -25,9 +25,10 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any
 
+from pyattacker._rng import LazyRandom
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import (
     ConfigError,
@@ -36,6 +37,8 @@ from pyattacker.errors import (
     error_class_of,
     retry_after_of,
 )
+from pyattacker.pool._acquire import acquire_through, checked
+from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec, resolve_algorithm
 from pyattacker.pool._clients import build_client
 from pyattacker.pool._events import EventBus, PoolEvent, Subscriber
 from pyattacker.pool._health import Health, HealthEvent, transition
@@ -52,9 +55,6 @@ from pyattacker.pool._stats import (
     resource_snapshot,
 )
 from pyattacker.pool._waiting import WaitQueue
-
-if TYPE_CHECKING:
-    from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec
 
 __all__ = ["Pool", "Score"]
 
@@ -78,8 +78,6 @@ class Pool(PoolPacing):
         deadlock_warn_s: float | None = 5.0,
         on_event: Subscriber | None = None,
     ) -> None:
-        from pyattacker.pool._algorithms import resolve_algorithm
-
         if not isinstance(name, str) or not name:
             raise ConfigError(f"must be a non-empty string, got {name!r}", field="pool.name")
         if deadlock_warn_s is not None and not deadlock_warn_s > 0:
@@ -502,11 +500,21 @@ class Pool(PoolPacing):
         Await it for a lease you release yourself, or ``async with`` it. ``tokens``: the
         call's estimate for a resource paced to ``tpm`` (see ``TaskContext.acquire``).
         """
-        from pyattacker.pool._context import TaskContext
+        chosen, wanted = checked(self, algorithm, None, timeout, where, selector, tokens)
+        return AcquireCall(lambda: self._acquire_unowned(chosen, wanted, timeout, tokens))
 
-        return TaskContext([self]).acquire(
-            self.name, algorithm=algorithm, timeout=timeout, where=where, tokens=tokens, **selector
-        )
+    def _acquire_unowned(
+        self,
+        algorithm: AcquireAlgorithm,
+        selector: Selector,
+        timeout: float | None,
+        tokens: float | None,
+    ) -> Coroutine[Any, Any, Lease]:
+        # Nobody keeps track of the lease but its holder: no owner, a fresh rng and affinity.
+        return acquire_through(
+            algorithm, self, selector, timeout, tokens, rng=LazyRandom(None),
+            clock=self.clock, pools={self.name: self}, affinity={}, owner=None,
+        )  # fmt: skip
 
     def record_wait(self, seconds: float) -> None:
         """Note how long an acquisition waited (feeds ``statistics()``)."""
