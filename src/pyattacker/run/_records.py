@@ -9,7 +9,9 @@ attempts row of its own only when no task row will carry it.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from pyattacker._secrets import mask
@@ -30,7 +32,7 @@ from pyattacker.store import (
     TaskState,
 )
 
-__all__ = ["STORED_POOL_EVENTS", "Recorder"]
+__all__ = ["STORED_POOL_EVENTS", "Recorder", "new_run_id", "resource_rows"]
 
 _NO_DATA: Mapping[str, Any] = {}
 
@@ -233,3 +235,24 @@ class Recorder:
                 kind=resource.kind, spec=spec,
             )  # fmt: skip
             self._commit.resources([row])
+
+
+def resource_rows(run_id: str, pools: Mapping[str, Pool]) -> list[ResourceRow]:
+    """Every resource of ``pools`` as the run records it (its spec masked)."""
+    return [
+        ResourceRow(
+            run_id=run_id,
+            pool=name,
+            resource_id=resource.id,
+            kind=resource.kind,
+            spec=mask(resource.spec()),
+        )
+        for name, pool in pools.items()
+        for resource in pool.resources
+    ]
+
+
+def new_run_id() -> str:
+    """Sortable and readable: ``20261130T084200Z-3f2a9c``."""
+    stamp = datetime.fromtimestamp(epoch_time(), UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
