@@ -65,7 +65,7 @@ class TaskContext:
         if pool is not None and pool not in self.pools:
             raise PoolNotFound(pool, known=list(self.pools))
         # An int or str is a seed (None: the OS's entropy), applied on the first draw: most
-        # attempts never draw, and seeding costs 6 us (pyattacker._rng).
+        # attempts never draw, and seeding is not free (pyattacker._rng).
         self.rng: random.Random = rng if isinstance(rng, random.Random) else LazyRandom(rng)
         first = next(iter(self.pools.values()), None)
         self.clock: Clock = clock or (first.clock if first is not None else LoopClock())

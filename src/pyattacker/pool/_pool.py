@@ -228,9 +228,9 @@ class Pool(PoolPacing):
         skip = frozenset(exclude) if exclude else _NOTHING
         slots = self._slots
         if len(slots) == 1 and score is None and selector is ANY and not skip:
-            # One resource and no choice to make (a load test's one URL), the usual case:
-            # what pick, Slot.usable and _client_of find, without their calls, when the
-            # slot is ready, has room and has its client. Anything else: the general path.
+            # One resource and no choice to make (a load test's one URL), the usual case,
+            # which a load test meets on every request: granted at once when the slot is
+            # ready, has room and has its client. Anything else takes the general path.
             only = slots[0]
             client = only.client
             if (

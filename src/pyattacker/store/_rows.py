@@ -163,8 +163,8 @@ class TaskRow:
 
     A succeeded task also carries its last, successful attempt: ``resources`` it leased,
     ``attempt_started_at``/``attempt_ended_at``/``attempt_duration_s`` and its ``usage``.
-    That attempt is not an ``attempts`` row of its own (which would be a fifth row per step
-    of a durable run: about a quarter of its write time); ``Store.rows("attempts")`` yields
+    That attempt is not an ``attempts`` row of its own (a fifth row for every step of a
+    durable run, and most steps succeed at once); ``Store.rows("attempts")`` yields
     it all the same, with ``outcome`` ``"ok"`` and the decision ``OK_DECISION``.
 
     Likewise its output: ``output_codec`` and ``output_data`` are the artifact that
@@ -232,8 +232,8 @@ class ArtifactRow:
 
     Kept with the pipeline that produced it, one row per ``(pipeline_id, seq)``, rather than
     once per digest: a unique index over random digests made every commit rewrite pages all
-    over that index, and cost about 40 % of a durable run's write time (measured with
-    ``benchmarks/runner.py``). Equal values still have equal digests.
+    over that index, a large share of a durable run's write time (``benchmarks/runner.py``
+    shows it). Equal values still have equal digests.
     """
 
     pipeline_id: str
