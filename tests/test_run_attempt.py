@@ -69,7 +69,8 @@ def test_next_forgets_the_last_tries_outcome_and_keeps_the_tasks_start() -> None
     attempt.error, attempt.value = RetryableError("boom"), "x"
     attempt.end(clock_now=21.0, epoch_now=201.0)
     attempt.next()
-    assert (attempt.ctx, attempt.error, attempt.value, attempt.started_at) == (None,) * 4
+    forgotten = (attempt.ctx, attempt.error, attempt.value, attempt.started_at)
+    assert forgotten == (None, None, None, None)
     assert attempt.leased == ()
     assert (attempt.first, attempt.task_started_at) == (10.0, 100.0)
 

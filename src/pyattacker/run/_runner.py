@@ -41,7 +41,7 @@ from pyattacker.run._records import new_run_id, resource_rows
 from pyattacker.run._reuse import check_known, known_names, template_of
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._settings import checked_settings, pools_by_name
-from pyattacker.run._stats import RunCounters, RunReport
+from pyattacker.run._stats import RunCounters, RunReport, end_of_run
 from pyattacker.run._vendor import check_captured_clients
 from pyattacker.run._watch import watch
 from pyattacker.store import RunRow, RunState, Store, open_store
@@ -203,14 +203,7 @@ class Runner:
             raise ConfigError("this Runner is already running", field="run")
         resume = resume or fresh
         store = self.store
-        held = None if add_pipeline or not resume else frozenset(store.templates())
-        names = known_names(specs)
-        if held is not None and names is not None:  # before anything is written
-            check_known(names, held, store.location)
-        template = template_of(specs)
-        if template is not None:  # before anything is written
-            check_captured_clients(template.tasks)
-        specs, tracker = input_of(specs, store, resume=resume, add_pipeline=add_pipeline)
+        specs, tracker, held = self._refuse_early(specs, store, resume, add_pipeline)
         execution, committer, taken_over = self._begin(
             store, tracker, resume=resume, fresh=fresh, held=held
         )
@@ -218,29 +211,9 @@ class Runner:
         if self._stop_on_start is not None:
             execution.stop(self._stop_on_start)
             self._stop_on_start = None
-        self._started = wall_time()
-        paced_before = pacing_totals(self._pools.values())
-        committer.resources(resource_rows(execution.run_id, self._pools))
-        for old in taken_over:
-            execution.records.event(
-                "run.takeover", None, None, {"run": old.run_id, "state": old.state}
-            )
+        paced_before = self._opening(execution, committer, taken_over)
         try:
-            watching = watch(
-                execution,
-                committer,
-                self._pools.values(),
-                heartbeat_s=self.heartbeat_s,
-                stop_after_s=self.stop_after_s,
-                handle_signals=self.handle_signals,
-            )
-            with watching:
-                try:
-                    # Cancelled from outside, it stops and cancels what runs, then drains.
-                    await execution.admit_all(as_iterable(specs), resume=resume)
-                finally:
-                    self._last_events(execution, paced_before)
-                    committer.flush()
+            await self._drive(execution, committer, specs, paced_before, resume)
         finally:
             self._execution = None
             report = self._end(execution, committer, store)
@@ -254,6 +227,60 @@ class Runner:
                 hint="fix the input and run again with resume=True; finished work is kept",
             ) from execution.input_error
         return report
+
+    def _refuse_early(
+        self, specs: Any, store: Store, resume: bool, add_pipeline: bool
+    ) -> tuple[Any, Tracked | None, frozenset[str] | None]:
+        """``(specs, tracker, held templates)``, or ``ConfigError`` for what can be refused
+        before anything is written (another template's store, captured vendor clients, an
+        input that does not name its rows as the resumed run did)."""
+        held = None if add_pipeline or not resume else frozenset(store.templates())
+        names = known_names(specs)
+        if held is not None and names is not None:
+            check_known(names, held, store.location)
+        template = template_of(specs)
+        if template is not None:
+            check_captured_clients(template.tasks)
+        specs, tracker = input_of(specs, store, resume=resume, add_pipeline=add_pipeline)
+        return specs, tracker, held
+
+    def _opening(
+        self, execution: Execution, committer: Committer, taken_over: list[RunRow]
+    ) -> PacingTotals:
+        """What the run records as it begins; the pacing totals it starts from."""
+        self._started = wall_time()
+        paced_before = pacing_totals(self._pools.values())
+        committer.resources(resource_rows(execution.run_id, self._pools))
+        for old in taken_over:
+            data = {"run": old.run_id, "state": old.state}
+            execution.records.event("run.takeover", None, None, data)
+        return paced_before
+
+    async def _drive(
+        self,
+        execution: Execution,
+        committer: Committer,
+        specs: Any,
+        paced_before: PacingTotals,
+        resume: bool,
+    ) -> None:
+        """Run ``execution`` to its end under its watchers; the last events and the final
+        flush happen whatever way it ends."""
+        watching = watch(
+            execution,
+            committer,
+            self._pools.values(),
+            heartbeat_s=self.heartbeat_s,
+            stop_after_s=self.stop_after_s,
+            handle_signals=self.handle_signals,
+        )
+        with watching:
+            try:
+                # Cancelled from outside, it stops and cancels what runs, then drains.
+                await execution.admit_all(as_iterable(specs), resume=resume)
+            finally:
+                self._last_events(execution, paced_before)
+                committer.flush()
 
     def _begin(
         self,
@@ -313,19 +340,13 @@ class Runner:
     def _end(self, execution: Execution, committer: Committer, store: Store) -> RunReport:
         counters = self._counters
         tracker = execution.tracker
-        reason = execution.stop_reason
-        if reason is None and execution.input_error is not None:
-            reason = f"the input failed after {counters.admitted} pipelines"
-        if reason is None and committer.failure is not None:
-            reason = f"the store failed: {committer.failure}"
-        if reason is not None:
-            state = RunState.INTERRUPTED
-        elif tracker is not None and not tracker.exhausted:
-            state = RunState.INCOMPLETE  # never `succeeded` on a part of the input
-        elif counters.pipelines["failed"]:
-            state = RunState.FAILED
-        else:
-            state = RunState.SUCCEEDED
+        state, reason = end_of_run(
+            stop_reason=execution.stop_reason,
+            input_error=execution.input_error,
+            store_failure=committer.failure,
+            input_finished=tracker is None or tracker.exhausted,
+            counters=counters,
+        )
         stats = self._snapshot()
         try:
             # Even after a failed write: a run row left `running` reads as crashed once this
