@@ -1,6 +1,7 @@
 """Admission: reading the input, finding each pipeline in the store, starting it or not.
 
-The half of an ``Execution`` (``pyattacker.run._execute``) that decides what runs: it pulls
+The part of an ``Execution`` (``pyattacker.run._execute``, which has one and hands it a
+way to start a pipeline) that decides what runs: it pulls
 the input in chunks as large as the free room (so a generator is never materialised), looks
 each chunk up in the store with one query, refuses bad input before anything of it runs
 (a pool nobody has, a seed no codec stores, a key over another input row), and continues

@@ -106,8 +106,8 @@ def check_known(names: Collection[str], held: Collection[str], location: str) ->
 class StepReuse:
     """The admission of edited and fresh pipelines, for the ``Admission`` that inherits it.
 
-    The attributes and ``_resume_job``/``_load``/``_event`` are the Admission's (and its
-    Execution's): see there.
+    The attributes and ``_resume_job``/``_load``/``_event``/``_wait_room`` are the
+    Admission's: see there.
     """
 
     run_id: str
