@@ -45,10 +45,15 @@ def test_recorded_numbers_continue_after_an_earlier_runs_tries() -> None:
     assert (attempt.number, attempt.recorded) == (2, 5)
 
 
+def _start(attempt: Attempt, clock_now: float, epoch_now: float) -> None:
+    """What the executor does when a try takes its worker slot."""
+    attempt.clock_start, attempt.started_at = clock_now, epoch_now
+
+
 def test_a_try_counts_as_ran_only_once_it_started() -> None:
     attempt = _attempt()
     assert attempt.ran == 0  # queued for a slot
-    attempt.start(clock_now=20.0, epoch_now=200.0)
+    _start(attempt, clock_now=20.0, epoch_now=200.0)
     assert attempt.ran == 1
     attempt.next()
     assert attempt.ran == 1  # the second try is queued: only the first ran
@@ -56,8 +61,8 @@ def test_a_try_counts_as_ran_only_once_it_started() -> None:
 
 def test_ending_a_try_notes_its_duration_on_the_run_clock_and_its_leases() -> None:
     attempt = _attempt()
-    attempt.start(clock_now=20.0, epoch_now=200.0)
-    attempt.context.leased.append("pool/a")
+    _start(attempt, clock_now=20.0, epoch_now=200.0)
+    attempt.ctx.leased.append("pool/a")
     attempt.end(clock_now=20.5, epoch_now=200.7)
     assert (attempt.started_at, attempt.ended_at, attempt.duration_s) == (200.0, 200.7, 0.5)
     assert attempt.leased == ("pool/a",)
@@ -65,12 +70,12 @@ def test_ending_a_try_notes_its_duration_on_the_run_clock_and_its_leases() -> No
 
 def test_next_forgets_the_last_tries_outcome_and_keeps_the_tasks_start() -> None:
     attempt = _attempt()
-    attempt.start(clock_now=20.0, epoch_now=200.0)
+    _start(attempt, clock_now=20.0, epoch_now=200.0)
     attempt.error, attempt.value = RetryableError("boom"), "x"
     attempt.end(clock_now=21.0, epoch_now=201.0)
     attempt.next()
-    forgotten = (attempt.ctx, attempt.error, attempt.value, attempt.started_at)
-    assert forgotten == (None, None, None, None)
+    forgotten = (attempt.error, attempt.value, attempt.started_at)
+    assert forgotten == (None, None, None)
     assert attempt.leased == ()
     assert (attempt.first, attempt.task_started_at) == (10.0, 100.0)
 

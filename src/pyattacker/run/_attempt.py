@@ -7,8 +7,8 @@ its error) and how long it took. The executor fills it in, the retry decision re
 (``_records``). :meth:`Attempt.next` readies it for the next try.
 
 Two numbers: ``number`` counts this run's tries (the retry budget is spent on those), and
-``recorded`` continues after the tries an earlier run recorded for the same step, so the
-attempts of a resumed step are numbered on from where they stopped.
+``recorded`` (``base + number``) continues after the tries an earlier run recorded for
+the same step, so the attempts of a resumed step are numbered on from where they stopped.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ class Attempt:
     """
 
     __slots__ = (
-        "_clock_start",
         "base",
+        "clock_start",
         "ctx",
         "duration_s",
         "ended_at",
@@ -42,6 +42,7 @@ class Attempt:
         "job",
         "leased",
         "number",
+        "recorded",
         "seq",
         "started_at",
         "task",
@@ -59,55 +60,41 @@ class Attempt:
         self.first = first  # the run's clock when the first try began (retry ``elapsed``)
         self.task_started_at = task_started_at
         self.number = 1
-        self.ctx: TaskContext | None = None
+        self.recorded = base + 1
+        self.ctx: TaskContext  # the current try's, given by the executor before it runs
         self.value: Any = None
         self.error: BaseException | None = None
         self.started_at: float | None = None
+        self.clock_start = 0.0  # the run's clock when the current try took its slot
         self.ended_at = 0.0
         self.duration_s = 0.0
         self.leased: tuple[str, ...] = ()
-        self._clock_start = 0.0
-
-    @property
-    def recorded(self) -> int:
-        """The number this try is recorded with: on after an earlier run's tries."""
-        return self.base + self.number
 
     @property
     def ran(self) -> int:
         """How many of this run's tries ran (the current one counts once it took a slot)."""
         return self.number if self.started_at is not None else self.number - 1
 
-    @property
-    def context(self) -> TaskContext:
-        """The current try's context (set by the executor before the try runs)."""
-        ctx = self.ctx
-        assert ctx is not None, "the executor gives each try a context before it runs"
-        return ctx
-
-    def start(self, clock_now: float, epoch_now: float) -> None:
-        """The try took its worker slot and runs from now."""
-        self._clock_start = clock_now
-        self.started_at = epoch_now
-
     def end(self, clock_now: float, epoch_now: float) -> None:
-        """The try is over (its leases are back): note when, how long, and what it leased."""
+        """The try is over (its leases are back): note when, how long, and what it leased.
+        (Its start is noted by the executor: ``started_at`` and ``clock_start``.)"""
         self.ended_at = epoch_now
-        self.duration_s = clock_now - self._clock_start
-        self.leased = tuple(self.context.leased)
+        self.duration_s = clock_now - self.clock_start
+        self.leased = tuple(self.ctx.leased)
 
     def decide(self, elapsed: float, now: float) -> RetryDecision:
         """The task's retry policy on the current try's error (``elapsed``: run-clock
         seconds since the first try began; ``now``: epoch seconds)."""
         assert self.error is not None, "only a failed try is decided on"
         return self.task.retry.decide(
-            self.error, attempts_used=self.number, rng=self.context.rng, elapsed=elapsed, now=now
+            self.error, attempts_used=self.number, rng=self.ctx.rng, elapsed=elapsed, now=now
         )
 
     def next(self) -> None:
-        """Ready the next try: its number, and nothing of the last try's outcome."""
+        """Ready the next try: its number, and nothing of the last try's outcome (the
+        executor gives it a context of its own)."""
         self.number += 1
-        self.ctx = None
+        self.recorded += 1
         self.value = self.error = self.started_at = None
         self.leased = ()
 

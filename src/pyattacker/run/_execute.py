@@ -186,26 +186,22 @@ class Execution:
             self._finish(job, PipelineState.FAILED, error=bug)
 
     async def _steps(self, job: Job) -> None:
+        """Run the tasks from the cursor on; after each, commit its output with its task
+        row and the moved cursor before the next starts (it gets the output as stored)."""
         tasks = job.template.tasks
         while job.row.cursor < len(tasks):
             seq = job.row.cursor
             attempt = await self._task(job, tasks[seq], seq)
-            await self._checkpoint(attempt)
+            codec, data, value = self._encode(attempt)
+            out = artifact_digest(codec, data)
+            now = epoch_time()
+            task_row = self.records.task_done(attempt, codec, data, out, now)
+            job.row = job.row.advanced(seq + 1, out, now, done=seq + 1 == len(tasks))
+            self.records.keep_carried(job, seq)
+            await self._commit.checkpoint(task=task_row, pipeline=job.row)
+            self.counters.tasks[TaskState.SUCCEEDED.value] += 1
+            job.value, job.input_digest = value, out
         self.counters.pipelines[PipelineState.SUCCEEDED.value] += 1
-
-    async def _checkpoint(self, attempt: Attempt) -> None:
-        """Commit the output of a succeeded task with its task row and the moved cursor;
-        the next task gets the output as stored."""
-        job, seq = attempt.job, attempt.seq
-        codec, data, value = self._encode(attempt)
-        out = artifact_digest(codec, data)
-        now = epoch_time()
-        task_row = self.records.task_done(attempt, codec, data, out, now)
-        job.row = job.row.advanced(seq + 1, out, now, done=seq + 1 == len(job.template.tasks))
-        self.records.keep_carried(job, seq)
-        await self._commit.checkpoint(task=task_row, pipeline=job.row)
-        self.counters.tasks[TaskState.SUCCEEDED.value] += 1
-        job.value, job.input_digest = value, out
 
     def _encode(self, attempt: Attempt) -> tuple[str, bytes, Any]:
         """The output as stored, and as the next task gets it: read back from those bytes,
@@ -326,8 +322,8 @@ class Execution:
             raise _Interrupted
         counters.in_flight += 1
         counters.attempts += 1
-        attempt.start(self._now(), epoch_time())
-        task, ctx = attempt.task, attempt.context
+        attempt.clock_start, attempt.started_at = self._now(), epoch_time()
+        task, ctx = attempt.task, attempt.ctx
         error: BaseException | None = None
         try:
             try:
@@ -357,8 +353,9 @@ class Execution:
             self._hidden_retries.after_attempt(task, ctx)
         attempt.error = error or leak
         attempt.end(self._now(), epoch_time())
-        if attempt.error is None:
-            self.records.succeeded()
+        if attempt.error is None:  # recorded by the task row that commits its output
+            counters.outcomes["ok"] += 1
+            counters.decisions["ok"] += 1
 
     def _reclaim(self, ctx: TaskContext) -> BaseException | None:
         held = ctx.held

@@ -101,14 +101,9 @@ class Recorder:
             error_class=error_class,
             error=None if error is None else self._scrub.error(error),
             traceback=None if error is None else self._scrub.traceback(error),
-            usage=attempt.context.usage,
+            usage=attempt.ctx.usage,
         )
         self._commit.attempt(row)
-
-    def succeeded(self) -> None:
-        """Count a successful try (its row is the task row's, see ``task_done``)."""
-        self._counters.outcomes["ok"] += 1
-        self._counters.decisions["ok"] += 1
 
     def ok_attempt(self, attempt: Attempt) -> None:
         """The successful try as an attempts row of its own: no task row carries it."""
@@ -124,7 +119,7 @@ class Recorder:
             duration_s=attempt.duration_s,
             decision=OK_DECISION,
             resources=attempt.leased,
-            usage=attempt.context.usage,
+            usage=attempt.ctx.usage,
         )
         self._commit.attempt(row)
 
@@ -154,7 +149,7 @@ class Recorder:
             attempt_duration_s=attempt.duration_s,
             output_codec=codec,
             output_data=data,  # the artifact rides in its task row (see TaskRow)
-            usage=attempt.context.usage,
+            usage=attempt.ctx.usage,
         )
 
     def task_ended(
