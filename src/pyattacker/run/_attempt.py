@@ -51,7 +51,7 @@ class Attempt:
     )
 
     def __init__(
-        self, job: Job, task: Task, seq: int, *, base: int, first: float, task_started_at: float
+        self, job: Job, task: Task, seq: int, base: int, first: float, task_started_at: float
     ) -> None:
         self.job = job
         self.task = task

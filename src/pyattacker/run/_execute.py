@@ -255,9 +255,8 @@ class Execution:
         ``_TaskFailed`` when the retry policy gives up, ``_Interrupted`` when the run stops.
         Recorded attempt numbers continue after ``job.prior``'s (``_reuse``)."""
         base = 0 if job.prior is None else job.prior.get(seq, 0)
-        attempt = Attempt(
-            job, task, seq, base=base, first=self._now(), task_started_at=epoch_time()
-        )
+        # Positional, as it is built for every task: base, first try's clock, task start.
+        attempt = Attempt(job, task, seq, base, self._now(), epoch_time())
         while True:
             attempt.ctx = self._context(attempt)
             try:
