@@ -42,7 +42,7 @@ from pyattacker.pool._health import Health, HealthEvent
 from pyattacker.pool._lease import AcquireCall, Lease, LeaseOwner
 from pyattacker.pool._paced import PoolPacing
 from pyattacker.pool._pacing import Pacers
-from pyattacker.pool._resource import Resource
+from pyattacker.pool._resource import Resource, checked_resources
 from pyattacker.pool._selector import ANY, Selector
 from pyattacker.pool._slot import Slot, hopeless, pick, reason
 from pyattacker.pool._stats import (
@@ -65,6 +65,12 @@ _WAIT_WINDOW = 10_000  # wait percentiles cover the most recent acquisitions (bo
 
 
 class Pool(PoolPacing):
+    """A named set of resources and their live state; see the module docstring.
+
+    Bad arguments (an empty name, a non-resource, an id twice, a bad ``deadlock_warn_s``
+    or algorithm) raise ``ConfigError`` naming the field.
+    """
+
     def __init__(
         self,
         name: str,
@@ -90,17 +96,7 @@ class Pool(PoolPacing):
         self._slots: list[Slot] = []
         self._by_id: dict[str, Slot] = {}
         self._pacers = Pacers()
-        for i, resource in enumerate(resources):
-            if not isinstance(resource, Resource):
-                raise ConfigError(
-                    f"must be a Resource, got {type(resource).__name__}",
-                    field=f"{name}.resources[{i}]",
-                    hint="build one with Resource.create(kind, id=..., capacity=...)",
-                )
-            if resource.id in self._by_id:
-                raise ConfigError(
-                    f"duplicate resource id {resource.id!r}", field=f"{name}.resources[{i}].id"
-                )
+        for resource in checked_resources(name, resources):
             self._add_slot(resource)
         self._pacers.attach(self._slots, name)
         self._queue = WaitQueue(
