@@ -43,7 +43,7 @@ __all__ = ["Admission"]
 _CHUNK = 64  # input items read (and looked up in the store) at a time, at most
 
 
-class Admission(StepReuse):
+class Admission:
     """Decides which pipelines of the input (and, on resume, of the store) run; see the
     module docstring. ``start`` runs an admitted job as a live pipeline; ``live`` holds the
     run's live pipelines (the room, and whether the run is stopping)."""
@@ -75,8 +75,10 @@ class Admission(StepReuse):
         self._records = records
         self._live = live
         self._start = start
-        self.fresh = fresh
-        self.held_templates = held_templates
+        self._reuse = StepReuse(
+            run_id=run_id, store=store, committer=committer, records=records, fresh=fresh,
+            held_templates=held_templates,
+        )  # fmt: skip
         self.tracker = tracker  # follows the run's input (None: not recorded)
         self.input_error: BaseException | None = None
         self._ordinal = 0
@@ -120,7 +122,7 @@ class Admission(StepReuse):
     def _check_template(self, template: PipelineTemplate) -> None:
         """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
         bad input, found before anything of that template runs or is written."""
-        self._check_held(template)
+        self._reuse.check_held(template)
         missing = template.missing_pool(self._pools)
         if missing is not None:
             known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
@@ -144,11 +146,42 @@ class Admission(StepReuse):
         await self._commit.checkpoint()
         await self._admit_revisited(templates.values())
 
+    async def _admit_revisited(self, templates: Iterable[PipelineTemplate]) -> None:
+        """On resume, the store's pipelines of ``templates`` that are unfinished, were
+        edited, or (fresh) every one of them: continued or rerun, a chunk at a time."""
+        for template in templates:
+            for chunk in self._reuse.stale(template):
+                prior = self._store.last_attempts([row.pipeline_id for row in chunk])
+                for row in chunk:
+                    if row.run_id == self.run_id or row.pipeline_id in self._live:
+                        continue
+                    await self._wait_room()
+                    if self.stopping:
+                        return
+                    job = self._job_for(template, row)
+                    if job is not None:
+                        job.prior = prior.get(row.pipeline_id)
+                        self._start(job)
+
+    def _job_for(self, template: PipelineTemplate, row: PipelineRow) -> Job | None:
+        if self._reuse.revisits(template, row):
+            return self._revisit_job(template, row)
+        return self._resume_job(template, row)
+
+    def _revisit_job(
+        self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
+    ) -> Job | None:
+        """The job that reruns ``stored`` from its first changed step (every step when
+        fresh), continuing from the checkpoint before it."""
+        pid = stored.pipeline_id
+        edited = self._reuse.replan(template, stored, lambda seq: self._load(pid, seq)[2] is None)
+        return self._resume_job(template, edited, seed=seed)
+
     def _admit_chunk(self, specs: list[PipelineSpec]) -> None:
         """Start the pipelines of ``specs`` that need running; there is room for all."""
         prepared = [self._prepare(spec) for spec in specs]
         stored = self._store.pipelines([p.pipeline_id for p in prepared])
-        prior = self._prior_attempts(specs, prepared, stored) if stored else {}
+        prior = self._reuse.prior_attempts(specs, prepared, stored) if stored else {}
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
             if pid in self._live:
@@ -165,7 +198,7 @@ class Admission(StepReuse):
                 self._start(self._new_job(spec, prep))
                 continue
             self._check_key(spec, prep.seed_digest, row)
-            if self._revisits(spec.template, row):
+            if self._reuse.revisits(spec.template, row):
                 job = self._revisit_job(spec.template, row, seed=spec.seed)
             elif row.state is PipelineState.SUCCEEDED:
                 self.counters.skipped += 1
