@@ -5,7 +5,7 @@ the number of attempts used and the caller's ``random.Random``, and returns a
 :class:`RetryDecision`. It never sleeps and reads no clock (except the wall clock for an
 HTTP-date Retry-After when no ``now`` is given); the driver sleeps on its own ``Clock`` and
 records the decision (every retry is a recorded decision with its reason
-and delay; DESIGN.md §3 principle 5).
+and delay).
 
 The default policy makes exactly one attempt: ``Retrying()`` never retries anything, and
 neither does the preset ``"none"``. Retries happen only when someone asks for them.

@@ -13,8 +13,10 @@ nested fallbacks) or an instance into an algorithm and rejects anything else wit
 
 This module holds the contract (``AcquireRequest``, ``AcquireAlgorithm``), the registry and
 the two basic algorithms; the others live in ``_strategies`` (``backoff``, ``least_busy``,
-``failover``, ``sticky``, ``quota_aware``) and ``_adaptive``, imported at the end of this
-module so that every built-in name is registered as soon as this module is.
+``failover``, ``sticky``, ``quota_aware``) and ``_adaptive``, which import this module and
+register themselves. The package (``pyattacker.pool``) imports both, and importing any of
+its modules runs the package first, so every built-in name is registered before anything
+can be resolved; this module imports neither, so no module needs one that needs it.
 
 Field names in errors: an algorithm built in Python names its own parameter
 (``backoff.base``); one resolved from a spec names the path inside the spec
@@ -67,8 +69,8 @@ class AcquireRequest:
     compose by passing ``dataclasses.replace(request, ...)`` down.
 
     Treat it as read-only: change it only through ``dataclasses.replace``. It is not a
-    frozen dataclass because it is built on every acquire, and a frozen one cost 4 us of
-    the ~18 us a lease took (``benchmarks/pool_ops.py``).
+    frozen dataclass because it is built on every acquire, where a frozen one's slower
+    construction showed in the cost of a lease (``benchmarks/pool_ops.py``).
     """
 
     pool: Pool

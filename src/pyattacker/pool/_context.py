@@ -15,20 +15,14 @@ of the run. Outside a run those are ``None`` (``attempt`` is 1) and ``emit`` doe
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
-from pyattacker._checks import check_number
 from pyattacker._rng import LazyRandom
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import ConfigError, LeaseLeakError, PoolNotFound
-from pyattacker.pool._algorithms import (
-    AcquireAlgorithm,
-    AcquireRequest,
-    AlgorithmSpec,
-    check_timeout,
-    resolve_algorithm,
-)
+from pyattacker.pool._acquire import acquire_through, checked
+from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec, resolve_algorithm
 from pyattacker.pool._lease import AcquireCall, Lease
 from pyattacker.pool._pool import Pool
 from pyattacker.pool._resource import Resource
@@ -71,7 +65,7 @@ class TaskContext:
         if pool is not None and pool not in self.pools:
             raise PoolNotFound(pool, known=list(self.pools))
         # An int or str is a seed (None: the OS's entropy), applied on the first draw: most
-        # attempts never draw, and seeding costs 6 us (pyattacker._rng).
+        # attempts never draw, and seeding is not free (pyattacker._rng).
         self.rng: random.Random = rng if isinstance(rng, random.Random) else LazyRandom(rng)
         first = next(iter(self.pools.values()), None)
         self.clock: Clock = clock or (first.clock if first is not None else LoopClock())
@@ -159,8 +153,7 @@ class TaskContext:
         Bad input (unknown pool or algorithm, negative timeout or tokens, a selector path
         no resource has) raises ``ConfigError`` here, before anything is waited for.
         """
-        target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector)
-        _check_tokens(tokens)
+        target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector, tokens)
         return AcquireCall(lambda: self._acquire(target, chosen, wanted, timeout, tokens))
 
     async def acquire_lease(
@@ -176,8 +169,7 @@ class TaskContext:
         """The escape hatch: a lease you release yourself (``lease.release_now()``)."""
         # What ``await self.acquire(...)`` does, without the AcquireCall and its closure:
         # the benchmark harness leases through here on every simulated call.
-        target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector)
-        _check_tokens(tokens)
+        target, chosen, wanted = self._checked(pool, algorithm, timeout, where, selector, tokens)
         return await self._acquire(target, chosen, wanted, timeout, tokens)
 
     def _checked(
@@ -187,46 +179,27 @@ class TaskContext:
         timeout: float | None,
         where: Callable[[Resource], bool] | None,
         selector: dict[str, Any],
+        tokens: float | None,
     ) -> tuple[Pool, AcquireAlgorithm, Selector]:
         """The pool, algorithm and selector of an acquire, or ``ConfigError`` for bad input."""
         target = self.pool(pool)
-        chosen = self._algorithm_for(target, algorithm)
-        if timeout is not None:
-            check_timeout(timeout, "timeout")
-        wanted = Selector.build(where, **selector)
-        target.check_selector(wanted)
+        chosen, wanted = checked(
+            target, algorithm, self.algorithm, timeout, where, selector, tokens
+        )
         return target, chosen, wanted
 
-    def _algorithm_for(self, pool: Pool, spec: AlgorithmSpec | None) -> AcquireAlgorithm:
-        if spec is not None:
-            return resolve_algorithm(spec)
-        return self.algorithm or pool.algorithm or resolve_algorithm(None)
-
-    async def _acquire(
+    def _acquire(
         self,
         pool: Pool,
         algorithm: AcquireAlgorithm,
         selector: Selector,
         timeout: float | None,
         tokens: float | None = None,
-    ) -> Lease:
-        started = self.clock.now()
-        request = AcquireRequest(
-            pool=pool,
-            selector=selector,
-            timeout=timeout,
-            rng=self.rng,
-            clock=self.clock,
-            pools=self.pools,
-            affinity=self.affinity,
-            owner=self,
-            algorithm=algorithm.name,
-            started=started,
-            tokens=tokens,
-        )
-        lease = await algorithm.acquire(request)
-        lease.pool.record_wait(lease.acquired_at - started)
-        return lease
+    ) -> Coroutine[Any, Any, Lease]:
+        return acquire_through(
+            algorithm, pool, selector, timeout, tokens, rng=self.rng, clock=self.clock,
+            pools=self.pools, affinity=self.affinity, owner=self,
+        )  # fmt: skip
 
     # -- lease ownership ----------------------------------------------------------------
 
@@ -280,8 +253,3 @@ class TaskContext:
             f"<TaskContext pools={list(self.pools)} held={len(self._held)} "
             f"default_pool={self.default_pool!r}>"
         )
-
-
-def _check_tokens(tokens: float | None) -> None:
-    if tokens is not None:
-        check_number(tokens, "tokens", at_least=0, hint="the tokens the call is expected to spend")

@@ -99,7 +99,7 @@ class Lease:
         ``headers`` (the response's: a mapping or ``(name, value)`` pairs) are read for
         ``x-ratelimit-remaining-*``/``x-ratelimit-reset-*``, which the pacing then follows.
         """
-        self.pool._report(
+        self.pool._feedback.report(
             self._slot,
             ok=ok,
             latency_ms=latency_ms,
@@ -109,12 +109,12 @@ class Lease:
             headers=headers,
             lease=self,
         )
-        if usage and self.owner is not None:  # checked numbers by now (Pool._report)
+        if usage and self.owner is not None:  # checked numbers by now (Feedback.report)
             self.owner._used(usage)
 
     def degrade(self, reason: str) -> None:
         """Take the resource out of rotation for its cooldown; the failure counter is kept."""
-        self.pool._degrade(self._slot, reason)
+        self.pool._feedback.degrade(self._slot, reason)
 
     def release_now(self) -> bool:
         """Give the resource back. Returns False (and does nothing) if already released."""

@@ -1,18 +1,17 @@
-"""The pool's pacing glue: charging a lease, settling it, and the dead-end check.
+"""The pool's pacing glue: charging a lease, and the dead-end check.
 
-A mixin of ``Pool`` (kept apart so that each module stays readable): it turns the pure
-``Pacer`` (``_pacing``) into pool behaviour: events, and waking waiters at the right
-instant. ``check_usable`` raises ``NoUsableResource`` for a selector nothing can serve.
+A mixin of ``Pool`` (kept apart so that each module stays readable): it charges the pure
+``Pacer`` (``_pacing``) for a grant, with its event; settling the charge is ``_feedback``'s.
+``check_usable`` raises ``NoUsableResource`` for a selector nothing can serve.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyattacker.errors import NoUsableResource
 from pyattacker.pool._lease import Lease
-from pyattacker.pool._pacing import rate_limit_headers, rest_for, settle, tokens_of
 from pyattacker.pool._selector import ANY, Selector
 from pyattacker.pool._slot import Slot, hopeless_reasons
 from pyattacker.pool._waiting import WaitQueue
@@ -30,9 +29,6 @@ class PoolPacing:
     def _emit(self, kind: str, resource: str | None = None, **data: Any) -> None:
         raise NotImplementedError  # Pool's
 
-    def _throttle(self, slot: Slot, until: float, now: float) -> None:
-        raise NotImplementedError  # Pool's
-
     def _pace(self, slot: Slot, lease: Lease, now: float, tokens: float | None) -> None:
         """Charge the lease to its resource's pacer (after ``_grant``: the same instant)."""
         pacer = slot.pacer
@@ -48,35 +44,6 @@ class PoolPacing:
                 until=pacer.ready_at,
                 group=slot.resource.quota_group,
             )
-
-    def _correct_pace(
-        self,
-        slot: Slot,
-        usage: Mapping[str, float] | None,
-        headers: object,
-        lease: Lease | None,
-        now: float,
-    ) -> None:
-        pacer = slot.pacer
-        assert pacer is not None
-        before = pacer.ready_at
-        estimate = 0.0
-        if lease is not None and tokens_of(usage) is not None:  # its first usage settles it
-            estimate, lease._tokens = lease._tokens, 0.0
-        settle(pacer, now, usage=usage, headers=headers, estimate=estimate)
-        if pacer.ready_at != before:
-            if pacer.ready_at > now:
-                self._emit("resource.paced", slot.resource.id, until=pacer.ready_at)
-            self._queue.arm_notifier()
-
-    def _follow_headers(self, slot: Slot, headers: object, now: float) -> None:
-        """An unpaced resource still rests when its server says none remain: until the
-        reset, as a ``Retry-After`` would have it (and its quota group with it)."""
-        seen = rate_limit_headers(headers)
-        for unit in ("requests", "tokens"):
-            rest = rest_for(seen, unit, 1.0)
-            if rest is not None and rest > 0:
-                self._throttle(slot, now + rest, now)
 
     def dead_ends(self, selector: Selector = ANY) -> dict[str, str] | None:
         """Why no resource ``selector`` accepts can ever serve again (``id: "dead (...)"``,

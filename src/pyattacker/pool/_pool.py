@@ -23,28 +23,28 @@ default ``LoopClock`` reads; under the virtual loop they fire at the simulated i
 from __future__ import annotations
 
 import logging
-import math
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any
 
+from pyattacker._rng import LazyRandom
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import (
     ConfigError,
-    ErrorClass,
     ResourceError,
-    error_class_of,
-    retry_after_of,
 )
+from pyattacker.pool._acquire import acquire_through, checked
+from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec, resolve_algorithm
 from pyattacker.pool._clients import build_client
 from pyattacker.pool._events import EventBus, PoolEvent, Subscriber
-from pyattacker.pool._health import Health, HealthEvent, transition
+from pyattacker.pool._feedback import Feedback
+from pyattacker.pool._health import Health, HealthEvent
 from pyattacker.pool._lease import AcquireCall, Lease, LeaseOwner
 from pyattacker.pool._paced import PoolPacing
 from pyattacker.pool._pacing import Pacers
-from pyattacker.pool._resource import Resource
+from pyattacker.pool._resource import Resource, checked_resources
 from pyattacker.pool._selector import ANY, Selector
-from pyattacker.pool._slot import Slot, hopeless, reason
+from pyattacker.pool._slot import Slot, hopeless, pick, reason
 from pyattacker.pool._stats import (
     PoolStatistics,
     ResourceSnapshot,
@@ -52,9 +52,6 @@ from pyattacker.pool._stats import (
     resource_snapshot,
 )
 from pyattacker.pool._waiting import WaitQueue
-
-if TYPE_CHECKING:
-    from pyattacker.pool._algorithms import AcquireAlgorithm, AlgorithmSpec
 
 __all__ = ["Pool", "Score"]
 
@@ -68,6 +65,12 @@ _WAIT_WINDOW = 10_000  # wait percentiles cover the most recent acquisitions (bo
 
 
 class Pool(PoolPacing):
+    """A named set of resources and their live state; see the module docstring.
+
+    Bad arguments (an empty name, a non-resource, an id twice, a bad ``deadlock_warn_s``
+    or algorithm) raise ``ConfigError`` naming the field.
+    """
+
     def __init__(
         self,
         name: str,
@@ -78,8 +81,6 @@ class Pool(PoolPacing):
         deadlock_warn_s: float | None = 5.0,
         on_event: Subscriber | None = None,
     ) -> None:
-        from pyattacker.pool._algorithms import resolve_algorithm
-
         if not isinstance(name, str) or not name:
             raise ConfigError(f"must be a non-empty string, got {name!r}", field="pool.name")
         if deadlock_warn_s is not None and not deadlock_warn_s > 0:
@@ -95,17 +96,7 @@ class Pool(PoolPacing):
         self._slots: list[Slot] = []
         self._by_id: dict[str, Slot] = {}
         self._pacers = Pacers()
-        for i, resource in enumerate(resources):
-            if not isinstance(resource, Resource):
-                raise ConfigError(
-                    f"must be a Resource, got {type(resource).__name__}",
-                    field=f"{name}.resources[{i}]",
-                    hint="build one with Resource.create(kind, id=..., capacity=...)",
-                )
-            if resource.id in self._by_id:
-                raise ConfigError(
-                    f"duplicate resource id {resource.id!r}", field=f"{name}.resources[{i}].id"
-                )
+        for resource in checked_resources(name, resources):
             self._add_slot(resource)
         self._pacers.attach(self._slots, name)
         self._queue = WaitQueue(
@@ -118,14 +109,13 @@ class Pool(PoolPacing):
         )
         self._rr = 0
         self._granted = 0
-        self._failures = 0
-        self._throttles = 0
         self._leaked = 0
         self._waits: deque[float] = deque(maxlen=_WAIT_WINDOW)
         self._wait_max = 0.0
         self._bus = EventBus()
         if on_event is not None:
             self._bus.subscribe(on_event)
+        self._feedback = Feedback(name, self._slots, self._queue, self._bus, self._emit, self.clock)
 
     # -- membership ---------------------------------------------------------------------
 
@@ -189,7 +179,7 @@ class Pool(PoolPacing):
         slot = self._slot_of(resource_id)
         if slot.health.state is Health.REVOKED:
             return
-        self._apply(slot, HealthEvent.REVOKE, self.clock.now(), reason or "revoked")
+        self._feedback.apply(slot, HealthEvent.REVOKE, self.clock.now(), reason or "revoked")
         self._emit("pool.revoked", resource_id, reason=reason)
 
     # -- events -------------------------------------------------------------------------
@@ -205,40 +195,6 @@ class Pool(PoolPacing):
 
     # -- the allocator ------------------------------------------------------------------
 
-    def _pick(
-        self, selector: Selector, score: Score | None, exclude: Iterable[str], now: float
-    ) -> Slot | None:
-        slots = self._slots
-        n = len(slots)
-        if n == 0:
-            return None
-        if n == 1 and score is None:  # one resource (a load test's one URL): no ranking
-            slot = slots[0]
-            if not slot.usable(now) or (exclude and slot.resource.id in exclude):
-                return None
-            return slot if selector is ANY or selector.matches(slot.resource) else None
-        best: Slot | None = None
-        best_key: tuple[float, float] = (math.inf, math.inf)
-        any_selector = selector is ANY
-        start = self._rr % n
-        for i in range(n):
-            slot = slots[(start + i) % n]
-            if not slot.usable(now):
-                continue
-            resource = slot.resource
-            if exclude and resource.id in exclude:
-                continue
-            if not any_selector and not selector.matches(resource):
-                continue
-            rank = 0.0
-            if score is not None:
-                value = score(resource)
-                rank = math.inf if value is None else -value
-            key = (rank, slot.active / slot.limit)
-            if key < best_key:
-                best, best_key = slot, key
-        return best
-
     def select(
         self,
         selector: Selector = ANY,
@@ -247,7 +203,7 @@ class Pool(PoolPacing):
         exclude: Iterable[str] = (),
     ) -> Resource | None:
         """The resource ``try_acquire`` would take now, without taking it."""
-        slot = self._pick(selector, score, frozenset(exclude), self.clock.now())
+        slot = pick(self._slots, selector, score, frozenset(exclude), self.clock.now(), self._rr)
         return None if slot is None else slot.resource
 
     def try_acquire(
@@ -268,9 +224,9 @@ class Pool(PoolPacing):
         skip = frozenset(exclude) if exclude else _NOTHING
         slots = self._slots
         if len(slots) == 1 and score is None and selector is ANY and not skip:
-            # One resource and no choice to make (a load test's one URL), the usual case:
-            # what _pick, Slot.usable and _client_of find, without their calls, when the
-            # slot is ready, has room and has its client. Anything else: the general path.
+            # One resource and no choice to make (a load test's one URL), the usual case,
+            # which a load test meets on every request: granted at once when the slot is
+            # ready, has room and has its client. Anything else takes the general path.
             only = slots[0]
             client = only.client
             if (
@@ -282,7 +238,7 @@ class Pool(PoolPacing):
             ):
                 return self._grant(only, client, now, owner, algorithm)
         while True:
-            slot = self._pick(selector, score, skip, now)
+            slot = pick(self._slots, selector, score, skip, now, self._rr)
             if slot is None:
                 self._queue.missed_at = now  # the instant a wait_slot that follows looks from
                 return None
@@ -327,8 +283,7 @@ class Pool(PoolPacing):
             return client
         log.warning("pool %s: client factory for %s failed: %s", self.name, slot.resource.id, error)
         self._emit("resource.factory", slot.resource.id, error=error)
-        self._failures += 1
-        self._apply(slot, HealthEvent.FAILURE, now, "factory failed")
+        self._feedback.fail(slot, now, "factory failed")
         return None
 
     # -- waiting ------------------------------------------------------------------------
@@ -379,102 +334,6 @@ class Pool(PoolPacing):
         if not slot.active and hopeless(slot):
             self._queue.wake_all()  # its last lease is back: its waiters must hear it is over
 
-    def _report(
-        self,
-        slot: Slot,
-        *,
-        ok: bool,
-        latency_ms: float | None,
-        usage: Mapping[str, float] | None,
-        error: BaseException | None,
-        retry_after: float | None,
-        headers: object = None,
-        lease: Lease | None = None,
-    ) -> None:
-        now = self.clock.now()
-        if usage:
-            self._add_usage(slot, usage)
-        if slot.pacer is not None and (usage or headers is not None):
-            self._correct_pace(slot, usage, headers, lease, now)
-        elif headers is not None:
-            self._follow_headers(slot, headers, now)
-        error_class: str | None = None
-        if not ok and error is not None:
-            error_class = error_class_of(error)
-            if retry_after is None:
-                retry_after = retry_after_of(error)
-        if not ok and retry_after is not None:
-            error_class = ErrorClass.RATE_LIMIT
-        if self._bus.wants("lease.reported"):
-            self._emit(
-                "lease.reported",
-                slot.resource.id,
-                ok=ok,
-                latency_ms=latency_ms,
-                usage=dict(usage) if usage else None,
-                error_class=error_class,
-                retry_after=retry_after,
-            )
-        if slot.health.state is Health.REVOKED:
-            return
-        if ok:
-            if slot.health.failures or slot.health.state is not Health.READY:
-                self._apply(slot, HealthEvent.SUCCESS, now, "success")
-        elif error_class == ErrorClass.RATE_LIMIT:
-            self._throttles += 1
-            if retry_after is not None:
-                self._throttle(slot, now + max(0.0, retry_after), now)
-        else:
-            self._failures += 1
-            self._apply(slot, HealthEvent.FAILURE, now, error_class or "reported failure")
-
-    def _add_usage(self, slot: Slot, usage: Mapping[str, float]) -> None:
-        for unit, amount in usage.items():
-            if not isinstance(amount, int | float) or isinstance(amount, bool):
-                raise ConfigError(f"must be a number, got {amount!r}", field=f"usage.{unit}")
-            slot.usage[unit] = slot.usage.get(unit, 0.0) + amount
-
-    def _throttle(self, slot: Slot, until: float, now: float) -> None:
-        group = slot.resource.quota_group
-        targets = (
-            [slot] if group is None else [s for s in self._slots if s.resource.quota_group == group]
-        )
-        for target in targets:
-            if until > target.not_before:
-                target.not_before = until
-                self._emit(
-                    "resource.throttled",
-                    target.resource.id,
-                    until=until,
-                    group=group,
-                    source=slot.resource.id,
-                )
-        self._queue.arm_notifier()
-
-    def _degrade(self, slot: Slot, reason: str) -> None:
-        if slot.health.state is not Health.REVOKED:
-            self._apply(slot, HealthEvent.DEGRADE, self.clock.now(), reason)
-
-    def _apply(self, slot: Slot, event: HealthEvent, now: float, reason: str) -> None:
-        before = slot.health
-        after = transition(before, event, now=now, policy=slot.resource.health)
-        slot.health = after
-        if after.state is before.state and after.blocked_until == before.blocked_until:
-            return
-        self._emit(
-            "resource.health",
-            slot.resource.id,
-            **{"from": before.state.value, "to": after.state.value},
-            failures=after.failures,
-            until=after.blocked_until,
-            reason=reason,
-        )
-        if after.state is not before.state:
-            if after.state is Health.DEAD:
-                log.warning("pool %s: %s is DEAD (%s)", self.name, slot.resource.id, reason)
-            self._queue.wake_all()
-        self._queue.arm_notifier()
-
     def set_limit(self, resource_id: str, limit: int, *, reason: str = "") -> int:
         """Set how many leases a resource may have out (1..capacity); returns the new limit."""
         slot = self._slot_of(resource_id)
@@ -502,11 +361,21 @@ class Pool(PoolPacing):
         Await it for a lease you release yourself, or ``async with`` it. ``tokens``: the
         call's estimate for a resource paced to ``tpm`` (see ``TaskContext.acquire``).
         """
-        from pyattacker.pool._context import TaskContext
+        chosen, wanted = checked(self, algorithm, None, timeout, where, selector, tokens)
+        return AcquireCall(lambda: self._acquire_unowned(chosen, wanted, timeout, tokens))
 
-        return TaskContext([self]).acquire(
-            self.name, algorithm=algorithm, timeout=timeout, where=where, tokens=tokens, **selector
-        )
+    def _acquire_unowned(
+        self,
+        algorithm: AcquireAlgorithm,
+        selector: Selector,
+        timeout: float | None,
+        tokens: float | None,
+    ) -> Coroutine[Any, Any, Lease]:
+        # Nobody keeps track of the lease but its holder: no owner, a fresh rng and affinity.
+        return acquire_through(
+            algorithm, self, selector, timeout, tokens, rng=LazyRandom(None),
+            clock=self.clock, pools={self.name: self}, affinity={}, owner=None,
+        )  # fmt: skip
 
     def record_wait(self, seconds: float) -> None:
         """Note how long an acquisition waited (feeds ``statistics()``)."""
@@ -553,8 +422,8 @@ class Pool(PoolPacing):
             pacers=self._pacers.all(),
             waiting=len(self._queue),
             leases=self._granted,
-            failures=self._failures,
-            throttles=self._throttles,
+            failures=self._feedback.failures,
+            throttles=self._feedback.throttles,
             leaked=self._leaked,
             waits=self._waits,
             wait_max_s=self._wait_max,

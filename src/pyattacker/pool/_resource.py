@@ -13,7 +13,7 @@ Secrets in ``options`` are masked in ``spec()`` and ``repr``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -24,7 +24,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.pool._health import HealthPolicy
 from pyattacker.pool._pacing import Limits
 
-__all__ = ["Factory", "Resource"]
+__all__ = ["Factory", "Resource", "checked_resources"]
 
 #: Builds the client a lease hands out; called once per resource, lazily, with the resource.
 Factory = Callable[["Resource"], object]
@@ -165,6 +165,25 @@ class Resource:
             if value is not None:
                 parts.append(f"{name}={value:g}")
         return f"Resource({', '.join(parts)})"
+
+
+def checked_resources(pool: str, resources: Iterable[Resource]) -> Iterator[Resource]:
+    """``resources`` one by one, each checked as pool ``pool`` receives it:
+    ``ConfigError`` for something that is not a ``Resource``, or an id met before."""
+    seen: set[str] = set()
+    for i, resource in enumerate(resources):
+        if not isinstance(resource, Resource):
+            raise ConfigError(
+                f"must be a Resource, got {type(resource).__name__}",
+                field=f"{pool}.resources[{i}]",
+                hint="build one with Resource.create(kind, id=..., capacity=...)",
+            )
+        if resource.id in seen:
+            raise ConfigError(
+                f"duplicate resource id {resource.id!r}", field=f"{pool}.resources[{i}].id"
+            )
+        seen.add(resource.id)
+        yield resource
 
 
 def _check_limits(

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from pyattacker.pool._health import Health, HealthState
 from pyattacker.pool._pacing import Pacer
 from pyattacker.pool._resource import Resource
-from pyattacker.pool._selector import Selector
+from pyattacker.pool._selector import ANY, Selector
 
-__all__ = ["Slot", "hopeless", "hopeless_reasons", "reason"]
+__all__ = ["Slot", "hopeless", "hopeless_reasons", "pick", "reason"]
 
 
 class Slot:
@@ -106,3 +106,46 @@ def hopeless_reasons(slots: Iterable[Slot], selector: Selector) -> dict[str, str
         else:
             reasons[slot.resource.id] = "revoked"
     return reasons or None
+
+
+def pick(
+    slots: Sequence[Slot],
+    selector: Selector,
+    score: Callable[[Resource], float | None] | None,
+    exclude: Collection[str],
+    now: float,
+    start: int,
+) -> Slot | None:
+    """The slot an acquire takes now, or None: among the usable slots whose resource
+    ``selector`` accepts and that are not in ``exclude``, the best ``score`` (higher first,
+    None last), then the least loaded (``active / limit``); ties go to the first met
+    going round from ``start`` (the pool's round-robin position)."""
+    n = len(slots)
+    if n == 0:
+        return None
+    if n == 1 and score is None:  # one resource (a load test's one URL): no ranking
+        slot = slots[0]
+        if not slot.usable(now) or (exclude and slot.resource.id in exclude):
+            return None
+        return slot if selector is ANY or selector.matches(slot.resource) else None
+    best: Slot | None = None
+    best_key: tuple[float, float] = (math.inf, math.inf)
+    any_selector = selector is ANY
+    start = start % n
+    for i in range(n):
+        slot = slots[(start + i) % n]
+        if not slot.usable(now):
+            continue
+        resource = slot.resource
+        if exclude and resource.id in exclude:
+            continue
+        if not any_selector and not selector.matches(resource):
+            continue
+        rank = 0.0
+        if score is not None:
+            value = score(resource)
+            rank = math.inf if value is None else -value
+        key = (rank, slot.active / slot.limit)
+        if key < best_key:
+            best, best_key = slot, key
+    return best

@@ -1,6 +1,7 @@
 """Admission: reading the input, finding each pipeline in the store, starting it or not.
 
-The half of an ``Execution`` (``pyattacker.run._execute``) that decides what runs: it pulls
+The part of an ``Execution`` (``pyattacker.run._execute``, which has one and hands it a
+way to start a pipeline) that decides what runs: it pulls
 the input in chunks as large as the free room (so a generator is never materialised), looks
 each chunk up in the store with one query, refuses bad input before anything of it runs
 (a pool nobody has, a seed no codec stores, a key over another input row), and continues
@@ -10,10 +11,8 @@ from its first changed step (``_reuse``).
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pyattacker.clock import epoch_time
@@ -22,7 +21,10 @@ from pyattacker.pool import Pool
 from pyattacker.run._codecs import CodecRegistry
 from pyattacker.run._commit import Committer
 from pyattacker.run._input import Tracked
+from pyattacker.run._job import Job
+from pyattacker.run._live import LivePipelines
 from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
+from pyattacker.run._records import Recorder
 from pyattacker.run._reuse import StepReuse
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._stats import RunCounters
@@ -36,110 +38,91 @@ from pyattacker.store import (
 )
 from pyattacker.store._tables import ok_attempt  # a task row's carried attempt, as a row
 
-__all__ = ["Admission", "Job", "Settings"]
+__all__ = ["Admission"]
 
 _CHUNK = 64  # input items read (and looked up in the store) at a time, at most
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    concurrency: int
-    admission: int
-    grace_s: float
-    strict_leases: bool
-    stop_after_failures: int | None
-    report_failures: int
+class Admission:
+    """Decides which pipelines of the input (and, on resume, of the store) run; see the
+    module docstring. ``start`` runs an admitted job as a live pipeline; ``live`` holds the
+    run's live pipelines (the room, and whether the run is stopping)."""
 
-
-@dataclasses.dataclass(slots=True)
-class Job:
-    """One admitted pipeline: its identity, its row as last staged, and where it stands."""
-
-    template: PipelineTemplate
-    row: PipelineRow
-    value: Any  # the input of task `row.cursor`
-    input_digest: str
-    # On a restart from the seed: the successful attempts that the old task rows carry,
-    # by seq. Each becomes an attempts row of its own when its task row is replaced.
-    carried: dict[int, AttemptRow] = dataclasses.field(default_factory=dict)
-    # A stored pipeline's highest attempt number recorded per seq, which this run's
-    # attempts of that step continue after (None: a new pipeline, nothing recorded).
-    prior: Mapping[int, int] | None = None
-
-
-class Admission(StepReuse):
-    """Admits pipelines for the ``Execution`` that inherits it (see the module docstring).
-
-    The attributes and the methods at the end are the Execution's: set in its
-    ``__init__`` and defined by it.
-    """
-
-    run_id: str
-    counters: RunCounters
-    stop_reason: str | None
-    input_error: BaseException | None
-    _store: Store
-    _commit: Committer
-    _pools: Mapping[str, Pool]
-    _codecs: CodecRegistry
-    _settings: Settings
-    _scrub: Scrubber
-    _room: asyncio.Event
-    _live: dict[str, asyncio.Task[None]]
-    _live_seeds: dict[str, str]
-    _ordinal: int
-    tracker: Tracked | None  # follows the run's input (None: not recorded)
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        store: Store,
+        committer: Committer,
+        pools: Mapping[str, Pool],
+        codecs: CodecRegistry,
+        counters: RunCounters,
+        scrubber: Scrubber,
+        records: Recorder,
+        live: LivePipelines,
+        start: Callable[[Job], None],
+        fresh: bool = False,
+        held_templates: frozenset[str] | None = None,
+        tracker: Tracked | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self._store = store
+        self._commit = committer
+        self._pools = pools
+        self._codecs = codecs
+        self.counters = counters
+        self._scrub = scrubber
+        self._records = records
+        self._live = live
+        self._start = start
+        self._reuse = StepReuse(
+            run_id=run_id, store=store, committer=committer, records=records, fresh=fresh,
+            held_templates=held_templates,
+        )  # fmt: skip
+        self.tracker = tracker  # follows the run's input (None: not recorded)
+        self.input_error: BaseException | None = None
+        self._ordinal = 0
 
     @property
     def stopping(self) -> bool:
-        return self.stop_reason is not None
+        return self._live.stopping
 
-    async def admit_all(self, specs: Iterable[Any], *, resume: bool) -> None:
+    async def admit(self, specs: Iterable[Any], *, resume: bool) -> None:
         """Admit every spec (then, on resume, the store's unfinished pipelines of the same
-        templates), wait for all of them, and return. Raises ``ConfigError`` for a key whose
-        stored digests differ, after draining what was already running.
+        templates) and return; the admitted pipelines may still be running. Raises
+        ``ConfigError`` for a key whose stored digests differ.
 
         The input is read in chunks as large as the room free at that moment (at most
         ``_CHUNK``), each looked up in the store with one query.
         """
         templates: dict[str, PipelineTemplate] = {}
         items = _each(specs, self)
-        try:
-            while True:
-                room = await self._wait_room()
-                if self.stopping:
-                    break
-                chunk = list(itertools.islice(items, min(room, _CHUNK)))
-                if not chunk:
-                    break
-                for item in chunk:
-                    template = item if isinstance(item, PipelineTemplate) else item.template
-                    if template.chain_digest not in templates:
-                        self._check_template(template)
-                        templates[template.chain_digest] = template
-                specs_of_chunk = [i for i in chunk if isinstance(i, PipelineSpec)]
-                _refuse_key_clash(specs_of_chunk)  # before any of the chunk starts
-                self._admit_chunk(specs_of_chunk)
-                if self.tracker is not None and isinstance(chunk[-1], PipelineSpec):
-                    # Staged, all of them: their rows count as read (at the next flush).
-                    self.tracker.admitted(chunk[-1])
-            # A failing input ends admission; what was admitted finishes (Runner raises after).
-            if resume and not self.stopping and self.input_error is None:
-                await self._admit_stored(templates)
-        except asyncio.CancelledError:
-            self.stop("cancelled")
-            self.cancel_live()
-            raise
-        except BaseException as exc:
-            self.stop(f"refused: {exc}" if isinstance(exc, ConfigError) else f"failed: {exc!r}")
-            raise
-        finally:
-            await self._drain()
+        while True:
+            room = await self._wait_room()
+            if self.stopping:
+                break
+            chunk = list(itertools.islice(items, min(room, _CHUNK)))
+            if not chunk:
+                break
+            for item in chunk:
+                template = item if isinstance(item, PipelineTemplate) else item.template
+                if template.chain_digest not in templates:
+                    self._check_template(template)
+                    templates[template.chain_digest] = template
+            specs_of_chunk = [i for i in chunk if isinstance(i, PipelineSpec)]
+            _refuse_key_clash(specs_of_chunk)  # before any of the chunk starts
+            self._admit_chunk(specs_of_chunk)
+            if self.tracker is not None and isinstance(chunk[-1], PipelineSpec):
+                # Staged, all of them: their rows count as read (at the next flush).
+                self.tracker.admitted(chunk[-1])
+        # A failing input ends admission; what was admitted finishes (Runner raises after).
+        if resume and not self.stopping and self.input_error is None:
+            await self._admit_stored(templates)
 
     def _check_template(self, template: PipelineTemplate) -> None:
         """Every pool a task of ``template`` (or a fanout branch) names exists: a typo is
         bad input, found before anything of that template runs or is written."""
-        self._check_held(template)
+        self._reuse.check_held(template)
         missing = template.missing_pool(self._pools)
         if missing is not None:
             known = ", ".join(sorted(self._pools)) or "none: pass pools=[...]"
@@ -150,11 +133,12 @@ class Admission(StepReuse):
             )
 
     async def _wait_room(self) -> int:
-        """Wait until fewer than ``admission`` pipelines are live; the free room."""
-        while self.counters.live >= self._settings.admission:
-            self._room.clear()
-            await self._room.wait()
-        return self._settings.admission - self.counters.live
+        return await self._live.wait_room()
+
+    def _event(
+        self, kind: str, pipeline_id: str | None, seq: int | None, data: Mapping[str, Any]
+    ) -> None:
+        self._records.event(kind, pipeline_id, seq, data)
 
     async def _admit_stored(self, templates: Mapping[str, PipelineTemplate]) -> None:
         # Pipelines admitted above were staged with this run's id: flush so that the store
@@ -162,15 +146,46 @@ class Admission(StepReuse):
         await self._commit.checkpoint()
         await self._admit_revisited(templates.values())
 
+    async def _admit_revisited(self, templates: Iterable[PipelineTemplate]) -> None:
+        """On resume, the store's pipelines of ``templates`` that are unfinished, were
+        edited, or (fresh) every one of them: continued or rerun, a chunk at a time."""
+        for template in templates:
+            for chunk in self._reuse.stale(template):
+                prior = self._store.last_attempts([row.pipeline_id for row in chunk])
+                for row in chunk:
+                    if row.run_id == self.run_id or row.pipeline_id in self._live:
+                        continue
+                    await self._wait_room()
+                    if self.stopping:
+                        return
+                    job = self._job_for(template, row)
+                    if job is not None:
+                        job.prior = prior.get(row.pipeline_id)
+                        self._start(job)
+
+    def _job_for(self, template: PipelineTemplate, row: PipelineRow) -> Job | None:
+        if self._reuse.revisits(template, row):
+            return self._revisit_job(template, row)
+        return self._resume_job(template, row)
+
+    def _revisit_job(
+        self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
+    ) -> Job | None:
+        """The job that reruns ``stored`` from its first changed step (every step when
+        fresh), continuing from the checkpoint before it."""
+        pid = stored.pipeline_id
+        edited = self._reuse.replan(template, stored, lambda seq: self._load(pid, seq)[2] is None)
+        return self._resume_job(template, edited, seed=seed)
+
     def _admit_chunk(self, specs: list[PipelineSpec]) -> None:
         """Start the pipelines of ``specs`` that need running; there is room for all."""
         prepared = [self._prepare(spec) for spec in specs]
         stored = self._store.pipelines([p.pipeline_id for p in prepared])
-        prior = self._prior_attempts(specs, prepared, stored) if stored else {}
+        prior = self._reuse.prior_attempts(specs, prepared, stored) if stored else {}
         for spec, prep in zip(specs, prepared, strict=True):
             pid = prep.pipeline_id
             if pid in self._live:
-                if spec.key is not None and self._live_seeds.get(pid) != prep.seed_digest:
+                if spec.key is not None and self._live.seed_of(pid) != prep.seed_digest:
                     raise ConfigError(
                         f"key {spec.key!r} names two different rows of the input",
                         field="key",
@@ -183,7 +198,7 @@ class Admission(StepReuse):
                 self._start(self._new_job(spec, prep))
                 continue
             self._check_key(spec, prep.seed_digest, row)
-            if self._revisits(spec.template, row):
+            if self._reuse.revisits(spec.template, row):
                 job = self._revisit_job(spec.template, row, seed=spec.seed)
             elif row.state is PipelineState.SUCCEEDED:
                 self.counters.skipped += 1
@@ -266,8 +281,8 @@ class Admission(StepReuse):
         now = epoch_time()
         pid, cursor = stored.pipeline_id, stored.cursor
         if cursor >= len(template.tasks):  # every checkpoint is in: it only lacked the label
-            done = dataclasses.replace(
-                stored, state=PipelineState.SUCCEEDED, run_id=self.run_id, updated_at=now
+            done = stored.replaced(
+                state=PipelineState.SUCCEEDED, run_id=self.run_id, updated_at=now
             )
             self._commit.checkpoint(pipeline=done)
             self.counters.skipped += 1
@@ -282,8 +297,7 @@ class Admission(StepReuse):
             cursor = 0
             value, digest_in, problem = self._load(pid, -1)
         self.counters.reused += cursor
-        row = dataclasses.replace(
-            stored,
+        row = stored.replaced(
             state=PipelineState.PENDING,
             cursor=cursor,
             run_id=self.run_id,
@@ -323,8 +337,8 @@ class Admission(StepReuse):
 
     def _fail_unreadable(self, stored: PipelineRow, problem: str, now: float) -> None:
         error = self._scrub.text(f"cannot resume: {problem}, and the seed is not in the input")
-        row = dataclasses.replace(
-            stored, state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
+        row = stored.replaced(
+            state=PipelineState.FAILED, run_id=self.run_id, updated_at=now, error=error
         )
         self._commit.checkpoint(pipeline=row)
         self.counters.pipelines[PipelineState.FAILED.value] += 1
@@ -332,25 +346,6 @@ class Admission(StepReuse):
     def _next_ordinal(self) -> int:
         self._ordinal += 1
         return self._ordinal
-
-    # -- the Execution's ------------------------------------------------------------------
-
-    def stop(self, reason: str) -> None:
-        raise NotImplementedError
-
-    def cancel_live(self) -> None:
-        raise NotImplementedError
-
-    async def _drain(self) -> None:
-        raise NotImplementedError
-
-    def _start(self, job: Job) -> None:
-        raise NotImplementedError
-
-    def _event(
-        self, kind: str, pipeline_id: str | None, seq: int | None, data: Mapping[str, Any]
-    ) -> None:
-        raise NotImplementedError
 
 
 def _refuse_key_clash(specs: list[PipelineSpec]) -> None:

@@ -230,7 +230,7 @@ def _plain_json(value: Any) -> tuple[bytes, Any] | None:
     ``None``, and the careful path (which walks the value to name any problem) decides.
 
     The hot path of a run: JSON's C encoder and decoder plus one C-level comparison cost
-    about half of the Python walk, and a value that reads back equal is one the walk
+    much less than the Python walk, and a value that reads back equal is one the walk
     accepts (non-``str`` keys, NaN and anything JSON cannot hold never read back equal).
     """
     try:

@@ -14,8 +14,8 @@ is flushed on its own when ``history_batch`` rows are waiting or at the Runner's
 recorder may await it.
 
 The flush itself is synchronous on the loop's thread: SQLite in WAL mode with
-``synchronous=NORMAL`` commits without an fsync, and a batch of a few hundred rows takes a
-couple of milliseconds. Committing on a worker thread with a connection of its own was
+``synchronous=NORMAL`` commits without an fsync, so a batch is short next to the work that
+produced it. Committing on a worker thread with a connection of its own was
 measured and bought nothing: the GIL comes back to the writer only when the loop idles.
 """
 

@@ -19,6 +19,7 @@ from types import CodeType, MethodType
 from typing import Any
 
 from pyattacker.run._codecs import canonical_json, digest, is_jsonable
+from pyattacker.run._step import Step
 
 __all__ = ["code_identity", "factory_parameters"]
 
@@ -133,13 +134,11 @@ def _instance_state(obj: object) -> dict[str, Any]:
 def _parameter(value: object) -> Any:
     """A factory parameter as JSON: itself, a task's fingerprint, a function's code digest,
     a class's name, or the name of its type."""
-    from pyattacker.run._task import Task  # the two modules need each other
-
     if is_jsonable(value):
         return value
     if isinstance(value, set | frozenset) and is_jsonable(list(value)):
         return {"set": sorted(value, key=canonical_json)}  # not in hash-seed order
-    if isinstance(value, Task):
+    if isinstance(value, Step):  # a task
         return {"task": value.fingerprint}
     if isinstance(value, type):
         return {"class": _qualified(value)}

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from pyattacker.errors import ConfigError
-from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs
+from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate
 from pyattacker.run._sources import FileSource, InputChanged, read_rows
-from pyattacker.store import RunRow
+from pyattacker.store import RunRow, Store
 
 __all__ = [
     "CarriedInput",
@@ -38,6 +38,8 @@ __all__ = [
     "InputTracker",
     "IterableSource",
     "Tracked",
+    "as_iterable",
+    "input_of",
     "latest_input",
     "not_read",
     "resume_source",
@@ -267,3 +269,52 @@ def resume_source(
             hint="restore the file, or read another one on purpose: --input FILE --input-changed",
         ) from exc
     return reopened
+
+
+def input_of(
+    specs: Any, store: Store, *, resume: bool, add_pipeline: bool
+) -> tuple[Any, Tracked | None]:
+    """``(specs, tracker)`` for a run of ``specs`` on ``store``: a template alone on resume
+    reads the latest recorded input on (see ``Runner.run_async``); ``template.map(rows)``
+    is tracked, and on resume must name its rows as the recorded run did; anything else
+    is not tracked."""
+    specs, tracker = InputTracker.of(specs)
+    if not resume:
+        return specs, tracker
+    record = latest_input(store.runs())
+    if tracker is not None:
+        if not add_pipeline:
+            check_same_keys(tracker, record)
+        return specs, tracker
+    if record is None:
+        return specs, None
+    if record.get("exhausted") or not isinstance(specs, PipelineTemplate):
+        # Other specs cannot read the recorded input on: it stays what it was, and a
+        # run that leaves it unfinished ends `incomplete`, never `succeeded`.
+        return specs, CarriedInput(record)
+    if record.get("custom_key"):
+        raise ConfigError(
+            f"the run read {record.get('rows_read')} rows and did not finish them, "
+            "and its keys came from a key_of function this resume does not have",
+            field="specs",
+            hint="pass the rows again: runner.run(template.map(rows, key_of=...), resume=True)",
+        )
+    source = resume_source(record)
+    key = record.get("key")
+    again = specs.map(
+        source, repeats=int(record.get("repeats") or 1), key_of=FieldKey(key) if key else None
+    )
+    return InputTracker.of(again)
+
+
+def as_iterable(specs: Iterable[Any] | Any) -> Iterable[Any]:
+    """The input of a run as an iterable of specs (one spec or template alone is one)."""
+    if isinstance(specs, PipelineSpec | PipelineTemplate):
+        return (specs,)
+    if not isinstance(specs, Iterable):
+        raise ConfigError(
+            f"cannot run a {type(specs).__name__}",
+            field="specs",
+            hint="pass template.map(rows), template.bind(seed) or a list of those",
+        )
+    return specs

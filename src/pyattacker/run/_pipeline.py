@@ -32,13 +32,16 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pyattacker._checks import check_whole
 from pyattacker.errors import CodecError, ConfigError
 from pyattacker.run._codecs import CodecRegistry, artifact_digest, canonical_json, digest
 from pyattacker.run._codecs import default_registry as _default_registry
-from pyattacker.run._task import Task
+from pyattacker.run._step import Step
+
+if TYPE_CHECKING:  # a task builds pipelines (task_a | task_b): the pipeline sees a Step
+    from pyattacker.run._task import Task
 
 __all__ = [
     "PipelineSpec",
@@ -101,9 +104,9 @@ class PipelineTemplate:
         return None if first is None or first.resource is None else (first.name, first.resource)
 
     def __or__(self, other: object) -> PipelineTemplate:
-        if not isinstance(other, Task | PipelineTemplate):
+        if not isinstance(other, Step | PipelineTemplate):
             return NotImplemented
-        return pipeline(f"{self.name}|{other.name}", self, other)
+        return pipeline(f"{self.name}|{other.name}", self, cast("Task | PipelineTemplate", other))
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -124,7 +127,7 @@ def pipeline(name: str, *tasks: Task | PipelineTemplate) -> PipelineTemplate:
     for position, item in enumerate(tasks, 1):
         if isinstance(item, PipelineTemplate):
             flat.extend(item.tasks)
-        elif isinstance(item, Task):
+        elif isinstance(item, Step):  # a task
             flat.append(item)
         else:
             raise ConfigError(

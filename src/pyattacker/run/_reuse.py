@@ -20,20 +20,16 @@ step continues after (``Store.last_attempts``, one query per admitted chunk).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from pyattacker.clock import epoch_time
 from pyattacker.errors import ConfigError
 from pyattacker.run._commit import Committer
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate
-from pyattacker.run._stats import RunCounters
+from pyattacker.run._records import Recorder
 from pyattacker.run._task import Task
 from pyattacker.store import PipelineRow, PipelineState, RowKind, Store, Superseded
-
-if TYPE_CHECKING:  # the Admission that inherits StepReuse defines Job
-    from pyattacker.run._admission import Job
 
 __all__ = ["StepReuse", "check_known", "known_names", "reusable_steps"]
 
@@ -106,53 +102,61 @@ def check_known(names: Collection[str], held: Collection[str], location: str) ->
 
 
 class StepReuse:
-    """The admission of edited and fresh pipelines, for the ``Admission`` that inherits it.
+    """Which stored pipelines a run plans again, and from which step (see the module
+    docstring); an ``Admission`` has one. ``fresh`` reruns every step of the pipelines
+    met. ``held_templates``: on resume, the template names the store held when the run
+    began, another template being refused (see check_known); None: no such check (not a
+    resume, or add_pipeline)."""
 
-    The attributes and ``_resume_job``/``_load``/``_event`` are the Admission's (and its
-    Execution's): see there.
-    """
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        store: Store,
+        committer: Committer,
+        records: Recorder,
+        fresh: bool,
+        held_templates: frozenset[str] | None,
+    ) -> None:
+        self.run_id = run_id
+        self._store = store
+        self._commit = committer
+        self._records = records
+        self.fresh = fresh
+        self.held_templates = held_templates
 
-    run_id: str
-    counters: RunCounters
-    fresh: bool  # rerun every step of the pipelines met
-    # On resume, the template names the store held when the run began: another template
-    # is refused (see check_known). None: no such check (not a resume, or add_pipeline).
-    held_templates: frozenset[str] | None
-    _store: Store
-    _commit: Committer
-    _live: dict[str, Any]
-
-    def _check_held(self, template: PipelineTemplate) -> None:
+    def check_held(self, template: PipelineTemplate) -> None:
         """On resume, a template the store does not hold is refused (see check_known)."""
         if self.held_templates is not None:
             check_known((template.name,), self.held_templates, self._store.location)
 
-    def _revisits(self, template: PipelineTemplate, stored: PipelineRow) -> bool:
+    def revisits(self, template: PipelineTemplate, stored: PipelineRow) -> bool:
         """Whether ``stored`` must be planned again rather than continued: its chain was
         edited, or the run is fresh; never twice in one run."""
         if stored.run_id == self.run_id:
             return False
         return self.fresh or stored.chain_digest != template.chain_digest
 
-    def _revisit_job(
-        self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
-    ) -> Job | None:
-        """The job that reruns ``stored`` from its first changed step (every step when
-        fresh); its superseded task rows move to the history with the new cursor."""
+    def replan(
+        self, template: PipelineTemplate, stored: PipelineRow, readable: Callable[[int], bool]
+    ) -> PipelineRow:
+        """``stored`` planned again: its cursor back at its first changed step (the first
+        step when fresh, or when the checkpoint before that step is not ``readable``); its
+        superseded task rows move to the history with the new cursor, in one transaction,
+        and a ``pipeline.rerun`` event says what was reused."""
         pid = stored.pipeline_id
         old = list(self._store.rows(RowKind.TASKS, pipeline_id=pid))
         keep = 0
         if not self.fresh:
             keep = reusable_steps(template.tasks, old, stored.seed_artifact, limit=stored.cursor)
-        if keep and self._load(pid, keep - 1)[2] is not None:
+        if keep and not readable(keep - 1):
             keep = 0  # that checkpoint cannot be read: rerun it all, from the seed
         if any(int(row["seq"]) >= keep for row in old):
             moved = Superseded(pipeline_id=pid, from_seq=keep, run_id=self.run_id, at=epoch_time())
             self._commit.supersede(moved)
         output = next((r["output_artifact"] for r in old if r["seq"] == keep - 1), None)
         done = keep >= len(template.tasks)
-        edited = dataclasses.replace(
-            stored,
+        edited = stored.replaced(
             chain_digest=template.chain_digest,
             ntasks=len(template.tasks),
             cursor=keep,
@@ -161,33 +165,18 @@ class StepReuse:
         )
         rerun = None if done else template.tasks[keep].name
         data = {"reused": keep, "rerun_from": rerun, "fresh": self.fresh}
-        self._event("pipeline.rerun", pid, keep, {**data, "chain_before": stored.chain_digest})
-        return self._resume_job(template, edited, seed=seed)
+        self._records.event(
+            "pipeline.rerun", pid, keep, {**data, "chain_before": stored.chain_digest}
+        )
+        return edited
 
-    async def _admit_revisited(self, templates: Iterable[PipelineTemplate]) -> None:
-        """On resume, the store's pipelines of ``templates`` (by name) that are unfinished,
-        were edited, or (fresh) every one of them: continued or rerun, a chunk at a time."""
-        for template in templates:
-            chain = None if self.fresh else template.chain_digest
-            for chunk in _chunks(self._store.stale(template.name, chain), 64):
-                prior = self._store.last_attempts([row.pipeline_id for row in chunk])
-                for row in chunk:
-                    if row.run_id == self.run_id or row.pipeline_id in self._live:
-                        continue
-                    await self._wait_room()
-                    if self.stopping:
-                        return
-                    job = self._job_for(template, row)
-                    if job is not None:
-                        job.prior = prior.get(row.pipeline_id)
-                        self._start(job)
+    def stale(self, template: PipelineTemplate) -> Iterator[list[PipelineRow]]:
+        """On resume, the store's pipelines of ``template`` (by name) that are unfinished,
+        were edited, or (fresh) every one of them, a chunk at a time."""
+        chain = None if self.fresh else template.chain_digest
+        return _chunks(self._store.stale(template.name, chain), 64)
 
-    def _job_for(self, template: PipelineTemplate, row: PipelineRow) -> Job | None:
-        if self._revisits(template, row):
-            return self._revisit_job(template, row)
-        return self._resume_job(template, row)
-
-    def _prior_attempts(
+    def prior_attempts(
         self, specs: Sequence[PipelineSpec], prepared: Sequence[Any], stored: Mapping[str, Any]
     ) -> dict[str, dict[int, int]]:
         """The attempt numbers recorded for the ``stored`` pipelines of a chunk that will
@@ -196,34 +185,9 @@ class StepReuse:
             p.pipeline_id
             for spec, p in zip(specs, prepared, strict=True)
             if (row := stored.get(p.pipeline_id)) is not None
-            and (row.state is not PipelineState.SUCCEEDED or self._revisits(spec.template, row))
+            and (row.state is not PipelineState.SUCCEEDED or self.revisits(spec.template, row))
         ]
         return self._store.last_attempts(again) if again else {}
-
-    # -- the Admission's ------------------------------------------------------------------
-
-    @property
-    def stopping(self) -> bool:
-        raise NotImplementedError
-
-    async def _wait_room(self) -> int:
-        raise NotImplementedError
-
-    def _start(self, job: Job) -> None:
-        raise NotImplementedError
-
-    def _resume_job(
-        self, template: PipelineTemplate, stored: PipelineRow, *, seed: Any = None
-    ) -> Job | None:
-        raise NotImplementedError
-
-    def _load(self, pipeline_id: str, seq: int) -> tuple[Any, str, str | None]:
-        raise NotImplementedError
-
-    def _event(
-        self, kind: str, pipeline_id: str | None, seq: int | None, data: Mapping[str, Any]
-    ) -> None:
-        raise NotImplementedError
 
 
 def _chunks(rows: Iterator[PipelineRow], size: int) -> Iterator[list[PipelineRow]]:

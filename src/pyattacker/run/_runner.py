@@ -20,47 +20,35 @@ attempts in flight get ``grace_s`` seconds), the second cancels what is still ru
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
-import secrets
-import signal
 import socket
-import threading
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from pyattacker._gc import quiet_gc
 from pyattacker._secrets import mask
 from pyattacker.clock import LoopClock, epoch_time, wall_time
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.pool import Pool
+from pyattacker.run._blocking import on_loop_thread, run_blocking
 from pyattacker.run._codecs import DEFAULT_CODECS, CodecRegistry
 from pyattacker.run._commit import Committer
-from pyattacker.run._execute import STORED_POOL_EVENTS, Execution, Settings
-from pyattacker.run._input import (
-    CarriedInput,
-    FieldKey,
-    InputTracker,
-    Tracked,
-    check_same_keys,
-    latest_input,
-    resume_source,
-)
+from pyattacker.run._execute import Execution
+from pyattacker.run._input import Tracked, as_iterable, input_of
 from pyattacker.run._pacing import PacingTotals, pacing_events, pacing_totals
+from pyattacker.run._records import new_run_id, resource_rows
 from pyattacker.run._reuse import check_known, known_names, template_of
 from pyattacker.run._scrub import Scrubber
-from pyattacker.run._stats import RunCounters, RunReport
+from pyattacker.run._settings import checked_settings, pools_by_name
+from pyattacker.run._stats import RunCounters, RunReport, end_of_run
 from pyattacker.run._vendor import check_captured_clients
-from pyattacker.store import ResourceRow, RunRow, RunState, Store, open_store
+from pyattacker.run._watch import watch
+from pyattacker.store import RunRow, RunState, Store, open_store
 
 __all__ = ["Runner"]
 
 log = logging.getLogger("pyattacker.run")
-
-T = TypeVar("T")
 
 
 class Runner:
@@ -99,35 +87,21 @@ class Runner:
         report_failures: int = 10,
         command: str | None = None,
     ) -> None:
-        self._pools = _pools_by_name(pools)
-        _positive_int("concurrency", concurrency)
-        admission = 4 * concurrency if admission is None else admission
-        _positive_int("admission", admission)
-        if admission < concurrency:
-            raise ConfigError(
-                f"admission ({admission}) is below concurrency ({concurrency})",
-                field="admission",
-                hint="admit at least as many pipelines as can run at once",
-            )
-        if stop_after_failures is not None:
-            _positive_int("stop_after_failures", stop_after_failures)
-        for name, seconds in (("stop_after_s", stop_after_s), ("grace_s", grace_s)):
-            if seconds is not None and not seconds >= 0:
-                raise ConfigError(f"must be >= 0 seconds, got {seconds!r}", field=name)
-        _positive_int("history_batch", history_batch)
-        if not heartbeat_s > 0:
-            raise ConfigError(f"must be > 0 seconds, got {heartbeat_s!r}", field="heartbeat_s")
+        self._pools = pools_by_name(pools)
+        self.settings = checked_settings(
+            concurrency=concurrency,
+            admission=admission,
+            stop_after_failures=stop_after_failures,
+            stop_after_s=stop_after_s,
+            grace_s=grace_s,
+            history_batch=history_batch,
+            heartbeat_s=heartbeat_s,
+            strict_leases=strict_leases,
+            report_failures=report_failures,
+        )
         self._store_spec = store
         self._store: Store | None = store if isinstance(store, Store) else None
         self._owns_store = False
-        self.settings = Settings(
-            concurrency=concurrency,
-            admission=admission,
-            grace_s=grace_s,
-            strict_leases=strict_leases,
-            stop_after_failures=stop_after_failures,
-            report_failures=report_failures,
-        )
         self.stop_after_s = stop_after_s
         self.handle_signals = handle_signals
         self.write_behind = write_behind
@@ -176,28 +150,17 @@ class Runner:
     ) -> RunReport:
         """Run ``specs`` to the end and return the report; blocks. See ``run_async``."""
         coro = self.run_async(specs, resume=resume, fresh=fresh, add_pipeline=add_pipeline)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return _run_on_fast_loop(coro)
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pyattacker") as pool:
-            return self._wait_for(pool.submit(_run_on_fast_loop, coro))
+        return run_blocking(coro, self._interrupted)
 
-    def _wait_for(self, running: concurrent.futures.Future[RunReport]) -> RunReport:
-        """Wait for a run on the helper thread; Ctrl-C (a KeyboardInterrupt here, in the
-        notebook's thread) stops it gracefully, a second one cancels what still runs."""
-        interrupts = 0
-        while True:
-            try:
-                return running.result()
-            except KeyboardInterrupt:
-                interrupts += 1
-                if self._execution is None:  # not started yet: stop it as soon as it does
-                    self._stop_on_start = "KeyboardInterrupt"
-                elif interrupts == 1:
-                    self.stop("KeyboardInterrupt")
-                else:
-                    self._cancel_from_another_thread()
+    def _interrupted(self, interrupts: int) -> None:
+        """Ctrl-C in the caller's thread while the run is on the helper thread (a notebook):
+        the first stops it gracefully, the next ones cancel what still runs."""
+        if self._execution is None:  # not started yet: stop it as soon as it does
+            self._stop_on_start = "KeyboardInterrupt"
+        elif interrupts == 1:
+            self.stop("KeyboardInterrupt")
+        else:
+            self._cancel_from_another_thread()
 
     def _cancel_from_another_thread(self) -> None:
         execution, loop = self._execution, self._loop
@@ -240,14 +203,7 @@ class Runner:
             raise ConfigError("this Runner is already running", field="run")
         resume = resume or fresh
         store = self.store
-        held = None if add_pipeline or not resume else frozenset(store.templates())
-        names = known_names(specs)
-        if held is not None and names is not None:  # before anything is written
-            check_known(names, held, store.location)
-        template = template_of(specs)
-        if template is not None:  # before anything is written
-            check_captured_clients(template.tasks)
-        specs, tracker = self._input_of(specs, resume=resume, add_pipeline=add_pipeline)
+        specs, tracker, held = self._refuse_early(specs, store, resume, add_pipeline)
         execution, committer, taken_over = self._begin(
             store, tracker, resume=resume, fresh=fresh, held=held
         )
@@ -255,19 +211,9 @@ class Runner:
         if self._stop_on_start is not None:
             execution.stop(self._stop_on_start)
             self._stop_on_start = None
-        self._started = wall_time()
-        paced_before = pacing_totals(self._pools.values())
-        committer.resources(self._resource_rows(execution.run_id))
-        for old in taken_over:
-            execution._event("run.takeover", None, None, {"run": old.run_id, "state": old.state})
+        paced_before = self._opening(execution, committer, taken_over)
         try:
-            with self._watchers(execution, committer):
-                try:
-                    # Cancelled from outside, it stops and cancels what runs, then drains.
-                    await execution.admit_all(_as_iterable(specs), resume=resume)
-                finally:
-                    self._last_events(execution, paced_before)
-                    committer.flush()
+            await self._drive(execution, committer, specs, paced_before, resume)
         finally:
             self._execution = None
             report = self._end(execution, committer, store)
@@ -282,6 +228,60 @@ class Runner:
             ) from execution.input_error
         return report
 
+    def _refuse_early(
+        self, specs: Any, store: Store, resume: bool, add_pipeline: bool
+    ) -> tuple[Any, Tracked | None, frozenset[str] | None]:
+        """``(specs, tracker, held templates)``, or ``ConfigError`` for what can be refused
+        before anything is written (another template's store, captured vendor clients, an
+        input that does not name its rows as the resumed run did)."""
+        held = None if add_pipeline or not resume else frozenset(store.templates())
+        names = known_names(specs)
+        if held is not None and names is not None:
+            check_known(names, held, store.location)
+        template = template_of(specs)
+        if template is not None:
+            check_captured_clients(template.tasks)
+        specs, tracker = input_of(specs, store, resume=resume, add_pipeline=add_pipeline)
+        return specs, tracker, held
+
+    def _opening(
+        self, execution: Execution, committer: Committer, taken_over: list[RunRow]
+    ) -> PacingTotals:
+        """What the run records as it begins; the pacing totals it starts from."""
+        self._started = wall_time()
+        paced_before = pacing_totals(self._pools.values())
+        committer.resources(resource_rows(execution.run_id, self._pools))
+        for old in taken_over:
+            data = {"run": old.run_id, "state": old.state}
+            execution.records.event("run.takeover", None, None, data)
+        return paced_before
+
+    async def _drive(
+        self,
+        execution: Execution,
+        committer: Committer,
+        specs: Any,
+        paced_before: PacingTotals,
+        resume: bool,
+    ) -> None:
+        """Run ``execution`` to its end under its watchers; the last events and the final
+        flush happen whatever way it ends."""
+        watching = watch(
+            execution,
+            committer,
+            self._pools.values(),
+            heartbeat_s=self.heartbeat_s,
+            stop_after_s=self.stop_after_s,
+            handle_signals=self.handle_signals,
+        )
+        with watching:
+            try:
+                # Cancelled from outside, it stops and cancels what runs, then drains.
+                await execution.admit_all(as_iterable(specs), resume=resume)
+            finally:
+                self._last_events(execution, paced_before)
+                committer.flush()
+
     def _begin(
         self,
         store: Store,
@@ -293,7 +293,7 @@ class Runner:
     ) -> tuple[Execution, Committer, list[RunRow]]:
         """Record the run as begun (refused, writing nothing, when the store says so) and
         build its committer and execution; the runs it takes over."""
-        run_id = _new_run_id()
+        run_id = new_run_id()
         run = RunRow(
             run_id=run_id,
             state=RunState.RUNNING,
@@ -333,62 +333,20 @@ class Runner:
     def _last_events(self, execution: Execution, paced_before: PacingTotals) -> None:
         """What the run records as it ends: the steps it reused and ran, and each paced
         resource's pacing during the run."""
-        execution._event("run.steps", None, None, self._counters.steps())
+        execution.records.event("run.steps", None, None, self._counters.steps())
         for data in pacing_events(self._pools.values(), paced_before):
-            execution._event("pool.pacing", None, None, data)
-
-    def _input_of(
-        self, specs: Any, *, resume: bool, add_pipeline: bool
-    ) -> tuple[Any, Tracked | None]:
-        """``(specs, tracker)``: a template alone on resume reads the recorded input on
-        (see ``run_async``); ``template.map(rows)`` is tracked, and on resume must name its
-        rows as the recorded run did; anything else is not tracked."""
-        from pyattacker.run._pipeline import PipelineTemplate
-
-        specs, tracker = InputTracker.of(specs)
-        if not resume:
-            return specs, tracker
-        record = latest_input(self.store.runs())
-        if tracker is not None:
-            if not add_pipeline:
-                check_same_keys(tracker, record)
-            return specs, tracker
-        if record is None:
-            return specs, None
-        if record.get("exhausted") or not isinstance(specs, PipelineTemplate):
-            # Other specs cannot read the recorded input on: it stays what it was, and a
-            # run that leaves it unfinished ends `incomplete`, never `succeeded`.
-            return specs, CarriedInput(record)
-        if record.get("custom_key"):
-            raise ConfigError(
-                f"the run read {record.get('rows_read')} rows and did not finish them, "
-                "and its keys came from a key_of function this resume does not have",
-                field="specs",
-                hint="pass the rows again: runner.run(template.map(rows, key_of=...), resume=True)",
-            )
-        source = resume_source(record)
-        key = record.get("key")
-        again = specs.map(
-            source, repeats=int(record.get("repeats") or 1), key_of=FieldKey(key) if key else None
-        )
-        return InputTracker.of(again)
+            execution.records.event("pool.pacing", None, None, data)
 
     def _end(self, execution: Execution, committer: Committer, store: Store) -> RunReport:
         counters = self._counters
         tracker = execution.tracker
-        reason = execution.stop_reason
-        if reason is None and execution.input_error is not None:
-            reason = f"the input failed after {counters.admitted} pipelines"
-        if reason is None and committer.failure is not None:
-            reason = f"the store failed: {committer.failure}"
-        if reason is not None:
-            state = RunState.INTERRUPTED
-        elif tracker is not None and not tracker.exhausted:
-            state = RunState.INCOMPLETE  # never `succeeded` on a part of the input
-        elif counters.pipelines["failed"]:
-            state = RunState.FAILED
-        else:
-            state = RunState.SUCCEEDED
+        state, reason = end_of_run(
+            stop_reason=execution.stop_reason,
+            input_error=execution.input_error,
+            store_failure=committer.failure,
+            input_finished=tracker is None or tracker.exhausted,
+            counters=counters,
+        )
         stats = self._snapshot()
         try:
             # Even after a failed write: a run row left `running` reads as crashed once this
@@ -410,56 +368,6 @@ class Runner:
             input=None if tracker is None else tracker.record(),
         )
 
-    @contextlib.contextmanager
-    def _watchers(self, execution: Execution, committer: Committer) -> Iterator[None]:
-        """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run."""
-        loop = asyncio.get_running_loop()
-        handles: list[asyncio.TimerHandle] = []
-
-        def beat() -> None:
-            committer.heartbeat()
-            handles[0] = loop.call_later(self.heartbeat_s, beat)
-
-        handles.append(loop.call_later(self.heartbeat_s, beat))
-        if self.stop_after_s is not None:
-            reason = f"stop_after_s={self.stop_after_s:g} reached"
-            handles.append(loop.call_later(self.stop_after_s, execution.stop, reason))
-        unsubscribe = [
-            pool.subscribe(execution.pool_event, STORED_POOL_EVENTS)
-            for pool in self._pools.values()
-        ]
-        installed = self._install_signals(loop, execution)
-        try:
-            yield
-        finally:
-            for handle in handles:
-                handle.cancel()
-            for undo in unsubscribe:
-                undo()
-            for signum in installed:
-                loop.remove_signal_handler(signum)
-
-    def _install_signals(
-        self, loop: asyncio.AbstractEventLoop, execution: Execution
-    ) -> list[signal.Signals]:
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            return []
-        installed = []
-        for signum in (signal.SIGINT, signal.SIGTERM):
-
-            def on_signal(signum: signal.Signals = signum) -> None:
-                if execution.stopping:
-                    execution.cancel_live()
-                else:
-                    execution.stop(f"{signum.name} received")
-
-            try:
-                loop.add_signal_handler(signum, on_signal)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
-                continue
-            installed.append(signum)
-        return installed
-
     # -- while it runs ----------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
@@ -475,7 +383,7 @@ class Runner:
         execution, loop = self._execution, self._loop
         if execution is None or loop is None:
             return
-        if _on_loop_thread(loop):
+        if on_loop_thread(loop):
             execution.stop(reason)
         else:
             with contextlib.suppress(RuntimeError):  # the run ended and its loop closed
@@ -506,19 +414,6 @@ class Runner:
             config["command"] = self.command
         return config
 
-    def _resource_rows(self, run_id: str) -> list[ResourceRow]:
-        return [
-            ResourceRow(
-                run_id=run_id,
-                pool=name,
-                resource_id=resource.id,
-                kind=resource.kind,
-                spec=mask(resource.spec()),
-            )
-            for name, pool in self._pools.items()
-            for resource in pool.resources
-        ]
-
     def __repr__(self) -> str:
         where = self._store.location if self._store is not None else str(self._store_spec)
         running = "running" if self._execution is not None else "idle"
@@ -526,57 +421,3 @@ class Runner:
             f"<Runner {running} store={where!r} pools={sorted(self._pools)} "
             f"concurrency={self.settings.concurrency}>"
         )
-
-
-def _pools_by_name(pools: Iterable[Pool] | Mapping[str, Pool]) -> dict[str, Pool]:
-    if isinstance(pools, Mapping):
-        return dict(pools)
-    found: dict[str, Pool] = {}
-    for pool in pools:
-        if not isinstance(pool, Pool):
-            raise ConfigError(f"not a Pool: {pool!r}", field="pools")
-        if pool.name in found:
-            raise ConfigError(f"two pools named {pool.name!r}", field="pools")
-        found[pool.name] = pool
-    return found
-
-
-def _positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"must be an integer >= 1, got {value!r}", field=name)
-
-
-def _as_iterable(specs: Iterable[Any] | Any) -> Iterable[Any]:
-    from pyattacker.run._pipeline import PipelineSpec, PipelineTemplate
-
-    if isinstance(specs, PipelineSpec | PipelineTemplate):
-        return (specs,)
-    if not isinstance(specs, Iterable):
-        raise ConfigError(
-            f"cannot run a {type(specs).__name__}",
-            field="specs",
-            hint="pass template.map(rows), template.bind(seed) or a list of those",
-        )
-    return specs
-
-
-def _new_run_id() -> str:
-    """Sortable and readable: ``20261130T084200Z-3f2a9c``."""
-    stamp = datetime.fromtimestamp(epoch_time(), UTC).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{secrets.token_hex(3)}"
-
-
-def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
-
-
-def _run_on_fast_loop(main: Coroutine[Any, Any, T]) -> T:
-    with quiet_gc():
-        try:
-            import uvloop
-        except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
-            return asyncio.run(main)
-        return uvloop.run(main)

@@ -16,7 +16,11 @@ from typing import Any
 
 from pyattacker.store import RunState
 
-__all__ = ["RunCounters", "RunReport"]
+__all__ = [
+    "RunCounters",
+    "RunReport",
+    "end_of_run",
+]
 
 
 @dataclass(slots=True)
@@ -136,3 +140,30 @@ class RunReport:
             "input": None if self.input is None else dict(self.input),
             "source_exhausted": self.source_exhausted,
         }
+
+
+def end_of_run(
+    *,
+    stop_reason: str | None,
+    input_error: BaseException | None,
+    store_failure: BaseException | None,
+    input_finished: bool,
+    counters: RunCounters,
+) -> tuple[RunState, str | None]:
+    """How a run ended, and why it stopped (None: it was not stopped).
+
+    ``interrupted`` when it was stopped, or its input or its store failed; else
+    ``incomplete`` when its input was not read to the end (never ``succeeded`` on a part
+    of the input); else ``failed`` when a pipeline failed; else ``succeeded``."""
+    reason = stop_reason
+    if reason is None and input_error is not None:
+        reason = f"the input failed after {counters.admitted} pipelines"
+    if reason is None and store_failure is not None:
+        reason = f"the store failed: {store_failure}"
+    if reason is not None:
+        return RunState.INTERRUPTED, reason
+    if not input_finished:
+        return RunState.INCOMPLETE, None
+    if counters.pipelines["failed"]:
+        return RunState.FAILED, None
+    return RunState.SUCCEEDED, None

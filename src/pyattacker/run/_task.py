@@ -37,7 +37,7 @@ import json
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
@@ -45,9 +45,8 @@ from pyattacker.pool import AcquireAlgorithm, AlgorithmSpec, TaskContext, resolv
 from pyattacker.retry import Retrying, resolve_retry
 from pyattacker.run._codecs import canonical_json, digest, json_problem
 from pyattacker.run._identity import code_identity, factory_parameters
-
-if TYPE_CHECKING:
-    from pyattacker.run._pipeline import PipelineTemplate
+from pyattacker.run._pipeline import PipelineTemplate, pipeline
+from pyattacker.run._step import Step
 
 __all__ = ["RetrySpec", "Task", "task"]
 
@@ -55,7 +54,7 @@ RetrySpec = Retrying | Mapping[str, Any] | str | None
 _SHAPE_HINT = "a task takes (value) or (value, ctx), sync or async, and returns one value"
 
 
-class Task:
+class Task(Step):
     """One step of a pipeline: ``fn`` plus how to run it, and its identity.
 
     Treat a task as immutable: its ``fingerprint`` is computed once, when it is built.
@@ -151,8 +150,6 @@ class Task:
         return self.fn(*args, **kwargs)
 
     def __or__(self, other: object) -> PipelineTemplate:
-        from pyattacker.run._pipeline import PipelineTemplate, pipeline
-
         if not isinstance(other, Task | PipelineTemplate):
             return NotImplemented
         return pipeline(f"{self.name}|{other.name}", self, other)

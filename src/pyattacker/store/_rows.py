@@ -7,13 +7,15 @@ monotonic ``Clock``. JSON-shaped fields (``data``, ``decision``, ``spec``, ``con
 hold plain ``dict``/``list`` values that ``json.dumps`` accepts; secrets are masked by the
 Runner before a row is built, and a store never sees a key.
 
-Rows are values: nobody changes one after it is built (the Runner builds a new row for
-each change). They are not ``frozen`` dataclasses only because a frozen dataclass costs
-about twice as much to build, and a run builds four rows per task.
+Rows are values: nobody changes one after it is built. A changed pipeline row is a new
+row, made by the row's own ``replaced``/``advanced``, so the copying lives here, next to
+the fields. They are not ``frozen`` dataclasses only because a frozen dataclass is slower
+to build, and a run builds four rows per task.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -124,6 +126,36 @@ class PipelineRow:
     error: str | None = None  # the failure that ended it, if any
     row: int | None = None  # 0-based index of its row in the run's input; None: bind(seed)
 
+    def replaced(self, **changes: Any) -> PipelineRow:
+        """A copy of this row with ``changes`` (field names to new values)."""
+        return dataclasses.replace(self, **changes)
+
+    def advanced(
+        self, cursor: int, output_artifact: str, updated_at: float, *, done: bool
+    ) -> PipelineRow:
+        """A copy with the cursor moved past a committed step: ``running`` on, or
+        ``succeeded`` when ``done``, and no ``error``. What ``replaced`` would give, built
+        directly, because it is the one change made for every task a run commits."""
+        return PipelineRow(
+            pipeline_id=self.pipeline_id,
+            template=self.template,
+            chain_digest=self.chain_digest,
+            seed_digest=self.seed_digest,
+            seed_artifact=self.seed_artifact,
+            repeat=self.repeat,
+            key=self.key,
+            state=PipelineState.SUCCEEDED if done else PipelineState.RUNNING,
+            cursor=cursor,
+            ntasks=self.ntasks,
+            run_id=self.run_id,
+            ordinal=self.ordinal,
+            created_at=self.created_at,
+            updated_at=updated_at,
+            output_artifact=output_artifact,
+            error=None,  # a pipeline that moves on is not ended by a failure
+            row=self.row,
+        )
+
 
 @dataclass(slots=True, kw_only=True)
 class TaskRow:
@@ -131,8 +163,8 @@ class TaskRow:
 
     A succeeded task also carries its last, successful attempt: ``resources`` it leased,
     ``attempt_started_at``/``attempt_ended_at``/``attempt_duration_s`` and its ``usage``.
-    That attempt is not an ``attempts`` row of its own (which would be a fifth row per step
-    of a durable run: about a quarter of its write time); ``Store.rows("attempts")`` yields
+    That attempt is not an ``attempts`` row of its own (a fifth row for every step of a
+    durable run, and most steps succeed at once); ``Store.rows("attempts")`` yields
     it all the same, with ``outcome`` ``"ok"`` and the decision ``OK_DECISION``.
 
     Likewise its output: ``output_codec`` and ``output_data`` are the artifact that
@@ -200,8 +232,8 @@ class ArtifactRow:
 
     Kept with the pipeline that produced it, one row per ``(pipeline_id, seq)``, rather than
     once per digest: a unique index over random digests made every commit rewrite pages all
-    over that index, and cost about 40 % of a durable run's write time (measured with
-    ``benchmarks/runner.py``). Equal values still have equal digests.
+    over that index, a large share of a durable run's write time (``benchmarks/runner.py``
+    shows it). Equal values still have equal digests.
     """
 
     pipeline_id: str

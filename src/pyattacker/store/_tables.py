@@ -140,7 +140,7 @@ TABLES: dict[RowKind, Table] = {
 # -- encoding (row -> tuple) -----------------------------------------------------------
 
 # State -> stored text, by dict lookup: a StrEnum member hashes and compares as its value,
-# so members and plain strings both find their entry, ~10x cheaper than `PipelineState(x)`.
+# so members and plain strings both find their entry, far cheaper than `PipelineState(x)`.
 _RUN_STATES = {s.value: s.value for s in RunState}
 _PIPELINE_STATES = {s.value: s.value for s in PipelineState}
 _TASK_STATES = {s.value: s.value for s in TaskState}
