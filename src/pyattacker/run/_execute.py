@@ -33,7 +33,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyattacker.clock import Clock, LoopClock, epoch_time
+from pyattacker.clock import Clock, epoch_time
 from pyattacker.errors import (
     CodecError,
     ConfigError,
@@ -97,8 +97,8 @@ class Execution:
         self._pools = pools
         self._codecs = codecs
         self._clock = clock
-        # Made inside the run's loop: a reader skips the loop lookup of `now()`.
-        self._now = clock.reader() if isinstance(clock, LoopClock) else clock.now
+        # Made inside the run's loop, where a clock's reader is valid.
+        self._now = clock.reader()
         self._settings = settings
         self.counters = counters
         self._scrub = scrubber
