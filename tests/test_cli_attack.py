@@ -171,6 +171,7 @@ def test_header_values_stay_out_of_the_report(
 
 
 def test_ctrl_c_stops_the_attack_prints_what_ran_and_exits_130(echo: EchoServerProcess) -> None:
+    echo.reset()  # the module's server: earlier tests' requests must not count below
     proc = subprocess.Popen(
         [
             sys.executable,
