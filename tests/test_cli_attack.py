@@ -19,6 +19,7 @@ from rich.console import Console
 from pyattacker.attack import Progress
 from pyattacker.cli import run_cli
 from pyattacker.cli._progress import LiveProgress
+from pyattacker.clock import wall_time
 from pyattacker.measure import SAMPLE_COLUMNS
 from pyattacker.servers import EchoServerProcess
 
@@ -27,6 +28,9 @@ from pyattacker.servers import EchoServerProcess
 def echo() -> Iterator[EchoServerProcess]:
     with EchoServerProcess(delay="fixed:1ms") as server:
         yield server
+
+
+PATIENCE_S = 90.0  # the bound on waiting for a child process to get going
 
 
 @pytest.mark.parametrize(
@@ -167,6 +171,7 @@ def test_header_values_stay_out_of_the_report(
 
 
 def test_ctrl_c_stops_the_attack_prints_what_ran_and_exits_130(echo: EchoServerProcess) -> None:
+    echo.reset()  # the module's server: earlier tests' requests must not count below
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -184,7 +189,13 @@ def test_ctrl_c_stops_the_attack_prints_what_ran_and_exits_130(echo: EchoServerP
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)  # real time: the attack must be under way
+    # Interrupt only once the attack is under way (requests reach the server): a busy
+    # machine may take seconds just to import, so a fixed pause would not do.
+    deadline = wall_time() + PATIENCE_S
+    while echo.stats()["count"] == 0:
+        assert proc.poll() is None, proc.communicate()
+        assert wall_time() < deadline, "the attack never began"
+        time.sleep(0.05)  # real time: another process is at work
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err

@@ -17,7 +17,8 @@ import pytest
 from pyattacker.store import RowKind, SQLiteStore
 
 CHILD = Path(__file__).with_name("crash_child.py")
-N = 20000  # about 7 s of work for the child here: five kills within 1.2 s each land mid-run
+N = 20000  # about 7 s of work for the child here: five kills within 0.8 s of its first effect
+PATIENCE_S = 90.0  # the bound on waiting for a child to begin its work
 
 
 def _effects(log: Path) -> list[tuple[int, str, int]]:
@@ -75,13 +76,21 @@ def test_sigkill_at_random_points_loses_nothing_and_reruns_no_committed_task(
 ) -> None:
     store, log = tmp_path / "crash.db", tmp_path / "effects.log"
     rng = random.Random(20261130)
-    kills = 0  # kills that landed mid-run (a busy machine may kill a child in its imports)
+    kills = 0  # kills that landed mid-run
     for _ in range(5):
         committed_before = _committed(store)
         seen_before = len(_effects(log))
         runs_before = _runs(store)
+        written_before = log.stat().st_size if log.exists() else 0
         child = _child(store, log)
-        time.sleep(rng.uniform(0.4, 1.2))  # imports take ~0.3 s; then it is mid-run
+        # Mid-run once it has done some work (however long a busy machine takes to
+        # import), then a random while longer.
+        deadline = time.monotonic() + PATIENCE_S
+        while (log.stat().st_size if log.exists() else 0) == written_before:
+            if child.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)  # real time: another process is at work
+        time.sleep(rng.uniform(0.0, 0.8))
         if child.poll() is not None:
             break
         os.kill(child.pid, signal.SIGKILL)

@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -21,13 +22,16 @@ from pyattacker._secrets import mask_url
 from pyattacker._units import parse_duration, parse_rate
 from pyattacker.attack import (
     AttackPlan,
+    AttackResult,
     ClosedModel,
+    LlmSpec,
     OpenModel,
     SampleWriter,
     Stage,
     flag_of,
     run_attack,
 )
+from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
@@ -249,107 +253,17 @@ throttled, not retried behind your back.
     "--samples", "samples_path", metavar="PATH", help="Write one row per request (.csv or .jsonl)."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
-def attack_command(
-    urls: Sequence[str],
-    rate: str | None,
-    arrival: str | None,
-    stages: str | None,
-    clients: int | None,
-    think: str | None,
-    duration: str | None,
-    requests_: int | None,
-    method: str,
-    headers: Sequence[str],
-    keys: Sequence[str],
-    keys_file: str | None,
-    body: str | None,
-    timeout: str | None,
-    connect_timeout: str,
-    max_head_size: str,
-    keep_body: str,
-    retry: str,
-    algorithm: str,
-    connections: int,
-    preconnect: int,
-    max_in_flight: int,
-    feedback: bool,
-    window: str | None,
-    seed: int,
-    llm: bool,
-    model: str | None,
-    shape: str | None,
-    prompts_path: str | None,
-    max_tokens: int | None,
-    api: str,
-    stream: bool,
-    params: Sequence[str],
-    azure_deployment: str | None,
-    api_version: str | None,
-    json_path: str | None,
-    markdown_path: str | None,
-    samples_path: str | None,
-    quiet: bool,
-) -> int:
+def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
-    try:
-        load = _load_model(rate, arrival, stages, clients, think, max_in_flight)
-    except ConfigError as exc:
-        raise _by_flag(exc) from None
-    if not llm:
-        no_llm_flags(
-            model=model,
-            shape=shape,
-            prompts=prompts_path,
-            max_tokens=max_tokens,
-            param=params or None,
-            azure_deployment=azure_deployment,
-            api_version=api_version,
-        )
-    llm_spec = (
-        spec_from_flags(model, shape, prompts_path, max_tokens, api, stream, params, seed,
-                  azure_deployment, api_version)
-        if llm
-        else None
-    )  # fmt: skip
-    try:
-        plan = AttackPlan.build(
-            urls,
-            load,
-            duration=None if duration is None else parse_duration(duration, field="--duration"),
-            requests=requests_,
-            method=method,
-            headers=[_header(h) for h in headers],
-            body=_body(body),
-            timeouts=_timeouts(timeout or ("10m" if llm_spec else "30s"), connect_timeout),
-            retry=_retry(retry),
-            algorithm=algorithm,
-            connections=connections,
-            preconnect=preconnect,
-            feedback=feedback,
-            window=parse_duration(window or ("10s" if llm_spec else "1s"), field="--window"),
-            seed=seed,
-            keys=_keys(keys, keys_file),
-            llm=llm_spec,
-        )
-    except ConfigError as exc:
-        raise _by_flag(exc) from None
-    limits = Limits(
-        max_head=parse_size(max_head_size, field="--max-head-size", within=HEAD_SIZE_RANGE),
-        keep_body=parse_size(keep_body, field="--keep-body", within=KEEP_BODY_RANGE),
-    )
-    for path, field in (
-        (json_path, "--json"),
-        (markdown_path, "--markdown"),
-        (samples_path, "--samples"),
-    ):
-        if path is not None and path != "-":
-            _check_writable(path, field)
-    to_stdout = json_path == "-"
-    samples = SampleWriter.open(samples_path, llm=llm_spec is not None) if samples_path else None
-    live = None if quiet else LiveProgress.for_stderr()
+    flags = AttackFlags(**options)
+    plan = _plan(urls, flags)
+    limits = _limits(flags)
+    _check_outputs(flags)
+    samples = SampleWriter.open(flags.samples_path, llm=flags.llm) if flags.samples_path else None
+    live = None if flags.quiet else LiveProgress.for_stderr()
     shown = ", ".join(mask_url(url) for url in urls)
     click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
     try:
@@ -364,26 +278,100 @@ def attack_command(
             live.close()
         if samples is not None:
             samples.close()
-    text = attack_text(result)
-    click.echo(text, err=to_stdout)
-    if json_path:
-        _write(json_path, attack_json(result))
-    if markdown_path:
-        _write(markdown_path, attack_markdown(result))
-    if samples is not None and samples.failed is not None:
-        reason = samples.failed.strerror or str(samples.failed)
-        missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""
-        click.echo(
-            f"--samples: writing {samples_path} failed ({reason}); the file is incomplete"
-            + missing,
-            err=True,
-        )
+    _report(result, flags)
+    samples_failed = samples is not None and _samples_failed(samples, flags.samples_path)
     if result.interrupted:
         click.echo("interrupted: the report covers what ran before Ctrl-C", err=True)
         return 130
-    if samples is not None and samples.failed is not None:
+    if samples_failed:
         return 1
     return 0 if result.failed_requests == 0 else 1
+
+
+def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
+    """The plan the flags describe; a ConfigError names the flag the user typed."""
+    try:
+        load = _load_model(f.rate, f.arrival, f.stages, f.clients, f.think, f.max_in_flight)
+    except ConfigError as exc:
+        raise _by_flag(exc) from None
+    llm_spec = _llm_spec(f)
+    try:
+        return AttackPlan.build(
+            urls,
+            load,
+            duration=None if f.duration is None else parse_duration(f.duration, field="--duration"),
+            requests=f.requests_,
+            method=f.method,
+            headers=[_header(h) for h in f.headers],
+            body=_body(f.body),
+            timeouts=_timeouts(f.timeout or ("10m" if llm_spec else "30s"), f.connect_timeout),
+            retry=_retry(f.retry),
+            algorithm=f.algorithm,
+            connections=f.connections,
+            preconnect=f.preconnect,
+            feedback=f.feedback,
+            window=parse_duration(f.window or ("10s" if llm_spec else "1s"), field="--window"),
+            seed=f.seed,
+            keys=_keys(f.keys, f.keys_file),
+            llm=llm_spec,
+        )
+    except ConfigError as exc:
+        raise _by_flag(exc) from None
+
+
+def _llm_spec(f: AttackFlags) -> LlmSpec | None:
+    """What an --llm attack asks each endpoint; without --llm, None (and no LLM flag)."""
+    if not f.llm:
+        no_llm_flags(
+            model=f.model,
+            shape=f.shape,
+            prompts=f.prompts_path,
+            max_tokens=f.max_tokens,
+            param=f.params or None,
+            azure_deployment=f.azure_deployment,
+            api_version=f.api_version,
+        )
+        return None
+    return spec_from_flags(f.model, f.shape, f.prompts_path, f.max_tokens, f.api, f.stream,
+                           f.params, f.seed, f.azure_deployment, f.api_version)  # fmt: skip
+
+
+def _limits(f: AttackFlags) -> Limits:
+    return Limits(
+        max_head=parse_size(f.max_head_size, field="--max-head-size", within=HEAD_SIZE_RANGE),
+        keep_body=parse_size(f.keep_body, field="--keep-body", within=KEEP_BODY_RANGE),
+    )
+
+
+def _check_outputs(f: AttackFlags) -> None:
+    """Refuse, before any traffic, a report or samples path that could not be written."""
+    for path, field in (
+        (f.json_path, "--json"),
+        (f.markdown_path, "--markdown"),
+        (f.samples_path, "--samples"),
+    ):
+        if path is not None and path != "-":
+            _check_writable(path, field)
+
+
+def _report(result: AttackResult, f: AttackFlags) -> None:
+    """The text report (on stderr when the JSON goes to stdout), then the report files."""
+    click.echo(attack_text(result), err=f.json_path == "-")
+    if f.json_path:
+        _write(f.json_path, attack_json(result))
+    if f.markdown_path:
+        _write(f.markdown_path, attack_markdown(result))
+
+
+def _samples_failed(samples: SampleWriter, path: str | None) -> bool:
+    """Whether writing the samples failed; if so, says so on stderr (the run went on)."""
+    if samples.failed is None:
+        return False
+    reason = samples.failed.strerror or str(samples.failed)
+    missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""
+    click.echo(f"--samples: writing {path} failed ({reason}); the file is incomplete" + missing,
+               err=True)  # fmt: skip
+    return True
 
 
 def _by_flag(exc: ConfigError) -> ConfigError:

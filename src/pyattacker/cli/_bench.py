@@ -2,7 +2,7 @@
 
 A shell over :mod:`pyattacker.benchmark`: it resolves the scenario (a shipped name or a
 file) and the flags, checks every name and output path before the first run, calls
-:func:`~pyattacker.benchmark._run.run_benchmark`, and prints the report. Progress goes to
+:func:`~pyattacker.benchmark.run_benchmark`, and prints the report. Progress goes to
 stderr, the table to stdout; the progress display and the ``--list`` text are in
 :mod:`pyattacker.cli._bench_output`. A run that cannot finish (wall budget, stalled
 simulation) is an error with exit code 1, never partial numbers.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -137,28 +139,7 @@ _FAIL_HINT = "e.g. --fail 503=0.01,500=0.005"
     help="Send azure-openai-deployment-utilization (in flight / --capacity) on completions.",
 )
 @limit_options(BODY_LIMIT, "a 128k-token prompt is about 0.5 MiB")
-def llm_server(
-    host: str,
-    port: int,
-    models: tuple[str, ...],
-    ttft: str,
-    itl: str,
-    output_tokens: str,
-    max_output_tokens: int,
-    capacity: int | None,
-    overflow: str,
-    rpm: int | None,
-    tpm: int | None,
-    fails: tuple[str, ...],
-    storms: str | None,
-    api_keys: tuple[str, ...],
-    seed: int,
-    utilization_header: bool,
-    max_head_size: int,
-    max_body_size: int,
-    request_timeout: str,
-    max_connections: int,
-) -> None:
+def llm_server(**options: Any) -> None:
     """Serve a mock OpenAI-compatible LLM API that records the truth about every token.
 
     The first line on stdout is the server's URL (http://127.0.0.1:PORT); one line on
@@ -196,47 +177,83 @@ def llm_server(
       pyattacker llm-server --output-tokens max --storms rate=0.1,duration=30s,error_rate=0.5
       PYATTACKER_LLM_SERVER_API_KEYS=sk-test pyattacker llm-server --model gpt-4o
     """
-    checks = (
-        ("--port", port, 0),
-        ("--seed", seed, 0),
-        ("--max-output-tokens", max_output_tokens, 1),
-    )
-    for option, value, least in checks:
-        if value < least:
-            raise ConfigError(f"must be >= {least}, got {value}", field=option)
-    if port > 65535:
-        raise ConfigError(f"must be a port 0..65535, got {port}", field="--port")
-    for option, limit in (("--capacity", capacity), ("--rpm", rpm), ("--tpm", tpm)):
-        if limit is not None and limit < 1:
-            raise ConfigError(
-                f"must be >= 1, got {limit}", field=option, hint="leave it out for no limit"
-            )
+    flags = _LlmServerFlags(**options)
+    flags.check()
     try:
-        server = LlmServer(
-            host=host,
-            port=port,
-            models=models or ("mock-llm",),
-            ttft=Delay.parse(ttft, field="--ttft"),
-            itl=Delay.parse(itl, field="--itl"),
-            output_tokens=TokenCount.parse(output_tokens, field="--output-tokens"),
-            max_output_tokens=max_output_tokens,
-            capacity=capacity,
-            overflow=overflow,
-            rpm=rpm,
-            tpm=tpm,
-            fail=parse_fails(fails, example="503=0.01", total_hint=_FAIL_HINT),
-            storms=parse_storms(storms, field="--storms"),
-            api_keys=api_keys,
-            seed=seed,
-            utilization_header=utilization_header,
-            max_head_size=max_head_size,
-            max_body_size=max_body_size,
-            request_timeout=request_timeout,
-            max_connections=max_connections,
-        )
-        serve_llm_until_signalled(server, announce=_announce)
+        serve_llm_until_signalled(flags.server(), announce=_announce)
     except ConfigError as exc:
         raise _in_our_words(exc) from None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _LlmServerFlags:
+    """The options of ``pyattacker llm-server`` as click hands them over."""
+
+    host: str
+    port: int
+    models: tuple[str, ...]
+    ttft: str
+    itl: str
+    output_tokens: str
+    max_output_tokens: int
+    capacity: int | None
+    overflow: str
+    rpm: int | None
+    tpm: int | None
+    fails: tuple[str, ...]
+    storms: str | None
+    api_keys: tuple[str, ...]
+    seed: int
+    utilization_header: bool
+    max_head_size: int
+    max_body_size: int
+    request_timeout: str
+    max_connections: int
+
+    def check(self) -> None:
+        """Refuse out-of-range numbers before the server is built, naming the flag as the
+        user typed it (and, for a limit, that leaving it out means none)."""
+        checks = (
+            ("--port", self.port, 0),
+            ("--seed", self.seed, 0),
+            ("--max-output-tokens", self.max_output_tokens, 1),
+        )
+        for option, value, least in checks:
+            if value < least:
+                raise ConfigError(f"must be >= {least}, got {value}", field=option)
+        if self.port > 65535:
+            raise ConfigError(f"must be a port 0..65535, got {self.port}", field="--port")
+        limits = (("--capacity", self.capacity), ("--rpm", self.rpm), ("--tpm", self.tpm))
+        for option, limit in limits:
+            if limit is not None and limit < 1:
+                raise ConfigError(
+                    f"must be >= 1, got {limit}", field=option, hint="leave it out for no limit"
+                )
+
+    def server(self) -> LlmServer:
+        """The server these options describe; a ConfigError names the library's field."""
+        return LlmServer(
+            host=self.host,
+            port=self.port,
+            models=self.models or ("mock-llm",),
+            ttft=Delay.parse(self.ttft, field="--ttft"),
+            itl=Delay.parse(self.itl, field="--itl"),
+            output_tokens=TokenCount.parse(self.output_tokens, field="--output-tokens"),
+            max_output_tokens=self.max_output_tokens,
+            capacity=self.capacity,
+            overflow=self.overflow,
+            rpm=self.rpm,
+            tpm=self.tpm,
+            fail=parse_fails(self.fails, example="503=0.01", total_hint=_FAIL_HINT),
+            storms=parse_storms(self.storms, field="--storms"),
+            api_keys=self.api_keys,
+            seed=self.seed,
+            utilization_header=self.utilization_header,
+            max_head_size=self.max_head_size,
+            max_body_size=self.max_body_size,
+            request_timeout=self.request_timeout,
+            max_connections=self.max_connections,
+        )
 
 
 def _in_our_words(exc: ConfigError) -> ConfigError:

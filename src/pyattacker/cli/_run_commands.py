@@ -2,7 +2,7 @@
 
 Both open the store read-only, so they work beside a live run (SQLite WAL readers never
 block the writer) and can never create or alter a file: a missing store is a ``ConfigError``
-(exit 2) naming the path. The numbers come from :func:`pyattacker.report._run.summarize`,
+(exit 2) naming the path. The numbers come from :func:`pyattacker.report.summarize`,
 computed from the stored rows every time.
 """
 

@@ -37,6 +37,8 @@ __all__ = ["DRAWS_PER_REQUEST", "ProviderError", "ProviderModel", "Verdict"]
 #: uniforms consumed per request ordinal: latency body (2), tail, failure, failure kind.
 DRAWS_PER_REQUEST = 5
 
+_Draws = tuple[float, ...]
+
 
 class ProviderError(Exception):
     """An error as a vendor SDK raises it: an HTTP status, a message, response headers."""
@@ -222,62 +224,57 @@ class ProviderModel:
         cache remembers.
         """
         state = self._endpoints[endpoint_id]
-        profile = state.profile
         draw = state.draw
         draws = (draw(), draw(), draw(), draw(), draw())  # DRAWS_PER_REQUEST, unrolled
         ordinal = state.ordinal
         state.ordinal = ordinal + 1
+        if state.bucket is not None:
+            self._refill(state, state.bucket, now)
+        refusal = self._turned_away(state, endpoint_id, ordinal, now, draws)
+        if refusal is not None:
+            return refusal
+        return self._served(state, endpoint_id, ordinal, now, key, draws)
+
+    def _turned_away(
+        self, state: _Endpoint, endpoint_id: str, ordinal: int, now: float, draws: _Draws
+    ) -> Verdict | None:
+        """The verdict of a request turned away before it holds any capacity, or ``None``
+        when it may be served (it has then taken its token from the bucket)."""
         bucket = state.bucket
-        if bucket is not None:
-            self._refill(state, bucket, now)
         capacity = self._capacity(state, now)
         if capacity == 0:  # down: an outage turns it away, using none of the capacity
             fail_after = next(o.fail_after_s for o in state.outages if o.covers(endpoint_id, now))
+            reason = "connection refused (outage)"
             return Verdict(
-                endpoint_id,
-                ordinal,
+                endpoint_id, ordinal, False, fail_after, "connection", reason, 0.0, False, draws,
                 False,
-                fail_after,
-                "connection",
-                "connection refused (outage)",
-                0.0,
-                False,
-                draws,
-                False,
-            )
+            )  # fmt: skip
         if state.in_flight >= capacity:
             if bucket is not None:
                 _tighten(bucket)
-            return Verdict(
-                endpoint_id,
-                ordinal,
-                True,
-                self.scenario.busy_retry_after_s,
-                None,
-                "over capacity",
-                0.0,
-                False,
-                draws,
-            )
+            wait = self.scenario.busy_retry_after_s
+            return _refused(endpoint_id, ordinal, wait, "over capacity", draws)
         if bucket is not None:
             if bucket.tokens < 1.0:
                 _tighten(bucket)
-                limit = bucket.limit
-                wait = limit.retry_after_s
-                if wait is None:
-                    wait = (1.0 - bucket.tokens) / (limit.rate * bucket.allowance)
-                return Verdict(
-                    endpoint_id,
-                    ordinal,
-                    True,
-                    wait,
-                    None,
-                    "rate limit exceeded",
-                    0.0,
-                    False,
-                    draws,
+                return _refused(
+                    endpoint_id, ordinal, _retry_after(bucket), "rate limit exceeded", draws
                 )
             bucket.tokens -= 1.0
+        return None
+
+    def _served(
+        self,
+        state: _Endpoint,
+        endpoint_id: str,
+        ordinal: int,
+        now: float,
+        key: object,
+        draws: _Draws,
+    ) -> Verdict:
+        """The verdict of an admitted request, which now holds a unit of capacity: its
+        latency (shortened by a cache hit), its cost, and whether it fails."""
+        profile = state.profile
         seconds = profile.latency.sample(draws[0], draws[1], draws[2])
         cost = self.scenario.tokens_per_call
         hit = False
@@ -288,25 +285,8 @@ class ProviderModel:
             if hit:
                 seconds *= cache.hit_latency_factor
                 cost *= cache.hit_cost_factor
-        error_rate = profile.failures.error_rate
-        storm = self.storm_until(endpoint_id, now)
-        if storm is not None:
-            error_rate = profile.failures.storm_error_rate
-        if profile.degradation is not None:
-            error_rate += profile.degradation.error_rate * profile.degradation.progress(now)
-        failure: str | None = None
-        reason = "ok"
-        if draws[3] < error_rate:
-            kind = draws[4]
-            if kind < 0.5:
-                failure, reason = "upstream", "service unavailable"
-            elif kind < 0.8:
-                failure, reason = "connection", "connection reset by peer"
-            else:
-                failure, reason = "timeout", "read timed out"
-                seconds *= 2.0  # a timeout is the slow way to fail
-            if storm is not None:
-                reason += " (storm)"
+        failure, reason, slower = self._failure(state, endpoint_id, now, draws)
+        seconds *= slower
         if cache is not None and key is not None and failure is None:
             # only a request that was served leaves its key in the cache
             state.cache[key] = now
@@ -315,6 +295,32 @@ class ProviderModel:
                 state.cache.popitem(last=False)
         state.in_flight += 1
         return Verdict(endpoint_id, ordinal, False, seconds, failure, reason, cost, hit, draws)
+
+    def _failure(
+        self, state: _Endpoint, endpoint_id: str, now: float, draws: _Draws
+    ) -> tuple[str | None, str, float]:
+        """How an admitted request fails (``None`` and ``"ok"`` when it does not), and the
+        factor on its latency: the error rate is the storm's during a storm, plus the
+        degradation's share so far; draw 3 decides whether it fails, draw 4 how."""
+        profile = state.profile
+        error_rate = profile.failures.error_rate
+        storm = self.storm_until(endpoint_id, now)
+        if storm is not None:
+            error_rate = profile.failures.storm_error_rate
+        if profile.degradation is not None:
+            error_rate += profile.degradation.error_rate * profile.degradation.progress(now)
+        if draws[3] >= error_rate:
+            return None, "ok", 1.0
+        kind = draws[4]
+        if kind < 0.5:
+            failure, reason, slower = "upstream", "service unavailable", 1.0
+        elif kind < 0.8:
+            failure, reason, slower = "connection", "connection reset by peer", 1.0
+        else:
+            failure, reason, slower = "timeout", "read timed out", 2.0  # the slow way to fail
+        if storm is not None:
+            reason += " (storm)"
+        return failure, reason, slower
 
     def finish(self, endpoint_id: str) -> None:
         """A served request (``verdict.served``) left ``endpoint_id``: its unit of capacity
@@ -345,6 +351,19 @@ class ProviderModel:
             recovered = limit.recovery_per_window * elapsed / limit.window_s
             bucket.allowance = min(1.0, bucket.allowance + recovered)
         bucket.tokens = min(limit.burst, bucket.tokens + elapsed * limit.rate * bucket.allowance)
+
+
+def _refused(endpoint_id: str, ordinal: int, wait: float, reason: str, draws: _Draws) -> Verdict:
+    """A 429 telling the client to come back after ``wait`` seconds."""
+    return Verdict(endpoint_id, ordinal, True, wait, None, reason, 0.0, False, draws)
+
+
+def _retry_after(bucket: _Bucket) -> float:
+    """The limit's fixed Retry-After, else the time until the bucket holds a whole token."""
+    wait = bucket.limit.retry_after_s
+    if wait is None:
+        wait = (1.0 - bucket.tokens) / (bucket.limit.rate * bucket.allowance)
+    return wait
 
 
 def _tighten(bucket: _Bucket) -> None:

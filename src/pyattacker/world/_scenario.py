@@ -64,41 +64,22 @@ class Scenario:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"must be a non-empty string, got {self.name!r}", field="name")
-        endpoints = tuple(self.endpoints)
-        if not endpoints:
-            raise ConfigError("a scenario needs at least one endpoint", field="endpoints")
-        seen: set[str] = set()
-        for index, endpoint in enumerate(endpoints):
-            if not isinstance(endpoint, EndpointProfile):
-                raise ConfigError(
-                    f"must be an EndpointProfile, got {type(endpoint).__name__}",
-                    field=f"endpoints[{index}]",
-                )
-            if endpoint.id in seen:
-                raise ConfigError(
-                    f"two endpoints named {endpoint.id!r}", field=f"endpoints[{index}].id"
-                )
-            seen.add(endpoint.id)
-        _check_rate_groups(endpoints)
+        endpoints = _checked_endpoints(self.endpoints)
         object.__setattr__(self, "endpoints", endpoints)
-        outages = tuple(self.outages)
-        for index, outage in enumerate(outages):
-            if not isinstance(outage, Outage):
-                raise ConfigError(
-                    f"must be an Outage, got {type(outage).__name__}", field=f"outages[{index}]"
-                )
-            unknown = [e for e in outage.endpoints if e not in seen]
-            if unknown:
-                raise ConfigError(
-                    f"names no endpoint of this scenario: {', '.join(unknown)}",
-                    field=f"outages[{index}].endpoints",
-                    hint=f"endpoints: {', '.join(sorted(seen))}",
-                )
-        object.__setattr__(self, "outages", outages)
+        ids = {endpoint.id for endpoint in endpoints}
+        object.__setattr__(self, "outages", _checked_outages(self.outages, ids))
         if not isinstance(self.cycle, LoadCycle):
             raise ConfigError(
                 f"must be a LoadCycle, got {type(self.cycle).__name__}", field="cycle"
             )
+        self._check_workload()
+        self._check_health()
+        check_number(self.wall_budget_s, "wall_budget_s", above=0.0)
+        # read-only, so SCENARIOS' entries cannot be changed through it
+        object.__setattr__(self, "unsuited", _FrozenDict(_checked_unsuited(self.unsuited)))
+
+    def _check_workload(self) -> None:
+        """The jobs, their shape, the retry policy and what a call costs."""
         check_whole(self.jobs, "jobs")
         check_whole(self.steps_per_job, "steps_per_job")
         check_whole(self.calls_per_step, "calls_per_step")
@@ -114,6 +95,9 @@ class Scenario:
             check_number(self.acquire_timeout_s, "acquire_timeout_s", above=0.0)
         check_number(self.tokens_per_call, "tokens_per_call", at_least=0.0)
         check_number(self.busy_retry_after_s, "busy_retry_after_s", at_least=0.0)
+
+    def _check_health(self) -> None:
+        """The pools' health thresholds and the seed of every die."""
         check_whole(self.degrade_after, "degrade_after")
         check_whole(self.dead_after, "dead_after")
         if self.dead_after < self.degrade_after:
@@ -125,23 +109,6 @@ class Scenario:
         check_number(self.cooldown_s, "cooldown_s", above=0.0)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ConfigError(f"must be a whole number, got {self.seed!r}", field="seed")
-        check_number(self.wall_budget_s, "wall_budget_s", above=0.0)
-        if not isinstance(self.unsuited, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in self.unsuited.items()
-        ):
-            raise ConfigError(
-                "must map algorithm names to the reason the world cannot exercise them",
-                field="unsuited",
-            )
-        for name in self.unsuited:
-            if name not in ALGORITHMS:
-                raise ConfigError(
-                    f"names no acquire algorithm: {name!r}",
-                    field=f"unsuited.{name}",
-                    hint=f"known: {', '.join(ALGORITHMS)}",
-                )
-        # read-only, so SCENARIOS' entries cannot be changed through it
-        object.__setattr__(self, "unsuited", _FrozenDict(self.unsuited))
 
     # -- derived facts --------------------------------------------------------------------
 
@@ -174,6 +141,65 @@ class _FrozenDict(dict[str, str]):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_FrozenDict, (dict(self),))
+
+
+def _checked_endpoints(given: tuple[EndpointProfile, ...]) -> tuple[EndpointProfile, ...]:
+    """``given`` as a tuple: at least one, each an EndpointProfile, no two with one id, and
+    the endpoints of a rate group agreeing on their bucket."""
+    endpoints = tuple(given)
+    if not endpoints:
+        raise ConfigError("a scenario needs at least one endpoint", field="endpoints")
+    seen: set[str] = set()
+    for index, endpoint in enumerate(endpoints):
+        if not isinstance(endpoint, EndpointProfile):
+            raise ConfigError(
+                f"must be an EndpointProfile, got {type(endpoint).__name__}",
+                field=f"endpoints[{index}]",
+            )
+        if endpoint.id in seen:
+            raise ConfigError(
+                f"two endpoints named {endpoint.id!r}", field=f"endpoints[{index}].id"
+            )
+        seen.add(endpoint.id)
+    _check_rate_groups(endpoints)
+    return endpoints
+
+
+def _checked_outages(given: tuple[Outage, ...], ids: set[str]) -> tuple[Outage, ...]:
+    """``given`` as a tuple of Outages, each naming only endpoints in ``ids``."""
+    outages = tuple(given)
+    for index, outage in enumerate(outages):
+        if not isinstance(outage, Outage):
+            raise ConfigError(
+                f"must be an Outage, got {type(outage).__name__}", field=f"outages[{index}]"
+            )
+        unknown = [e for e in outage.endpoints if e not in ids]
+        if unknown:
+            raise ConfigError(
+                f"names no endpoint of this scenario: {', '.join(unknown)}",
+                field=f"outages[{index}].endpoints",
+                hint=f"endpoints: {', '.join(sorted(ids))}",
+            )
+    return outages
+
+
+def _checked_unsuited(unsuited: Mapping[str, str]) -> Mapping[str, str]:
+    """``unsuited`` if it maps known algorithm names to reasons (strings)."""
+    if not isinstance(unsuited, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in unsuited.items()
+    ):
+        raise ConfigError(
+            "must map algorithm names to the reason the world cannot exercise them",
+            field="unsuited",
+        )
+    for name in unsuited:
+        if name not in ALGORITHMS:
+            raise ConfigError(
+                f"names no acquire algorithm: {name!r}",
+                field=f"unsuited.{name}",
+                hint=f"known: {', '.join(ALGORITHMS)}",
+            )
+    return unsuited
 
 
 def _check_rate_groups(endpoints: tuple[EndpointProfile, ...]) -> None:

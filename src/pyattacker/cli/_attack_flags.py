@@ -1,0 +1,53 @@
+"""The flags of ``pyattacker attack`` as one typed value, as click hands them over."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["AttackFlags"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AttackFlags:
+    """Every option of ``pyattacker attack`` by its parameter name, still unparsed: the
+    command turns them into a plan, limits and outputs, naming the flag in every error."""
+
+    rate: str | None
+    arrival: str | None
+    stages: str | None
+    clients: int | None
+    think: str | None
+    duration: str | None
+    requests_: int | None
+    method: str
+    headers: Sequence[str]
+    keys: Sequence[str]
+    keys_file: str | None
+    body: str | None
+    timeout: str | None
+    connect_timeout: str
+    max_head_size: str
+    keep_body: str
+    retry: str
+    algorithm: str
+    connections: int
+    preconnect: int
+    max_in_flight: int
+    feedback: bool
+    window: str | None
+    seed: int
+    llm: bool
+    model: str | None
+    shape: str | None
+    prompts_path: str | None
+    max_tokens: int | None
+    api: str
+    stream: bool
+    params: Sequence[str]
+    azure_deployment: str | None
+    api_version: str | None
+    json_path: str | None
+    markdown_path: str | None
+    samples_path: str | None
+    quiet: bool
