@@ -34,7 +34,7 @@ from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Limits, Timeouts
 from pyattacker.http._limits import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, parse_size
 from pyattacker.pool import ALGORITHMS
-from pyattacker.report import attack_json, attack_markdown, attack_text
+from pyattacker.report import Gate, attack_json, attack_markdown, attack_text
 from pyattacker.retry import Retrying, resolve_retry
 
 __all__ = ["attack_command"]
@@ -249,6 +249,29 @@ throttled, not retried behind your back.
 @click.option(
     "--samples", "samples_path", metavar="PATH", help="Write one row per request (.csv or .jsonl)."
 )
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="EXPR",
+    help="A pass/fail gate (repeatable), e.g. 'p95(latency) < 250ms', 'error_rate < 1%', "
+    "'rate >= 95/s', 'p99(ttft) < 2s', 'goodput >= 90%'. Figures: pQ/mean/min/max of latency "
+    "(scheduled clock), service_time (sent clock), ttft, ttft_scheduled, itl, tpot, e2e, "
+    "e2e_scheduled; error_rate, throttled_rate, goodput (%); rate, tokens_per_s, "
+    "goodput_rate (/s). With thresholds the exit code is theirs: 0 all passed, 99 a breach.",
+)
+@click.option(
+    "--abort-on-fail",
+    is_flag=True,
+    help="Stop the attack at the first breach seen live (judged every 0.5s on p50/p99 of "
+    "latency, service_time and ttft, error_rate and throttled_rate); exit 99.",
+)
+@click.option(
+    "--goodput",
+    metavar="SLOS",
+    help="LLM: count the requests that met every per-request SLO, e.g. "
+    "ttft<500ms,tpot<50ms,e2e<10s: their share and rate (as vLLM's bench).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(
     urls: Sequence[str],
@@ -289,6 +312,9 @@ def attack_command(
     json_path: str | None,
     markdown_path: str | None,
     samples_path: str | None,
+    thresholds: Sequence[str],
+    abort_on_fail: bool,
+    goodput: str | None,
     quiet: bool,
 ) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -315,6 +341,7 @@ def attack_command(
         if llm
         else None
     )  # fmt: skip
+    gate = Gate.from_flags(thresholds, goodput, abort_on_fail, llm=llm_spec is not None)
     try:
         plan = AttackPlan.build(
             urls,
@@ -356,8 +383,8 @@ def attack_command(
     try:
         result = run_attack(
             plan,
-            on_record=None if samples is None else samples.write,
-            on_progress=None if live is None else live.update,
+            on_record=gate.on_record(None if samples is None else samples.write),
+            on_progress=gate.on_progress(None if live is None else live.update),
             limits=limits,
         )
     finally:
@@ -365,10 +392,10 @@ def attack_command(
             live.close()
         if samples is not None:
             samples.close()
-    text = attack_text(result)
+    text = gate.text(result, attack_text(result))
     click.echo(text, err=to_stdout)
     if json_path:
-        _write(json_path, attack_json(result))
+        _write(json_path, gate.json(result, attack_json(result)))
     if markdown_path:
         _write(markdown_path, attack_markdown(result))
     if samples is not None and samples.failed is not None:
@@ -378,6 +405,10 @@ def attack_command(
             f"--samples: writing {samples_path} failed ({reason}); the file is incomplete"
             + missing,
             err=True,
+        )
+    if gate.declared:  # thresholds decide the exit code (docs/attack.md, "Exit codes")
+        return gate.exit_code(
+            result, output_failed=samples is not None and samples.failed is not None
         )
     if result.interrupted:
         click.echo("interrupted: the report covers what ran before Ctrl-C", err=True)

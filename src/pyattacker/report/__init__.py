@@ -1,5 +1,19 @@
-"""Renderers: turn measured facts into text, Markdown and JSON. Opinions live here."""
+"""Renderers: turn measured facts into text, Markdown and JSON. Opinions live here.
+
+Also the opinions that gate a run: thresholds and goodput (:class:`Gate`), and the
+comparison of two reports.
+"""
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
+from pyattacker.report._gate import EXIT_BREACHED, Gate
+from pyattacker.report._thresholds import Threshold, parse_threshold
 
-__all__ = ["attack_json", "attack_markdown", "attack_text"]
+__all__ = [
+    "EXIT_BREACHED",
+    "Gate",
+    "Threshold",
+    "attack_json",
+    "attack_markdown",
+    "attack_text",
+    "parse_threshold",
+]
