@@ -53,7 +53,7 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
 }
 _SLO = re.compile(
-    r"(?P<name>[A-Za-z_]+)\s*(?P<op><=|>=|<|>)\s*(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|<|>)\s*(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
     r"\s*(?P<unit>\S*)"
 )
 _HINT = "e.g. ttft<500ms,tpot<50ms,e2e<10s (units us, ms, s, m)"

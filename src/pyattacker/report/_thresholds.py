@@ -106,10 +106,10 @@ SECONDS_PER_UNIT = {
 }
 _PERIODS = {"s": Fraction(1), "m": Fraction(60), "min": Fraction(60), "h": Fraction(3600)}
 _EXPR = re.compile(
-    r"(?P<lhs>[A-Za-z_][A-Za-z0-9_.]*(?:\s*\(\s*[A-Za-z_]+\s*\))?)\s*"
+    r"(?P<lhs>[A-Za-z_][A-Za-z0-9_.]*(?:\s*\(\s*[A-Za-z_][A-Za-z0-9_]*\s*\))?)\s*"
     r"(?P<op><=|>=|<|>)\s*(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(?P<unit>\S*)"
 )
-_STAT_CALL = re.compile(r"(?P<stat>[A-Za-z0-9_.]+)\s*\(\s*(?P<name>[A-Za-z_]+)\s*\)")
+_STAT_CALL = re.compile(r"(?P<stat>[A-Za-z0-9_.]+)\s*\(\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\)")
 _PERCENTILE = re.compile(r"p(?P<q>[0-9]+(?:\.[0-9]+)?)")
 _EXAMPLES = "e.g. 'p95(latency) < 250ms', 'error_rate < 1%', 'rate >= 95/s'"
 _HINTS = {
