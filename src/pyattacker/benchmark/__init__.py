@@ -15,6 +15,7 @@ from pyattacker.benchmark._report import BenchmarkReport
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._run import run_benchmark
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
+from pyattacker.benchmark._stats import PairedDifference, paired_difference
 from pyattacker.testing import ScaledClock, VirtualClock
 from pyattacker.world import (
     CacheProfile,
@@ -43,6 +44,7 @@ __all__ = [
     "LoadCycle",
     "Metric",
     "Outage",
+    "PairedDifference",
     "RateLimitProfile",
     "RunResult",
     "ScaledClock",
@@ -50,5 +52,6 @@ __all__ = [
     "VirtualClock",
     "get_scenario",
     "load_scenario_file",
+    "paired_difference",
     "run_benchmark",
 ]

@@ -19,6 +19,7 @@ __all__ = ["cli"]
 _COMMANDS = {
     "attack": "pyattacker.cli._attack:attack_command",
     "bench": "pyattacker.cli._bench:bench_command",
+    "compare": "pyattacker.cli._compare:compare_command",
     "demo": "pyattacker.cli._demo:demo",
     "echo-server": "pyattacker.cli._echo:echo_server",
     "export": "pyattacker.cli._run_commands:export_command",

@@ -5,15 +5,20 @@ comparison of two reports.
 """
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
+from pyattacker.report._compare import Comparison, Row, compare_reports, render_text
 from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
 __all__ = [
     "EXIT_BREACHED",
+    "Comparison",
     "Gate",
+    "Row",
     "Threshold",
     "attack_json",
     "attack_markdown",
     "attack_text",
+    "compare_reports",
     "parse_threshold",
+    "render_text",
 ]
