@@ -15,7 +15,7 @@ from pyattacker.benchmark._report import BenchmarkReport
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._run import run_benchmark
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
-from pyattacker.benchmark._stats import PairedDifference, paired_difference
+from pyattacker.benchmark._stats import PairedDifference, paired_difference, t_quantile
 from pyattacker.testing import ScaledClock, VirtualClock
 from pyattacker.world import (
     CacheProfile,
@@ -54,4 +54,5 @@ __all__ = [
     "load_scenario_file",
     "paired_difference",
     "run_benchmark",
+    "t_quantile",
 ]

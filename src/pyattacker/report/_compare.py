@@ -9,6 +9,8 @@ names) and, if so, whether B is *worse* (a regression) or better.
 The noise judgement of attack reports, each at 99 % per figure (many figures are judged at
 once, so each is held to a strict level):
 
+* **Means** of latency on both clocks: see :mod:`pyattacker.report._compare_means` (the
+  figure with the most power; it also sees bursts of slow requests, through the windows).
 * **Percentiles** (latency on both clocks; TTFT, TPOT, ITL and end to end of LLM runs):
   a distribution-free confidence interval of each run's percentile from the binomial
   order statistics. With ``n`` samples, the ``q``-quantile lies between the samples of
@@ -137,6 +139,9 @@ def compare_attacks(a: Mapping[str, Any], b: Mapping[str, Any]) -> Comparison:
         rows += _percentile_rows(
             label, _get(a, "total", "latency_s", clock), _get(b, "total", "latency_s", clock)
         )
+    from pyattacker.report._compare_means import mean_rows  # it imports this module
+
+    rows += mean_rows(a, b)
     rows += _share_rows(a, b)
     rows.append(_rate_row("rate", *_sent(a), *_sent(b)))
     if "llm" in a and "llm" in b:

@@ -35,10 +35,19 @@ def compare_benches(a: Mapping[str, Any], b: Mapping[str, Any]) -> Comparison:
                        _per_seed(b, algorithm, name))  # fmt: skip
             if row is not None:
                 rows.append(row)
+    return Comparison("bench", tuple(rows), tuple(_scenario_notes(a["scenario"], b["scenario"])))
+
+
+def _scenario_notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What differs between the two scenarios (name, then the definition's fields)."""
     notes = []
-    if a["scenario"]["name"] != b["scenario"]["name"]:
-        notes.append(f"the scenarios differ ({a['scenario']['name']} and {b['scenario']['name']})")
-    return Comparison("bench", tuple(rows), tuple(notes))
+    if a["name"] != b["name"]:
+        notes.append(f"the scenarios differ ({a['name']} and {b['name']})")
+    da, db = a.get("definition") or {}, b.get("definition") or {}
+    differ = [key for key in sorted({*da, *db}) if da.get(key) != db.get(key)]
+    if differ:
+        notes.append(f"the scenario definitions differ in {', '.join(differ)}")
+    return notes
 
 
 def _per_seed(report: Mapping[str, Any], algorithm: str, metric: str) -> dict[int, float]:
