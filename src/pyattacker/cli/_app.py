@@ -56,5 +56,6 @@ def cli() -> None:
     endpoints and keys.
 
     \b
-    Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted.
+    Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted;
+    99 a threshold of attack --threshold breached.
     """

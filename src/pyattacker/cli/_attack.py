@@ -3,7 +3,8 @@
 The command parses and validates everything first (a bad flag exits 2 before any request
 is sent or any file written), runs :func:`pyattacker.attack.run_attack`, and renders the
 result. Exit codes: 0 every request succeeded, 1 some did not (the report says which), 2
-bad input, 130 interrupted (the report of what ran is still printed).
+bad input, 130 interrupted (the report of what ran is still printed). With --threshold the
+thresholds decide (:class:`pyattacker.report.Gate`): 0 all passed, 99 a breach.
 """
 
 from __future__ import annotations

@@ -32,10 +32,14 @@ Examples:
 
 \b
 Each figure is marked "noise" when the difference is within what chance explains, "WORSE"
-or "better" when it is not (99% per figure for attack reports: percentiles by their
-order-statistic intervals, error and throttled rates by a two-proportion test, rates as
-Poisson counts; bench reports: each algorithm's metric paired by seed, the bench's 95%
-t interval). docs/attack.md ("Compare two runs") explains each test.
+or "better" when it is not, "n/a" when there is too little to judge (99% per figure for
+attack reports: means by a variance bound and the spread of the time windows, percentiles
+by their order-statistic intervals, error and throttled rates by a two-proportion test,
+rates as Poisson counts; bench reports: each algorithm's metric paired by seed, the
+bench's 95% t interval). docs/attack.md ("Compare two runs") explains each test.
+
+\b
+Exit codes: 0 compared, 1 a regression with --fail-on-regression, 2 bad input.
 """
 
 
