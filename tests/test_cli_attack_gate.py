@@ -52,9 +52,10 @@ def test_a_bad_threshold_exits_2_naming_the_flag_before_anything_runs(
 def test_thresholds_that_pass_exit_0_and_are_in_both_reports(
     echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "r.json"
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
     gates = ["--threshold", "p99(latency) < 10s", "--threshold", "error_rate <= 0%"]
-    assert run_cli(attack(echo.url, *gates, "--json", str(out))) == 0
+    assert run_cli(attack(echo.url, *gates, "--json", str(out), "--markdown", str(md))) == 0
+    assert "| `error_rate <= 0%` | 0.000% | pass |" in md.read_text()
     text = capsys.readouterr().out
     assert "Thresholds (a breach exits 99)" in text
     assert "pass  error_rate <= 0%" in text
@@ -103,6 +104,9 @@ def test_goodput_counts_the_requests_within_every_slo(
     good = [*argv, "--goodput", "ttft<10s,tpot<10s,e2e<10s", "--threshold", "goodput >= 100%"]
     assert run_cli(good) == 0
     assert "Goodput (ttft < 10s, tpot < 10s, e2e < 10s)" in capsys.readouterr().out
+    md = tmp_path / "r.md"
+    assert run_cli([*argv, "--goodput", "e2e<10s", "--markdown", str(md)]) == 0
+    assert "## Goodput (e2e < 10s)" in md.read_text()
     section = json.loads(out.read_text())["goodput"]
     assert (section["good"], section["requests"], section["share"]) == (10, 10, 1.0)
     none = [*argv, "--goodput", "ttft<1us", "--threshold", "goodput >= 50%"]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Summary
-from pyattacker.report import compare_reports, render_text
+from pyattacker.report import compare_reports, comparison_text
 from pyattacker.report._compare import MIN_TAIL, percentile_interval
 from pyattacker.report._compare_means import _variance_bound, mean_interval
 
@@ -125,7 +125,7 @@ def test_llm_figures_and_goodput_are_compared_when_both_reports_have_them() -> N
 def test_the_text_names_the_regressions_and_a_difference_of_plans() -> None:
     b = attack_report(base=0.006)
     b["plan"]["load"]["rate"] = 200.0
-    text = render_text(compare_reports(attack_report(), b), ["a.json", "b.json"])
+    text = comparison_text(compare_reports(attack_report(), b), ["a.json", "b.json"])
     assert "A = a.json, B = b.json" in text
     assert "the plans differ in load" in text
     assert "regressions beyond the noise: p50(latency), p90(latency)" in text

@@ -398,7 +398,7 @@ def attack_command(
     if json_path:
         _write(json_path, gate.json(result, attack_json(result)))
     if markdown_path:
-        _write(markdown_path, attack_markdown(result))
+        _write(markdown_path, gate.markdown(result, attack_markdown(result)))
     if samples is not None and samples.failed is not None:
         reason = samples.failed.strerror or str(samples.failed)
         missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""

@@ -17,7 +17,7 @@ import click
 from pyattacker._atomic import check_output, write_atomically
 from pyattacker._inputs import loads, read_bounded
 from pyattacker.errors import ConfigError, PyAttackerError
-from pyattacker.report import compare_reports, render_text
+from pyattacker.report import compare_reports, comparison_text
 
 __all__ = ["compare_command"]
 
@@ -66,7 +66,7 @@ def compare_command(
         check_output(Path(json_path).expanduser().resolve(), "--json", json_path)
     names = (a_path, b_path)
     comparison = compare_reports(_read(a_path), _read(b_path), names=names)
-    click.echo(render_text(comparison, names), err=json_path == "-")
+    click.echo(comparison_text(comparison, names), err=json_path == "-")
     if json_path is not None:
         text = json.dumps({"a": a_path, "b": b_path, **comparison.to_dict()}, indent=2)
         _write(json_path, text)

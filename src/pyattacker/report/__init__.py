@@ -5,7 +5,7 @@ comparison of two reports.
 """
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
-from pyattacker.report._compare import Comparison, Row, compare_reports, render_text
+from pyattacker.report._compare import Comparison, Row, compare_reports, comparison_text
 from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
@@ -19,6 +19,6 @@ __all__ = [
     "attack_markdown",
     "attack_text",
     "compare_reports",
+    "comparison_text",
     "parse_threshold",
-    "render_text",
 ]

@@ -48,8 +48,8 @@ __all__ = [
     "Row",
     "compare_attacks",
     "compare_reports",
+    "comparison_text",
     "percentile_interval",
-    "render_text",
 ]
 
 Z99 = 2.5758293035489004  # the standard normal's 99.5th percentile: a two-sided 99 % level
@@ -270,7 +270,7 @@ def kind_of(report: Any, field: str) -> str:
     )
 
 
-def render_text(comparison: Comparison, names: Sequence[str]) -> str:
+def comparison_text(comparison: Comparison, names: Sequence[str]) -> str:
     """The terminal table: one line per figure, A, B, change, verdict, noise."""
     header = ["figure", "A", "B", "change", "verdict", "noise"]
     body = [[r.figure, _value(r, r.a), _value(r, r.b), _change(r), _verdict(r), r.noise]

@@ -227,6 +227,19 @@ class Gate:
             lines += ["", *threshold_lines(self.verdicts(result), self.breach)]
         return "\n".join(lines)
 
+    def markdown(self, result: AttackResult, report: str) -> str:
+        """``report`` (the Markdown report) with the goodput and thresholds sections;
+        unchanged without."""
+        if not self.thresholds and self.goodput is None:
+            return report
+        lines = [report.rstrip("\n")]
+        if self.goodput is not None:
+            head, *rest = goodput_lines(self.goodput.summary(result.answer_span_s))
+            lines += ["", f"## {head}", "", *(f"- {line.strip()}" for line in rest)]
+        if self.thresholds:
+            lines += ["", *threshold_markdown(self.verdicts(result), self.breach)]
+        return "\n".join(lines) + "\n"
+
     def json(self, result: AttackResult, report: str) -> str:
         """``report`` (the JSON report) with :meth:`sections` added; unchanged without."""
         sections = self.sections(result)
@@ -257,6 +270,20 @@ def threshold_lines(verdicts: Sequence[Verdict], breach: Breach | None) -> list[
             f"  aborted by --abort-on-fail at {breach.elapsed_s:.1f}s: {t.text} was "
             f"{format_bound(t.kind, breach.verdict.value)}; the report covers what ran"
         )
+    return lines
+
+
+def threshold_markdown(verdicts: Sequence[Verdict], breach: Breach | None) -> list[str]:
+    """The Markdown report's thresholds table, and the abort, if any."""
+    lines = [f"## Thresholds (a breach exits {EXIT_BREACHED})", "", "| threshold | measured | |"]
+    lines.append("|---|---|---|")
+    for v in verdicts:
+        measured = format_bound(v.threshold.kind, v.value)
+        lines.append(f"| `{v.threshold.text}` | {measured} | {'pass' if v.passed else 'FAIL'} |")
+    if breach is not None:
+        t = breach.verdict.threshold
+        lines += ["", f"Aborted by `--abort-on-fail` at {breach.elapsed_s:.1f}s: `{t.text}` was "
+                  f"{format_bound(t.kind, breach.verdict.value)}."]  # fmt: skip
     return lines
 
 
