@@ -205,7 +205,8 @@ def test_a_request_is_good_only_if_ok_and_within_every_slo_at_the_bound() -> Non
     counter.add(RequestRecord.from_attempts([streamed_attempt(2, outcome=Outcome.FAILED)]))
     counter.add(RequestRecord.from_attempts([streamed_attempt(3, first=0.75, end=1.0)]))  # ttft
     assert (counter.requests, counter.good, counter.not_ok) == (4, 1, 1)
-    assert counter.share == Fraction(1, 4)
+    assert counter.share() == Fraction(1, 4)
+    assert counter.share(dropped=4) == Fraction(1, 8)  # dropped arrivals are not good
     summary = counter.summary(2.0)
     assert summary["missed"] == {"ttft <= 500ms": 1, "e2e < 1.5s": 1}
     assert (summary["share"], summary["rate_per_s"]) == (0.25, 0.5)

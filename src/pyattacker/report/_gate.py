@@ -215,14 +215,17 @@ class Gate:
                 "results": [v.to_dict() for v in verdicts],
             }
         if self.goodput is not None:
-            out["goodput"] = self.goodput.summary(result.answer_span_s)
+            out["goodput"] = self.goodput.summary(result.answer_span_s, result.dropped)
         return out
 
     def text(self, result: AttackResult, report: str) -> str:
         """``report`` (the text report) with the thresholds and goodput appended."""
         lines = [report]
         if self.goodput is not None:
-            lines += ["", *goodput_lines(self.goodput.summary(result.answer_span_s))]
+            lines += [
+                "",
+                *goodput_lines(self.goodput.summary(result.answer_span_s, result.dropped)),
+            ]
         if self.thresholds:
             lines += ["", *threshold_lines(self.verdicts(result), self.breach)]
         return "\n".join(lines)
@@ -234,7 +237,7 @@ class Gate:
             return report
         lines = [report.rstrip("\n")]
         if self.goodput is not None:
-            head, *rest = goodput_lines(self.goodput.summary(result.answer_span_s))
+            head, *rest = goodput_lines(self.goodput.summary(result.answer_span_s, result.dropped))
             lines += ["", f"## {head}", "", *(f"- {line.strip()}" for line in rest)]
         if self.thresholds:
             lines += ["", *threshold_markdown(self.verdicts(result), self.breach)]
@@ -326,7 +329,7 @@ def final_value(t: Threshold, result: AttackResult, goodput: GoodputCounter | No
     if t.metric == "tokens_per_s":
         return total.completion_tokens / span if span > 0 else None
     assert goodput is not None, t.metric  # from_flags refuses goodput without --goodput
-    return goodput.share if t.metric == "goodput" else goodput.rate(span)
+    return goodput.share(result.dropped) if t.metric == "goodput" else goodput.rate(span)
 
 
 def _breach_dict(breach: Breach) -> dict[str, Any]:

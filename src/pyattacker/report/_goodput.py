@@ -19,7 +19,8 @@ passes it.
 
 :class:`GoodputCounter` is fed every :class:`~pyattacker.measure.RequestRecord` through the
 attack's ``on_record`` hook; its :meth:`~GoodputCounter.summary` gives the share (good /
-requests that ended) and the rate (good / the report's ``answer_span_s``).
+requests that ended, arrivals dropped before sending included: they have no record) and
+the rate (good / the report's ``answer_span_s``).
 """
 
 from __future__ import annotations
@@ -147,23 +148,25 @@ class GoodputCounter:
                 good = False
         self.good += good
 
-    @property
-    def share(self) -> Fraction | None:
-        """Good requests / requests that ended; ``None`` before any ended."""
-        return Fraction(self.good, self.requests) if self.requests else None
+    def share(self, dropped: int = 0) -> Fraction | None:
+        """Good requests / requests that ended, ``dropped`` included (arrivals dropped
+        before sending: they have no record, and are not good); ``None`` before any."""
+        requests = self.requests + dropped
+        return Fraction(self.good, requests) if requests else None
 
     def rate(self, span_s: float) -> float | None:
         """Good requests per second over ``span_s``; ``None`` when it is 0."""
         return self.good / span_s if span_s > 0 else None
 
-    def summary(self, span_s: float) -> dict[str, Any]:
-        """The report's ``goodput`` section (rate over ``span_s`` seconds)."""
-        share = self.share
+    def summary(self, span_s: float, dropped: int = 0) -> dict[str, Any]:
+        """The report's ``goodput`` section (rate over ``span_s`` seconds; ``dropped``
+        arrivals counted as requests that were not OK)."""
+        share = self.share(dropped)
         return {
             "slos": [slo.text for slo in self.slos],
-            "requests": self.requests,
+            "requests": self.requests + dropped,
             "good": self.good,
-            "not_ok": self.not_ok,
+            "not_ok": self.not_ok + dropped,
             "missed": {slo.text: self.missed[slo.text] for slo in self.slos},
             "share": None if share is None else float(share),
             "rate_per_s": self.rate(span_s),
