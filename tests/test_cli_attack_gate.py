@@ -117,3 +117,16 @@ def test_goodput_counts_the_requests_within_every_slo(
 
 def test_without_thresholds_the_exit_codes_are_unchanged(echo: EchoServerProcess) -> None:
     assert run_cli(attack(echo.url)) == 0
+
+
+def test_abort_on_fail_judges_the_live_time_to_first_token(
+    llm: LlmServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    argv = ["attack", "--llm", f"{llm.url}/v1", "--model", "m", "--shape", "30:4", "--key", KEY]
+    argv += ["--clients", "2", "--duration", "60s", "-q", "--json", str(out)]
+    assert run_cli([*argv, "--threshold", "p99(ttft) < 1ms", "--abort-on-fail"]) == 99
+    aborted = json.loads(out.read_text())["thresholds"]["aborted"]
+    assert aborted["threshold"] == "p99(ttft) < 1ms"
+    assert aborted["value"] >= 0.005  # the server waits 5 ms before the first token
+    assert "aborted by --abort-on-fail" in capsys.readouterr().out

@@ -248,3 +248,23 @@ def test_on_record_chains_the_callback_it_wraps() -> None:
     assert g.goodput.good == 1
     assert gate().on_record(None) is None
     assert gate().on_progress(None) is None
+
+
+@given(
+    st.integers(min_value=1, max_value=10**6),
+    st.sampled_from(["ms", "s", "us"]),
+    st.sampled_from(["<", "<=", ">", ">="]),
+)
+def test_an_slo_is_met_exactly_as_its_operator_says_at_the_bound(
+    number: int, unit: str, op: str
+) -> None:
+    (slo,) = parse_slos(f"ttft{op}{number}{unit}")
+    at = float(slo.bound)
+    record = RequestRecord.from_attempts(
+        [Attempt(0, 1, 0.0, sent=0.0, first_token=at, end=at, outcome=Outcome.OK, status=200)]
+    )
+    assert figures_of(record)["ttft"] == at
+    assert slo.met(at) is (op in ("<=", ">="))
+    counter = GoodputCounter((slo,))
+    counter.add(record)
+    assert counter.good == (op in ("<=", ">="))
