@@ -3,7 +3,7 @@
 :class:`Gate` is what the attack command holds: built from the flags before anything runs
 (a bad expression is a ``ConfigError``, exit 2), it wraps the attack's ``on_record`` (to
 count goodput) and ``on_progress`` (to abort) callbacks, adds a ``thresholds`` and a
-``goodput`` section to the text and JSON reports, and decides the exit code.
+``goodput`` section to the text, Markdown and JSON reports, and decides the exit code.
 
 Exit codes when a threshold is declared (without one the command's own 0/1/2/130 stand):
 
@@ -18,7 +18,8 @@ Exit codes when a threshold is declared (without one the command's own 0/1/2/130
 0.5 s) on the figures it carries: :data:`LIVE_FIGURES`. A breach stops the attack through
 the same path as Ctrl-C: the gate raises SIGINT in its own process, which the attack's
 signal handler turns into a graceful stop (``stop_reason`` "interrupted"), so the report
-covers what ran. Other thresholds (rates, tokens/s, goodput, other statistics) are judged
+covers what ran. That handler exists under ``run_attack`` (its ``stop_on_signals``, the
+CLI's case); a caller without it passes its own ``stop`` to :class:`Gate`. Other thresholds (rates, tokens/s, goodput, other statistics) are judged
 only at the end: a rate mid-ramp or a mean so far says nothing about the run.
 """
 
