@@ -19,8 +19,9 @@ Exit codes when a threshold is declared (without one the command's own 0/1/2/130
 the same path as Ctrl-C: the gate raises SIGINT in its own process, which the attack's
 signal handler turns into a graceful stop (``stop_reason`` "interrupted"), so the report
 covers what ran. That handler exists under ``run_attack`` (its ``stop_on_signals``, the
-CLI's case); a caller without it passes its own ``stop`` to :class:`Gate`. Other thresholds (rates, tokens/s, goodput, other statistics) are judged
-only at the end: a rate mid-ramp or a mean so far says nothing about the run.
+CLI's case); a caller without it passes its own ``stop`` to :class:`Gate`. Other
+thresholds (rates, tokens/s, goodput, other statistics) are judged only at the end: a rate
+mid-ramp or a mean so far says nothing about the run.
 """
 
 from __future__ import annotations
