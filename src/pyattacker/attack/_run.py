@@ -31,7 +31,7 @@ async def attack(
     sender: Sender | None = None,
     clock: Clock | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[Progress], str | None] | None = None,
     progress_every: float = 0.5,
     stop_on_signals: bool = False,
     limits: Limits | None = None,
@@ -41,8 +41,10 @@ async def attack(
     Without a ``sender`` the requests go over HTTP through one :class:`HttpClient` (at most
     ``plan.connections`` connections per target, never retrying by itself). ``on_record``
     sees every finished request; ``on_progress`` a :class:`Progress` every
-    ``progress_every`` seconds. With ``stop_on_signals``, SIGINT/SIGTERM stop the attack
-    gracefully: the result then says ``stop_reason="interrupted"``.
+    ``progress_every`` seconds; if it returns a string, the attack stops gracefully with that
+    string as its ``stop_reason`` (how ``--abort-on-fail`` ends an attack). With
+    ``stop_on_signals``, SIGINT/SIGTERM stop the attack gracefully: the result then says
+    ``stop_reason="interrupted"``.
 
     ``limits`` bound what the client reads and keeps of each response (default: heads up
     to 64 KiB, the first 4 KiB of each body kept, every byte counted); an LLM attack
@@ -106,7 +108,7 @@ class _Session:
             if not self._stopped:  # cancelled from outside, not by stop()
                 raise
 
-    def tick(self, on_progress: Callable[[Progress], None], every: float) -> None:
+    def tick(self, on_progress: Callable[[Progress], str | None], every: float) -> None:
         self._ticker = self._loop.create_task(_tick(self._engine, on_progress, every))
 
     async def close(self) -> None:
@@ -185,17 +187,22 @@ def _limits_for(plan: AttackPlan, limits: Limits | None) -> Limits:
     return Limits(max_head=limits.max_head, keep_body=keep)
 
 
-async def _tick(engine: Engine, on_progress: Callable[[Progress], None], every: float) -> None:
+async def _tick(
+    engine: Engine, on_progress: Callable[[Progress], str | None], every: float
+) -> None:
     while True:
         await engine.clock.sleep(every)
-        on_progress(engine.progress())
+        reason = on_progress(engine.progress())
+        if reason is not None:
+            engine.stop(reason)
+            return
 
 
 def run_attack(
     plan: AttackPlan,
     *,
     on_record: Callable[[RequestRecord], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[Progress], str | None] | None = None,
     progress_every: float = 0.5,
     stop_on_signals: bool = True,
     limits: Limits | None = None,

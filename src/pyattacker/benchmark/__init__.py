@@ -16,6 +16,7 @@ from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
 from pyattacker.benchmark._result import RunResult
 from pyattacker.benchmark._run import check_algorithms, run_benchmark, usable_cores
 from pyattacker.benchmark._scenarios import SCENARIOS, get_scenario
+from pyattacker.benchmark._stats import PairedDifference, paired_difference, t_quantile
 from pyattacker.world import (
     CacheProfile,
     Degradation,
@@ -43,6 +44,7 @@ __all__ = [
     "LoadCycle",
     "Metric",
     "Outage",
+    "PairedDifference",
     "RateLimitProfile",
     "RunResult",
     "ScaledClock",
@@ -52,6 +54,8 @@ __all__ = [
     "default_algorithms",
     "get_scenario",
     "load_scenario_file",
+    "paired_difference",
     "run_benchmark",
+    "t_quantile",
     "usable_cores",
 ]

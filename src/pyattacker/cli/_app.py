@@ -19,6 +19,7 @@ __all__ = ["cli"]
 _COMMANDS = {
     "attack": "pyattacker.cli._attack:attack_command",
     "bench": "pyattacker.cli._bench:bench_command",
+    "compare": "pyattacker.cli._compare:compare_command",
     "demo": "pyattacker.cli._demo:demo",
     "echo-server": "pyattacker.cli._echo:echo_server",
     "export": "pyattacker.cli._run_commands:export_command",
@@ -55,5 +56,6 @@ def cli() -> None:
     endpoints and keys.
 
     \b
-    Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted.
+    Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted;
+    99 a threshold of attack --threshold breached.
     """

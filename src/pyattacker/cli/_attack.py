@@ -3,7 +3,8 @@
 The command parses and validates everything first (a bad flag exits 2 before any request
 is sent or any file written), runs :func:`pyattacker.attack.run_attack`, and renders the
 result. Exit codes: 0 every request succeeded, 1 some did not (the report says which), 2
-bad input, 130 interrupted (the report of what ran is still printed).
+bad input, 130 interrupted (the report of what ran is still printed). With --threshold the
+thresholds decide (:class:`pyattacker.report.Gate`): 0 all passed, 99 a breach.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, Timeouts, parse_size
 from pyattacker.pool import ALGORITHMS
-from pyattacker.report import attack_json, attack_markdown, attack_text
+from pyattacker.report import Gate, attack_json, attack_markdown, attack_text
 from pyattacker.retry import Retrying, resolve_retry
 
 __all__ = ["attack_command"]
@@ -252,6 +253,29 @@ throttled, not retried behind your back.
 @click.option(
     "--samples", "samples_path", metavar="PATH", help="Write one row per request (.csv or .jsonl)."
 )
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="EXPR",
+    help="A pass/fail gate (repeatable), e.g. 'p95(latency) < 250ms', 'error_rate < 1%', "
+    "'rate >= 95/s', 'p99(ttft) < 2s', 'goodput >= 90%'. Figures: pQ/mean/min/max of latency "
+    "(scheduled clock), service_time (sent clock), ttft, ttft_scheduled, itl, tpot, e2e, "
+    "e2e_scheduled; error_rate, throttled_rate, goodput (%); rate, tokens_per_s, "
+    "goodput_rate (/s). With thresholds the exit code is theirs: 0 all passed, 99 a breach.",
+)
+@click.option(
+    "--abort-on-fail",
+    is_flag=True,
+    help="Stop the attack at the first breach seen live (judged every 0.5s on p50/p99 of "
+    "latency, service_time and ttft, error_rate and throttled_rate); exit 99.",
+)
+@click.option(
+    "--goodput",
+    metavar="SLOS",
+    help="LLM: count the requests that met every per-request SLO, e.g. "
+    "ttft<500ms,tpot<50ms,e2e<10s: their share and rate (as vLLM's bench).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -260,6 +284,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     """
     flags = AttackFlags(**options)
     plan = _plan(urls, flags)
+    gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
     _check_outputs(flags)
     samples = SampleWriter.open(flags.samples_path, llm=flags.llm) if flags.samples_path else None
@@ -269,8 +294,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     try:
         result = run_attack(
             plan,
-            on_record=None if samples is None else samples.write,
-            on_progress=None if live is None else live.update,
+            on_record=gate.on_record(None if samples is None else samples.write),
+            on_progress=gate.on_progress(None if live is None else live.update),
             limits=limits,
         )
     finally:
@@ -278,8 +303,10 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
             live.close()
         if samples is not None:
             samples.close()
-    _report(result, flags)
+    _report(result, flags, gate)
     samples_failed = samples is not None and _samples_failed(samples, flags.samples_path)
+    if gate.declared:  # thresholds decide the exit code (docs/attack.md, "Exit codes")
+        return gate.exit_code(result, output_failed=samples_failed)
     if result.interrupted:
         click.echo("interrupted: the report covers what ran before Ctrl-C", err=True)
         return 130
@@ -354,13 +381,14 @@ def _check_outputs(f: AttackFlags) -> None:
             _check_writable(path, field)
 
 
-def _report(result: AttackResult, f: AttackFlags) -> None:
-    """The text report (on stderr when the JSON goes to stdout), then the report files."""
-    click.echo(attack_text(result), err=f.json_path == "-")
+def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
+    """The text report (on stderr when the JSON goes to stdout), then the report files,
+    each with the gate's verdicts when thresholds or goodput were asked for."""
+    click.echo(gate.text(result, attack_text(result)), err=f.json_path == "-")
     if f.json_path:
-        _write(f.json_path, attack_json(result))
+        _write(f.json_path, gate.json(result, attack_json(result)))
     if f.markdown_path:
-        _write(f.markdown_path, attack_markdown(result))
+        _write(f.markdown_path, gate.markdown(result, attack_markdown(result)))
 
 
 def _samples_failed(samples: SampleWriter, path: str | None) -> bool:

@@ -1,13 +1,28 @@
-"""Renderers: turn measured facts into text, Markdown and JSON. Opinions live here."""
+"""Renderers: turn measured facts into text, Markdown and JSON. Opinions live here.
+
+Also the opinions that gate a run: thresholds and goodput (:class:`Gate`), and the
+comparison of two reports.
+"""
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
+from pyattacker.report._compare import Comparison, Row, compare_reports, comparison_text
+from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._run import summarize
 from pyattacker.report._run_text import render_run_text
+from pyattacker.report._thresholds import Threshold, parse_threshold
 
 __all__ = [
+    "EXIT_BREACHED",
+    "Comparison",
+    "Gate",
+    "Row",
+    "Threshold",
     "attack_json",
     "attack_markdown",
     "attack_text",
+    "compare_reports",
+    "comparison_text",
+    "parse_threshold",
     "render_run_text",
     "summarize",
 ]
