@@ -29,6 +29,7 @@ from pyattacker.attack import (
 )
 from pyattacker.attack._limits import flag_of
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
+from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Limits, Timeouts
@@ -46,6 +47,7 @@ Examples:
   pyattacker attack URL --stages 10s:100/s,30s:1000/s,10s:0/s
   pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
+  pyattacker attack URL --rate 200/s --duration 1m --html report.html
   pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
       --shape 1000:200 --key $KEY
   pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \\
@@ -249,6 +251,10 @@ throttled, not retried behind your back.
 @click.option(
     "--samples", "samples_path", metavar="PATH", help="Write one row per request (.csv or .jsonl)."
 )
+@html_option(
+    "the report (latency over time on both clocks and by percentile, rates, errors; with "
+    "--llm also TTFT, ITL, TPOT and tokens per second)"
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(
     urls: Sequence[str],
@@ -289,6 +295,7 @@ def attack_command(
     json_path: str | None,
     markdown_path: str | None,
     samples_path: str | None,
+    html_path: str | None,
     quiet: bool,
 ) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -371,6 +378,7 @@ def attack_command(
         _write(json_path, attack_json(result))
     if markdown_path:
         _write(markdown_path, attack_markdown(result))
+    write_attack_html(html_path, result)
     if samples is not None and samples.failed is not None:
         reason = samples.failed.strerror or str(samples.failed)
         missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""

@@ -16,19 +16,19 @@ import click
 
 from pyattacker._atomic import check_output, write_atomically
 from pyattacker.errors import ConfigError, PyAttackerError
-from pyattacker.report import attack_html, run_html
 
 if TYPE_CHECKING:
     from pyattacker.attack import AttackResult
+    from pyattacker.benchmark import BenchmarkReport
     from pyattacker.store import Store
 
-__all__ = ["html_option", "write_attack_html", "write_html", "write_run_html"]
+__all__ = ["bench_page", "html_option", "write_attack_html", "write_html", "write_run_html"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _HELP = (
     "Also write {what} as one self-contained HTML page to PATH: charts and tables that open "
-    "from disk in any browser, nothing loaded from the network."
+    "from disk in any browser and load nothing from the network."
 )
 
 
@@ -67,13 +67,26 @@ def output_path(path: str) -> Path:
 def write_attack_html(path: str | None, result: AttackResult) -> None:
     """The attack's page to ``path`` (nothing when ``None``)."""
     if path is not None:
+        from pyattacker.report import attack_html  # see bench_page
+
         write_html(path, attack_html(result.to_dict()))
 
 
 def write_run_html(path: str | None, store: Store, *, errors: int) -> None:
     """The page of the run in ``store`` to ``path`` (nothing when ``None``)."""
     if path is not None:
+        from pyattacker.report import run_html  # see bench_page
+
         write_html(path, run_html(store, errors=errors))
+
+
+def bench_page(report: BenchmarkReport) -> str:
+    """The bench sweep's page. The renderers are imported when a page is asked for: they
+    load the attack engine and the store, which ``bench`` (and every command without
+    ``--html``) need not load at start-up."""
+    from pyattacker.report import bench_html
+
+    return bench_html(report)
 
 
 def write_html(path: str, page: str) -> None:
@@ -81,5 +94,7 @@ def write_html(path: str, page: str) -> None:
     try:
         write_atomically(output_path(path), lambda t: t.write_text(page, encoding="utf-8"))
     except OSError as exc:
-        raise PyAttackerError(f"could not write the HTML report to {path!r}: {exc.strerror}") from None
+        raise PyAttackerError(
+            f"could not write the HTML report to {path!r}: {exc.strerror}"
+        ) from None
     click.echo(f"HTML report written to {path}", err=True)

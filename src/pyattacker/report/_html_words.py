@@ -97,7 +97,8 @@ def _failed(total: Mapping[str, Any]) -> str:
     if not failed:
         return ""
     classes = ", ".join(f"{name} {count:,}" for name, count in total["error_classes"].items())
-    return f"{failed:,} of {requests:,} requests failed ({failed / requests:.1%}); by class: {classes}."
+    share = f"{failed / requests:.1%}"
+    return f"{failed:,} of {requests:,} requests failed ({share}); by class: {classes}."
 
 
 def _throttled(total: Mapping[str, Any]) -> str:

@@ -89,7 +89,13 @@
   function table(parent, headers, rows, rowClass) {
     var t = add(parent, "table");
     var head = add(add(t, "thead"), "tr");
-    headers.forEach(function (h, i) { add(head, "th", i === 0 ? "text" : "", h); });
+    // a header aligns as its column's first cell does: text left, numbers right
+    var first = rows.length ? rows[0] : [];
+    headers.forEach(function (h, i) {
+      var c = first[i];
+      var numeric = c instanceof Node ? c.hasAttribute("data-scale") : typeof c === "number";
+      add(head, "th", i === 0 || !numeric ? "text" : "", h);
+    });
     var body = add(t, "tbody");
     rows.forEach(function (row, r) {
       var tr = add(body, "tr", rowClass ? rowClass(r) : "");
@@ -141,7 +147,8 @@
     o.series.forEach(function (s, i) {
       var color = s.color || COLORS[i % COLORS.length];
       var spec = { label: s.label, stroke: color, width: 2, spanGaps: true,
-        points: { show: !!(o.points || s.points), size: s.size || 6, fill: color } };
+        points: { show: !!(o.points || s.points), size: s.size || 6,
+          fill: s.ring ? "rgba(255,255,255,0)" : color, width: s.ring ? 2 : 1 } };
       if (s.dash) spec.dash = s.dash;
       if (s.pointsOnly) spec.paths = function () { return null; };
       series.push(spec);
@@ -600,7 +607,11 @@
     var pd = R.paired_differences[m], w = R.winners[m] || [];
     var better = R.metrics[m].better;
     if (better === "neutral") return "Not ranked: a diagnostic, neither higher nor lower is better.";
-    if (!pd) return w.length ? "Only " + w.join(", ") + " could be compared." : "Nobody can claim it.";
+    if (!pd || !pd.leader) {
+      return w.length ? "Only " + w.join(", ") + " could be compared."
+        : "Nobody can claim it: the data single out no leader (the values are undefined, " +
+          "or every algorithm is level).";
+    }
     var sharers = Object.keys(pd.challengers).filter(function (a) { return pd.challengers[a].shares; });
     var text = pd.leader + " leads (best mean, " + better + " is better)";
     text += sharers.length ? "; " + sharers.join(", ") + " cannot be told apart from it." : "; " +
@@ -610,44 +621,59 @@
 
   function metricBlock(m) {
     var meta = R.metrics[m], agg = R.aggregates[m] || {}, pd = R.paired_differences[m];
-    var winners = R.winners[m] || [];
-    add(root, "h3", "", m + " (" + meta.unit + ", " + meta.better + " is better)");
+    var winners = R.winners[m] || [], neutral = meta.better === "neutral";
+    add(root, "h3", "", m + " (" + meta.unit + "; " + (neutral ? "a diagnostic, not ranked"
+      : meta.better + " is better") + ")");
     note(root, meta.meaning);
     var algs = Object.keys(agg);
-    table(root, ["algorithm", "n", "mean", "min", "max", "stdev", "d vs leader",
-      "95% CI low", "95% CI high", "shares the mark"], algs.map(function (a) {
-      var p = ["aggregates", m, a];
-      var c = pd && pd.challengers[a];
+    var headers = ["algorithm", "n", "mean", "min", "max", "stdev"];
+    if (!neutral) {
+      headers = headers.concat(["difference from leader", "paired se", "95% CI low",
+        "95% CI high", "shares the mark"]);
+    }
+    table(root, headers, algs.map(function (a) { return metricRow(m, a, neutral); }),
+      function (r) { return winners.indexOf(algs[r]) >= 0 ? "winner" : ""; });
+    var defined = algs.filter(function (a) { return agg[a]; });
+    if (!defined.length) note(root, "No algorithm has a defined value in this scenario.");
+    else if (!neutral) seedPlot(m, defined, agg, meta);
+  }
+
+  function metricRow(m, a, neutral) {
+    var p = ["aggregates", m, a];
+    var row = [a].concat(["n", "mean", "min", "max", "stdev"].map(function (k) {
+      return value("td", p.concat([k]), k === "n" ? F.int : F.num4);
+    }));
+    if (neutral) return row;
+    var pd = R.paired_differences[m];
+    var c = pd && pd.challengers && pd.challengers[a];
+    if (c) {
       var cp = ["paired_differences", m, "challengers", a];
-      var row = [a, value("td", p.concat(["n"]), F.int), value("td", p.concat(["mean"]), F.num4),
-        value("td", p.concat(["min"]), F.num4), value("td", p.concat(["max"]), F.num4),
-        value("td", p.concat(["stdev"]), F.num4)];
-      if (c) {
-        row = row.concat([value("td", cp.concat(["mean"]), F.num4),
-          value("td", cp.concat(["ci_low"]), F.num4), value("td", cp.concat(["ci_high"]), F.num4),
-          c.shares ? "yes" : "no"]);
-      } else {
-        row = row.concat(["", "", "", pd && pd.leader === a ? "leader" : ""]);
-      }
-      return row;
-    }), function (r) { return winners.indexOf(algs[r]) >= 0 ? "winner" : ""; });
-    if (meta.better !== "neutral" && algs.length) seedPlot(m, algs, agg, meta);
+      return row.concat(["mean", "se", "ci_low", "ci_high"].map(function (k) {
+        return value("td", cp.concat([k]), F.num4);
+      })).concat([c.shares ? "yes" : "no"]);
+    }
+    var status = pd && pd.leader === a ? "leader"
+      : R.metrics[m].gated && a in (R.excluded_by_completion || {})
+        ? "not ranked: too few jobs done" : "";
+    return row.concat(["", "", "", "", status]);
   }
 
   function seedPlot(m, algs, agg, meta) {
     var x = algs.map(function (a, i) { return i; });
     var most = 0;
     algs.forEach(function (a) { most = Math.max(most, (agg[a].values || []).length); });
-    var series = [{ label: "mean", values: algs.map(function (a) { return agg[a].mean; }),
-      pointsOnly: true, points: true, size: 12 }];
+    var series = [];
     for (var i = 0; i < most; i++) {
       series.push({ label: "run " + (i + 1), pointsOnly: true, points: true, size: 6,
         values: algs.map(function (a) { var v = agg[a].values || []; return i < v.length ? v[i] : null; }) });
     }
+    // the mean last, as a large ring, so the runs' dots never hide it
+    series.push({ label: "mean", values: algs.map(function (a) { return agg[a].mean; }),
+      pointsOnly: true, points: true, size: 16, ring: true, color: "#1d2330" });
     chart({ title: m + " by algorithm", x: x, xLabel: "algorithm",
       xSplits: x, xValues: function (v) { return algs[v] || ""; }, xRange: [-0.5, algs.length - 0.5],
       yLabel: meta.unit, series: series, height: 220,
-      caption: "Big dots: the mean over the seeds; small dots: one run each (one per seed)." });
+      caption: "Rings: the mean over the seeds; dots: one run each (one per seed)." });
   }
 
   // ------------------------------------------------------------------------ dispatch
