@@ -595,8 +595,8 @@
       return [m, meta.unit, meta.better, w.length ? w.join(", ") : "nobody", why(m)];
     });
     table(root, ["metric", "unit", "better", "best", "why"], rows.map(function (r) {
-      return [r[0], r[1], r[2], r[3], el("td", "long", r[4])];
-    }));
+      return [r[0], r[1], r[2], r[3], el("td", "long why", r[4])];
+    })).setAttribute("data-winners", "");
     section("Each metric with its spread and confidence intervals", "Mean, spread over the " +
       "seeds, and each challenger's paired difference from the leader with its 95% " +
       "confidence interval.");
@@ -631,8 +631,9 @@
       headers = headers.concat(["difference from leader", "paired se", "95% CI low",
         "95% CI high", "shares the mark"]);
     }
-    table(root, headers, algs.map(function (a) { return metricRow(m, a, neutral); }),
+    var t = table(root, headers, algs.map(function (a) { return metricRow(m, a, neutral); }),
       function (r) { return winners.indexOf(algs[r]) >= 0 ? "winner" : ""; });
+    t.setAttribute("data-metric", m);
     var defined = algs.filter(function (a) { return agg[a]; });
     if (!defined.length) note(root, "No algorithm has a defined value in this scenario.");
     else if (!neutral) seedPlot(m, defined, agg, meta);
