@@ -105,7 +105,9 @@ def open_report(chromium: Any, path: Path) -> Opened:
 def embedded(path: Path) -> dict[str, Any]:
     """The payload a page embeds (its JSON element), parsed."""
     text = path.read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
+    found = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S
+    )
     assert found is not None, "the page embeds no report"
     payload: dict[str, Any] = json.loads(found.group(1))
     return payload

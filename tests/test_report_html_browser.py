@@ -119,7 +119,10 @@ def pools():
 
 
 def test_a_run_page_shows_progress_failed_items_by_key_and_no_markup_from_the_data(
-    chromium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    chromium: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "evals.py").write_text(_RUN_MODULE)

@@ -59,6 +59,10 @@
     pct: { scale: 100, digits: 1, unit: "%" },
     perMin: { scale: 1, digits: 1, unit: "/min" },
   };
+  // a duration in words: "500 ms", "10 s"
+  function seconds(v) {
+    return v < 1 ? Number((v * 1000).toPrecision(6)) + " ms" : Number(v.toPrecision(6)) + " s";
+  }
   function shown(v, f) {
     if (v === null || v === undefined) return "–";
     if (typeof v !== "number") return String(v);
@@ -292,7 +296,7 @@
 
   function timeSection() {
     var ws = R.windows;
-    section("Over time", "One point per " + R.plan.window_s + " s window, at its start.");
+    section("Over time", "One point per " + seconds(R.plan.window_s) + " window, at its start.");
     if (!ws.length) { note(root, "No windows: nothing was scheduled."); return; }
     var x = windowsX(ws);
     var grid = add(root, "div", "grid");
@@ -484,7 +488,7 @@
 
   function runTimeline() {
     var tl = X.timeline;
-    section("Progress over time", tl.width_s ? "One point per " + tl.width_s + " s window, " +
+    section("Progress over time", tl.width_s ? "One point per " + seconds(tl.width_s) + " window, " +
       "from the first recorded attempt; each attempt counts in the window it ended in." : "");
     if (!tl.windows.length) { note(root, "No attempts recorded yet."); return; }
     var ws = tl.windows, x = ws.map(function (w) { return w.t; });
