@@ -23,6 +23,9 @@ import pytest
 #: where the browser tests keep their screenshots (gitignored)
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "html-reports"
 
+#: what the page shows for a value the report does not have (an en dash)
+NONE = "\u2013"
+
 _ARGS = [
     "--headless",
     "--no-sandbox",
@@ -138,9 +141,10 @@ def lookup(report: Mapping[str, Any], extra: Mapping[str, Any], path: list[Any])
 
 
 def assert_shows(value: Any, scale: float, text: str) -> None:
-    """``text`` is ``value`` times ``scale``, rounded to the decimals it shows ("–": none)."""
+    """``text`` is ``value`` times ``scale``, rounded to the decimals it shows (an en dash
+    for none)."""
     if value is None:
-        assert text == "–"
+        assert text == NONE
         return
     number = re.search(r"-?[\d,]+(?:\.(\d+))?", text)
     assert number is not None, text
