@@ -146,7 +146,7 @@
     var parent = o.parent || root;
     var box = add(parent, "figure", "chart");
     box.setAttribute("data-chart", o.title);
-    var series = [{ label: o.xName || o.xLabel }];
+    var series = [{ label: o.xName || "time (s)" }];
     var data = [o.x];
     o.series.forEach(function (s, i) {
       var color = s.color || COLORS[i % COLORS.length];
@@ -173,7 +173,7 @@
       scales: { x: { time: false }, y: o.logY ? { distr: 3 } : {} },
       axes: [xAxis, yAxis],
       series: series,
-      legend: { show: true },
+      legend: { show: true, live: false },  // a static page: labels, not hover values
       cursor: { drag: { x: true, y: false } },
     };
     if (o.xRange) opts.scales.x.range = function () { return o.xRange; };
@@ -186,7 +186,8 @@
     var keys = ["min"].concat(QS).concat(["max"]);
     var x = keys.map(function (k) { return NINES[k]; });
     return chart({
-      parent: parent, title: title, x: x, xLabel: "percentile (log scale: each step is one more nine)",
+      parent: parent, title: title, x: x, xName: "percentile",
+      xLabel: "percentile (log scale: each step is one more nine)",
       xSplits: x, xValues: function (v) { return NINE_LABELS[v] || ""; }, yLabel: yLabel,
       logY: true, points: true,
       series: dists.filter(function (d) { return d.dist && d.dist.count; }).map(function (d) {
@@ -675,7 +676,7 @@
     // the mean last, as a large ring, so the runs' dots never hide it
     series.push({ label: "mean", values: algs.map(function (a) { return agg[a].mean; }),
       pointsOnly: true, points: true, size: 16, ring: true, color: "#1d2330" });
-    chart({ title: m + " by algorithm", x: x, xLabel: "algorithm",
+    chart({ title: m + " by algorithm", x: x, xLabel: "algorithm", xName: "algorithm",
       xSplits: x, xValues: function (v) { return algs[v] || ""; }, xRange: [-0.5, algs.length - 0.5],
       yLabel: meta.unit, series: series, height: 220,
       caption: "Rings: the mean over the seeds; dots: one run each (one per seed)." });
