@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pyattacker.cli import run_cli
 from pyattacker.report import attack_html
 from pyattacker.report._html import bench_notes, embeddable, machine, page
-from pyattacker.report._html_run import MAX_WINDOWS, timeline, window_width
+from pyattacker.report._html_run import MAX_WINDOWS, Attempt, Finished, timeline, window_width
 from pyattacker.report._html_words import SHORT_RATE, attack_warnings
 
 json_values = st.recursive(
@@ -125,9 +125,9 @@ def test_a_timeline_never_has_more_windows_than_its_cap(span: float) -> None:
 
 
 def test_a_timeline_counts_each_attempt_and_finished_pipeline_once() -> None:
-    attempts = [(100.0, "ok", None), (100.4, "failed", 0.5), (101.2, "ok", None)]
-    finished = [(100.5, "succeeded"), (101.3, "failed")]
-    drawn = timeline(attempts, finished)
+    attempts: list[Attempt] = [(100.0, "ok", None), (100.4, "failed", 0.5), (101.2, "ok", None)]
+    finished: list[Finished] = [(100.5, "succeeded"), (101.3, "failed")]
+    drawn = timeline(lambda: iter(attempts), lambda: iter(finished))
     windows = drawn["windows"]
     assert drawn["start"] == 100.0
     assert sum(w["ok"] for w in windows) == 2
@@ -138,7 +138,11 @@ def test_a_timeline_counts_each_attempt_and_finished_pipeline_once() -> None:
 
 
 def test_an_empty_store_has_an_empty_timeline() -> None:
-    assert timeline([], []) == {"start": None, "width_s": None, "windows": []}
+    assert timeline(lambda: iter(()), lambda: iter(())) == {
+        "start": None,
+        "width_s": None,
+        "windows": [],
+    }
 
 
 def test_the_bench_notes_are_the_lines_under_its_table() -> None:

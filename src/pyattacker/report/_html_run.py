@@ -2,19 +2,28 @@
 
 The summary has totals; a page also wants time: attempts and finished pipelines per window
 (progress over time), the retry delays the policy asked for, and the items that failed,
-by key. All of it comes from the store's public readers (``Store.rows``, ``results``), read
-once, streamed.
+by key. All of it comes from the store's public readers (``Store.rows``, ``results``),
+streamed: the attempts are read more than once (the span, then the counts) rather than
+held, so a run of millions of attempts costs queries, not memory.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyattacker.store import RowKind, Store, results
 
-__all__ = ["FAILED_ITEMS_SHOWN", "MAX_WINDOWS", "store_extras", "window_width"]
+__all__ = [
+    "FAILED_ITEMS_SHOWN",
+    "MAX_WINDOWS",
+    "Attempt",
+    "Finished",
+    "store_extras",
+    "timeline",
+    "window_width",
+]
 
 #: failed items listed on the page (the rest are counted; ``pyattacker export`` has all)
 FAILED_ITEMS_SHOWN = 500
@@ -24,13 +33,24 @@ _NICE = (1.0, 2.0, 5.0)
 _QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 
 
+#: an attempt as the timeline reads it: ``(ended_at, outcome, retry delay or None)``
+Attempt = tuple[float, str, float | None]
+#: a pipeline in a final state: ``(updated_at, state)``
+Finished = tuple[float, str]
+
+
 def store_extras(store: Store) -> dict[str, Any]:
     """The timeline, retry delays and failed items of every run in ``store``."""
-    attempts = list(_attempt_points(store.rows(RowKind.ATTEMPTS)))
-    finished = list(_finished_points(store.rows(RowKind.PIPELINES)))
+
+    def attempts() -> Iterable[Attempt]:
+        return _attempt_points(store.rows(RowKind.ATTEMPTS))
+
+    def finished() -> Iterable[Finished]:
+        return _finished_points(store.rows(RowKind.PIPELINES))
+
     return {
         "timeline": timeline(attempts, finished),
-        "retry_delays_s": _delays(delay for _, _, delay in attempts if delay is not None),
+        "retry_delays_s": _delays(delay for _, _, delay in attempts() if delay is not None),
         "failed_items": _failed_items(store),
     }
 
@@ -47,31 +67,39 @@ def window_width(span_s: float) -> float:
 
 
 def timeline(
-    attempts: list[tuple[float, str, float | None]], finished: list[tuple[float, str]]
+    attempts: Callable[[], Iterable[Attempt]], finished: Callable[[], Iterable[Finished]]
 ) -> dict[str, Any]:
     """Per-window counts: attempts by outcome (``ok``/``failed``/``cancelled``), retries
     asked for, and pipelines that finished (by final state), over time from the first
-    attempt. ``attempts`` are ``(ended_at, outcome, retry delay or None)``; ``finished``
-    ``(updated_at, state)`` of pipelines in a final state."""
-    times = [t for t, _, _ in attempts] + [t for t, _ in finished]
-    if not times:
+    event. Each argument gives a fresh iteration when called; each is iterated twice (the
+    span, then the counts)."""
+    low, high = _bounds(t for t, _, _ in attempts())
+    low2, high2 = _bounds(t for t, _ in finished())
+    start, end = min(low, low2), max(high, high2)
+    if start > end:
         return {"start": None, "width_s": None, "windows": []}
-    start = min(times)
-    width = window_width(max(times) - start)
-    count = int((max(times) - start) // width) + 1
+    width = window_width(end - start)
     windows = [
         {"t": round(i * width, 9), "ok": 0, "failed": 0, "cancelled": 0, "retries": 0,
          "succeeded": 0, "pipelines_failed": 0}
-        for i in range(count)
+        for i in range(int((end - start) // width) + 1)
     ]  # fmt: skip
-    for at, outcome, delay in attempts:
+    for at, outcome, delay in attempts():
         window = windows[int((at - start) // width)]
         window[outcome] = window.get(outcome, 0) + 1
         window["retries"] += delay is not None
-    for at, state in finished:
+    for at, state in finished():
         window = windows[int((at - start) // width)]
         window["succeeded" if state == "succeeded" else "pipelines_failed"] += 1
     return {"start": start, "width_s": width, "windows": windows}
+
+
+def _bounds(times: Iterable[float]) -> tuple[float, float]:
+    """The earliest and latest of ``times``; ``(inf, -inf)`` for none."""
+    low, high = math.inf, -math.inf
+    for t in times:
+        low, high = min(low, t), max(high, t)
+    return low, high
 
 
 def _attempt_points(
