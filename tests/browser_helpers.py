@@ -122,7 +122,7 @@ def shown_values(opened: Opened) -> list[dict[str, Any]]:
         "[data-scale]",
         """nodes => nodes.map(n => ({path: JSON.parse(n.dataset.path),
             value: JSON.parse(n.dataset.value), scale: Number(n.dataset.scale),
-            text: n.textContent}))""",
+            zero: n.dataset.zero === "true", text: n.textContent}))""",
     )
     return values
 
@@ -140,11 +140,11 @@ def lookup(report: Mapping[str, Any], extra: Mapping[str, Any], path: list[Any])
     return value
 
 
-def assert_shows(value: Any, scale: float, text: str) -> None:
-    """``text`` is ``value`` times ``scale``, rounded to the decimals it shows (an en dash
-    for none)."""
+def assert_shows(value: Any, scale: float, text: str, *, zero: bool = False) -> None:
+    """``text`` is ``value`` times ``scale``, rounded to the decimals it shows; for none, an
+    en dash, or 0 where the report leaves zero counts out (``zero``)."""
     if value is None:
-        assert text == NONE
+        assert text == ("0" if zero else NONE)
         return
     number = re.search(r"-?[\d,]+(?:\.(\d+))?", text)
     assert number is not None, text
@@ -159,7 +159,7 @@ def check_values_match(opened: Opened, report: Mapping[str, Any], extra: Mapping
     for item in values:
         expected = lookup(report, extra, item["path"])
         assert item["value"] == expected, item["path"]
-        assert_shows(expected, item["scale"], item["text"])
+        assert_shows(expected, item["scale"], item["text"], zero=item["zero"])
     return len(values)
 
 

@@ -53,6 +53,8 @@
     ms: { scale: 1000, digits: 2, unit: " ms" },
     s: { scale: 1, digits: 2, unit: " s" },
     int: { scale: 1, digits: 0, unit: "" },
+    // a count the report leaves out when it is zero (outcomes, states): shown as 0
+    count: { scale: 1, digits: 0, unit: "", zero: true },
     rate: { scale: 1, digits: 1, unit: "/s" },
     num: { scale: 1, digits: 2, unit: "" },
     num4: { scale: 1, digits: 4, unit: "" },
@@ -64,6 +66,7 @@
     return v < 1 ? Number((v * 1000).toPrecision(6)) + " ms" : Number(v.toPrecision(6)) + " s";
   }
   function shown(v, f) {
+    if ((v === null || v === undefined) && f.zero) return "0";
     if (v === null || v === undefined) return "–";
     if (typeof v !== "number") return String(v);
     return fixed(v * f.scale, f.digits) + f.unit;
@@ -78,6 +81,7 @@
     node.setAttribute("data-path", JSON.stringify(path));
     node.setAttribute("data-value", v === undefined ? "null" : JSON.stringify(v));
     node.setAttribute("data-scale", String((f || F.num).scale));
+    if ((f || F.num).zero) node.setAttribute("data-zero", "true");
     return node;
   }
 
@@ -239,9 +243,9 @@
       ["requests sent", ["summary", "sent"], F.int],
       ["achieved rate", ["summary", "achieved_rate"], F.rate],
       ["planned rate", ["summary", "planned_rate"], F.rate],
-      ["ok", ["total", "outcomes", "ok"], F.int],
-      ["failed", ["total", "outcomes", "failed"], F.int],
-      ["throttled (ended)", ["total", "outcomes", "throttled"], F.int],
+      ["ok", ["total", "outcomes", "ok"], F.count],
+      ["failed", ["total", "outcomes", "failed"], F.count],
+      ["throttled (ended)", ["total", "outcomes", "throttled"], F.count],
       ["p50 latency (scheduled)", ["total", "latency_s", "scheduled", "p50"], F.ms],
       ["p99 latency (scheduled)", ["total", "latency_s", "scheduled", "p99"], F.ms],
     ]);
@@ -356,9 +360,9 @@
         var p = ["targets", t];
         var codes = R.targets[t].status;
         return [t, value("td", p.concat(["requests"]), F.int),
-          value("td", p.concat(["outcomes", "ok"]), F.int),
-          value("td", p.concat(["outcomes", "failed"]), F.int),
-          value("td", p.concat(["outcomes", "throttled"]), F.int),
+          value("td", p.concat(["outcomes", "ok"]), F.count),
+          value("td", p.concat(["outcomes", "failed"]), F.count),
+          value("td", p.concat(["outcomes", "throttled"]), F.count),
           value("td", p.concat(["latency_s", "scheduled", "p50"]), F.ms),
           value("td", p.concat(["latency_s", "scheduled", "p99"]), F.ms),
           value("td", p.concat(["latency_s", "sent", "p50"]), F.ms),
@@ -467,8 +471,8 @@
     add(root, "p", "sub", "Store " + R.store + " · " + R.runs.length + " run(s)");
     tiles(root, [
       ["pipelines", ["pipelines", "total"], F.int],
-      ["succeeded", ["pipelines", "by_state", "succeeded"], F.int],
-      ["failed", ["pipelines", "by_state", "failed"], F.int],
+      ["succeeded", ["pipelines", "by_state", "succeeded"], F.count],
+      ["failed", ["pipelines", "by_state", "failed"], F.count],
       ["attempts", ["attempts", "total"], F.int],
       ["retries", ["attempts", "retries"], F.int],
       ["retry wait", ["attempts", "retry_wait_s"], F.s],
