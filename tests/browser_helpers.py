@@ -80,9 +80,10 @@ class Opened:
     requests: list[str] = field(default_factory=list)
 
 
-def open_report(chromium: Any, path: Path) -> Opened:
+def open_report(chromium: Any, path: Path, *, drawn: bool = True) -> Opened:
     """``path`` opened from disk at 1280 px wide, every request routed: the file itself
-    goes through, anything else is recorded and aborted."""
+    goes through, anything else is recorded and aborted. With ``drawn``, waits until the
+    page's script has drawn it."""
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     opened = Opened(page, path.resolve().as_uri())
 
@@ -100,8 +101,9 @@ def open_report(chromium: Any, path: Path) -> Opened:
     page.on("pageerror", lambda error: opened.console.append(f"pageerror: {error}"))
     page.on("request", lambda request: opened.requests.append(request.url))
     page.route("**/*", on_route)
-    page.goto(opened.url)
-    page.wait_for_selector("body[data-rendered]", timeout=30_000)
+    page.goto(opened.url, wait_until="load")
+    if drawn:
+        page.wait_for_selector("body[data-rendered]", timeout=30_000)
     return opened
 
 

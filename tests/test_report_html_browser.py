@@ -25,6 +25,7 @@ from browser_helpers import (
     screenshot,
     shown_values,
 )
+from pyattacker.report._html import page
 from pyattacker.servers import EchoServerProcess, LlmServerProcess
 from pyattacker.store import open_store, results
 
@@ -167,3 +168,17 @@ def test_a_bench_page_shows_each_algorithms_spread_and_the_winners_with_their_re
     why = page.locator("table[data-winners] tr", has_text="jobs_done").first.text_content()
     assert f"{leader} leads" in (why or "")
     screenshot(opened, "bench")
+
+
+def test_the_checks_catch_a_page_that_would_reach_the_network(
+    chromium: Any, tmp_path: Path
+) -> None:
+    # The negative control of the checks above: a page that tries to load an image from
+    # the network is refused by its own policy, and the refusal reaches the console.
+    text = page("run", "t", {}, {}).replace(
+        "<main id=", '<img src="http://127.0.0.1:9/pixel.png"><main id='
+    )
+    (tmp_path / "leaky.html").write_text(text)
+    opened = open_report(chromium, tmp_path / "leaky.html", drawn=False)
+    said = [*opened.console, *opened.requests]
+    assert any("127.0.0.1:9/pixel.png" in line for line in said), said
