@@ -17,7 +17,7 @@
     "#5b6472"];
   var QS = ["p50", "p90", "p95", "p99", "p99.9"];
   var NINES = { min: 0, p50: 0.30103, p90: 1, p95: 1.30103, p99: 2, "p99.9": 3, max: 4 };
-  var NINE_LABELS = { 0: "0% (min)", 0.30103: "50%", 1: "90%", 1.30103: "95%", 2: "99%",
+  var NINE_LABELS = { 0: "min", 0.30103: "50%", 1: "90%", 1.30103: "95%", 2: "99%",
     3: "99.9%", 4: "max" };
 
   // ----------------------------------------------------------------- the DOM, text only
@@ -434,11 +434,11 @@
         { label: "requests ended throttled", values: ws.map(function (w) { return w.throttled; }) },
         { label: "failed", values: ws.map(function (w) { return w.failed; }) },
       ] });
-    chart({ parent: grid, title: "Requests per minute and in flight", x: x,
-      xLabel: "time since start (s)", yLabel: "requests", series: [
+    chart({ parent: grid, title: "Requests sent per minute", x: x,
+      xLabel: "time since start (s)", yLabel: "requests per minute", series: [
         { label: "sent per minute", values: ws.map(function (w) { return w.rpm; }) },
-        { label: "max in flight", values: ws.map(function (w) { return w.max_in_flight; }) },
-      ] });
+      ], caption: "Over the part of each window in which requests were being sent; none " +
+        "after the schedule ends. Requests in flight are charted above." });
   }
 
   function errorsSection() {
