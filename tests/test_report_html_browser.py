@@ -152,8 +152,8 @@ def test_a_run_page_shows_progress_failed_items_by_key_and_no_markup_from_the_da
 def test_a_bench_page_shows_each_algorithms_spread_and_the_winners_with_their_reasons(
     chromium: Any, tmp_path: Path
 ) -> None:
-    args = ["bench", "--algorithms", "wait,immediate,backoff", "--seeds", "2", "--jobs", "60"]
-    args += ["--concurrency", "4", "--horizon", "60", "--jobs-parallel", "1", "-q"]
+    args = ["bench", "--algorithms", "wait,immediate,backoff", "--seeds", "2", "--jobs", "200"]
+    args += ["--jobs-parallel", "1", "-q"]
     args += ["--json", str(tmp_path / "b.json"), "--html", str(tmp_path / "b.html")]
     assert cli(args) == 0
     report = json.loads((tmp_path / "b.json").read_text())
