@@ -43,8 +43,11 @@ if TYPE_CHECKING:  # the benchmark is not loaded for an attack's page
 
 __all__ = ["attack_html", "bench_html", "bench_notes", "embeddable", "machine", "page", "run_html"]
 
-#: the JSON element's id; page.js reads the report from it
+#: the JSON element's id; the page's scripts read the report from it
 DATA_ID = "report-data"
+
+#: the page's own scripts, in order: the kit, then one per kind of page (assets/)
+_SCRIPTS = ("page_kit.js", "page_attack.js", "page_run.js", "page_bench.js")
 
 _ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
@@ -88,7 +91,7 @@ def run_html(store: Store, *, errors: int = 5) -> str:
 
 def page(kind: str, title: str, report: Mapping[str, Any], extra: Mapping[str, Any]) -> str:
     """A whole HTML document: ``report`` (the JSON report) and ``extra`` (what the page
-    adds) embedded as JSON for page.js, which draws the ``kind`` of page.
+    adds) embedded as JSON for the page's scripts, which draw the ``kind`` of page.
 
     Raises ``ValueError`` for a report holding NaN or infinity (JSON has neither), as the
     JSON writers do.
@@ -110,7 +113,7 @@ def page(kind: str, title: str, report: Mapping[str, Any], extra: Mapping[str, A
         data_id=DATA_ID,
         data=embeddable(data),
         uplot_js=_asset("uPlot.iife.min.js"),
-        page_js=_asset("page.js"),
+        page_js="\n".join(_asset(name) for name in _SCRIPTS),
     )
 
 
@@ -165,7 +168,8 @@ script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
 the same figures are in the JSON below.</noscript></main>
 <script type="application/json" id="{data_id}">{data}</script>
 <script>{uplot_js}</script>
-<script>{page_js}</script>
+<script>{page_js}
+pyattackerKit.draw();</script>
 </body>
 </html>
 """
