@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check clean
+.PHONY: demo test check clean chromium
 
 # The runtime: pyattacker and its few dependencies, enough for the demo and `run`.
 $(BIN)/.installed: pyproject.toml constraints.txt
@@ -24,7 +24,21 @@ $(BIN)/.installed-dev: $(BIN)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/pyattacker demo || test $$? -eq 1
 
-test: $(BIN)/.installed-dev
+# The browser tests open the HTML reports in Debian's chromium (never a browser Playwright
+# downloads). Installed once, where it is missing; a machine without apt-get is told so and
+# its browser tests skip, saying why.
+chromium:
+	@[ -x /usr/bin/chromium ] || command -v chromium >/dev/null || { \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "make: no apt-get here; install chromium for the browser tests" >&2; \
+	  else \
+	    sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	    echo "make: installing chromium for the browser tests (apt-get)" >&2; \
+	    $$sudo apt-get update -qq && \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  fi; }
+
+test: $(BIN)/.installed-dev chromium
 	PATH="$(abspath $(BIN)):$$PATH" scripts/check
 
 check: test

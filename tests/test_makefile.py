@@ -38,3 +38,10 @@ def test_make_test_adds_the_dev_tools_on_top_of_the_runtime(tmp_path: Path) -> N
     assert installs[0].endswith("-c constraints.txt -e .")  # the runtime, as for the demo
     assert installs[1].endswith("-c constraints.txt -e '.[dev]'")
     assert "scripts/check" in plan
+
+
+def test_make_test_installs_the_system_chromium_only_where_it_is_missing(tmp_path: Path) -> None:
+    plan = _planned("test", tmp_path / "venv")
+    check = plan.index("[ -x /usr/bin/chromium ] || command -v chromium")
+    assert check < plan.index("apt-get install -y -qq chromium") < plan.index("scripts/check")
+    assert "playwright install" not in plan  # the browser is Debian's, never a download

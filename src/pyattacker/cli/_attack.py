@@ -34,6 +34,7 @@ from pyattacker.attack import (
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
+from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, Timeouts, parse_size
@@ -50,6 +51,7 @@ Examples:
   pyattacker attack URL --stages 10s:100/s,30s:1000/s,10s:0/s
   pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
+  pyattacker attack URL --rate 200/s --duration 1m --html report.html
   pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
       --shape 1000:200 --key $KEY
   pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \\
@@ -276,6 +278,10 @@ throttled, not retried behind your back.
     help="LLM: count the requests that met every per-request SLO, e.g. "
     "ttft<500ms,tpot<50ms,e2e<10s: their share and rate (as vLLM's bench).",
 )
+@html_option(
+    "the report (latency over time on both clocks and by percentile, rates, errors; with "
+    "--llm also TTFT, ITL, TPOT and tokens per second)"
+)
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -389,6 +395,7 @@ def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
         _write(f.json_path, gate.json(result, attack_json(result)))
     if f.markdown_path:
         _write(f.markdown_path, gate.markdown(result, attack_markdown(result)))
+    write_attack_html(f.html_path, {**result.to_dict(), **gate.sections(result)})
 
 
 def _samples_failed(samples: SampleWriter, path: str | None) -> bool:

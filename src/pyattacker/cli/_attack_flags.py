@@ -50,6 +50,7 @@ class AttackFlags:
     json_path: str | None
     markdown_path: str | None
     samples_path: str | None
+    html_path: str | None
     thresholds: Sequence[str]
     abort_on_fail: bool
     goodput: str | None

@@ -40,6 +40,7 @@ from pyattacker.benchmark import (
     usable_cores,
 )
 from pyattacker.cli._bench_output import progress_for_stderr, render_list
+from pyattacker.cli._html import bench_page, html_option
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError, PyAttackerError, SimulationError
 from pyattacker.world import Scenario
@@ -55,6 +56,7 @@ Examples:
   pyattacker bench --algorithms wait,immediate --seeds 1 --jobs 200 --concurrency 4 \\
       --horizon 60
   pyattacker bench --scenario multi_vendor --jobs-parallel 4 --markdown multi.md
+  pyattacker bench --seeds 5 --html bench.html       the same, as a page with charts
   pyattacker bench --scenario-file my_provider.toml --json - | jq .winners
 
 \b
@@ -152,6 +154,7 @@ Exit codes: 0 done, 1 a run could not finish (wall budget, stalled), 2 bad input
     metavar="PATH",
     help="Write the Markdown report to PATH ('-': stdout).",
 )
+@html_option("the report (each algorithm's spread over the seeds, the winners and why)")
 @click.option(
     "-q",
     "--quiet",
@@ -173,6 +176,7 @@ def bench_command(
     jobs_parallel: int,
     json_path: str | None,
     markdown_path: str | None,
+    html_path: str | None,
     quiet: bool,
 ) -> int:
     """Simulate an API provider and run the acquire algorithms against it: one row per
@@ -194,7 +198,7 @@ def bench_command(
         raise ConfigError(
             "applies to the real clock only", field="--speedup", hint="add --clock real"
         )
-    outputs = _Outputs(json_path, markdown_path, scenario_file)
+    outputs = _Outputs(json_path, markdown_path, scenario_file, html_path)
     plan = _Plan(scenario, names, seeds, jobs_parallel or usable_cores())
     report = _sweep(plan, real_clock=clock == "real", speedup=speedup, quiet=quiet)
     outputs.write(report, quiet=quiet)
@@ -348,13 +352,17 @@ class _Outputs:
     2) while nothing has run. Files are replaced all together, atomically each, after."""
 
     def __init__(
-        self, json_path: str | None, markdown_path: str | None, scenario_file: str | None
+        self,
+        json_path: str | None,
+        markdown_path: str | None,
+        scenario_file: str | None,
+        html_path: str | None = None,
     ) -> None:
         if json_path == "-" and markdown_path == "-":
             raise ConfigError(
                 "only one report can go to stdout", field="--markdown", hint="name a file"
             )
-        given = {"--json": json_path, "--markdown": markdown_path}
+        given = {"--json": json_path, "--markdown": markdown_path, "--html": html_path}
         self.to_stdout = next((flag for flag, path in given.items() if path == "-"), None)
         self.files = [
             _Target(flag, path, _resolved(path, flag))
@@ -371,6 +379,7 @@ class _Outputs:
         renderers: dict[str, Callable[[], str]] = {
             "--json": lambda: json.dumps(report.to_dict(), indent=2, allow_nan=False),
             "--markdown": report.render_markdown,
+            "--html": lambda: bench_page(report),
         }
         texts = {t.flag: renderers[t.flag]() for t in self.files}
         table = report.render_table()

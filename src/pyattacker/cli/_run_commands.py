@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from pyattacker.cli._html import html_option, write_run_html
 from pyattacker.errors import ConfigError
 from pyattacker.report import render_run_text, summarize
 from pyattacker.store import (
@@ -35,10 +36,12 @@ Examples:
   pyattacker report runs/demo-20261130-084200.db
   pyattacker report runs/eval.db --json > summary.json
   pyattacker report runs/eval.db --errors 20
+  pyattacker report runs/eval.db --html eval.html
 
 \b
 Safe beside a live run: the store is opened read-only. Every figure is computed from the
-stored rows (runs, pipelines, tasks, attempts, events); nothing is written.
+stored rows (runs, pipelines, tasks, attempts, events); nothing is written but the
+--html page.
 """
 
 _EXPORT_EPILOG = """\b
@@ -99,11 +102,13 @@ def print_run_report(store: Store, *, as_json: bool, errors: int) -> None:
     metavar="N",
     help="Show the N most frequent error messages.",
 )
-def report_command(store: str, as_json: bool, errors: int) -> None:
+@html_option("the report (progress over time, resources, retries, failed items by key)")
+def report_command(store: str, as_json: bool, errors: int, html_path: str | None) -> None:
     """Summarize a run's store: pipelines, tasks, attempts, retries, resources, errors."""
     reader = open_reader(store)
     try:
         print_run_report(reader, as_json=as_json, errors=errors)
+        write_run_html(html_path, reader, errors=errors)
     finally:
         reader.close()
 

@@ -1,4 +1,4 @@
-"""Renderers: turn measured facts into text, Markdown and JSON. Opinions live here.
+"""Renderers: turn measured facts into text, Markdown, JSON and HTML. Opinions live here.
 
 Also the opinions that gate a run: thresholds and goodput (:class:`Gate`), and the
 comparison of two reports.
@@ -7,6 +7,7 @@ comparison of two reports.
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
 from pyattacker.report._compare import Comparison, Row, compare_reports, comparison_text
 from pyattacker.report._gate import EXIT_BREACHED, Gate
+from pyattacker.report._html import attack_html, bench_html, run_html
 from pyattacker.report._run import summarize
 from pyattacker.report._run_text import render_run_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
@@ -17,12 +18,15 @@ __all__ = [
     "Gate",
     "Row",
     "Threshold",
+    "attack_html",
     "attack_json",
     "attack_markdown",
     "attack_text",
+    "bench_html",
     "compare_reports",
     "comparison_text",
     "parse_threshold",
     "render_run_text",
+    "run_html",
     "summarize",
 ]
