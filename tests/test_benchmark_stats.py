@@ -213,3 +213,25 @@ def test_every_sample_keeps_exactly_the_same_keys(
     assert all(keys == key_sets[0] for keys in key_sets)
     assert key_sets[0] == set.intersection(*(set(v) for v in samples.values()))
     assert all(shared[n][k] == samples[n][k] for n in shared for k in shared[n])
+
+
+def test_an_aggregates_interval_is_the_student_t_interval_of_its_mean() -> None:
+    found = aggregate([1.0, 2.0, 3.0])  # mean 2, sample stdev 1, n 3
+    interval = found.interval(0.95)
+    assert interval is not None
+    half = 4.302652729911275 / math.sqrt(3)  # t(0.975, df=2)
+    assert interval == pytest.approx((2.0 - half, 2.0 + half), rel=1e-9)
+    assert aggregate([5.0]).interval() is None  # one seed has no spread
+
+
+def test_the_bench_json_gives_each_algorithms_mean_its_95_percent_interval() -> None:
+    from pyattacker.benchmark import get_scenario, run_benchmark
+
+    report = run_benchmark(
+        get_scenario("bursty_provider").with_overrides(jobs=60), ["wait"], seeds=2
+    )
+    found = report.aggregates()["throughput_rps"]["wait"]
+    entry = report.to_dict()["aggregates"]["throughput_rps"]["wait"]
+    expected = found.interval(0.95)
+    assert expected is not None
+    assert (entry["ci95_low"], entry["ci95_high"]) == expected

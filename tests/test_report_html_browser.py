@@ -172,6 +172,9 @@ def test_a_bench_page_shows_each_algorithms_spread_and_the_winners_with_their_re
     leader = report["paired_differences"]["jobs_done"]["leader"]
     why = page.locator("table[data-winners] tr", has_text="jobs_done").first.text_content()
     assert f"{leader} leads" in (why or "")
+    shown = {tuple(v["path"]) for v in shown_values(opened)}
+    assert ("aggregates", "throughput_rps", "wait", "ci95_low") in shown
+    assert ("aggregates", "throughput_rps", "wait", "ci95_high") in shown
     screenshot(opened, "bench")
 
 

@@ -362,12 +362,20 @@ class BenchmarkReport:
     def _aggregates_dict(self, name: str) -> dict[str, dict[str, Any] | None]:
         found = self._aggregates[name]
         return {
-            alg: asdict(found[alg]) if self._suited(alg) and alg in found else None
+            alg: _aggregate_dict(found[alg]) if self._suited(alg) and alg in found else None
             for alg in self.algorithms
         }
 
 
 # -- module helpers -------------------------------------------------------------------------
+
+
+def _aggregate_dict(found: Aggregate) -> dict[str, Any]:
+    """An aggregate's fields and the 95 % interval of its mean (``ci95_low``/``ci95_high``,
+    ``None`` with one seed)."""
+    interval = found.interval(0.95)
+    low, high = (None, None) if interval is None else interval
+    return {**asdict(found), "ci95_low": low, "ci95_high": high}
 
 
 def _definition(scenario: Scenario) -> dict[str, Any] | None:

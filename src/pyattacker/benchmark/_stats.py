@@ -52,6 +52,14 @@ class Aggregate:
     stdev: float | None
     values: tuple[float, ...]
 
+    def interval(self, confidence: float = 0.95) -> tuple[float, float] | None:
+        """The ``confidence`` interval of the mean (Student's t over the seeds' values:
+        ``mean ± t · stdev / √n``); ``None`` with a single value, which has no spread."""
+        if self.stdev is None:
+            return None
+        half = t_quantile(0.5 + confidence / 2, self.n - 1) * self.stdev / math.sqrt(self.n)
+        return self.mean - half, self.mean + half
+
 
 def aggregate(values: Iterable[float]) -> Aggregate:
     """Mean, range and sample stdev of ``values``.

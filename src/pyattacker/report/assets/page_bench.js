@@ -26,9 +26,9 @@
     table(root, ["metric", "unit", "better", "best", "why"], rows.map(function (r) {
       return [r[0], r[1], r[2], r[3], el("td", "long why", r[4])];
     })).setAttribute("data-winners", "");
-    section("Each metric with its spread and confidence intervals", "Mean, spread over the " +
-      "seeds, and each challenger's paired difference from the leader with its 95% " +
-      "confidence interval.");
+    section("Each metric with its spread and confidence intervals", "Mean over the seeds with " +
+      "its 95% confidence interval (Student's t), the spread, and each challenger's paired " +
+      "difference from the leader with its 95% confidence interval.");
     Object.keys(R.metrics).forEach(metricBlock);
   }
 
@@ -55,7 +55,8 @@
       : meta.better + " is better") + ")");
     note(root, meta.meaning);
     var algs = Object.keys(agg);
-    var headers = ["algorithm", "n", "mean", "min", "max", "stdev"];
+    var headers = ["algorithm", "n", "mean", "mean 95% CI low", "mean 95% CI high", "min",
+      "max", "stdev"];
     if (!neutral) {
       headers = headers.concat(["difference from leader", "paired se", "95% CI low",
         "95% CI high", "shares the mark"]);
@@ -70,7 +71,8 @@
 
   function metricRow(m, a, neutral) {
     var p = ["aggregates", m, a];
-    var row = [a].concat(["n", "mean", "min", "max", "stdev"].map(function (k) {
+    var own = ["n", "mean", "ci95_low", "ci95_high", "min", "max", "stdev"];
+    var row = [a].concat(own.map(function (k) {
       return value("td", p.concat([k]), k === "n" ? F.int : F.num4);
     }));
     if (neutral) return row;
