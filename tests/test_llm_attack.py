@@ -60,6 +60,10 @@ def test_retry_none_sends_one_attempt_per_request_and_the_server_counts_the_same
     assert total.throttled_requests == total.throttled_attempts == truth["throttled"] > 0
     assert total.by_outcome[Outcome.OK.value] == truth["outcomes"]["ok"] > 0
     assert result.decisions == {"attempts_exhausted": truth["throttled"]}
+    # every 429 said how long to wait, and the report keeps those waits
+    waits = result.to_dict()["llm"]["retry_after_s"]
+    assert waits["count"] == truth["throttled"]
+    assert waits["min"] > 0
 
 
 def test_retry_none_served_requests_time_exactly_the_one_exchange_the_server_saw() -> None:

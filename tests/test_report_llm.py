@@ -82,6 +82,7 @@ def refused(request: int, at: float) -> Attempt:
         outcome=Outcome.THROTTLED,
         status=429,
         error_class="rate_limit",
+        retry_after=2.5,
         headers={UTILISATION: "100%"},
     )
 
@@ -206,6 +207,7 @@ def test_the_json_llm_section_states_every_figure_on_its_clock() -> None:
     assert (llm["requests"], llm["attempts"], llm["sent_attempts"]) == (3, 4, 4)
     assert llm["attempts_per_request"] == llm["sent_attempts_per_sent_request"] == 4 / 3
     assert llm["utilisation_pct"] == summary(40.0, 100.0, 60.0)
+    assert llm["retry_after_s"] == summary(2.5)  # the one refused attempt was asked to wait
     assert "targets" not in llm  # one target: the total is its figures
 
 
@@ -222,7 +224,7 @@ def test_answers_per_minute_are_over_the_time_the_answers_took_not_the_schedule(
     ) in attack_text(result).splitlines()
 
 
-def test_the_json_llm_time_series_has_seed_001s_columns_per_window() -> None:
+def test_the_json_llm_time_series_has_the_usual_llm_columns_per_window() -> None:
     first, second = json.loads(attack_json(llm_result()))["llm"]["windows"]
     assert first == {
         "start": 0.0,
@@ -267,6 +269,7 @@ def test_a_run_whose_only_llm_data_is_a_utilisation_header_gets_the_section() ->
     llm = result.to_dict()["llm"]
     assert llm["streamed_requests"] == 0
     assert llm["utilisation_pct"] == summary(100.0)
+    assert llm["retry_after_s"] == summary(2.5)
     assert llm["ttft_s"]["sent"]["count"] == 0
     assert llm["ttft_s"]["sent"]["p50"] is None
 
@@ -330,9 +333,13 @@ def test_the_text_report_states_tokens_rates_throttling_and_utilisation() -> Non
         "Utilisation header of 3 attempts: mean 66.7 %, p50 60.0 %, p95 100.0 %, max 100.0 %"
         in (lines)
     )
+    assert (
+        "Retry-After waits asked for by 1 refusals: mean 2.500 s, p50 2.500 s, p95 2.500 s, "
+        "max 2.500 s"
+    ) in lines
 
 
-def test_the_text_time_series_shows_one_row_per_window_in_seed_001s_columns() -> None:
+def test_the_text_time_series_shows_one_row_per_window_in_the_usual_llm_columns() -> None:
     lines = attack_text(llm_result()).splitlines()
     start = lines.index("LLM time series (30 s windows)")
     header, first, second = lines[start + 2 : start + 5]

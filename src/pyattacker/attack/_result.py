@@ -286,7 +286,8 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
     ``answer_span_s`` (``AttackResult.answer_span_s``: from the run's start to its end, or
     the schedule when longer), ``None`` when it is 0; the caller adds the sent rate and
     its span (``sending_span_s``). ``utilisation_pct`` is ``None`` when no attempt carried
-    the header.
+    the header; ``retry_after_s`` (the waits throttled attempts were asked for) is ``None``
+    when none carried a ``Retry-After``.
     ``sent_attempts_per_sent_request`` is what a server saw per request that reached it.
     ``ok_answers`` counts the OK LLM answers, streamed or whole body (the end-to-end
     population); ``ok_streams`` the OK ones that streamed (the ITL and TPOT population).
@@ -323,6 +324,7 @@ def llm_stats_dict(stats: RequestStats, answer_span_s: float) -> dict[str, Any]:
         if sent_requests
         else None,
         "utilisation_pct": _summary(stats.utilisation) if stats.utilisation.count else None,
+        "retry_after_s": _summary(stats.retry_after) if stats.retry_after.count else None,
     }
 
 

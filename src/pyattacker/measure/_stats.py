@@ -21,7 +21,16 @@ _NAMES = {outcome: outcome.value for outcome in Outcome}
 # The LLM figures (see the class docstring). Stats written before they existed load with
 # these empty, so every name here is optional in `from_dict`.
 _LLM_TOTALS = ("prompt_tokens", "completion_tokens", "usage_requests", "failed_after_first_token")
-_LLM_HISTOGRAMS = ("ttft", "ttft_scheduled", "itl", "tpot", "e2e", "e2e_scheduled", "utilisation")
+_LLM_HISTOGRAMS = (
+    "ttft",
+    "ttft_scheduled",
+    "itl",
+    "tpot",
+    "e2e",
+    "e2e_scheduled",
+    "utilisation",
+    "retry_after",
+)
 _TOTALS = (
     "requests",
     "attempts",
@@ -110,6 +119,8 @@ class RequestStats:
     * ``utilisation`` — the ``azure-openai-deployment-utilization`` header (a percentage,
       recorded as a number of percent, e.g. ``12.5``) of every throttled attempt and of the
       streamed answer. A histogram for its percentiles; the unit is %, not seconds.
+    * ``retry_after`` — the ``Retry-After`` (seconds) of every throttled attempt that
+      carried one: how long the provider asked the client to wait.
 
     A whole-body LLM answer (no ``first_token``, a ``usage``) adds its end to end (if OK),
     tokens and utilisation: it has no token timestamps. A plain HTTP request pays two
@@ -147,6 +158,7 @@ class RequestStats:
         self.e2e = Histogram()
         self.e2e_scheduled = Histogram()
         self.utilisation = Histogram()  # percent, not seconds
+        self.retry_after = Histogram()
 
     @property
     def latency(self) -> Histogram:
@@ -226,7 +238,7 @@ class RequestStats:
         if outcome is Outcome.THROTTLED:
             self.throttled_attempts += 1
             self.throttled_requests += 1
-            self._note_utilisation(attempt)
+            self._note_throttle(attempt)
         scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
         if sent is not None:
             self.sent_attempts += 1
@@ -278,7 +290,7 @@ class RequestStats:
             self.bytes_received += attempt.bytes_received
             if attempt.outcome is Outcome.THROTTLED:
                 throttled += 1
-                self._note_utilisation(attempt)
+                self._note_throttle(attempt)
             sent, end = attempt.sent, attempt.end
             if sent is not None:
                 sent_attempts += 1
@@ -357,12 +369,15 @@ class RequestStats:
             self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
             self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
         if attempt.outcome is not Outcome.THROTTLED:  # a throttled one was read already
-            self._note_utilisation(attempt)
+            self._note_throttle(attempt)
 
-    def _note_utilisation(self, attempt: Attempt) -> None:
+    def _note_throttle(self, attempt: Attempt) -> None:
         percent = utilisation_of(attempt)
         if percent is not None:
             self.utilisation.record(percent)
+        wait = attempt.retry_after
+        if wait is not None and wait >= 0:
+            self.retry_after.record(wait)
 
     def merge(self, other: RequestStats) -> None:
         """Add ``other``'s counts and samples: the result equals adding both sets of records."""

@@ -431,6 +431,10 @@ def _llm_lines(llm: Mapping[str, Any], schedule: float) -> list[str]:
     if util is not None:
         figures = ", ".join(f"{k} {_num(util[k], '.1f')} %" for k in ("mean", "p50", "p95", "max"))
         lines.append(f"Utilisation header of {util['count']} attempts: {figures}")
+    waits = llm.get("retry_after_s")
+    if waits is not None:
+        figures = ", ".join(f"{k} {_num(waits[k], '.3f')} s" for k in ("mean", "p50", "p95", "max"))
+        lines.append(f"Retry-After waits asked for by {waits['count']} refusals: {figures}")
     return lines
 
 

@@ -209,6 +209,12 @@
       { label: "inter-token latency", dist: llm.itl_s },
       { label: "time per output token", dist: llm.tpot_s },
     ], "time (ms, log scale)");
+    if (llm.retry_after_s) {
+      distTable(root, [{ label: "Retry-After asked", clock: "of throttled attempts",
+        path: ["llm", "retry_after_s"] }], true);
+    } else {
+      note(root, "No throttled attempt carried a Retry-After header.");
+    }
     tiles(root, [
       ["prompt tokens", p.concat(["tokens", "prompt"]), F.int],
       ["completion tokens", p.concat(["tokens", "completion"]), F.int],
