@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llm_helpers import streamed_attempt as streamed
 from pyattacker.measure import (
@@ -432,3 +434,41 @@ def test_window_series_written_before_the_llm_figures_still_load() -> None:
         del window["ttft"], window["prompt_tokens"], window["completion_tokens"]
         del window["e2e_scheduled"], window["throttled_attempts"]
     assert WindowSeries.from_dict(data) == series
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 5.0),  # when it was scheduled, after the origin
+            st.lists(st.floats(0.001, 0.5), max_size=6),  # chunk gaps after the first token
+            st.sampled_from([Outcome.OK, Outcome.FAILED]),
+            st.one_of(st.none(), st.integers(0, 50)),  # completion tokens reported, if any
+        ),
+        max_size=12,
+    )
+)
+def test_the_windows_itl_and_tpot_add_up_to_the_attacks_exactly(
+    streams: list[tuple[float, list[float], Outcome, int | None]],
+) -> None:
+    stats, series = RequestStats(), WindowSeries(1.0, ORIGIN)
+    for n, (at, gaps, outcome, tokens) in enumerate(streams):
+        chunks = [0.625 + sum(gaps[: i + 1]) for i in range(len(gaps))]
+        end = (chunks[-1] if chunks else 0.625) + 0.125
+        done = streamed(
+            n,
+            at=ORIGIN + at,
+            chunks=chunks,
+            end=end,
+            outcome=outcome,
+            usage=None if tokens is None else usage(8, tokens),
+        )
+        stats.add_attempt(done)
+        series.add_attempt(done)
+    windows = series.windows()
+    for name in ("itl", "tpot"):
+        total = getattr(stats, name)
+        parts = [getattr(w, name) for w in windows if getattr(w, name).count]
+        assert sum(p.count for p in parts) == total.count, name
+        if total.count:
+            assert min(p.min for p in parts) == total.min, name
+            assert max(p.max for p in parts) == total.max, name

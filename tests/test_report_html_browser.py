@@ -81,8 +81,12 @@ def test_an_llm_attack_page_shows_ttft_itl_tpot_and_tokens_as_the_json_report_ha
         assert cli(args) == 0  # both thresholds pass
     report = json.loads((tmp_path / "l.json").read_text())
     opened = open_report(chromium, tmp_path / "l.html")
-    painted = _assert_a_clean_page(opened, charts=8)
-    assert {"TTFT and end to end by percentile", "Tokens per second, in and out"} <= set(painted)
+    painted = _assert_a_clean_page(opened, charts=9)
+    assert {
+        "TTFT and end to end by percentile",
+        "Tokens per second, in and out",
+        "ITL and TPOT over time",
+    } <= set(painted)
     assert check_values_match(opened, report, embedded(tmp_path / "l.html")["extra"]) > 100
     shown = {tuple(v["path"]) for v in shown_values(opened)}
     assert ("llm", "ttft_s", "sent", "p99") in shown

@@ -238,6 +238,8 @@ def test_the_json_llm_time_series_has_the_usual_llm_columns_per_window() -> None
         "throttled_attempts": 1,  # ...but request 1 was refused once (then served)
         "ttft_sent_s": summary(0.5, 2.0),
         "e2e_scheduled_s": summary(1.625, 2.75),
+        "itl_s": summary(0.125, 0.25, 0.5, 0.25),  # both OK streams' chunk gaps
+        "tpot_s": summary(1.0 / 99, 0.5 / 19),
         "prompt_tokens": 800,
         "completion_tokens": 120,
     }
@@ -246,6 +248,7 @@ def test_the_json_llm_time_series_has_the_usual_llm_columns_per_window() -> None
     assert (second["completed"], second["failed"], second["throttled_attempts"]) == (1, 1, 0)
     assert second["ttft_sent_s"] == summary(0.25)
     assert second["e2e_scheduled_s"] == summary()  # the cut stream is no whole answer
+    assert second["itl_s"] == second["tpot_s"] == summary()  # nor has it ITL or TPOT
     assert (second["prompt_tokens"], second["completion_tokens"]) == (0, 0)
 
 

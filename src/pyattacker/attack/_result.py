@@ -341,8 +341,8 @@ def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
     requests by the window of their end. ``throttled_attempts``: refused *attempts*, each
     in the window where it ended (a throttled call is an attempt). ``ttft_sent_s``: TTFT
     on the sent clock of the streamed requests; ``e2e_scheduled_s``: end to end on the
-    scheduled clock of the OK answers, streamed or not (the populations of the summary's
-    figures).
+    scheduled clock of the OK answers, streamed or not; ``itl_s`` and ``tpot_s``: of the
+    streams that ended OK (the populations of the summary's figures).
     """
     covered = min(window.width, sending_span_s - window.start)
     return {
@@ -357,6 +357,8 @@ def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
         "throttled_attempts": window.throttled_attempts,
         "ttft_sent_s": window.ttft.to_dict(),
         "e2e_scheduled_s": window.e2e_scheduled.to_dict(),
+        "itl_s": window.itl.to_dict(),
+        "tpot_s": window.tpot.to_dict(),
         "prompt_tokens": window.prompt_tokens,
         "completion_tokens": window.completion_tokens,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyattacker.measure._histogram import Histogram
@@ -13,7 +13,7 @@ from pyattacker.measure._records import ANSWERED, Attempt, Outcome, RequestRecor
 if TYPE_CHECKING:
     from pyattacker.measure._batch import OkBatch
 
-__all__ = ["RequestStats"]
+__all__ = ["RequestStats", "itl_gaps", "tpot_of"]
 
 UTILISATION_HEADER = "azure-openai-deployment-utilization"
 _NAMES = {outcome: outcome.value for outcome in Outcome}
@@ -348,18 +348,12 @@ class RequestStats:
     ) -> None:
         """End to end, ITL and TPOT of a stream that ended OK."""
         self._add_e2e(scheduled, sent, end)
-        chunks = 1
-        times = attempt.token_times
-        if times:
-            previous = first
-            for t in times:
-                self.itl.record(t - previous if t > previous else 0.0)
-                previous = t
-            chunks += len(times)
-        usage = attempt.usage
-        n = chunks if usage is None else usage_tokens(usage, "completion_tokens", chunks)
-        if n >= 2:
-            self.tpot.record((end - first if end > first else 0.0) / (n - 1))
+        record = self.itl.record
+        for gap in itl_gaps(first, attempt.token_times):
+            record(gap)
+        tpot = tpot_of(attempt, first, end)
+        if tpot is not None:
+            self.tpot.record(tpot)
 
     def _add_usage(self, attempt: Attempt) -> None:
         """The token counts of an answered request's last ``attempt`` (streamed or not)."""
@@ -471,3 +465,22 @@ def _union(a: Histogram, b: Histogram) -> Histogram:
     merged = a.copy()
     merged.merge(b)
     return merged
+
+
+def itl_gaps(first: float, token_times: Sequence[float] | None) -> Iterator[float]:
+    """The inter-token gaps of a stream whose first token came at ``first``: to the first
+    of ``token_times``, then between consecutive ones (a gap read early counts as 0)."""
+    previous = first
+    for t in token_times or ():
+        yield t - previous if t > previous else 0.0
+        previous = t
+
+
+def tpot_of(attempt: Attempt, first: float, end: float) -> float | None:
+    """Time per output token of a stream that ended OK: ``(end - first) / (n - 1)``, ``n``
+    its ``usage["completion_tokens"]`` if reported, else its chunk count; ``None`` when
+    ``n < 2``."""
+    chunks = 1 + len(attempt.token_times or ())
+    usage = attempt.usage
+    n = chunks if usage is None else usage_tokens(usage, "completion_tokens", chunks)
+    return (end - first if end > first else 0.0) / (n - 1) if n >= 2 else None

@@ -10,18 +10,19 @@ from pyattacker.measure._binned import Binned
 from pyattacker.measure._frozen import PackedHistogram, pack, unpack
 from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._records import Attempt, Outcome
-from pyattacker.measure._stats import usage_tokens
+from pyattacker.measure._stats import itl_gaps, tpot_of, usage_tokens
 
-__all__ = ["COUNTS", "EXTRA", "HISTOGRAMS", "Frozen", "WindowTally"]
+__all__ = ["COUNTS", "EXTRA", "HISTOGRAMS", "LLM_HISTOGRAMS", "Frozen", "WindowTally"]
 
 # Per-window counters; every one adds on merge except max_in_flight, which takes the max.
 # The outcome names double as counter names (`Outcome.OK.value == "ok"`, ...).
 COUNTS = ("scheduled", "sent", "completed", "ok", "failed", "throttled", "dropped", "cancelled")
 # Counts the LLM row shows (add on merge); optional in `from_dict` (written before them),
-# as the `ttft` and `e2e_scheduled` histograms are.
+# as the LLM histograms are.
 EXTRA = ("prompt_tokens", "completion_tokens", "throttled_attempts")
 _FIELDS = (*COUNTS, *EXTRA, "max_in_flight")
-HISTOGRAMS = ("latency", "service_time", "ttft", "e2e_scheduled")
+LLM_HISTOGRAMS = ("ttft", "e2e_scheduled", "itl", "tpot")
+HISTOGRAMS = ("latency", "service_time", *LLM_HISTOGRAMS)
 # A closed window (see measure/_frozen.py): its counts, then its histograms packed.
 Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...]]
 
@@ -29,9 +30,7 @@ Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...]]
 class WindowTally:
     """One window's running counts and histograms."""
 
-    __slots__ = (
-        *COUNTS, *EXTRA, "e2e_scheduled", "latency", "max_in_flight", "service_time", "ttft"
-    )  # fmt: skip
+    __slots__ = (*COUNTS, *EXTRA, *HISTOGRAMS, "max_in_flight")
 
     def __init__(self) -> None:
         self.scheduled = self.sent = self.completed = 0
@@ -41,17 +40,24 @@ class WindowTally:
         self.service_time = Histogram()
         self.ttft = Histogram()
         self.e2e_scheduled = Histogram()
+        self.itl = Histogram()
+        self.tpot = Histogram()
         self.prompt_tokens = self.completion_tokens = self.throttled_attempts = 0
 
     def add_streamed(
         self, attempt: Attempt, first: float, scheduled: float, sent: float | None, end: float
     ) -> None:
         """The LLM figures of an answered request whose last attempt streamed: its TTFT,
-        and its end to end (scheduled clock) if it ended OK."""
+        and if it ended OK its end to end (scheduled clock), ITL gaps and TPOT."""
         if sent is not None:
             self.ttft.record(first - sent if first > sent else 0.0)
         if attempt.outcome is Outcome.OK:
             self.e2e_scheduled.record(end - scheduled if end > scheduled else 0.0)
+            for gap in itl_gaps(first, attempt.token_times):
+                self.itl.record(gap)
+            tpot = tpot_of(attempt, first, end)
+            if tpot is not None:
+                self.tpot.record(tpot)
         self.add_usage(attempt)
 
     def add_whole_body(self, attempt: Attempt, scheduled: float, end: float) -> None:
@@ -79,18 +85,14 @@ class WindowTally:
         for name in (*COUNTS, *EXTRA):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
-        self.latency.merge(other.latency)
-        self.service_time.merge(other.service_time)
-        self.ttft.merge(other.ttft)
-        self.e2e_scheduled.merge(other.e2e_scheduled)
+        for name in HISTOGRAMS:
+            getattr(self, name).merge(getattr(other, name))
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {name: getattr(self, name) for name in (*COUNTS, *EXTRA)}
         data["max_in_flight"] = self.max_in_flight
-        data["latency"] = self.latency.to_dict()
-        data["service_time"] = self.service_time.to_dict()
-        data["ttft"] = self.ttft.to_dict()
-        data["e2e_scheduled"] = self.e2e_scheduled.to_dict()
+        for name in HISTOGRAMS:
+            data[name] = getattr(self, name).to_dict()
         return data
 
     @classmethod
@@ -107,7 +109,7 @@ class WindowTally:
             setattr(tally, name, value)
         tally.latency = Histogram.from_dict(data["latency"])
         tally.service_time = Histogram.from_dict(data["service_time"])
-        for name in ("ttft", "e2e_scheduled"):
+        for name in LLM_HISTOGRAMS:
             if name in data:
                 setattr(tally, name, Histogram.from_dict(data[name]))
         return tally

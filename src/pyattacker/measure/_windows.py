@@ -59,7 +59,8 @@ class Window:
     :class:`~pyattacker.measure.RequestStats` defines them): ``ttft`` on the sent clock
     (the last attempt's first token minus the first send) of every streamed request;
     ``e2e_scheduled`` on the scheduled clock (``end`` minus the first ``scheduled``) of
-    every OK answer, streamed or whole body (one with a ``first_token`` or a ``usage``); the
+    every OK answer, streamed or whole body (one with a ``first_token`` or a ``usage``);
+    ``itl`` (every chunk gap) and ``tpot`` of the streams that ended OK; the
     ``prompt_tokens`` and ``completion_tokens`` of the OK requests' usage. Empty and 0
     without LLM data. None of these is in :meth:`to_dict` (the HTTP row); :meth:`llm_dict`
     has them.
@@ -84,13 +85,17 @@ class Window:
     completion_tokens: int = 0
     throttled_attempts: int = 0
     e2e_scheduled: Summary = _EMPTY
+    itl: Summary = _EMPTY
+    tpot: Summary = _EMPTY
 
     def llm_dict(self) -> dict[str, Any]:
-        """``ttft`` and ``e2e_scheduled`` as :meth:`Summary.to_dict`, the two token counts
-        and ``throttled_attempts``."""
+        """``ttft``, ``e2e_scheduled``, ``itl`` and ``tpot`` as :meth:`Summary.to_dict`, the
+        two token counts and ``throttled_attempts``."""
         return {
             "ttft": self.ttft.to_dict(),
             "e2e_scheduled": self.e2e_scheduled.to_dict(),
+            "itl": self.itl.to_dict(),
+            "tpot": self.tpot.to_dict(),
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "throttled_attempts": self.throttled_attempts,
@@ -323,6 +328,8 @@ class WindowSeries:
             service_time=tally.service_time.summary(),
             ttft=tally.ttft.summary(),
             e2e_scheduled=tally.e2e_scheduled.summary(),
+            itl=tally.itl.summary(),
+            tpot=tally.tpot.summary(),
             prompt_tokens=tally.prompt_tokens,
             completion_tokens=tally.completion_tokens,
             throttled_attempts=tally.throttled_attempts,

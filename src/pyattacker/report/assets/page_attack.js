@@ -240,7 +240,15 @@
         { label: "e2e mean (scheduled)", values: q("e2e_scheduled_s", "mean"), dash: [6, 4] },
         { label: "e2e p95 (scheduled)", values: q("e2e_scheduled_s", "p95"), dash: [6, 4] },
       ], caption: "The report's LLM windows carry TTFT on the sent clock and end to end on " +
-        "the scheduled clock; ITL and TPOT are reported for the whole attack only." });
+        "the scheduled clock." });
+    chart({ parent: grid, title: "ITL and TPOT over time", x: x,
+      xLabel: "time since start (s)", yLabel: "time (ms)", series: [
+        { label: "ITL mean", values: q("itl_s", "mean") },
+        { label: "ITL p95", values: q("itl_s", "p95") },
+        { label: "TPOT mean", values: q("tpot_s", "mean"), dash: [6, 4] },
+        { label: "TPOT p95", values: q("tpot_s", "p95"), dash: [6, 4] },
+      ], caption: "Inter-token gaps and time per output token of the streams that ended " +
+        "OK in each window." });
     chart({ parent: grid, title: "Tokens per second, in and out", x: x,
       xLabel: "time since start (s)", yLabel: "tokens per second", series: [
         { label: "in (prompt)", values: perSecond(ws, "prompt_tokens") },
