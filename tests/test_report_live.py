@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from live_helpers import pause, served_attack
+from pyattacker.attack import Progress
 from pyattacker.cli import run_cli
 from pyattacker.report import LiveServer
 from pyattacker.servers import EchoServerProcess
@@ -47,6 +48,22 @@ def test_known_paths_answer_and_unknown_paths_are_404() -> None:
     assert json.loads(server.respond("GET", "/progress.json")[2])["done"] is False
     for path in ("/nope", "/assets/", "/assets/live.html", "/../etc/passwd", "/metrics/x"):
         assert server.respond("GET", path)[0] == 404, path
+
+
+def test_progress_since_a_time_holds_only_the_later_snapshots() -> None:
+    server = LiveServer()
+    for n in range(1, 5):
+        server.record_progress(Progress(n * 0.5, None, n, n, n, 0, 0, 0, 0, None, None, None, None))
+
+    def elapsed(path: str) -> list[float]:
+        columns: dict[str, list[float]] = json.loads(server.respond("GET", path)[2])["columns"]
+        return columns["elapsed"]
+
+    assert elapsed("/progress.json") == [0.5, 1.0, 1.5, 2.0]
+    assert elapsed("/progress.json?since=1.0") == [1.5, 2.0]
+    assert elapsed("/progress.json?since=2.0") == []
+    assert elapsed("/progress.json?since=nan") == [0.5, 1.0, 1.5, 2.0]
+    assert elapsed("/progress.json?since=soon") == [0.5, 1.0, 1.5, 2.0]
 
 
 def test_only_get_and_head_are_allowed() -> None:

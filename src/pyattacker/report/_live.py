@@ -6,7 +6,7 @@ Routes (GET and HEAD only, anything else 405; unknown paths 404):
   every second (its scripts and styles come from ``/assets/``; its CSP allows nothing but
   this server, and it builds its DOM with ``textContent`` only);
 * ``/progress.json`` every progress snapshot so far (:class:`Progress`, two a second) as
-  columns, and whether the attack has finished;
+  columns (``?since=SECONDS``: only those taken after), and whether the attack has finished;
 * ``/metrics`` Prometheus text format 0.0.4 (:class:`AttackMetrics`);
 * ``/healthz`` ``ok``.
 
@@ -23,8 +23,10 @@ sees the counts of the final report; then the server closes.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import json
+import math
 import signal
 from collections.abc import Callable
 from dataclasses import asdict
@@ -134,8 +136,12 @@ class LiveServer:
         self.done, self.in_flight = True, 0
         self.stop_reason = result.stop_reason
 
-    def progress_json(self) -> dict[str, Any]:
-        columns = {name: [p[i] for p in self.points] for i, name in enumerate(_FIGURES)}
+    def progress_json(self, since: float | None = None) -> dict[str, Any]:
+        """The snapshots taken after ``since`` seconds (all without), as columns: the page
+        asks for what is new each second, so a long attack costs each poll no more."""
+        start = 0 if since is None else bisect.bisect_right(self.points, (since, math.inf))
+        points = self.points[start:]
+        columns = {name: [p[i] for p in points] for i, name in enumerate(_FIGURES)}
         return {
             "done": self.done,
             "stop_reason": self.stop_reason,
@@ -149,11 +155,12 @@ class LiveServer:
         """``(status, content type, body)`` for one request; HEAD gets GET's headers."""
         if method not in ("GET", "HEAD"):
             return 405, "text/plain; charset=utf-8", b"only GET and HEAD\n"
-        path = path.partition("?")[0]
+        path, _, query = path.partition("?")
         if path == "/":
             return 200, "text/html; charset=utf-8", _asset("live.html").encode()
         if path == "/progress.json":
-            body = json.dumps(self.progress_json(), allow_nan=False, separators=(",", ":"))
+            data = self.progress_json(_since(query))
+            body = json.dumps(data, allow_nan=False, separators=(",", ":"))
             return 200, "application/json", body.encode()
         if path == "/metrics":
             text = self.metrics.exposition(in_flight=self.in_flight)
@@ -197,6 +204,19 @@ class LiveServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+
+def _since(query: str) -> float | None:
+    """``since=SECONDS`` of a query string; None when absent or not a finite number."""
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name == "since":
+            try:
+                number = float(value)
+            except ValueError:
+                return None
+            return number if math.isfinite(number) else None
+    return None
 
 
 async def _read_head(reader: asyncio.StreamReader) -> list[str]:

@@ -67,8 +67,16 @@
     return ms ? (v * 1000).toFixed(1) + " ms" : Math.round(v).toLocaleString("en-US");
   }
 
+  // Every snapshot so far: each poll asks only for those after the last one it has.
+  var cols = null;
+
+  function append(fresh) {
+    if (cols === null) { cols = fresh; return; }
+    Object.keys(fresh).forEach(function (name) { cols[name] = cols[name].concat(fresh[name]); });
+  }
+
   function render(data) {
-    var cols = data.columns;
+    append(data.columns);
     var status = data.done ? "finished" + (data.stop_reason ? " (" + data.stop_reason + ")" : "")
       : "running";
     document.getElementById("status").textContent = "Attack " + status + ", " +
@@ -89,7 +97,8 @@
   }
 
   function poll() {
-    fetch("/progress.json", { cache: "no-store" })
+    var since = cols && cols.elapsed.length ? "?since=" + last(cols.elapsed) : "";
+    fetch("/progress.json" + since, { cache: "no-store" })
       .then(function (r) { return r.json(); })
       .then(function (data) { render(data); if (!data.done) setTimeout(poll, 1000); })
       .catch(function () {
