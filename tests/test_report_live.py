@@ -187,3 +187,18 @@ def test_metrics_scraped_during_an_attack_grow_to_the_final_reports_counts(
     assert seen == sorted(seen)
     assert seen[-1] <= total["requests"]
     assert seen[0] < total["requests"]  # at least one scrape saw the attack unfinished
+
+
+def test_an_llm_attack_serves_a_ttft_histogram_counting_the_reports_ttfts(
+    tmp_path: Path,
+) -> None:
+    from pyattacker.servers import LlmServerProcess
+
+    with LlmServerProcess(models="m", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=4) as llm:
+        flags = ("--llm", "--model", "m", "--shape", "10:4", "--rate", "50/s", "--requests", "20")
+        with served_attack(f"{llm.url}/v1", tmp_path, *flags) as served:
+            report = served.wait_for_report()
+            final = families(served.get("/metrics")[2].decode())
+    ttft = final["pyattacker_ttft_seconds"]
+    assert ttft[("pyattacker_ttft_seconds_count", ())] == report["llm"]["ttft_s"]["sent"]["count"]
+    assert ttft[("pyattacker_ttft_seconds_bucket", (("le", "+Inf"),))] == 20
