@@ -202,3 +202,20 @@ def test_an_llm_attack_serves_a_ttft_histogram_counting_the_reports_ttfts(
     ttft = final["pyattacker_ttft_seconds"]
     assert ttft[("pyattacker_ttft_seconds_count", ())] == report["llm"]["ttft_s"]["sent"]["count"]
     assert ttft[("pyattacker_ttft_seconds_bucket", (("le", "+Inf"),))] == 20
+
+
+def test_a_request_head_over_16_kib_is_dropped_and_the_server_goes_on() -> None:
+    async def main() -> tuple[bytes, bytes]:
+        server = LiveServer()
+        url = await server.start()
+        try:
+            huge = b"GET /healthz HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n"
+            dropped = await _raw(url, huge)
+            after = await _raw(url, b"GET /healthz HTTP/1.1\r\n\r\n")
+            return dropped, after
+        finally:
+            await server.close()
+
+    dropped, after = asyncio.run(main())
+    assert dropped == b""
+    assert after.endswith(b"ok\n")

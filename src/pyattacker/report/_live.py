@@ -198,7 +198,13 @@ class LiveServer:
                 status, kind, body = self.respond(method, parts[1])
             writer.write(_head(status, kind, len(body)) + (b"" if method == "HEAD" else body))
             await writer.drain()
-        except (TimeoutError, ValueError, ConnectionError, asyncio.IncompleteReadError):
+        except (
+            TimeoutError,
+            ValueError,
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ):
             pass  # a slow, oversized or vanished client: drop it
         finally:
             writer.close()
