@@ -9,6 +9,7 @@ thresholds decide (:class:`pyattacker.report.Gate`): 0 all passed, 99 a breach.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
+from pyattacker.cli._serve import Serving, serve_options
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, Timeouts, parse_size
 from pyattacker.pool import ALGORITHMS
@@ -52,6 +54,7 @@ Examples:
   pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
   pyattacker attack URL --rate 200/s --duration 1m --html report.html
+  pyattacker attack URL --rate 200/s --duration 10m --serve 9646 --serve-linger 30s
   pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
       --shape 1000:200 --key $KEY
   pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \\
@@ -282,6 +285,7 @@ throttled, not retried behind your back.
     "the report (latency over time on both clocks and by percentile, rates, errors; with "
     "--llm also TTFT, ITL, TPOT and tokens per second)"
 )
+@serve_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -292,24 +296,25 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     plan = _plan(urls, flags)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
+    serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
     _check_outputs(flags)
     samples = SampleWriter.open(flags.samples_path, llm=flags.llm) if flags.samples_path else None
     live = None if flags.quiet else LiveProgress.for_stderr()
     shown = ", ".join(mask_url(url) for url in urls)
     click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
+    on_record = gate.on_record(None if samples is None else samples.write)
+    on_progress = gate.on_progress(None if live is None else live.update)
+    finish = functools.partial(_finish, flags, gate, live, samples)
     try:
-        result = run_attack(
-            plan,
-            on_record=gate.on_record(None if samples is None else samples.write),
-            on_progress=gate.on_progress(None if live is None else live.update),
-            limits=limits,
-        )
+        if serving is None:
+            result = run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
+        else:  # the report is printed when the attack ends, before the server's linger
+            result = serving.run(plan, on_record=on_record, on_progress=on_progress,
+                                 limits=limits, on_finish=finish)  # fmt: skip
     finally:
-        if live is not None:
-            live.close()
-        if samples is not None:
-            samples.close()
-    _report(result, flags, gate)
+        _close(live, samples)
+    if serving is None:
+        finish(result)
     samples_failed = samples is not None and _samples_failed(samples, flags.samples_path)
     if gate.declared:  # thresholds decide the exit code (docs/attack.md, "Exit codes")
         return gate.exit_code(result, output_failed=samples_failed)
@@ -385,6 +390,26 @@ def _check_outputs(f: AttackFlags) -> None:
     ):
         if path is not None and path != "-":
             _check_writable(path, field)
+
+
+def _close(live: LiveProgress | None, samples: SampleWriter | None) -> None:
+    """Stop the progress display and flush the samples (again is harmless)."""
+    if live is not None:
+        live.close()
+    if samples is not None:
+        samples.close()
+
+
+def _finish(
+    f: AttackFlags,
+    gate: Gate,
+    live: LiveProgress | None,
+    samples: SampleWriter | None,
+    result: AttackResult,
+) -> None:
+    """The attack is over: progress and samples closed, then the reports."""
+    _close(live, samples)
+    _report(result, f, gate)
 
 
 def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:

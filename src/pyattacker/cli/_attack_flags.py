@@ -54,4 +54,7 @@ class AttackFlags:
     thresholds: Sequence[str]
     abort_on_fail: bool
     goodput: str | None
+    serve: str | None
+    serve_host: str
+    serve_linger: str
     quiet: bool

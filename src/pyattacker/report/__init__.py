@@ -1,21 +1,26 @@
 """Renderers: turn measured facts into text, Markdown, JSON and HTML. Opinions live here.
 
 Also the opinions that gate a run: thresholds and goodput (:class:`Gate`), and the
-comparison of two reports.
+comparison of two reports; and what ``attack --serve`` shows live (:class:`LiveServer`,
+its ``/metrics``: :class:`AttackMetrics`).
 """
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
 from pyattacker.report._compare import Comparison, Row, compare_reports, comparison_text
 from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._html import attack_html, bench_html, run_html
+from pyattacker.report._live import LiveServer, serve_attack
+from pyattacker.report._metrics import AttackMetrics
 from pyattacker.report._run import summarize
 from pyattacker.report._run_text import render_run_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
 __all__ = [
     "EXIT_BREACHED",
+    "AttackMetrics",
     "Comparison",
     "Gate",
+    "LiveServer",
     "Row",
     "Threshold",
     "attack_html",
@@ -28,5 +33,6 @@ __all__ = [
     "parse_threshold",
     "render_run_text",
     "run_html",
+    "serve_attack",
     "summarize",
 ]

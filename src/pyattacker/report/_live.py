@@ -1,0 +1,322 @@
+"""``attack --serve``: a read-only HTTP server on the attack's own loop, for watching it.
+
+Routes (GET and HEAD only, anything else 405; unknown paths 404):
+
+* ``/`` the live page: charts of the attack's progress, redrawn from ``/progress.json``
+  every second (its scripts and styles come from ``/assets/``; its CSP allows nothing but
+  this server, and it builds its DOM with ``textContent`` only);
+* ``/progress.json`` every progress snapshot so far (:class:`Progress`, two a second) as
+  columns (``?since=SECONDS``: only those taken after), and whether the attack has finished;
+* ``/metrics`` Prometheus text format 0.0.4 (:class:`AttackMetrics`);
+* ``/healthz`` ``ok``.
+
+It binds 127.0.0.1 unless told otherwise. Each connection carries one request (the answer
+says ``Connection: close``); a request head larger than 16 KiB or slower than 10 s is
+dropped. Pages and metrics are rendered when asked for, never per record, so an idle
+server costs the attack nothing but its ``on_record`` count.
+
+:func:`serve_attack` runs an attack with the server up and, once it has finished, keeps
+serving the final figures for ``linger`` seconds (or until Ctrl-C) so a Prometheus scrape
+sees the counts of the final report; then the server closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import json
+import math
+import signal
+from collections.abc import Callable
+from dataclasses import asdict
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pyattacker._gc import quiet_gc
+from pyattacker.attack import AttackPlan, AttackResult, Progress, attack
+from pyattacker.attack._run import run_on_fast_loop  # the loop run_attack uses
+from pyattacker.http import Limits
+from pyattacker.measure import RequestRecord
+from pyattacker.report._metrics import AttackMetrics
+
+__all__ = ["LiveServer", "serve_attack"]
+
+#: at most this many snapshots are kept; beyond, every other one is dropped (2 a second
+#: fill it in about 2.8 hours, and then each halving keeps the whole run in view)
+MAX_POINTS = 20_000
+_HEAD_LIMIT = 16 * 1024
+_HEAD_TIMEOUT_S = 10.0
+
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_ASSETS = {
+    "/assets/uPlot.js": ("uPlot.iife.min.js", "text/javascript; charset=utf-8"),
+    "/assets/uPlot.css": ("uPlot.min.css", "text/css; charset=utf-8"),
+    "/assets/page.css": ("page.css", "text/css; charset=utf-8"),
+    "/assets/live.js": ("live.js", "text/javascript; charset=utf-8"),
+}
+_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request"}
+#: the Progress figures the page charts, in this order (see assets/live.js)
+_FIGURES = (
+    "elapsed", "completed", "in_flight", "failed", "throttled", "dropped",
+    "latency_p50", "latency_p99", "service_p50", "service_p99", "ttft_p50", "ttft_p99",
+)  # fmt: skip
+
+Response = tuple[int, str, bytes]
+
+
+class LiveServer:
+    """What ``attack --serve`` shows, and the server that shows it.
+
+    Chain :meth:`on_record` and :meth:`on_progress` into the attack (as
+    :class:`pyattacker.report.Gate` does); :meth:`respond` answers one request (pure: the
+    tests call it without a socket); :meth:`start` and :meth:`close` run the server on the
+    running loop.
+    """
+
+    def __init__(self, *, llm: bool = False, targets: tuple[str, ...] = ()) -> None:
+        self.metrics = AttackMetrics(llm=llm)
+        self.llm, self.targets = llm, targets
+        self.points: list[tuple[float | int | None, ...]] = []
+        self.in_flight = 0
+        self.done = False
+        self.stop_reason: str | None = None
+        self._server: asyncio.Server | None = None
+        self.started = False  # whether start() bound its socket
+
+    def __repr__(self) -> str:
+        return f"<LiveServer url={self.url!r} points={len(self.points)} done={self.done}>"
+
+    @property
+    def url(self) -> str | None:
+        """``http://host:port/`` once started, else None."""
+        if self._server is None or not self._server.sockets:
+            return None
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}/" if ":" not in host else f"http://[{host}]:{port}/"
+
+    def on_record(
+        self, inner: Callable[[RequestRecord], None] | None
+    ) -> Callable[[RequestRecord], None]:
+        """The attack's ``on_record``: ``inner`` (may be None), then the metrics' count."""
+        add = self.metrics.add
+        if inner is None:
+            return add
+
+        def both(record: RequestRecord) -> None:
+            inner(record)
+            add(record)
+
+        return both
+
+    def on_progress(
+        self, inner: Callable[[Progress], str | None] | None
+    ) -> Callable[[Progress], str | None]:
+        """The attack's ``on_progress``: the snapshot kept, then ``inner``'s answer."""
+
+        def keep(progress: Progress) -> str | None:
+            self.record_progress(progress)
+            return None if inner is None else inner(progress)
+
+        return keep
+
+    def record_progress(self, progress: Progress) -> None:
+        figures = asdict(progress)
+        self.in_flight = progress.in_flight
+        self.points.append(tuple(figures[name] for name in _FIGURES))
+        if len(self.points) > MAX_POINTS:
+            self.points = self.points[::2]
+
+    def finish(self, result: AttackResult) -> None:
+        """The attack is over: the page says so (and why it stopped)."""
+        self.done, self.in_flight = True, 0
+        self.stop_reason = result.stop_reason
+
+    def progress_json(self, since: float | None = None) -> dict[str, Any]:
+        """The snapshots taken after ``since`` seconds (all without), as columns: the page
+        asks for what is new each second, so a long attack costs each poll no more."""
+        start = 0 if since is None else bisect.bisect_right(self.points, (since, math.inf))
+        points = self.points[start:]
+        columns = {name: [p[i] for p in points] for i, name in enumerate(_FIGURES)}
+        return {
+            "done": self.done,
+            "stop_reason": self.stop_reason,
+            "llm": self.llm,
+            "targets": list(self.targets),
+            "requests": sum(self.metrics.requests.values()),
+            "columns": columns,
+        }
+
+    def respond(self, method: str, path: str) -> Response:
+        """``(status, content type, body)`` for one request; HEAD gets GET's headers."""
+        if method not in ("GET", "HEAD"):
+            return 405, "text/plain; charset=utf-8", b"only GET and HEAD\n"
+        path, _, query = path.partition("?")
+        if path == "/":
+            return 200, "text/html; charset=utf-8", _asset("live.html").encode()
+        if path == "/progress.json":
+            data = self.progress_json(_since(query))
+            body = json.dumps(data, allow_nan=False, separators=(",", ":"))
+            return 200, "application/json", body.encode()
+        if path == "/metrics":
+            text = self.metrics.exposition(in_flight=self.in_flight)
+            return 200, "text/plain; version=0.0.4; charset=utf-8", text.encode()
+        if path == "/healthz":
+            return 200, "text/plain; charset=utf-8", b"ok\n"
+        if path in _ASSETS:
+            name, kind = _ASSETS[path]
+            return 200, kind, _asset(name).encode()
+        return 404, "text/plain; charset=utf-8", b"not found\n"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on ``host:port`` (0: a free port) on the running loop; return the URL.
+        ``OSError`` if it cannot bind."""
+        self._server = await asyncio.start_server(self._handle, host, port, limit=_HEAD_LIMIT)
+        self.started = True
+        assert self.url is not None
+        return self.url
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(_read_head(reader), _HEAD_TIMEOUT_S)
+            parts = head[0].split() if head else []
+            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+                status, kind, body = 400, "text/plain; charset=utf-8", b"bad request\n"
+                method = "GET"
+            else:
+                method = parts[0]
+                status, kind, body = self.respond(method, parts[1])
+            writer.write(_head(status, kind, len(body)) + (b"" if method == "HEAD" else body))
+            await writer.drain()
+        except (
+            TimeoutError,
+            ValueError,
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ):
+            pass  # a slow, oversized or vanished client: drop it
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+def _since(query: str) -> float | None:
+    """``since=SECONDS`` of a query string; None when absent or not a finite number."""
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name == "since":
+            try:
+                number = float(value)
+            except ValueError:
+                return None
+            return number if math.isfinite(number) else None
+    return None
+
+
+async def _read_head(reader: asyncio.StreamReader) -> list[str]:
+    """The request line and header lines (ValueError past the size limit)."""
+    lines: list[str] = []
+    while True:
+        line = await reader.readuntil(b"\n")
+        text = line.decode("latin-1").rstrip("\r\n")
+        if not text:
+            return lines
+        lines.append(text)
+        if len(lines) > 100:
+            raise ValueError("too many header lines")
+
+
+def _head(status: int, kind: str, length: int) -> bytes:
+    lines = [
+        f"HTTP/1.1 {status} {_REASONS[status]}",
+        f"Content-Type: {kind}",
+        f"Content-Length: {length}",
+        "Cache-Control: no-store",
+        "X-Content-Type-Options: nosniff",
+        f"Content-Security-Policy: {_CSP}",
+        "Referrer-Policy: no-referrer",
+        "Connection: close",
+    ]
+    if status == 405:
+        lines.append("Allow: GET, HEAD")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("pyattacker.report") / "assets" / name).read_text(encoding="utf-8")
+
+
+def serve_attack(
+    plan: AttackPlan,
+    server: LiveServer,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    linger: float = 0.0,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    on_progress: Callable[[Progress], str | None] | None = None,
+    limits: Limits | None = None,
+    on_started: Callable[[str], None] | None = None,
+    on_finish: Callable[[AttackResult], None] | None = None,
+) -> AttackResult:
+    """``run_attack(plan)`` with ``server`` listening on ``host:port`` on the same loop.
+
+    ``on_started`` gets the URL before the first request; ``on_finish`` the result as soon
+    as the attack ends (the CLI prints its report there); then the server keeps answering
+    for ``linger`` seconds, or until SIGINT/SIGTERM, and closes. ``OSError`` if it cannot
+    bind (before any request is sent).
+    """
+
+    async def main() -> AttackResult:
+        url = await server.start(host, port)
+        try:
+            if on_started is not None:
+                on_started(url)
+            result = await attack(
+                plan,
+                on_record=server.on_record(on_record),
+                on_progress=server.on_progress(on_progress),
+                stop_on_signals=True,
+                limits=limits,
+            )
+            server.finish(result)
+            if on_finish is not None:
+                on_finish(result)
+            if linger > 0 and not result.interrupted:
+                await _linger(linger)
+            return result
+        finally:
+            await server.close()
+
+    with quiet_gc():
+        return run_on_fast_loop(main())
+
+
+async def _linger(seconds: float) -> None:
+    """Wait ``seconds``, or until SIGINT/SIGTERM (which then end only the wait)."""
+    loop = asyncio.get_running_loop()
+    woken = asyncio.Event()
+    handled = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, woken.set)
+            handled.append(signum)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(woken.wait(), seconds)
+    finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)

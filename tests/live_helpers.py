@@ -1,0 +1,88 @@
+"""``pyattacker attack --serve`` in a child process, and plain HTTP requests to its server.
+
+The attack runs in a child so a test can scrape it while it runs and end the server's
+linger with SIGINT, as a person at the terminal would with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Served:
+    """A served attack: its process, the server's URL and where its JSON report goes."""
+
+    process: subprocess.Popen[str]
+    url: str
+    report: Path
+
+    def get(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        """GET ``path``: status, headers, body (an HTTP error status is returned too)."""
+        return fetch(self.url + path.lstrip("/"))
+
+    def wait_for_report(self, timeout: float = 120.0) -> dict[str, Any]:
+        """The JSON report, once written (it is, before the server's linger starts)."""
+        deadline_polls = int(timeout / 0.05)
+        for _ in range(deadline_polls):
+            if self.report.exists():
+                loaded: dict[str, Any] = json.loads(self.report.read_text(encoding="utf-8"))
+                return loaded
+            assert self.process.poll() is None, self.process.stderr
+            pause(0.05)
+        raise AssertionError("the served attack wrote no report")
+
+
+def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+@contextmanager
+def served_attack(target: str, tmp_path: Path, *flags: str) -> Iterator[Served]:
+    """``pyattacker attack TARGET FLAGS --serve --serve-linger 120s --json ...``; on exit,
+    SIGINT ends the linger and the process is waited for."""
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "pyattacker", "attack", target, "-q", *flags,
+               "--json", str(report), "--serve", "--serve-linger", "120s"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        url = ""
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("live page: "):
+                url = line.split()[2]
+                break
+        assert url.startswith("http://127.0.0.1:"), url
+        yield Served(process, url, report)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def pause(seconds: float) -> None:
+    """Wait between polls (a scrape loop that never pauses would load the attack's loop)."""
+    import time
+
+    time.sleep(seconds)
