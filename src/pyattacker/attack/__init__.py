@@ -10,7 +10,7 @@ from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._result import AttackResult
-from pyattacker.attack._run import attack, run_attack
+from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._send import HttpSender, Sender
 
@@ -35,4 +35,5 @@ __all__ = [
     "attack",
     "flag_of",
     "run_attack",
+    "run_on_fast_loop",
 ]

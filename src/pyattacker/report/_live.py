@@ -35,8 +35,7 @@ from importlib import resources
 from typing import Any
 
 from pyattacker._gc import quiet_gc
-from pyattacker.attack import AttackPlan, AttackResult, Progress, attack
-from pyattacker.attack._run import run_on_fast_loop  # the loop run_attack uses
+from pyattacker.attack import AttackPlan, AttackResult, Progress, attack, run_on_fast_loop
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
 from pyattacker.report._metrics import AttackMetrics
