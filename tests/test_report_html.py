@@ -48,7 +48,7 @@ def test_a_page_holds_exactly_its_three_scripts_and_asks_the_network_for_nothing
 def test_the_charting_library_and_its_licence_ship_as_package_data() -> None:
     assets = resources.files("pyattacker.report") / "assets"
     names = {"uPlot.iife.min.js", "uPlot.min.css", "uPlot.LICENSE", "page_kit.js", "page.css"}
-    names |= {"page_attack.js", "page_run.js", "page_bench.js"}
+    names |= {"page_attack.js", "page_run.js", "page_bench.js", "page_compare.js"}
     assert names <= {item.name for item in assets.iterdir()}
     assert "MIT License" in (assets / "uPlot.LICENSE").read_text(encoding="utf-8")
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()

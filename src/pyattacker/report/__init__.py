@@ -9,6 +9,7 @@ from pyattacker.report._attack import attack_json, attack_markdown, attack_text
 from pyattacker.report._compare import Comparison, Row, compare_reports, comparison_text
 from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._html import attack_html, bench_html, run_html
+from pyattacker.report._html_compare import compare_html
 from pyattacker.report._live import LiveServer, serve_attack
 from pyattacker.report._metrics import AttackMetrics
 from pyattacker.report._run import summarize
@@ -28,6 +29,7 @@ __all__ = [
     "attack_markdown",
     "attack_text",
     "bench_html",
+    "compare_html",
     "compare_reports",
     "comparison_text",
     "parse_threshold",

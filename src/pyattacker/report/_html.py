@@ -1,4 +1,5 @@
-"""Reports you open in a browser: one self-contained HTML file per attack, run or bench.
+"""Reports you open in a browser: one self-contained HTML file per attack, run, bench or
+comparison (the last in :mod:`pyattacker.report._html_compare`).
 
 Each page is built from the same dict its JSON report is made of (``AttackResult.to_dict()``,
 ``BenchmarkReport.to_dict()``, the run summary of ``pyattacker report --json``), embedded
@@ -47,7 +48,7 @@ __all__ = ["attack_html", "bench_html", "bench_notes", "embeddable", "machine", 
 DATA_ID = "report-data"
 
 #: the page's own scripts, in order: the kit, then one per kind of page (assets/)
-_SCRIPTS = ("page_kit.js", "page_attack.js", "page_run.js", "page_bench.js")
+_SCRIPTS = ("page_kit.js", "page_attack.js", "page_run.js", "page_bench.js", "page_compare.js")
 
 _ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 

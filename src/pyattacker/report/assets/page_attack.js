@@ -1,4 +1,4 @@
-/* pyattacker HTML reports, part 2 of 4: the attack page (HTTP and LLM). */
+/* pyattacker HTML reports, part 2 of 5: the attack page (HTTP and LLM). */
 (function (k) {
   "use strict";
   var R = k.R, X = k.X, root = k.root, F = k.F, QS = k.QS;

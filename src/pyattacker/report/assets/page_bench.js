@@ -1,4 +1,4 @@
-/* pyattacker HTML reports, part 4 of 4: the bench page. */
+/* pyattacker HTML reports, part 4 of 5: the bench page. */
 (function (k) {
   "use strict";
   var R = k.R, X = k.X, root = k.root, F = k.F, QS = k.QS;

@@ -1,13 +1,13 @@
-/* pyattacker HTML reports, part 1 of 4: the kit the page kinds draw with.
+/* pyattacker HTML reports, part 1 of 5: the kit the page kinds draw with.
  *
  * The page is drawn from the JSON in #report-data. Every value shown in a table or tile is
  * a value of the embedded report; its element carries data-path (the keys leading to it,
  * as JSON), data-value (the raw value) and data-scale (the factor applied before display:
  * 1000 for milliseconds), so a test can check the page against the JSON report. Text goes
  * in through textContent only: no report value is ever parsed as HTML. The page loads
- * nothing: uPlot is inlined before these scripts. page_attack.js, page_run.js and
- * page_bench.js each register one kind of page in pyattackerKit.pages; draw() draws the
- * one the payload names.
+ * nothing: uPlot is inlined before these scripts. page_attack.js, page_run.js,
+ * page_bench.js and page_compare.js each register one kind of page in pyattackerKit.pages;
+ * draw() draws the one the payload names.
  */
 var pyattackerKit = (function () {
   "use strict";

@@ -1,4 +1,4 @@
-/* pyattacker HTML reports, part 3 of 4: the page of a run's store. */
+/* pyattacker HTML reports, part 3 of 5: the page of a run's store. */
 (function (k) {
   "use strict";
   var R = k.R, X = k.X, root = k.root, F = k.F, QS = k.QS;

@@ -1,0 +1,118 @@
+"""``pyattacker compare --html`` as a person sees it, in Chromium, from real reports.
+
+Two real loopback attacks (the echo server holding each request 2 ms, then 6 ms) and two
+bench sweeps are compared with ``--json`` and ``--html``: the page renders with no console
+error, asks the network for nothing, paints its charts, shows every figure as the compare
+JSON has it, and marks exactly the JSON's regressions. A screenshot is kept under
+``test-artifacts/html-reports/compare.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser_helpers import (
+    NONE,
+    browser,
+    check_values_match,
+    cli,
+    embedded,
+    open_report,
+    painted_pixels,
+    screenshot,
+)
+from pyattacker.servers import EchoServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+_VERDICTS = {(None, None): "n/a", (False, None): "noise", (True, True): "regression",
+             (True, False): "improvement"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    yield from browser()
+
+
+def _attack(delay: str, path: Path) -> Path:
+    """A real attack's JSON report, as tests/test_cli_compare.py makes them."""
+    with EchoServerProcess(delay=delay) as server:
+        argv = ["attack", server.url, "--rate", "200/s", "--requests", "600", "--preconnect", "4"]
+        assert cli([*argv, "--window", "100ms", "-q", "--json", str(path)]) == 0
+    return path
+
+
+def _compare(a: Path, b: Path, where: Path) -> tuple[dict[str, Any], Path]:
+    out, html = where / "compare.json", where / "compare.html"
+    argv = ["compare", str(a), str(b), "--json", str(out), "--html", str(html)]
+    assert cli(argv) == 0
+    return json.loads(out.read_text()), html
+
+
+def _assert_the_page_is_the_comparison(opened: Any, data: dict[str, Any], html: Path) -> None:
+    """No console error, no request, charts painted, each value as in the JSON, each
+    verdict the row's, and the marked rows exactly the JSON's regressions."""
+    assert opened.console == []
+    assert opened.requests == [opened.url], "the page asked the network for something"
+    painted = painted_pixels(opened)
+    assert painted
+    assert all(count > 50 for count in painted.values()), painted
+    payload = embedded(html)
+    assert payload["report"] == data  # the page's JSON report is the --json document
+    assert check_values_match(opened, data, payload["extra"]) >= 3 * len(data["rows"])
+    page = opened.page
+    verdicts = page.locator("table[data-figures] td.verdict").evaluate_all(
+        "cells => cells.map(c => c.dataset.verdict)"
+    )
+    assert verdicts == [_VERDICTS[(r["significant"], r["worse"])] for r in data["rows"]]
+    marked = page.locator("table[data-figures] tr.regression td:first-child")
+    assert marked.all_text_contents() == data["regressions"]
+    percents = page.locator("[data-derived]").evaluate_all(
+        "cells => cells.map(c => [c.dataset.derived, c.textContent])"
+    )
+    for row, (derived, text) in zip(data["rows"], percents, strict=True):
+        if row["change"] is None or not row["a"]:
+            assert text == NONE
+        else:
+            assert float(derived) == pytest.approx(row["change"] / row["a"] * 100)
+            assert text == f"{float(derived):+.1f}%"
+
+
+def test_a_slower_server_shows_as_marked_regressions_in_the_compare_page(
+    chromium: Any, tmp_path: Path
+) -> None:
+    fast = _attack("fixed:2ms", tmp_path / "fast.json")
+    slow = _attack("fixed:6ms", tmp_path / "slow.json")
+    data, html = _compare(fast, slow, tmp_path)
+    # a shared machine's bursts may hide one clock's shift; never every latency figure
+    latency = {f"{s}({n})" for s in ("mean", "p50") for n in ("latency", "service_time")}
+    assert latency & set(data["regressions"]), data["regressions"]
+    opened = open_report(chromium, html)
+    _assert_the_page_is_the_comparison(opened, data, html)
+    painted = painted_pixels(opened)
+    assert "Latency by percentile, A vs B (scheduled clock)" in painted
+    runs = opened.page.locator("table[data-runs]").text_content() or ""
+    assert str(fast) in runs
+    assert str(slow) in runs
+    screenshot(opened, "compare")
+
+
+def test_two_bench_sweeps_compare_in_a_page_with_a_chart_per_metric(
+    chromium: Any, tmp_path: Path
+) -> None:
+    small = ["bench", "--algorithms", "wait,immediate", "--seeds", "2", "--jobs", "40"]
+    small += ["--horizon", "30", "--jobs-parallel", "1", "-q"]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert cli([*small, "--concurrency", "4", "--json", str(a)]) == 0
+    assert cli([*small, "--concurrency", "2", "--json", str(b)]) == 0
+    data, html = _compare(a, b, tmp_path)
+    assert data["kind"] == "bench"
+    opened = open_report(chromium, html)
+    _assert_the_page_is_the_comparison(opened, data, html)
+    assert "jobs_done: A vs B by algorithm" in painted_pixels(opened)
+    screenshot(opened, "compare-bench")
