@@ -9,9 +9,13 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from pyattacker.cli import run_cli
 
@@ -106,3 +110,29 @@ def fetch(url: str, *, method: str = "GET") -> tuple[int, dict[str, str], bytes]
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read()
+
+
+def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Each sample of Prometheus ``text`` (read by prometheus_client's parser), by name."""
+    found: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return found
+
+
+def assert_metrics_equal_the_report(text: str, report: dict[str, Any]) -> None:
+    """The counts of ``/metrics`` are those of ``pyattacker report --json``."""
+    found = samples(text)
+    pipelines = {labels["state"]: value for labels, value in found["pyattacker_run_pipelines"]}
+    assert pipelines == report["pipelines"]["by_state"]
+    by_outcome: Counter[str] = Counter()
+    by_task: Counter[str] = Counter()
+    for labels, value in found["pyattacker_run_attempts_total"]:
+        by_outcome[labels["outcome"]] += int(value)
+        by_task[labels["task"]] += int(value)
+    assert dict(by_outcome) == report["attempts"]["by_outcome"]
+    assert dict(by_task) == {name: t["attempts"] for name, t in report["tasks"].items()}
+    errors = {labels["class"]: value for labels, value in found["pyattacker_run_errors_total"]}
+    assert errors == report["attempts"]["by_error_class"]
+    assert found["pyattacker_run_retries_total"] == [({}, report["attempts"]["retries"])]

@@ -5,26 +5,16 @@ from __future__ import annotations
 
 import json
 import signal
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from prometheus_client.parser import text_string_to_metric_families
 
 from pyattacker.cli import run_cli
 from pyattacker.report._run_metrics import metric_lines
-from serve_helpers import fetch, finished_store, served
-
-
-def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
-    found: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return found
+from serve_helpers import assert_metrics_equal_the_report, fetch, finished_store, samples, served
 
 
 def _report(store: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -32,22 +22,6 @@ def _report(store: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     assert run_cli(["report", str(store), "--json"]) == 0
     report: dict[str, Any] = json.loads(capsys.readouterr().out)
     return report
-
-
-def assert_metrics_equal_the_report(text: str, report: dict[str, Any]) -> None:
-    samples = _samples(text)
-    pipelines = {labels["state"]: value for labels, value in samples["pyattacker_run_pipelines"]}
-    assert pipelines == report["pipelines"]["by_state"]
-    by_outcome: Counter[str] = Counter()
-    by_task: Counter[str] = Counter()
-    for labels, value in samples["pyattacker_run_attempts_total"]:
-        by_outcome[labels["outcome"]] += int(value)
-        by_task[labels["task"]] += int(value)
-    assert dict(by_outcome) == report["attempts"]["by_outcome"]
-    assert dict(by_task) == {name: t["attempts"] for name, t in report["tasks"].items()}
-    errors = {labels["class"]: value for labels, value in samples["pyattacker_run_errors_total"]}
-    assert errors == report["attempts"]["by_error_class"]
-    assert samples["pyattacker_run_retries_total"] == [({}, report["attempts"]["retries"])]
 
 
 @pytest.mark.slow
@@ -99,10 +73,10 @@ _LABEL_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
 def test_any_label_value_reads_back_unchanged_through_a_prometheus_parser(
     task: str, error_class: str
 ) -> None:
-    metrics = [
+    metrics: list[tuple[str, str, str, list[tuple[dict[str, str], float]]]] = [
         ("pyattacker_run_attempts_total", "counter", "Attempts.", [({"task": task}, 3)]),
         ("pyattacker_run_errors_total", "counter", "Errors.", [({"class": error_class}, 2.5)]),
     ]
-    samples = _samples("".join(metric_lines(metrics)))
-    assert samples["pyattacker_run_attempts_total"] == [({"task": task}, 3.0)]
-    assert samples["pyattacker_run_errors_total"] == [({"class": error_class}, 2.5)]
+    found = samples("".join(metric_lines(metrics)))
+    assert found["pyattacker_run_attempts_total"] == [({"task": task}, 3.0)]
+    assert found["pyattacker_run_errors_total"] == [({"class": error_class}, 2.5)]
