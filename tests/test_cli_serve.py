@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import given
@@ -48,6 +50,10 @@ def test_a_served_store_answers_metrics_equal_to_its_report_and_refuses_the_rest
         status, headers, body = fetch(f"{url}/", method="HEAD")
         assert (status, body) == (200, b"")
         assert int(headers["Content-Length"]) > 1000
+        address = (urlsplit(url).hostname, urlsplit(url).port)
+        with socket.create_connection(address, timeout=60) as raw:
+            raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            assert raw.recv(64).startswith(b"HTTP/1.1 400 ")
         page = fetch(f"{url}/")[2].decode()
         assert 'http-equiv="refresh"' not in page  # a finished run's page stays still
         assert "<b id=injected>" not in page

@@ -11,7 +11,7 @@ from typing import IO
 import pytest
 
 from pyattacker.cli import run_cli
-from pyattacker.cli._watch import Look, status_lines
+from pyattacker.cli._watch import Look, _show, status_lines
 from serve_helpers import (
     assert_metrics_equal_the_report,
     child,
@@ -126,3 +126,15 @@ def _read_until(stream: IO[str], text: str) -> str:
         if text in line:
             return seen
     raise AssertionError(f"never saw {text!r} in:\n{seen}")
+
+
+def test_a_terminal_is_redrawn_in_place_and_a_pipe_gets_one_plain_line_per_look(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _show(["12:00:00 run r1 running (live)", "pipelines 3/9 done"], terminal=True)
+    assert (
+        capsys.readouterr().out
+        == "\x1b[H\x1b[2J12:00:00 run r1 running (live)\npipelines 3/9 done\n"
+    )
+    _show(["12:00:00 run r1 running (live)", "pipelines 3/9 done"], terminal=False)
+    assert capsys.readouterr().out == "12:00:00 run r1 running (live) | pipelines 3/9 done\n"

@@ -68,7 +68,7 @@ def status_lines(summary: Mapping[str, Any], rate: float | None) -> list[str]:
     lines = [
         f"{datetime.now().strftime('%H:%M:%S')} {state}",
         f"pipelines {done}/{total if total is not None else '?'} done "
-        f"({_counts(by_state)}) {_pace(done, total, rate)}",
+        f"({_counts(by_state)}) {_pace(done, total, rate)}".rstrip(),
         f"attempts {attempts['total']} ({_counts(attempts['by_outcome'])})",
     ]
     if attempts["by_error_class"]:
@@ -132,8 +132,9 @@ def _ended(summary: Mapping[str, Any]) -> bool:
 
 
 def _show(lines: list[str], *, terminal: bool) -> None:
+    """A terminal's screen is cleared and redrawn; anything else gets one plain line."""
     if terminal:
-        click.echo(_CLEAR + "\n".join(lines), nl=True)
+        click.echo(_CLEAR + "\n".join(lines), color=True)  # a tty: keep the escape codes
     else:
         click.echo(" | ".join(lines))
     sys.stdout.flush()
