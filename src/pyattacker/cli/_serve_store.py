@@ -10,7 +10,7 @@ Routes (GET and HEAD only; any other method is 405, any other path 404):
 - ``/``: the run's page (``pyattacker report --html``'s), reloading itself every
   ``--refresh`` seconds while a run is live.
 - ``/report.json``: the summary ``pyattacker report --json`` prints.
-- ``/metrics``: Prometheus text (:func:`pyattacker.report.run_metrics`).
+- ``/metrics``: Prometheus text (:func:`pyattacker.report.prometheus_text`).
 - ``/healthz``: ``ok``.
 
 The HTTP is the least a browser and a scraper need: one request per connection
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import click
 
 from pyattacker.cli._run_commands import open_reader
-from pyattacker.report import live_run_page, run_metrics, summarize
+from pyattacker.report import live_run_page, prometheus_text, summarize
 
 __all__ = ["Response", "route", "serve_command"]
 
@@ -98,7 +98,7 @@ def _json(store: str, refresh_s: int) -> Response:
 def _metrics(store: str, refresh_s: int) -> Response:
     reader = open_reader(store)
     try:
-        text = run_metrics(reader)
+        text = prometheus_text(reader)
     finally:
         reader.close()
     return Response(200, _METRICS_TYPE, text.encode())

@@ -1,7 +1,7 @@
 """Renderers: turn measured facts into text, Markdown, JSON and HTML. Opinions live here.
 
 Also the opinions that gate a run: thresholds and goodput (:class:`Gate`), and the
-comparison of two reports; and a store as Prometheus metrics (:func:`run_metrics`).
+comparison of two reports.
 """
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
@@ -9,7 +9,7 @@ from pyattacker.report._compare import Comparison, Row, compare_reports, compari
 from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._html import attack_html, bench_html, run_html
 from pyattacker.report._run import summarize
-from pyattacker.report._run_metrics import live_run_page, run_metrics
+from pyattacker.report._run_metrics import live_run_page, prometheus_text
 from pyattacker.report._run_text import render_run_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
@@ -28,8 +28,8 @@ __all__ = [
     "comparison_text",
     "live_run_page",
     "parse_threshold",
+    "prometheus_text",
     "render_run_text",
     "run_html",
-    "run_metrics",
     "summarize",
 ]

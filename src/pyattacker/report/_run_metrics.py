@@ -1,6 +1,6 @@
 """A run's store as Prometheus metrics, and its page as a live server shows it.
 
-:func:`run_metrics` is what ``pyattacker serve STORE`` answers on ``/metrics``: the text
+:func:`prometheus_text` is what ``pyattacker serve STORE`` answers on ``/metrics``: the text
 exposition format (version 0.0.4) that Prometheus and every scraper compatible with it
 read. The figures are those of :func:`~pyattacker.report.summarize` (the same dict
 ``pyattacker report --json`` prints), plus one extra stream over the attempts for the
@@ -26,7 +26,7 @@ from pyattacker.report._html_run import store_extras
 from pyattacker.report._run import summarize
 from pyattacker.store import RowKind, Store
 
-__all__ = ["CONTENT_TYPE", "live_run_page", "metric_lines", "run_metrics"]
+__all__ = ["CONTENT_TYPE", "live_run_page", "metric_lines", "prometheus_text"]
 
 #: the Content-Type of the text exposition format
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -35,7 +35,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _Metric = tuple[str, str, str, list[tuple[dict[str, str], float]]]
 
 
-def run_metrics(store: Store) -> str:
+def prometheus_text(store: Store) -> str:
     """The Prometheus text of ``store`` (see the module docstring): pipelines by state,
     attempts by task and outcome, errors by class, retries and their delays, attempts and
     throttles per resource, and whether a run is live. Reads only; whatever the store
