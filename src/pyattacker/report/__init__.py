@@ -13,6 +13,7 @@ from pyattacker.report._html_compare import compare_html
 from pyattacker.report._live import LiveServer, serve_attack
 from pyattacker.report._metrics import AttackMetrics
 from pyattacker.report._run import summarize
+from pyattacker.report._run_metrics import live_run_page, prometheus_text
 from pyattacker.report._run_text import render_run_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
@@ -32,7 +33,9 @@ __all__ = [
     "compare_html",
     "compare_reports",
     "comparison_text",
+    "live_run_page",
     "parse_threshold",
+    "prometheus_text",
     "render_run_text",
     "run_html",
     "serve_attack",
