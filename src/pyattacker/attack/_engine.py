@@ -281,6 +281,11 @@ class Engine:
             completion_tokens=total.completion_tokens if llm else None,
         )
 
+    def snapshot(self) -> AttackResult:
+        """What has been measured so far, as a result (safe to call while running, once
+        :meth:`run` has begun): built from the tally when asked, never per request."""
+        return self._result()
+
     def _result(self) -> AttackResult:
         tally = self._counted()
         now = self.clock.now()
