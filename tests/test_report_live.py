@@ -120,6 +120,9 @@ def test_report_json_is_the_snapshot_read_when_asked_then_the_final_result(
     assert final["report"]["extra_section"] == result.total.requests
     assert seen
     assert not seen[0]["live"]["done"]
+    # mid-schedule, the planned and achieved rates are over the time so far
+    first = seen[0]["report"]["summary"]
+    assert first["schedule_s"] == first["elapsed_s"] < 1.5
     counts = [s["report"]["total"]["requests"] for s in seen]
     assert counts == sorted(counts)
     assert counts[0] < result.total.requests
