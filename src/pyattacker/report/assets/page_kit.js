@@ -187,7 +187,7 @@ var pyattackerKit = (function () {
       cursor: { drag: { x: true, y: false } },
     };
     if (o.xRange) opts.scales.x.range = function () { return o.xRange; };
-    new uPlot(opts, data, box);
+    plots.push(new uPlot(opts, data, box));
     if (o.caption) add(box, "figcaption", "", o.caption);
     return box;
   }
@@ -241,7 +241,12 @@ var pyattackerKit = (function () {
   // ------------------------------------------------------------------------ drawing
 
   var pages = {};
+  // the charts drawn: destroyed before the next draw, so a live page's redraws leave no
+  // chart (and its window listeners) behind
+  var plots = [];
   function draw() {
+    plots.forEach(function (u) { u.destroy(); });
+    plots = [];
     root.textContent = "";
     pages[payload.kind]();
     add(root, "footer", "", "Written by pyattacker " + payload.version + ". Every figure " +
