@@ -260,9 +260,7 @@ def test_report_json_during_an_attack_grows_to_the_final_json_report(
     assert counts[0] < counts[-1] <= report["total"]["requests"]
 
 
-def test_an_llm_attack_serves_a_ttft_histogram_counting_the_reports_ttfts(
-    tmp_path: Path,
-) -> None:
+def test_an_llm_attack_serves_a_ttft_histogram_and_its_whole_report(tmp_path: Path) -> None:
     from pyattacker.servers import LlmServerProcess
 
     with LlmServerProcess(models="m", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=4) as llm:
@@ -270,6 +268,10 @@ def test_an_llm_attack_serves_a_ttft_histogram_counting_the_reports_ttfts(
         with served_attack(f"{llm.url}/v1", tmp_path, *flags) as served:
             report = served.wait_for_report()
             final = families(served.get("/metrics")[2].decode())
+            page = json.loads(served.get("/report.json")[2])
+    assert page["title"] == "pyattacker attack report (LLM)"
+    assert page["report"] == report
+    assert page["report"]["llm"]["ttft_s"]["sent"]["count"] == 20
     ttft = final["pyattacker_ttft_seconds"]
     assert ttft[("pyattacker_ttft_seconds_count", ())] == report["llm"]["ttft_s"]["sent"]["count"]
     assert ttft[("pyattacker_ttft_seconds_bucket", (("le", "+Inf"),))] == 20
