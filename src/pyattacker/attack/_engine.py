@@ -285,7 +285,8 @@ class Engine:
         """What has been measured so far, as a result (safe to call while running, once
         :meth:`run` has begun): built from the tally when asked, never per request. While
         the schedule runs, it covers the time so far (so the planned and achieved rates are
-        of that time), not the planned span the final result counts."""
+        of that time), not the planned span the final result counts. Its counters and
+        histograms are the tally's own, still counting: read it at once (``to_dict()``)."""
         result = self._result()
         if self._schedule_end is None and self._flight.stopping is None:
             result = replace(result, schedule_s=result.elapsed)

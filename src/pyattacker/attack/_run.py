@@ -53,7 +53,8 @@ async def attack(
 
     ``on_start`` is handed, as the engine starts (after the first connections), a function
     returning what has been measured so far as an :class:`AttackResult` (see
-    :meth:`Engine.snapshot`): how ``attack --serve`` shows the whole report while it runs.
+    :meth:`Engine.snapshot`, read at once): how ``attack --serve`` shows the whole report
+    while it runs.
     It costs nothing unless called.
     """
     client: HttpClient | None = None
