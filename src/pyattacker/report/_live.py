@@ -172,14 +172,15 @@ class LiveServer:
     def report_body(self) -> bytes:
         """``/report.json``'s body: built again only when the last one is older than
         :data:`REPORT_BUDGET` times what building it cost, so however many pages poll,
-        the report (about 0.1 s for an hour of 1 s windows) takes at most 1/50 of the loop."""
+        the report (about 0.1 s for an hour of 1 s windows) takes at most 1/50 of the loop;
+        the final one is built once."""
         now = self._clock.now()
         cached = self._report_cache
-        if cached is not None and now - cached[0] < REPORT_BUDGET * cached[1]:
+        if cached is not None and (self.done or now - cached[0] < REPORT_BUDGET * cached[1]):
             return cached[2]
         payload = self.report_json()
         body = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=str).encode()
-        if "report" in payload and not self.done:  # nothing to keep before the start or after
+        if "report" in payload:  # before the start, there is nothing to keep
             self._report_cache = (now, self._clock.now() - now, body)
         return body
 
