@@ -16,7 +16,8 @@
     if (!line) {
       line = k.el("p", "sub", "");
       line.id = "live-status";
-      k.root.insertBefore(line, k.root.firstChild);
+      var title = k.root.querySelector("h1");  // under the page's title
+      k.root.insertBefore(line, title ? title.nextSibling : k.root.firstChild);
     }
     line.textContent = text;
   }
