@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from live_helpers import pause, served_attack
-from pyattacker.attack import Progress
+from pyattacker.attack import AttackPlan, OpenModel, Progress, attack
 from pyattacker.cli import run_cli
 from pyattacker.report import LiveServer
 from pyattacker.servers import EchoServerProcess
@@ -72,14 +72,60 @@ def test_only_get_and_head_are_allowed() -> None:
         assert server.respond(method, "/healthz")[0] == 405
 
 
-def test_the_page_loads_its_scripts_from_the_server_and_inserts_no_html() -> None:
+def test_the_pages_load_their_scripts_from_the_server_and_insert_no_html() -> None:
     server = LiveServer()
-    page = server.respond("GET", "/")[2].decode()
-    assert '<script src="/assets/live.js">' in page
-    assert "<script>" not in page  # no inline script: the CSP allows none
-    script = server.respond("GET", "/assets/live.js")[2].decode()
-    assert "innerHTML" not in script
-    assert "insertAdjacentHTML" not in script
+    report_page = server.respond("GET", "/")[2].decode()
+    progress_page = server.respond("GET", "/progress")[2].decode()
+    for script in ("uPlot.js", "page_kit.js", "page_attack.js", "page_live.js"):
+        assert f'<script src="/assets/{script}">' in report_page
+    assert '<script src="/assets/live.js">' in progress_page
+    for page in (report_page, progress_page):
+        assert "<script>" not in page  # no inline script: the CSP allows none
+    for name in ("live.js", "page_kit.js", "page_attack.js", "page_live.js"):
+        script = server.respond("GET", f"/assets/{name}")[2].decode()
+        assert "innerHTML" not in script, name
+        assert "insertAdjacentHTML" not in script, name
+
+
+def test_report_json_before_the_attack_starts_says_only_that() -> None:
+    answer = json.loads(LiveServer().respond("GET", "/report.json")[2])
+    assert answer == {"live": {"started": False, "done": False, "stop_reason": None}}
+
+
+def test_report_json_is_the_snapshot_read_when_asked_then_the_final_result(
+    echo: EchoServerProcess,
+) -> None:
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=200), duration=1.5)
+    server = LiveServer(sections=lambda result: {"extra_section": result.total.requests})
+    seen: list[dict[str, Any]] = []
+
+    async def main() -> Any:
+        async def look() -> None:
+            while not server.done:
+                await asyncio.sleep(0.1)
+                if server.snapshot is not None:
+                    seen.append(json.loads(server.respond("GET", "/report.json")[2]))
+
+        looking = asyncio.create_task(look())
+        result = await attack(plan, on_start=server.on_start)
+        server.finish(result)
+        await looking
+        return result
+
+    result = asyncio.run(main())
+    final = json.loads(server.respond("GET", "/report.json")[2])
+    assert final["live"] == {"started": True, "done": True, "stop_reason": None}
+    assert final["kind"] == "attack"
+    assert final["report"]["total"] == json.loads(json.dumps(result.to_dict()))["total"]
+    assert final["report"]["extra_section"] == result.total.requests
+    assert seen
+    assert not seen[0]["live"]["done"]
+    # mid-schedule, the planned and achieved rates are over the time so far
+    first = seen[0]["report"]["summary"]
+    assert first["schedule_s"] == first["elapsed_s"] < 1.5
+    counts = [s["report"]["total"]["requests"] for s in seen]
+    assert counts == sorted(counts)
+    assert counts[0] < result.total.requests
 
 
 # ----------------------------------------------------------------- the server on a socket
@@ -189,9 +235,32 @@ def test_metrics_scraped_during_an_attack_grow_to_the_final_reports_counts(
     assert seen[0] < total["requests"]  # at least one scrape saw the attack unfinished
 
 
-def test_an_llm_attack_serves_a_ttft_histogram_counting_the_reports_ttfts(
-    tmp_path: Path,
+def test_report_json_during_an_attack_grows_to_the_final_json_report(
+    echo: EchoServerProcess, tmp_path: Path
 ) -> None:
+    flags = ("--rate", "200/s", "--duration", "3s", "--threshold", "error_rate < 90%")
+    with served_attack(echo.url, tmp_path, *flags) as served:
+        seen = []
+        while not served.report.exists():
+            assert served.process.poll() is None, "the attack ended without a report"
+            status, headers, body = served.get("/report.json")
+            assert status == 200
+            assert headers["Content-Type"] == "application/json"
+            seen.append(json.loads(body))
+            pause(0.2)
+        report = served.wait_for_report()
+        final = json.loads(served.get("/report.json")[2])
+    assert final["live"]["done"] is True
+    assert final["report"] == report  # the gate's thresholds section included
+    assert "thresholds" in report
+    running = [s["report"] for s in seen if s["live"]["started"] and not s["live"]["done"]]
+    assert len(running) >= 2
+    counts = [r["total"]["requests"] for r in running]
+    assert counts == sorted(counts)
+    assert counts[0] < counts[-1] <= report["total"]["requests"]
+
+
+def test_an_llm_attack_serves_a_ttft_histogram_and_its_whole_report(tmp_path: Path) -> None:
     from pyattacker.servers import LlmServerProcess
 
     with LlmServerProcess(models="m", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=4) as llm:
@@ -199,6 +268,10 @@ def test_an_llm_attack_serves_a_ttft_histogram_counting_the_reports_ttfts(
         with served_attack(f"{llm.url}/v1", tmp_path, *flags) as served:
             report = served.wait_for_report()
             final = families(served.get("/metrics")[2].decode())
+            page = json.loads(served.get("/report.json")[2])
+    assert page["title"] == "pyattacker attack report (LLM)"
+    assert page["report"] == report
+    assert page["report"]["llm"]["ttft_s"]["sent"]["count"] == 20
     ttft = final["pyattacker_ttft_seconds"]
     assert ttft[("pyattacker_ttft_seconds_count", ())] == report["llm"]["ttft_s"]["sent"]["count"]
     assert ttft[("pyattacker_ttft_seconds_bucket", (("le", "+Inf"),))] == 20

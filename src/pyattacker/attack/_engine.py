@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyattacker.attack._dispatch import DirectDispatcher, Dispatcher, TaskDispatcher
 from pyattacker.attack._lag import LagProbe
@@ -280,6 +280,17 @@ class Engine:
             ttft_p99=_p(total.ttft, 99) if llm else None,
             completion_tokens=total.completion_tokens if llm else None,
         )
+
+    def snapshot(self) -> AttackResult:
+        """What has been measured so far, as a result (safe to call while running, once
+        :meth:`run` has begun): built from the tally when asked, never per request. While
+        the schedule runs, it covers the time so far (so the planned and achieved rates are
+        of that time), not the planned span the final result counts. Its counters and
+        histograms are the tally's own, still counting: read it at once (``to_dict()``)."""
+        result = self._result()
+        if self._schedule_end is None and self._flight.stopping is None:
+            result = replace(result, schedule_s=result.elapsed)
+        return result
 
     def _result(self) -> AttackResult:
         tally = self._counted()

@@ -35,6 +35,7 @@ async def attack(
     progress_every: float = 0.5,
     stop_on_signals: bool = False,
     limits: Limits | None = None,
+    on_start: Callable[[Callable[[], AttackResult]], None] | None = None,
 ) -> AttackResult:
     """Run ``plan`` on the running loop and return what it measured.
 
@@ -49,6 +50,12 @@ async def attack(
     ``limits`` bound what the client reads and keeps of each response (default: heads up
     to 64 KiB, the first 4 KiB of each body kept, every byte counted); an LLM attack
     keeps at least 8 MiB of each whole answer, the most it parses.
+
+    ``on_start`` is handed, as the engine starts (after the first connections), a function
+    returning what has been measured so far as an :class:`AttackResult` (see
+    :meth:`Engine.snapshot`, read at once): how ``attack --serve`` shows the whole report
+    while it runs.
+    It costs nothing unless called.
     """
     client: HttpClient | None = None
     if sender is None:
@@ -62,6 +69,8 @@ async def attack(
         await session.opened()
         if on_progress is not None:  # its elapsed time counts from the engine's start
             session.tick(on_progress, progress_every)
+        if on_start is not None:  # run() starts its clock before any other task can call it
+            on_start(engine.snapshot)
         return await engine.run()
     finally:
         await session.close()
@@ -206,6 +215,7 @@ def run_attack(
     progress_every: float = 0.5,
     stop_on_signals: bool = True,
     limits: Limits | None = None,
+    on_start: Callable[[Callable[[], AttackResult]], None] | None = None,
 ) -> AttackResult:
     """Run ``plan`` on a fresh uvloop event loop (asyncio's where uvloop is missing).
 
@@ -223,6 +233,7 @@ def run_attack(
                 progress_every=progress_every,
                 stop_on_signals=stop_on_signals,
                 limits=limits,
+                on_start=on_start,
             )
         )
 

@@ -310,7 +310,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
             result = run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
         else:  # the report is printed when the attack ends, before the server's linger
             result = serving.run(plan, on_record=on_record, on_progress=on_progress,
-                                 limits=limits, on_finish=finish)  # fmt: skip
+                                 limits=limits, on_finish=finish,
+                                 sections=gate.sections)  # fmt: skip
     finally:
         _close(live, samples)
     if serving is None:

@@ -9,7 +9,7 @@ scrape sees the counts the report prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -55,8 +55,10 @@ def serve_options(command: F) -> F:
         is_flag=False,
         flag_value=ANY_PORT,
         default=None,
-        help="While the attack runs, serve a live page (/), Prometheus metrics (/metrics) "
-        "and /healthz on 127.0.0.1:PORT (no PORT: a free one; the URL is printed). "
+        help="While the attack runs, serve its whole report page updated live every 2 s "
+        "(/, the charts of --html; its data at /report.json), a light progress page "
+        "(/progress), Prometheus metrics (/metrics) and /healthz on 127.0.0.1:PORT "
+        "(no PORT: a free one; the URL is printed). "
         "Put it after the URLs, or give a port.",
     )(command)
 
@@ -97,11 +99,13 @@ class Serving:
         on_progress: Callable[[Progress], str | None] | None,
         limits: Limits,
         on_finish: Callable[[AttackResult], None],
+        sections: Callable[[AttackResult], Mapping[str, Any]] | None = None,
     ) -> AttackResult:
         """Run ``plan`` served (see the module docstring); ``on_finish`` prints the report
-        before the linger. A port that cannot be bound is an error before any request."""
+        before the linger; ``sections`` adds the gate's to the page's report. A port that
+        cannot be bound is an error before any request."""
         targets = tuple(t.id for t in plan.resolved_targets())  # ids hold no key
-        server = LiveServer(llm=plan.llm is not None, targets=targets)
+        server = LiveServer(llm=plan.llm is not None, targets=targets, sections=sections)
         try:
             return serve_attack(
                 plan, server, host=self.host, port=self.port, linger=self.linger,

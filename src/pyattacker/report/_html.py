@@ -42,7 +42,16 @@ from pyattacker.store import Store
 if TYPE_CHECKING:  # the benchmark is not loaded for an attack's page
     from pyattacker.benchmark import BenchmarkReport
 
-__all__ = ["attack_html", "bench_html", "bench_notes", "embeddable", "machine", "page", "run_html"]
+__all__ = [
+    "attack_html",
+    "attack_payload",
+    "bench_html",
+    "bench_notes",
+    "embeddable",
+    "machine",
+    "page",
+    "run_html",
+]
 
 #: the JSON element's id; the page's scripts read the report from it
 DATA_ID = "report-data"
@@ -59,13 +68,25 @@ def attack_html(report: Mapping[str, Any], *, machine_info: Mapping[str, Any] | 
     ``machine_info`` describes where the attack ran (default: this machine, see
     :func:`machine`): the JSON report does not say, and the page is written where it ran.
     """
+    payload = attack_payload(report, machine_info=machine_info)
+    return page("attack", payload["title"], report, payload["extra"])
+
+
+def attack_payload(
+    report: Mapping[str, Any], *, machine_info: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What an attack's page draws (``kind``, ``title``, ``version``, ``report``,
+    ``extra``): embedded by :func:`attack_html`, served by ``attack --serve``."""
+    from pyattacker._version import __version__
+
     extra = {
         "warnings": attack_warnings(report),
         "machine": dict(machine() if machine_info is None else machine_info),
     }
     llm = report.get("plan", {}).get("llm")
     title = "pyattacker attack report" + (" (LLM)" if llm else "")
-    return page("attack", title, report, extra)
+    return {"kind": "attack", "title": title, "version": __version__, "report": report,
+            "extra": extra}  # fmt: skip
 
 
 def bench_html(report: BenchmarkReport) -> str:

@@ -2,13 +2,20 @@
 
 Routes (GET and HEAD only, anything else 405; unknown paths 404):
 
-* ``/`` the live page: charts of the attack's progress, redrawn from ``/progress.json``
-  every second (its scripts and styles come from ``/assets/``; its CSP allows nothing but
-  this server, and it builds its DOM with ``textContent`` only);
+* ``/`` the attack's whole report page (the one ``attack --html`` writes, drawn by the same
+  scripts), redrawn from ``/report.json`` every 2 seconds while the attack runs;
+* ``/report.json`` what the page draws: the attack's JSON report so far (its result's
+  ``to_dict()``, built when asked, with the gate's sections when there are thresholds), the
+  page's extras, and whether the attack has started and finished (before it has started,
+  only that);
+* ``/progress`` the light page: charts of the progress snapshots, redrawn every second;
 * ``/progress.json`` every progress snapshot so far (:class:`Progress`, two a second) as
   columns (``?since=SECONDS``: only those taken after), and whether the attack has finished;
 * ``/metrics`` Prometheus text format 0.0.4 (:class:`AttackMetrics`);
 * ``/healthz`` ``ok``.
+
+The pages' scripts and styles come from ``/assets/``; their CSP allows nothing but this
+server, and they build their DOM with ``textContent`` only.
 
 It binds 127.0.0.1 unless told otherwise. Each connection carries one request (the answer
 says ``Connection: close``); a request head larger than 16 KiB or slower than 10 s is
@@ -28,7 +35,7 @@ import contextlib
 import json
 import math
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from functools import cache
 from importlib import resources
@@ -36,8 +43,10 @@ from typing import Any
 
 from pyattacker._gc import quiet_gc
 from pyattacker.attack import AttackPlan, AttackResult, Progress, attack, run_on_fast_loop
+from pyattacker.clock import LoopClock
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
+from pyattacker.report._html import attack_payload
 from pyattacker.report._metrics import AttackMetrics
 
 __all__ = ["LiveServer", "serve_attack"]
@@ -45,6 +54,8 @@ __all__ = ["LiveServer", "serve_attack"]
 #: at most this many snapshots are kept; beyond, every other one is dropped (2 a second
 #: fill it in about 2.8 hours, and then each halving keeps the whole run in view)
 MAX_POINTS = 20_000
+#: /report.json is built again once its last build is this many times its cost old
+REPORT_BUDGET = 50
 _HEAD_LIMIT = 16 * 1024
 _HEAD_TIMEOUT_S = 10.0
 
@@ -57,6 +68,9 @@ _ASSETS = {
     "/assets/uPlot.css": ("uPlot.min.css", "text/css; charset=utf-8"),
     "/assets/page.css": ("page.css", "text/css; charset=utf-8"),
     "/assets/live.js": ("live.js", "text/javascript; charset=utf-8"),
+    "/assets/page_kit.js": ("page_kit.js", "text/javascript; charset=utf-8"),
+    "/assets/page_attack.js": ("page_attack.js", "text/javascript; charset=utf-8"),
+    "/assets/page_live.js": ("page_live.js", "text/javascript; charset=utf-8"),
 }
 _REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request"}
 #: the Progress figures the page charts, in this order (see assets/live.js)
@@ -77,13 +91,27 @@ class LiveServer:
     running loop.
     """
 
-    def __init__(self, *, llm: bool = False, targets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        llm: bool = False,
+        targets: tuple[str, ...] = (),
+        sections: Callable[[AttackResult], Mapping[str, Any]] | None = None,
+    ) -> None:
+        """``sections`` adds to each ``/report.json`` report what the JSON report adds to
+        the result's ``to_dict()`` (the gate's verdicts: ``Gate.sections``)."""
         self.metrics = AttackMetrics(llm=llm)
         self.llm, self.targets = llm, targets
         self.points: list[tuple[float | int | None, ...]] = []
         self.in_flight = 0
         self.done = False
         self.stop_reason: str | None = None
+        self.sections = sections
+        self.snapshot: Callable[[], AttackResult] | None = None
+        self.result: AttackResult | None = None
+        #: the last /report.json body built while running: (when, seconds it took, body)
+        self._report_cache: tuple[float, float, bytes] | None = None
+        self._clock = LoopClock()
         self._server: asyncio.Server | None = None
         self.started = False  # whether start() bound its socket
 
@@ -123,6 +151,10 @@ class LiveServer:
 
         return keep
 
+    def on_start(self, snapshot: Callable[[], AttackResult]) -> None:
+        """The attack's ``on_start``: keeps the function ``/report.json`` reads."""
+        self.snapshot = snapshot
+
     def record_progress(self, progress: Progress) -> None:
         figures = asdict(progress)
         self.in_flight = progress.in_flight
@@ -134,6 +166,36 @@ class LiveServer:
         """The attack is over: the page says so (and why it stopped)."""
         self.done, self.in_flight = True, 0
         self.stop_reason = result.stop_reason
+        self.result = result
+        self._report_cache = None
+
+    def report_body(self) -> bytes:
+        """``/report.json``'s body: built again only when the last one is older than
+        :data:`REPORT_BUDGET` times what building it cost, so however many pages poll,
+        the report (about 0.1 s for an hour of 1 s windows) takes at most 1/50 of the loop;
+        the final one is built once."""
+        now = self._clock.now()
+        cached = self._report_cache
+        if cached is not None and (self.done or now - cached[0] < REPORT_BUDGET * cached[1]):
+            return cached[2]
+        payload = self.report_json()
+        body = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=str).encode()
+        if "report" in payload:  # before the start, there is nothing to keep
+            self._report_cache = (now, self._clock.now() - now, body)
+        return body
+
+    def report_json(self) -> dict[str, Any]:
+        """The payload of the attack's page (as ``attack --html`` embeds it) for what has
+        been measured so far (the final result once finished), plus ``live``: whether the
+        attack has started and finished. Before it has started, ``live`` alone."""
+        result = self.result
+        if result is None and self.snapshot is not None:
+            result = self.snapshot()
+        live = {"started": result is not None, "done": self.done, "stop_reason": self.stop_reason}
+        if result is None:
+            return {"live": live}
+        report = {**result.to_dict(), **(self.sections(result) if self.sections else {})}
+        return {**attack_payload(report), "live": live}
 
     def progress_json(self, since: float | None = None) -> dict[str, Any]:
         """The snapshots taken after ``since`` seconds (all without), as columns: the page
@@ -156,7 +218,11 @@ class LiveServer:
             return 405, "text/plain; charset=utf-8", b"only GET and HEAD\n"
         path, _, query = path.partition("?")
         if path == "/":
+            return 200, "text/html; charset=utf-8", _asset("live_report.html").encode()
+        if path == "/progress":
             return 200, "text/html; charset=utf-8", _asset("live.html").encode()
+        if path == "/report.json":
+            return 200, "application/json", self.report_body()
         if path == "/progress.json":
             data = self.progress_json(_since(query))
             body = json.dumps(data, allow_nan=False, separators=(",", ":"))
@@ -290,6 +356,7 @@ def serve_attack(
                 on_progress=server.on_progress(on_progress),
                 stop_on_signals=True,
                 limits=limits,
+                on_start=server.on_start,
             )
             server.finish(result)
             if on_finish is not None:

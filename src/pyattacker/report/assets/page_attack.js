@@ -10,6 +10,7 @@
   // ------------------------------------------------------------------------ attack page
 
   function attackPage() {
+    R = k.R; X = k.X; payload = k.payload;  // the live page loads a new one before each draw
     var plan = R.plan, s = R.summary, llm = R.llm;
     add(root, "h1", "", payload.title);
     var load = plan.load;

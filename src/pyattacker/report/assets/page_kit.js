@@ -12,9 +12,12 @@
 var pyattackerKit = (function () {
   "use strict";
 
-  var payload = JSON.parse(document.getElementById("report-data").textContent);
-  var R = payload.report;
-  var X = payload.extra;
+  // A report file embeds its payload; the live page (attack --serve) has none, and hands
+  // each one it fetches to load() before draw().
+  var embedded = document.getElementById("report-data");
+  var payload = embedded ? JSON.parse(embedded.textContent) : null;
+  var R = payload && payload.report;
+  var X = payload && payload.extra;
   var root = document.getElementById("page");
   var COLORS = ["#1f6fd1", "#d1541f", "#2a9d4b", "#8a3fc4", "#c4a000", "#1aa3a3", "#b83280",
     "#5b6472"];
@@ -184,7 +187,7 @@ var pyattackerKit = (function () {
       cursor: { drag: { x: true, y: false } },
     };
     if (o.xRange) opts.scales.x.range = function () { return o.xRange; };
-    new uPlot(opts, data, box);
+    plots.push(new uPlot(opts, data, box));
     if (o.caption) add(box, "figcaption", "", o.caption);
     return box;
   }
@@ -238,18 +241,30 @@ var pyattackerKit = (function () {
   // ------------------------------------------------------------------------ drawing
 
   var pages = {};
+  // the charts drawn: destroyed before the next draw, so a live page's redraws leave no
+  // chart (and its window listeners) behind
+  var plots = [];
   function draw() {
+    plots.forEach(function (u) { u.destroy(); });
+    plots = [];
     root.textContent = "";
     pages[payload.kind]();
     add(root, "footer", "", "Written by pyattacker " + payload.version + ". Every figure " +
-      "here is a value of the JSON report embedded in this file (view the source).");
+      "here is a value of " + (payload.live ? "the attack's /report.json, fetched when " +
+      "drawn." : "the JSON report embedded in this file (view the source)."));
     document.body.setAttribute("data-rendered", "true");
   }
+  // Draw from another payload next (the live page's fetched report).
+  function load(p) {
+    payload = p; R = p.report; X = p.extra;
+    api.payload = p; api.R = R; api.X = X;
+  }
 
-  return {
-    pages: pages, draw: draw, payload: payload, R: R, X: X, root: root, QS: QS, F: F,
+  var api = {
+    pages: pages, draw: draw, load: load, payload: payload, R: R, X: X, root: root, QS: QS, F: F,
     el: el, add: add, get: get, shown: shown, seconds: seconds, value: value,
     section: section, note: note, table: table, tiles: tiles, kv: kv, chart: chart, hdr: hdr,
     distTable: distTable, countsTable: countsTable, windowsX: windowsX, perSecond: perSecond,
   };
+  return api;
 })();
