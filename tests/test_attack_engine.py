@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from pyattacker._gc import quiet_gc
-from pyattacker.attack import AttackPlan, AttackResult, ClosedModel, Engine, OpenModel, Target
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    ClosedModel,
+    Engine,
+    OpenModel,
+    Progress,
+    Target,
+)
 from pyattacker.attack._tally import ErrorGroup
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
@@ -481,3 +489,25 @@ def test_a_request_stamped_on_another_clock_is_reported_and_the_run_counts_every
     assert [str(c["exception"]) for c in reported] == [
         "time 999.0 is before the series origin 1000.0"
     ]
+
+
+def test_progress_reports_each_targets_leases_held_at_that_instant() -> None:
+    # 100/s, each answer after 50 ms, on virtual time: at t = 1.0025 exactly the requests
+    # sent in the 50 ms before hold a lease.
+    plan = AttackPlan.build([A], OpenModel(rate=100), duration=2.0, connections=16)
+    seen: list[Progress] = []
+    records: list[RequestRecord] = []
+
+    async def main() -> AttackResult:
+        engine = Engine(plan, FakeServer(), on_record=records.append)
+        asyncio.get_running_loop().call_later(1.0025, lambda: seen.append(engine.progress()))
+        return await engine.run()
+
+    run_virtual(main(), start=0.0)
+    (progress,) = seen
+    at = 1.0025
+    holding = [r for r in records if r.sent is not None and r.sent <= at < (r.end or 0.0)]
+    ((target, held, most),) = progress.leases
+    assert target == plan.resolved_targets()[0].id
+    assert held == len(holding) == 5
+    assert most == 16

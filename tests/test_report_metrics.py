@@ -134,3 +134,20 @@ def test_counts_and_histograms_agree_with_the_records_for_any_mix(
     ]
     assert cumulative == sorted(cumulative)
     assert cumulative[-1] == answered
+
+
+def test_each_targets_leases_are_gauges_of_held_and_most() -> None:
+    text = AttackMetrics().exposition(
+        in_flight=3, leases=(("http://a/", 2, 8), ('b "quoted"', 1, 4))
+    )
+    families = parsed(text)
+    kind, held = families["pyattacker_leases_active"]
+    assert kind == "gauge"
+    assert held == {
+        ("pyattacker_leases_active", (("target", "http://a/"),)): 2.0,
+        ("pyattacker_leases_active", (("target", 'b "quoted"'),)): 1.0,
+    }
+    kind, most = families["pyattacker_lease_capacity"]
+    assert kind == "gauge"
+    assert set(most.values()) == {8.0, 4.0}
+    assert "pyattacker_leases_active" not in parsed(AttackMetrics().exposition(in_flight=0))

@@ -70,6 +70,8 @@ class Progress:
     ttft_p50: float | None = None
     ttft_p99: float | None = None
     completion_tokens: int | None = None
+    # each target's leases now: (target id, leases held, most it may hold)
+    leases: tuple[tuple[str, int, int], ...] = ()
 
 
 class Engine:
@@ -279,6 +281,7 @@ class Engine:
             ttft_p50=_p(total.ttft, 50) if llm else None,
             ttft_p99=_p(total.ttft, 99) if llm else None,
             completion_tokens=total.completion_tokens if llm else None,
+            leases=tuple((s.id, s.active, s.capacity) for s in self.pool.snapshot()),
         )
 
     def snapshot(self) -> AttackResult:

@@ -104,6 +104,7 @@ class LiveServer:
         self.llm, self.targets = llm, targets
         self.points: list[tuple[float | int | None, ...]] = []
         self.in_flight = 0
+        self.leases: tuple[tuple[str, int, int], ...] = ()
         self.done = False
         self.stop_reason: str | None = None
         self.sections = sections
@@ -157,7 +158,7 @@ class LiveServer:
 
     def record_progress(self, progress: Progress) -> None:
         figures = asdict(progress)
-        self.in_flight = progress.in_flight
+        self.in_flight, self.leases = progress.in_flight, progress.leases
         self.points.append(tuple(figures[name] for name in _FIGURES))
         if len(self.points) > MAX_POINTS:
             self.points = self.points[::2]
@@ -165,6 +166,7 @@ class LiveServer:
     def finish(self, result: AttackResult) -> None:
         """The attack is over: the page says so (and why it stopped)."""
         self.done, self.in_flight = True, 0
+        self.leases = tuple((target, 0, most) for target, _, most in self.leases)
         self.stop_reason = result.stop_reason
         self.result = result
         self._report_cache = None
@@ -228,7 +230,7 @@ class LiveServer:
             body = json.dumps(data, allow_nan=False, separators=(",", ":"))
             return 200, "application/json", body.encode()
         if path == "/metrics":
-            text = self.metrics.exposition(in_flight=self.in_flight)
+            text = self.metrics.exposition(in_flight=self.in_flight, leases=self.leases)
             return 200, "text/plain; version=0.0.4; charset=utf-8", text.encode()
         if path == "/healthz":
             return 200, "text/plain; charset=utf-8", b"ok\n"

@@ -20,6 +20,8 @@ The metrics (every name starts ``pyattacker_``):
   (service time); its ``_count`` is the report's ``latency_s.<clock>.count``;
 * ``ttft_seconds`` histogram (LLM attacks only): time to first token, sent clock;
 * ``in_flight`` gauge: requests in progress at the scrape (from the live progress).
+* ``leases_active`` and ``lease_capacity`` gauges, by ``target``: the leases each target
+  holds at the scrape and the most it may hold (from the live progress; 0 held at the end).
 
 Buckets are fixed (:data:`BUCKETS`, 1 ms to 60 s): a histogram's buckets must not change
 during a scrape series, and these cover an HTTP service and an LLM alike.
@@ -112,8 +114,14 @@ class AttackMetrics:
         if self.llm and last.first_token is not None and last.sent is not None:
             self.ttft.observe(max(last.first_token - last.sent, 0.0))
 
-    def exposition(self, *, in_flight: int | None = None) -> str:
-        """The metrics as Prometheus text exposition format 0.0.4 (ends with a newline)."""
+    def exposition(
+        self,
+        *,
+        in_flight: int | None = None,
+        leases: Sequence[tuple[str, int, int]] = (),
+    ) -> str:
+        """The metrics as Prometheus text exposition format 0.0.4 (ends with a newline);
+        ``leases`` is each target's ``(id, held, most)`` (see :class:`Progress`)."""
         p = "pyattacker_"
         lines = _family(
             f"{p}requests_total", "counter", "Finished requests by outcome.",
@@ -146,6 +154,15 @@ class AttackMetrics:
             ]
         if in_flight is not None:
             lines += _family(f"{p}in_flight", "gauge", "Requests in progress.", [("", in_flight)])
+        if leases:
+            lines += _family(
+                f"{p}leases_active", "gauge", "Leases each target holds now.",
+                _labelled("target", ((t, held) for t, held, _ in leases)),
+            )  # fmt: skip
+            lines += _family(
+                f"{p}lease_capacity", "gauge", "The most leases each target may hold.",
+                _labelled("target", ((t, most) for t, _, most in leases)),
+            )  # fmt: skip
         return "\n".join(lines) + "\n"
 
 
