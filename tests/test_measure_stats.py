@@ -658,3 +658,26 @@ def test_windows_hold_each_throttled_attempt_where_it_ended_and_each_ok_stream_o
     assert sum(refused.values()) == stats.throttled_attempts
     assert sum(w.e2e_scheduled.count for w in windows) == stats.e2e_scheduled.count
     assert sum(w.ttft.count for w in windows) == stats.ttft.count
+
+
+def test_each_window_counts_its_requests_by_last_status_and_keeps_them_when_frozen() -> None:
+    def ended(n: int, at: float, status: int, outcome: Outcome, attempt: int = 1) -> Attempt:
+        return Attempt(
+            n, attempt, scheduled=at, sent=at, first_byte=at + 0.1, end=at + 0.1,
+            outcome=outcome, status=status,
+        )  # fmt: skip
+
+    series = WindowSeries(1.0, 0.0, live=1)  # every window but the newest is frozen
+    series.add_attempt(ended(0, 0.2, 200, Outcome.OK))
+    series.add_attempt(ended(1, 0.4, 500, Outcome.FAILED))
+    retried = RequestRecord.from_attempts(
+        [ended(2, 0.5, 429, Outcome.THROTTLED), ended(2, 1.5, 200, Outcome.OK, attempt=2)]
+    )
+    series.add(retried)  # counted once, by its last status, where it ended
+    series.add_attempt(ended(3, 2.5, 503, Outcome.FAILED))
+    first, second, third = series.windows()
+    assert first.statuses == {200: 1, 500: 1}
+    assert second.statuses == {200: 1}
+    assert third.statuses == {503: 1}
+    assert series.to_dict()["windows"][0]["statuses"] == {"200": 1, "500": 1}
+    assert WindowSeries.from_dict(series.to_dict()) == series

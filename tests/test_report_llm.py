@@ -260,7 +260,8 @@ def test_an_http_run_has_no_llm_section_in_any_form() -> None:
     assert "llm" not in json.loads(attack_json(result))
     assert set(data["windows"][0]) == {
         "index", "start", "width", "scheduled", "sent", "completed", "ok", "failed",
-        "throttled", "dropped", "cancelled", "max_in_flight", "latency", "service_time",
+        "throttled", "dropped", "cancelled", "max_in_flight", "statuses", "latency",
+        "service_time",
     }  # fmt: skip
     for text in (attack_text(result), attack_markdown(result)):
         assert "LLM" not in text

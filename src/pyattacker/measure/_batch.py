@@ -42,7 +42,9 @@ class OkBatch:
     """The one-attempt requests ``attempts``, each a plain OK answer, read once: a value
     that the counting classes add to their own figures.
 
-    ``sents`` and ``ends`` are the attempts' times; ``delays`` (sent minus scheduled),
+    ``statuses`` are the answers' statuses (those that have one); ``status_each`` the
+    status of each answer in order, ``None`` where it has none. ``sents`` and ``ends`` are
+    the attempts' times; ``delays`` (sent minus scheduled),
     ``latencies`` (end minus scheduled), ``services`` (end minus sent) and ``ttfbs``
     (first byte minus sent, of those that have one) are binned, each span negative
     counted as 0, as ``RequestStats`` does. When every first byte is its answer's end (a
@@ -53,7 +55,7 @@ class OkBatch:
 
     __slots__ = (
         "bytes_received", "bytes_sent", "count", "delays", "early", "ends", "error_classes",
-        "latencies", "sents", "services", "statuses", "ttfbs",
+        "latencies", "sents", "services", "status_each", "statuses", "ttfbs",
     )  # fmt: skip
 
     def __init__(self, attempts: Sequence[Attempt]) -> None:
@@ -95,6 +97,11 @@ class OkBatch:
             if first_byte is not None:
                 ttfbs.append(first_byte - sent if first_byte > sent else 0.0)
         self.statuses, self.error_classes = statuses, error_classes
+        # Each answer's status, in order (for a batch that spans windows): ``statuses``
+        # itself when every answer has one, as plain OK answers over HTTP always do.
+        self.status_each: Sequence[int | None] = (
+            statuses if len(statuses) == self.count else [a.status for a in attempts]
+        )
         self.sents, self.ends = sents, ends
         self.early, self.bytes_sent, self.bytes_received = early, sent_bytes, received_bytes
         self.delays = Binned(delays)

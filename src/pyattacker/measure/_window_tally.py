@@ -3,7 +3,8 @@ one is kept small (:meth:`WindowTally.freeze`, see ``_frozen.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyattacker.measure._binned import Binned
@@ -23,19 +24,21 @@ EXTRA = ("prompt_tokens", "completion_tokens", "throttled_attempts")
 _FIELDS = (*COUNTS, *EXTRA, "max_in_flight")
 LLM_HISTOGRAMS = ("ttft", "e2e_scheduled", "itl", "tpot")
 HISTOGRAMS = ("latency", "service_time", *LLM_HISTOGRAMS)
-# A closed window (see measure/_frozen.py): its counts, then its histograms packed.
-Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...]]
+# A closed window (see measure/_frozen.py): its counts, its histograms packed, and its
+# requests by last status as (status, count) pairs.
+Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...], tuple[tuple[int, int], ...]]
 
 
 class WindowTally:
     """One window's running counts and histograms."""
 
-    __slots__ = (*COUNTS, *EXTRA, *HISTOGRAMS, "max_in_flight")
+    __slots__ = (*COUNTS, *EXTRA, *HISTOGRAMS, "max_in_flight", "statuses")
 
     def __init__(self) -> None:
         self.scheduled = self.sent = self.completed = 0
         self.ok = self.failed = self.throttled = self.dropped = self.cancelled = 0
         self.max_in_flight = 0
+        self.statuses: Counter[int] = Counter()  # requests ending here, by last status
         self.latency = Histogram()
         self.service_time = Histogram()
         self.ttft = Histogram()
@@ -74,10 +77,13 @@ class WindowTally:
             self.prompt_tokens += usage_tokens(usage, "prompt_tokens", 0)
             self.completion_tokens += usage_tokens(usage, "completion_tokens", 0)
 
-    def add_ok(self, count: int, latencies: Binned, services: Binned) -> None:
-        """``count`` plain OK answers ending here, with their spans (binned)."""
+    def add_ok(
+        self, count: int, latencies: Binned, services: Binned, statuses: Iterable[int]
+    ) -> None:
+        """``count`` plain OK answers ending here, with their spans (binned) and statuses."""
         self.ok += count
         self.completed += count
+        self.statuses.update(statuses)
         self.latency.add_binned(latencies)
         self.service_time.add_binned(services)
 
@@ -85,20 +91,22 @@ class WindowTally:
         for name in (*COUNTS, *EXTRA):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.max_in_flight = max(self.max_in_flight, other.max_in_flight)
+        self.statuses.update(other.statuses)
         for name in HISTOGRAMS:
             getattr(self, name).merge(getattr(other, name))
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {name: getattr(self, name) for name in (*COUNTS, *EXTRA)}
         data["max_in_flight"] = self.max_in_flight
+        data["statuses"] = {str(status): n for status, n in sorted(self.statuses.items())}
         for name in HISTOGRAMS:
             data[name] = getattr(self, name).to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WindowTally:
-        """A tally from ``to_dict``; the LLM keys and ``throttled_attempts`` may be missing
-        (written before them): they are then 0 or empty."""
+        """A tally from ``to_dict``; the LLM keys, ``throttled_attempts`` and ``statuses``
+        may be missing (written before them): they are then 0 or empty."""
         tally = cls()
         for name in (*COUNTS, "max_in_flight", *EXTRA):
             if name not in data and name in EXTRA:
@@ -107,6 +115,10 @@ class WindowTally:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"window {name} must be a count >= 0, got {value!r}")
             setattr(tally, name, value)
+        for status, n in data.get("statuses", {}).items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"window statuses[{status}] must be a count >= 0, got {n!r}")
+            tally.statuses[int(status)] = n
         tally.latency = Histogram.from_dict(data["latency"])
         tally.service_time = Histogram.from_dict(data["service_time"])
         for name in LLM_HISTOGRAMS:
@@ -117,13 +129,15 @@ class WindowTally:
     def freeze(self) -> Frozen:
         """This window's counts, and its histograms coarsened and packed (``_frozen``)."""
         counts = tuple(getattr(self, name) for name in _FIELDS)
-        return counts, tuple(pack(getattr(self, name)) for name in HISTOGRAMS)
+        packed = tuple(pack(getattr(self, name)) for name in HISTOGRAMS)
+        return counts, packed, tuple(sorted(self.statuses.items()))
 
     @classmethod
     def thaw(cls, frozen: Frozen) -> WindowTally:
         """The tally :meth:`freeze` kept (with its coarse histograms)."""
         tally = cls()
-        counts, packed = frozen
+        counts, packed, statuses = frozen
+        tally.statuses.update(dict(statuses))
         for name, value in zip(_FIELDS, counts, strict=True):
             setattr(tally, name, value)
         for name, histogram in zip(HISTOGRAMS, packed, strict=True):

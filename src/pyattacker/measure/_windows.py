@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyattacker._checks import check_number
@@ -87,6 +87,7 @@ class Window:
     e2e_scheduled: Summary = _EMPTY
     itl: Summary = _EMPTY
     tpot: Summary = _EMPTY
+    statuses: Mapping[int, int] = field(default_factory=dict)
 
     def llm_dict(self) -> dict[str, Any]:
         """``ttft``, ``e2e_scheduled``, ``itl`` and ``tpot`` as :meth:`Summary.to_dict`, the
@@ -102,10 +103,12 @@ class Window:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Flat counts plus ``latency`` and ``service_time`` as :meth:`Summary.to_dict`."""
+        """Flat counts, ``statuses`` (requests ending here by their last HTTP status, keys
+        as strings), plus ``latency`` and ``service_time`` as :meth:`Summary.to_dict`."""
         data: dict[str, Any] = {"index": self.index, "start": self.start, "width": self.width}
         data.update({name: getattr(self, name) for name in COUNTS})
         data["max_in_flight"] = self.max_in_flight
+        data["statuses"] = {str(status): n for status, n in sorted(self.statuses.items())}
         data["latency"] = self.latency.to_dict()
         data["service_time"] = self.service_time.to_dict()
         return data
@@ -186,7 +189,7 @@ class WindowSeries:
     def stored_buckets(self) -> int:
         """How many histogram buckets every window together keeps (a measure of memory)."""
         live = sum(len(getattr(t, n)._counts) for t in self._tallies.values() for n in HISTOGRAMS)
-        frozen = sum(len(p[4]) for _, packed in self._frozen.values() for p in packed if p)
+        frozen = sum(len(p[4]) for _, packed, _ in self._frozen.values() for p in packed if p)
         return live + frozen
 
     def add(self, record: RequestRecord) -> None:
@@ -200,6 +203,9 @@ class WindowSeries:
         tally = self._tally(record.scheduled if end is None else end)
         outcome = record.outcome
         setattr(tally, outcome.value, getattr(tally, outcome.value) + 1)
+        status = record.attempts[-1].status
+        if status is not None:
+            tally.statuses[status] += 1
         if outcome in ANSWERED:
             tally.completed += 1
         for attempt in record.attempts:
@@ -227,6 +233,9 @@ class WindowSeries:
         else:
             name = outcome.value
             setattr(tally, name, getattr(tally, name) + 1)
+        status = attempt.status
+        if status is not None:
+            tally.statuses[status] += 1
         if outcome not in ANSWERED:
             return
         tally.completed += 1
@@ -258,16 +267,22 @@ class WindowSeries:
         # ends share a window lies wholly in it: the usual case, with no index per answer.
         first = self._index(first_end)
         if first == self._index(max(ends)):
-            self._tally_at(first).add_ok(batch.count, batch.latencies, batch.services)
+            self._tally_at(first).add_ok(
+                batch.count, batch.latencies, batch.services, batch.statuses
+            )
             return
         latencies, services = batch.latencies.values, batch.services.values
+        statuses = batch.status_each
         by_window: dict[int, list[int]] = {}
         for i, end in enumerate(ends):
             by_window.setdefault(self._index(end), []).append(i)
         for index in sorted(by_window):  # a batch across a window's end
             mine = by_window[index]
             self._tally_at(index).add_ok(
-                len(mine), Binned([latencies[i] for i in mine]), Binned([services[i] for i in mine])
+                len(mine),
+                Binned([latencies[i] for i in mine]),
+                Binned([services[i] for i in mine]),
+                [s for s in (statuses[i] for i in mine) if s is not None],
             )
 
     def _count_sent(self, sents: list[float], earliest: float) -> None:
@@ -326,6 +341,7 @@ class WindowSeries:
             max_in_flight=max_in_flight,
             latency=tally.latency.summary(),
             service_time=tally.service_time.summary(),
+            statuses=dict(tally.statuses),
             ttft=tally.ttft.summary(),
             e2e_scheduled=tally.e2e_scheduled.summary(),
             itl=tally.itl.summary(),

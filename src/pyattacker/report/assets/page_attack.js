@@ -145,7 +145,17 @@
         { label: "dropped", values: ws.map(function (w) { return w.dropped; }) },
         { label: "cancelled", values: ws.map(function (w) { return w.cancelled; }) },
       ], caption: "Each request counts in the window it ended in (dropped: the window it " +
-        "was due in). Status codes are reported for the whole attack, below." });
+        "was due in)." });
+    var codes = {};
+    ws.forEach(function (w) { Object.keys(w.statuses || {}).forEach(function (c) { codes[c] = 1; }); });
+    var sorted = Object.keys(codes).sort();
+    if (sorted.length) {
+      chart({ parent: grid, title: "Status codes over time", x: x,
+        xLabel: "time since start (s)", yLabel: "requests per window",
+        series: sorted.map(function (c) {
+          return { label: c, values: ws.map(function (w) { return (w.statuses || {})[c] || 0; }) };
+        }), caption: "Requests by their last HTTP status, in the window each ended in." });
+    }
   }
 
   function outcomesSection() {
