@@ -11,6 +11,7 @@ import asyncio
 import gc
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -511,3 +512,33 @@ def test_progress_reports_each_targets_leases_held_at_that_instant() -> None:
     assert target == plan.resolved_targets()[0].id
     assert held == len(holding) == 5
     assert most == 16
+
+
+def test_several_targets_each_get_windows_that_add_up_to_the_attacks() -> None:
+    # B answers 500 to every third request; windows of 250 ms over a 2 s schedule.
+    plan = AttackPlan.build([A, B], OpenModel(rate=100), duration=2.0, window=0.25)
+    server = FakeServer(
+        latency=lambda n, t: 0.02,
+        status=lambda n, attempt: 500 if n % 3 == 0 else 200,
+    )
+    result, _ = attack(plan, server)
+    ids = [target.id for target in plan.resolved_targets()]
+    assert set(result.target_windows) == set(ids)
+    for i, whole in enumerate(result.windows):
+        parts = [result.target_windows[t][i] for t in ids if i < len(result.target_windows[t])]
+        assert sum(p.completed for p in parts) == whole.completed
+        assert sum(p.sent for p in parts) == whole.sent
+        assert sum(p.latency.count for p in parts) == whole.latency.count
+        statuses: Counter[int] = Counter()
+        for p in parts:
+            statuses.update(p.statuses)
+        assert statuses == Counter(whole.statuses)
+    per_target = {t: sum(w.completed for w in result.target_windows[t]) for t in ids}
+    assert per_target == {t: result.by_target[t].requests for t in ids}
+    assert set(result.to_dict()["target_windows"]) == set(ids)
+
+
+def test_one_target_has_no_windows_of_its_own_beside_the_attacks() -> None:
+    result, _ = attack(AttackPlan.build([A], OpenModel(rate=10), duration=0.5), FakeServer())
+    assert result.target_windows == {}
+    assert result.to_dict()["target_windows"] == {}

@@ -59,9 +59,10 @@ def test_an_http_attack_page_draws_both_clocks_and_shows_the_json_reports_figure
         assert cli(args) == 1  # some requests failed, on purpose
     report = json.loads((tmp_path / "r.json").read_text())
     opened = open_report(chromium, tmp_path / "r.html")
-    painted = _assert_a_clean_page(opened, charts=6)
+    painted = _assert_a_clean_page(opened, charts=7)
     assert {
-        "Latency by percentile (HDR style)", "Offered vs achieved rate", "Status codes over time"
+        "Latency by percentile (HDR style)", "Offered vs achieved rate", "Status codes over time",
+        "p99 latency over time by target (scheduled clock)",
     } <= set(painted)  # fmt: skip
     per_window = sum(sum(w["statuses"].values()) for w in report["windows"])
     assert per_window == sum(report["total"]["status"].values())

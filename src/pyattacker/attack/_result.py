@@ -88,6 +88,8 @@ class AttackResult:
     total: RequestStats
     by_target: dict[str, RequestStats] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)
+    # with several targets, each one's windows: its requests by the window they ended in
+    target_windows: dict[str, list[Window]] = field(default_factory=dict)
     decisions: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
@@ -119,6 +121,9 @@ class AttackResult:
             total=tally.total,
             by_target=dict(tally.by_target) if len(targets) > 1 else {targets[0]: tally.total},
             windows=tally.windows.windows(),
+            target_windows={t: w.windows() for t, w in tally.windows_by_target.items()}
+            if len(targets) > 1
+            else {},
             errors=tally.errors.groups(),
             decisions=dict(decisions),
             stop_reason=stop_reason,
@@ -220,6 +225,10 @@ class AttackResult:
                 "retry_decisions": dict(sorted(self.decisions.items())),
                 "errors": [group.to_dict() for group in self.errors],
                 "windows": [w.to_dict() for w in self.windows],
+                "target_windows": {
+                    target: [w.to_dict() for w in windows]
+                    for target, windows in self.target_windows.items()
+                },
             }
         )
         if self.has_llm:

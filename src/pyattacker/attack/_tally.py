@@ -151,6 +151,9 @@ class Tally:
         self._total = RequestStats()
         self.by_target: dict[str, RequestStats] = {}
         self._windows = WindowSeries(window, origin)
+        # With several targets, each one's own windows too (its requests by their end).
+        self.windows_by_target: dict[str, WindowSeries] = {}
+        self._window_spec = (window, origin)
         self.scheduled = 0
         self._sent = 0
         self._late = 0
@@ -302,7 +305,12 @@ class Tally:
             stats = self.by_target.get(record.resource)
             if stats is None:
                 stats = self.by_target[record.resource] = RequestStats()
+                self.windows_by_target[record.resource] = WindowSeries(*self._window_spec)
             stats.add(record)
+            series = self.windows_by_target[record.resource]
+            series.add(record)
+            if record.sent is not None:
+                series.note_sent(record.sent)
         if record.sent is not None:
             self._sent_at(record.sent, record.scheduled)
         self._windows.add(record)

@@ -146,6 +146,18 @@
         { label: "cancelled", values: ws.map(function (w) { return w.cancelled; }) },
       ], caption: "Each request counts in the window it ended in (dropped: the window it " +
         "was due in)." });
+    var tw = R.target_windows || {}, names = Object.keys(tw);
+    if (names.length) {
+      chart({ parent: grid, title: "p99 latency over time by target (scheduled clock)", x: x,
+        xLabel: "time since start (s)", yLabel: "latency (ms)",
+        series: names.map(function (t) {
+          return { label: t, values: ws.map(function (w, i) {
+            var mine = tw[t][i];
+            return mine && mine.latency.count ? mine.latency.p99 * 1000 : null;
+          }) };
+        }), caption: "Each target's requests by the window they ended in; arrivals and " +
+          "drops belong to no target (one is chosen when a request leases it)." });
+    }
     var codes = {};
     ws.forEach(function (w) { Object.keys(w.statuses || {}).forEach(function (c) { codes[c] = 1; }); });
     var sorted = Object.keys(codes).sort();
@@ -192,8 +204,8 @@
           value("td", p.concat(["latency_s", "sent", "p99"]), F.ms),
           Object.keys(codes).map(function (c) { return c + ": " + codes[c]; }).join(", ")];
       }));
-    if (names.length > 1) note(root, "The report has no per-target time series; the latency " +
-      "by percentile chart above has one line per target.");
+    if (names.length > 1) note(root, "Each target's latency by percentile and its p99 over " +
+      "time are charted above, one line per target.");
   }
 
   function llmSection(llm) {
