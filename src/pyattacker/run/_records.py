@@ -86,7 +86,22 @@ class Recorder:
         if error_class is not None:
             counters.error_classes[error_class] += 1
         counters.decisions[str(decision["reason"])] += 1
-        row = AttemptRow(
+        self._commit.attempt(self._attempt_row(attempt, outcome, decision, error, error_class))
+
+    def ok_attempt(self, attempt: Attempt) -> None:
+        """The successful try as an attempts row of its own: no task row carries it."""
+        self._commit.attempt(self._attempt_row(attempt, "ok", OK_DECISION, None, None))
+
+    def _attempt_row(
+        self,
+        attempt: Attempt,
+        outcome: str,
+        decision: Mapping[str, Any],
+        error: BaseException | None,
+        error_class: str | None,
+    ) -> AttemptRow:
+        """The attempts row of ``attempt``'s current try, as it ended."""
+        return AttemptRow(
             run_id=self.run_id,
             pipeline_id=attempt.job.row.pipeline_id,
             seq=attempt.seq,
@@ -103,25 +118,6 @@ class Recorder:
             traceback=None if error is None else self._scrub.traceback(error),
             usage=attempt.ctx.usage,
         )
-        self._commit.attempt(row)
-
-    def ok_attempt(self, attempt: Attempt) -> None:
-        """The successful try as an attempts row of its own: no task row carries it."""
-        row = AttemptRow(
-            run_id=self.run_id,
-            pipeline_id=attempt.job.row.pipeline_id,
-            seq=attempt.seq,
-            task=attempt.task.name,
-            attempt=attempt.recorded,
-            outcome="ok",
-            started_at=attempt.started_at or 0.0,
-            ended_at=attempt.ended_at,
-            duration_s=attempt.duration_s,
-            decision=OK_DECISION,
-            resources=attempt.leased,
-            usage=attempt.ctx.usage,
-        )
-        self._commit.attempt(row)
 
     # -- task rows ------------------------------------------------------------------------
 
