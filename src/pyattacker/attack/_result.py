@@ -94,6 +94,9 @@ class AttackResult:
     errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
+    # requests that carry a name (a targets file's line, a scenario's step), by name
+    by_name: dict[str, RequestStats] = field(default_factory=dict)
+    name_windows: dict[str, list[Window]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -128,6 +131,8 @@ class AttackResult:
             decisions=dict(decisions),
             stop_reason=stop_reason,
             loop_lag=loop_lag,
+            by_name=dict(tally.names.stats),
+            name_windows={n: w.windows() for n, w in tally.names.windows.items()},
         )
 
     @property
@@ -229,6 +234,11 @@ class AttackResult:
                     target: [w.to_dict() for w in windows]
                     for target, windows in self.target_windows.items()
                 },
+                "names": {name: stats_dict(s) for name, s in self.by_name.items()},
+                "name_windows": {
+                    name: [w.to_dict() for w in windows]
+                    for name, windows in self.name_windows.items()
+                },
             }
         )
         if self.has_llm:
@@ -245,6 +255,12 @@ class AttackResult:
             section["targets"] = {
                 target: llm_stats_dict(stats, answers)
                 for target, stats in self.by_target.items()
+                if stats.has_llm
+            }
+        if self.by_name:
+            section["names"] = {
+                name: llm_stats_dict(stats, answers)
+                for name, stats in self.by_name.items()
                 if stats.has_llm
             }
         section["windows"] = [llm_window_dict(w, span) for w in self.windows]

@@ -29,6 +29,7 @@ __all__ = [
     "BATCH",
     "MAX_MESSAGES",
     "OTHER_MESSAGES",
+    "Breakdown",
     "ErrorGroup",
     "ErrorMessages",
     "Tally",
@@ -123,11 +124,38 @@ class ErrorMessages:
         return f"ErrorMessages(kept={len(self._counts)}, other={self.other})"
 
 
+class Breakdown:
+    """Requests counted apart by a key (a target, a request's name): each key's
+    :class:`RequestStats` in ``stats`` and its :class:`WindowSeries` in ``windows`` (its
+    requests by the window they ended in), created when the key is first seen."""
+
+    __slots__ = ("_window_spec", "stats", "windows")
+
+    def __init__(self, window: float, origin: float) -> None:
+        self.stats: dict[str, RequestStats] = {}
+        self.windows: dict[str, WindowSeries] = {}
+        self._window_spec = (window, origin)
+
+    def add(self, key: str, record: RequestRecord) -> None:
+        """Count ``record`` under ``key``."""
+        stats = self.stats.get(key)
+        if stats is None:
+            stats = self.stats[key] = RequestStats()
+            self.windows[key] = WindowSeries(*self._window_spec)
+        stats.add(record)
+        series = self.windows[key]
+        series.add(record)
+        if record.sent is not None:
+            series.note_sent(record.sent)
+
+
 class Tally:
-    """Totals, per-target stats and the time series of one attack.
+    """Totals, per-target and per-name stats and the time series of one attack.
 
     ``per_target`` keeps a :class:`RequestStats` per target besides the total (pointless
-    with one target, whose figures are the total's, and not free per request). ``on_record``
+    with one target, whose figures are the total's, and not free per request); every
+    request that carries a name (:attr:`~pyattacker.measure.Attempt.name`) is counted
+    under it too, in ``names``. ``on_record``
     receives every finished request's :class:`RequestRecord`; without it, one-attempt
     requests are counted from their attempt and no record is built.
     ``errors`` counts the last attempt's :attr:`~pyattacker.measure.Attempt.error` of
@@ -149,11 +177,9 @@ class Tally:
         on_record: Callable[[RequestRecord], None] | None,
     ) -> None:
         self._total = RequestStats()
-        self.by_target: dict[str, RequestStats] = {}
         self._windows = WindowSeries(window, origin)
-        # With several targets, each one's own windows too (its requests by their end).
-        self.windows_by_target: dict[str, WindowSeries] = {}
-        self._window_spec = (window, origin)
+        self.targets = Breakdown(window, origin)
+        self.names = Breakdown(window, origin)
         self.scheduled = 0
         self._sent = 0
         self._late = 0
@@ -163,9 +189,18 @@ class Tally:
         self._per_target = per_target
         self._on_record = on_record
         # Plain OK answers not counted yet (see `flush`): only when nobody wants records
-        # or per-target figures, which need each request as it finishes.
+        # or per-target figures, which need each request as it finishes (so do named ones).
         self._ok: list[Attempt] = []
-        self._batching = on_record is None and not per_target
+        self._one_by_one = on_record is not None or per_target
+        self._batching = not self._one_by_one
+
+    @property
+    def by_target(self) -> dict[str, RequestStats]:
+        return self.targets.stats
+
+    @property
+    def windows_by_target(self) -> dict[str, WindowSeries]:
+        return self.targets.windows
 
     # What was counted, with the batch of plain OK answers in: read these, not the fields.
 
@@ -227,6 +262,7 @@ class Tally:
             and attempt.end is not None
             and attempt.first_token is None
             and attempt.usage is None
+            and attempt.name is None
         ):
             ok = self._ok
             ok.append(attempt)
@@ -242,7 +278,7 @@ class Tally:
         error = attempts[-1].error
         if error is not None:
             self.errors.note(error)
-        if len(attempts) == 1 and self._on_record is None and not self._per_target:
+        if len(attempts) == 1 and not self._one_by_one and attempts[0].name is None:
             self._one_attempt(attempts[0])
         else:
             self._record(RequestRecord.from_attempts(attempts))
@@ -302,15 +338,9 @@ class Tally:
     def _record(self, record: RequestRecord) -> None:
         self._total.add(record)
         if self._per_target and record.resource is not None:
-            stats = self.by_target.get(record.resource)
-            if stats is None:
-                stats = self.by_target[record.resource] = RequestStats()
-                self.windows_by_target[record.resource] = WindowSeries(*self._window_spec)
-            stats.add(record)
-            series = self.windows_by_target[record.resource]
-            series.add(record)
-            if record.sent is not None:
-                series.note_sent(record.sent)
+            self.targets.add(record.resource, record)
+        if record.name is not None:
+            self.names.add(record.name, record)
         if record.sent is not None:
             self._sent_at(record.sent, record.scheduled)
         self._windows.add(record)

@@ -51,6 +51,7 @@ SAMPLE_COLUMNS = (
     "resource",
     "attempts",
     "throttled",
+    "name",
 )
 """The keys of ``RequestRecord.to_dict()``, in order: the ``--samples`` columns."""
 
@@ -138,6 +139,9 @@ class Attempt:
     headers: dict[str, str] | None = None
     """Rate-limit and utilisation headers the response carried (``retry-after``,
     ``x-ratelimit-*``, ...; lower-case names), when the sender records them."""
+    name: str | None = None
+    """The request's name when the plan names its requests (a line of a targets file, a
+    step of a scenario): reports break figures down by it as they do by target."""
 
     @property
     def wait(self) -> float | None:
@@ -201,6 +205,7 @@ class Attempt:
             "token_times": None if self.token_times is None else list(self.token_times),
             "usage": None if self.usage is None else dict(self.usage),
             "headers": None if self.headers is None else dict(self.headers),
+            "name": self.name,
         }
 
 
@@ -279,6 +284,11 @@ class RequestRecord:
         return self.attempts[-1].resource
 
     @property
+    def name(self) -> str | None:
+        """The request's name (its first attempt's: every attempt repeats the request)."""
+        return self.attempts[0].name
+
+    @property
     def n_attempts(self) -> int:
         return len(self.attempts)
 
@@ -343,6 +353,7 @@ class RequestRecord:
             "resource": self.resource,
             "attempts": self.n_attempts,
             "throttled": self.throttled,
+            "name": self.name,
         }
         if llm:
             row.update(self.llm_columns())

@@ -195,6 +195,7 @@ def _latency_rows(data: Mapping[str, Any], *, nested: str) -> list[list[str]]:
     sections = [("total", data["total"])]
     if len(data["targets"]) > 1:
         sections += list(data["targets"].items())
+    sections += [(f"name: {name}", stats) for name, stats in data.get("names", {}).items()]
     for name, stats in sections:
         rows.append([name, "scheduled", *_cells(stats["latency_s"]["scheduled"])])
         rows.append(["", "sent", *_cells(stats["latency_s"]["sent"])])
@@ -242,6 +243,10 @@ def _count_lines(data: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"  {target}: {_pairs(stats['outcomes'])}; status {_pairs(stats['status'])}"
             )
+    for name, stats in data.get("names", {}).items():
+        lines.append(
+            f"  name {name}: {_pairs(stats['outcomes'])}; status {_pairs(stats['status'])}"
+        )
     return lines
 
 

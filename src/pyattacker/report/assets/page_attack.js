@@ -36,6 +36,7 @@
     timeSection();
     outcomesSection();
     targetsSection();
+    namesSection();
     if (llm) llmSection(llm);
     errorsSection();
     planSection();
@@ -146,18 +147,11 @@
         { label: "cancelled", values: ws.map(function (w) { return w.cancelled; }) },
       ], caption: "Each request counts in the window it ended in (dropped: the window it " +
         "was due in)." });
-    var tw = R.target_windows || {}, names = Object.keys(tw);
-    if (names.length) {
-      chart({ parent: grid, title: "p99 latency over time by target (scheduled clock)", x: x,
-        xLabel: "time since start (s)", yLabel: "latency (ms)",
-        series: names.map(function (t) {
-          return { label: t, values: ws.map(function (w, i) {
-            var mine = tw[t][i];
-            return mine && mine.latency.count ? mine.latency.p99 * 1000 : null;
-          }) };
-        }), caption: "Each target's requests by the window they ended in; arrivals and " +
-          "drops belong to no target (one is chosen when a request leases it)." });
-    }
+    p99ByKey(grid, x, ws, R.target_windows, "target", "Each target's requests by the " +
+      "window they ended in; arrivals and drops belong to no target (one is chosen when a " +
+      "request leases it).");
+    p99ByKey(grid, x, ws, R.name_windows, "request name", "Each named request by the " +
+      "window it ended in (dropped arrivals are in no name's line).");
     var codes = {};
     ws.forEach(function (w) { Object.keys(w.statuses || {}).forEach(function (c) { codes[c] = 1; }); });
     var sorted = Object.keys(codes).sort();
@@ -168,6 +162,20 @@
           return { label: c, values: ws.map(function (w) { return (w.statuses || {})[c] || 0; }) };
         }), caption: "Requests by their last HTTP status, in the window each ended in." });
     }
+  }
+
+  // p99 latency over time, one line per key of `windowsByKey` (targets, request names).
+  function p99ByKey(grid, x, ws, windowsByKey, label, caption) {
+    var tw = windowsByKey || {}, keys = Object.keys(tw);
+    if (!keys.length) return;
+    chart({ parent: grid, title: "p99 latency over time by " + label + " (scheduled clock)",
+      x: x, xLabel: "time since start (s)", yLabel: "latency (ms)",
+      series: keys.map(function (t) {
+        return { label: t, values: ws.map(function (w, i) {
+          var mine = tw[t][i];
+          return mine && mine.latency.count ? mine.latency.p99 * 1000 : null;
+        }) };
+      }), caption: caption });
   }
 
   function outcomesSection() {
@@ -189,11 +197,27 @@
   function targetsSection() {
     var names = Object.keys(R.targets);
     section("Per target", names.length + " target(s); each URL and key is one target.");
-    table(root, ["target", "requests", "ok", "failed", "throttled", "p50 sched (ms)",
+    breakdownTable("targets", "target");
+    if (names.length > 1) note(root, "Each target's latency by percentile and its p99 over " +
+      "time are charted above, one line per target.");
+  }
+
+  function namesSection() {
+    var names = Object.keys(R.names || {});
+    if (!names.length) return;
+    section("Per request name", names.length + " name(s): each named request (a line of " +
+      "the targets file, a step of a scenario) counted on its own.");
+    breakdownTable("names", "name");
+  }
+
+  // One row per key of R[key] (a target, a request name): counts, latency, status codes.
+  function breakdownTable(key, label) {
+    var keys = Object.keys(R[key]);
+    table(root, [label, "requests", "ok", "failed", "throttled", "p50 sched (ms)",
       "p99 sched (ms)", "p50 sent (ms)", "p99 sent (ms)", "status codes"],
-      names.map(function (t) {
-        var p = ["targets", t];
-        var codes = R.targets[t].status;
+      keys.map(function (t) {
+        var p = [key, t];
+        var codes = R[key][t].status;
         return [t, value("td", p.concat(["requests"]), F.int),
           value("td", p.concat(["outcomes", "ok"]), F.count),
           value("td", p.concat(["outcomes", "failed"]), F.count),
@@ -204,8 +228,6 @@
           value("td", p.concat(["latency_s", "sent", "p99"]), F.ms),
           Object.keys(codes).map(function (c) { return c + ": " + codes[c]; }).join(", ")];
       }));
-    if (names.length > 1) note(root, "Each target's latency by percentile and its p99 over " +
-      "time are charted above, one line per target.");
   }
 
   function llmSection(llm) {
