@@ -13,6 +13,7 @@ from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._send import HttpSender, Sender
+from pyattacker.attack._warmup import Warmup
 
 __all__ = [
     "ARRIVALS",
@@ -32,6 +33,7 @@ __all__ = [
     "Sender",
     "Stage",
     "Target",
+    "Warmup",
     "attack",
     "flag_of",
     "run_attack",

@@ -18,6 +18,7 @@ from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
 from pyattacker.attack._tally import ErrorGroup, Tally
+from pyattacker.attack._warmup import WarmupFacts
 from pyattacker.measure import Histogram, Outcome, RequestStats, Window
 
 __all__ = ["AttackResult", "RunTimes", "schedule_span"]
@@ -94,6 +95,8 @@ class AttackResult:
     errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
+    # with a warmup: what it sent (left out of every figure above; spans start after it)
+    warmup: WarmupFacts | None = None
 
     @classmethod
     def build(
@@ -151,10 +154,16 @@ class AttackResult:
         load = self.plan.load
         if not isinstance(load, OpenModel):
             return None
-        planned = load.planned(self.schedule_s)
+        skip, warm = self._warm_span()
+        planned = load.planned(skip + self.schedule_s) - load.planned(skip)
         if self.plan.requests is not None:
-            planned = min(planned, float(self.plan.requests))
+            planned = min(planned, float(self.plan.requests - warm))
         return planned
+
+    def _warm_span(self) -> tuple[float, int]:
+        """The span the warmup took at the start, and its arrivals (0, 0 without one)."""
+        warmup = self.warmup
+        return (0.0, 0) if warmup is None else (warmup.skipped_s, warmup.scheduled)
 
     @property
     def planned_rate(self) -> float | None:
@@ -233,6 +242,8 @@ class AttackResult:
         )
         if self.has_llm:
             report["llm"] = _json_safe(self._llm_dict())
+        if self.warmup is not None:
+            report["warmup"] = _json_safe(self.warmup.to_dict())
         return report
 
     def _llm_dict(self) -> dict[str, Any]:
@@ -247,7 +258,9 @@ class AttackResult:
                 for target, stats in self.by_target.items()
                 if stats.has_llm
             }
-        section["windows"] = [llm_window_dict(w, span) for w in self.windows]
+        # the windows keep the run's clock: their span counts the warmup's too
+        whole = span + self._warm_span()[0]
+        section["windows"] = [llm_window_dict(w, whole) for w in self.windows]
         return section
 
 
