@@ -26,7 +26,11 @@ def test_requests_scheduled_in_the_warmup_span_are_sent_but_left_out_of_every_fi
     assert result.planned == pytest.approx(20.0)
     assert sum(w.completed for w in result.windows) == 20
     assert result.warmup is not None
-    assert (result.warmup.scheduled, result.warmup.sent, result.warmup.sent_attempts) == (10, 10, 10)
+    assert (result.warmup.scheduled, result.warmup.sent, result.warmup.sent_attempts) == (
+        10,
+        10,
+        10,
+    )
     assert result.warmup.outcomes == {"ok": 10}
     report = result.to_dict()
     assert report["warmup"]["sent_attempts"] + report["total"]["sent_attempts"] == 30
@@ -40,7 +44,8 @@ def test_the_warmup_boundary_is_the_scheduled_time_not_the_end() -> None:
     result, records = attack(plan, server)
     assert records[0].request == 10
     assert records[0].scheduled == pytest.approx(1.0)
-    assert result.warmup is not None and result.warmup.requests == 10
+    assert result.warmup is not None
+    assert result.warmup.requests == 10
 
 
 def test_a_warmup_of_n_requests_leaves_out_exactly_the_first_n_arrivals() -> None:
@@ -52,7 +57,8 @@ def test_a_warmup_of_n_requests_leaves_out_exactly_the_first_n_arrivals() -> Non
     assert result.scheduled == result.total.requests == 40
     assert result.schedule_s == pytest.approx(2.0)  # 40 arrivals at 20/s, from 0.5 s
     assert result.achieved_rate == pytest.approx(20.0)
-    assert result.warmup is not None and result.warmup.skipped_s == pytest.approx(0.5)
+    assert result.warmup is not None
+    assert result.warmup.skipped_s == pytest.approx(0.5)
 
 
 def test_failed_and_retried_warmup_requests_still_count_every_attempt_sent() -> None:
@@ -77,7 +83,8 @@ def test_a_closed_model_warmup_and_several_targets_leave_out_the_same_requests()
     server = FakeServer(latency=lambda n, t: 0.1)
     result, records = attack(plan, server)
     assert all(r.scheduled >= 0.5 for r in records)
-    assert result.warmup is not None and result.warmup.requests == 10
+    assert result.warmup is not None
+    assert result.warmup.requests == 10
     assert sum(s.requests for s in result.by_target.values()) == result.total.requests
     assert result.total.requests == len(records) == len(server.calls) - 10
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._version import __version__
+from pyattacker.attack._headline import headline
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
@@ -242,6 +243,7 @@ class AttackResult:
         )
         if self.has_llm:
             report["llm"] = _json_safe(self._llm_dict())
+            report["headline"] = _json_safe(headline(report["summary"], report["llm"]))
         if self.warmup is not None:
             report["warmup"] = _json_safe(self.warmup.to_dict())
         return report
