@@ -5,8 +5,8 @@ Three kinds (:meth:`SweepSpec.parse`):
 - ``auto`` (``--sweep`` alone), as GuideLLM sweeps: a *synchronous* level (one client,
   one request at a time: the endpoint's unloaded latency), a *throughput* level (a closed
   model of ``max_concurrency`` clients: the most it answers), then ``levels`` open-model
-  rates evenly spaced strictly between the two levels' rates of OK answers (so the rates
-  between are only known once the first two have run);
+  rates evenly spaced strictly between the two levels' sustained rates (:func:`ok_rate`;
+  so the rates between are only known once the first two have run);
 - ``concurrency=1,8,32``: a closed model at each concurrency;
 - ``rate=1/s,5/s``: an open model at each rate (``--arrival`` applies).
 
@@ -156,8 +156,9 @@ def rates_between(low: float, high: float, n: int) -> list[float]:
 
 
 def ok_rate(result: AttackResult) -> float:
-    """OK answers per second over the level's answer span: what it sustained."""
-    span = result.answer_span_s
+    """OK answers per second of the span the level sent over (``sending_span_s``): what it
+    sustained, without the last answers' tail (a long answer would make it read low)."""
+    span = result.sending_span_s
     return result.total.by_outcome.get("ok", 0) / span if span > 0 else 0.0
 
 
