@@ -5,13 +5,20 @@ servers counted accounted for (the warmup's included)."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pyattacker.cli import run_cli
+from pyattacker.clock import wall_time
 from pyattacker.servers import EchoServerProcess, LlmServerProcess
+
+PATIENCE_S = 90.0  # the bound on waiting for a child process to get going
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +168,32 @@ def test_help_lists_the_sweep_and_warmup_options() -> None:
     shown = CliRunner().invoke(cli, ["attack", "--help"]).output
     for flag in ("--sweep", "--sweep-levels", "--warmup", "concurrency=1,8,32"):
         assert flag in shown
+
+
+def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    with EchoServerProcess() as echo:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pyattacker", "attack", echo.url, "--sweep",
+             "rate=100/s,1/s,5/s", "--requests", "20", "--json", str(out), "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        deadline = wall_time() + PATIENCE_S
+        while "sweep level 2/3" not in proc.stderr.readline():
+            assert proc.poll() is None, proc.communicate()
+            assert wall_time() < deadline, "the second level never began"
+        while echo.stats()["count"] <= 20:  # the second level's first request is in
+            assert wall_time() < deadline, "the second level sent nothing"
+            time.sleep(0.05)  # real time: another process is at work
+        proc.send_signal(signal.SIGINT)
+        text, err = proc.communicate(timeout=60)
+        served = echo.stats()["count"]
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    data = json.loads(out.read_text())
+    assert data["sweep"]["interrupted"] is True
+    assert [row["level"] for row in data["rows"]] == ["rate 100/s", "rate 1/s"]
+    assert data["rows"][1]["stop_reason"] == "interrupted"
+    assert sum(level["report"]["total"]["sent_attempts"] for level in data["levels"]) == served
+    assert "Interrupted" in text

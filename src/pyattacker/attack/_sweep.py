@@ -195,14 +195,19 @@ def sweep(
     """Run every level of ``spec``: ``plan_for(load)`` makes each level's plan and
     ``run(plan)`` runs it (:func:`run_attack`, or a simulated run in tests);
     ``on_level(i, level)`` hears of each level as it starts. Stops after a level whose
-    result is :attr:`AttackResult.interrupted`."""
+    result is :attr:`AttackResult.interrupted`, or at a ``KeyboardInterrupt`` raised
+    between levels (that level is then not in the result)."""
     result = SweepResult(spec)
     pending = spec.first_levels()
     while pending:
         level = pending.pop(0)
         if on_level is not None:
             on_level(len(result.runs), level)
-        outcome = run(plan_for(level.load))
+        try:
+            outcome = run(plan_for(level.load))
+        except KeyboardInterrupt:  # Ctrl-C between levels, before a level's handlers
+            result.interrupted = True
+            break
         result.runs.append((level, outcome))
         if outcome.interrupted:
             result.interrupted = True
