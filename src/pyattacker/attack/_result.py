@@ -76,7 +76,9 @@ class AttackResult:
     :class:`~pyattacker.attack._tally.ErrorMessages`). ``stop_reason`` is None when the plan
     ran to its end. ``loop_lag`` is how late the generator's own event loop ran (see
     :mod:`pyattacker.attack._lag`): when it is large, the latencies include our delay, and
-    the reports say so.
+    the reports say so. ``warmup`` (a plan with one) says what the warmup sent: every
+    other field leaves its requests out, and the spans start where the measured part
+    starts (``pyattacker.attack._warmup``).
     """
 
     plan: AttackPlan

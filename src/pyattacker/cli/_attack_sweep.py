@@ -145,19 +145,12 @@ class _Runner:
         try:
             return run_attack(
                 plan,
-                on_progress=None if live is None else _updating(live),
+                on_progress=None if live is None else live.update,
                 limits=self._limits,
             )
         finally:
             if live is not None:
                 live.close()
-
-
-def _updating(live: LiveProgress) -> Callable[[Any], None]:
-    def update(progress: Any) -> None:
-        live.update(progress)
-
-    return update
 
 
 _REFUSED = {
