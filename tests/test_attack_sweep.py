@@ -162,3 +162,26 @@ def test_the_rates_between_are_ascending_positive_and_strictly_inside(
     assert all(min(low, high) <= r <= max(low, high) and r > 0 for r in rates)
     if low != high and min(low, high) > 0:
         assert len(rates) == n
+
+
+def row(offered: float | None, sustained: float | None, ttft_p99: float | None,
+        e2e_p99: float | None = 1.0) -> dict[str, object]:  # fmt: skip
+    return {"offered_rate": offered, "sustained_per_s": sustained, "ttft_p99_s": ttft_p99,
+            "e2e_p99_s": e2e_p99}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([row(None, 5, 0.1), row(10, 9.0, 0.1), row(20, 17.9, 0.1)], 2),  # 17.9 < 90 % of 20
+        ([row(None, 5, 0.1), row(10, 9.0, 0.1), row(20, 18.0, 0.1)], None),  # 90 % exactly
+        ([row(None, 5, 0.1), row(None, 9, 0.3), row(None, 12, 0.31)], 2),  # > 3x 0.1 s
+        ([row(None, 5, None, 0.2), row(None, 9, None, 0.61)], 1),  # no stream: end to end
+        ([row(None, 5, None, None), row(10, 10, None, None)], None),  # nothing to compare
+        ([], None),
+    ],
+)
+def test_the_saturation_rule_is_the_first_shortfall_or_latency_growth(
+    rows: list[dict[str, object]], expected: int | None
+) -> None:
+    assert saturation(rows) == expected
