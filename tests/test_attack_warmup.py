@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Warmup
 from pyattacker.errors import ConfigError
+from pyattacker.report import Gate
 from test_attack_engine import A, B, FakeServer, attack
 
 
@@ -132,3 +133,19 @@ def test_a_number_with_a_unit_is_a_span(ms: int) -> None:
     warmup = Warmup.parse(f"{ms}ms")
     assert warmup.requests is None
     assert warmup.seconds == pytest.approx(ms / 1000)
+
+
+def test_thresholds_judge_the_measured_requests_only() -> None:
+    # the first 5 requests fail (a cold server); every measured one is fast and OK
+    server = FakeServer(
+        latency=lambda n, t: 2.0 if n < 5 else 0.01, status=lambda n, a: 500 if n < 5 else 200
+    )
+    plan = AttackPlan.build([A], OpenModel(rate=10), requests=25, warmup=Warmup(requests=5))
+    result, _ = attack(plan, server)
+    gate = Gate.from_flags(
+        ["error_rate < 1%", "p99(latency) < 50ms", "rate >= 9/s"], None, False, llm=False
+    )
+    assert [v.passed for v in gate.verdicts(result)] == [True, True, True]
+    assert gate.exit_code(result, output_failed=False) == 0
+    assert result.warmup is not None
+    assert result.warmup.outcomes == {"failed": 5}
