@@ -13,6 +13,8 @@ from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._send import HttpSender, Sender
+from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
+from pyattacker.attack._warmup import Warmup
 
 __all__ = [
     "ARRIVALS",
@@ -31,9 +33,14 @@ __all__ = [
     "SampleWriter",
     "Sender",
     "Stage",
+    "SweepLevel",
+    "SweepResult",
+    "SweepSpec",
     "Target",
+    "Warmup",
     "attack",
     "flag_of",
     "run_attack",
     "run_on_fast_loop",
+    "sweep",
 ]

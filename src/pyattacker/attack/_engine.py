@@ -37,11 +37,12 @@ from pyattacker.attack._mode import Flight, Mode
 from pyattacker.attack._overrun import bound_wall_time
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._requests import Requests, report
-from pyattacker.attack._result import AttackResult, RunTimes
+from pyattacker.attack._result import AttackResult, RunTimes, schedule_span
 from pyattacker.attack._schedule import ClosedSchedule, OpenSchedule
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._tally import Tally
 from pyattacker.attack._time import PoolTime, RunTime
+from pyattacker.attack._warmup import WarmupTally, without_warmup
 from pyattacker.clock import Clock, LoopClock, epoch_time
 from pyattacker.measure import Histogram, Outcome, RequestRecord, RequestStats
 from pyattacker.pool import Pool, Resource, resolve_algorithm
@@ -117,10 +118,15 @@ class Engine:
         self._lag: LagProbe | None = None
 
     def _new_tally(self, origin: float) -> Tally:
+        plan = self.plan
+        if plan.warmup is not None:  # the warmup's requests are counted apart
+            return WarmupTally(plan.warmup, origin=origin, window=plan.window,
+                               late_after=plan.late_after, per_target=len(self._targets) > 1,
+                               on_record=self.on_record)  # fmt: skip
         return Tally(
             origin=origin,
-            window=self.plan.window,
-            late_after=self.plan.late_after,
+            window=plan.window,
+            late_after=plan.late_after,
             per_target=len(self._targets) > 1,
             on_record=self.on_record,
         )
@@ -305,7 +311,7 @@ class Engine:
             end=now,
             last_offset=0.0 if self._schedule is None else self._schedule.last_offset,
         )
-        return AttackResult.build(
+        result = AttackResult.build(
             self.plan,
             tally,
             times,
@@ -313,6 +319,11 @@ class Engine:
             stop_reason=self._flight.stopping,
             loop_lag=None if self._lag is None else self._lag.lag,
         )
+        if not isinstance(tally, WarmupTally):
+            return result
+        full = schedule_span(self.plan, times, tally.scheduled + tally.warm_scheduled,
+                             stopped=self._flight.stopping is not None)  # fmt: skip
+        return without_warmup(result, tally, full)
 
 
 def _gives(target: Target) -> Callable[[Resource], Target]:

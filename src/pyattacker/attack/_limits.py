@@ -88,6 +88,7 @@ FLAGS: dict[str, str] = {
     "algorithm": "--algorithm",
     "retry": "--retry",
     "headers": "--header",
+    "warmup": "--warmup",
 }
 
 

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._version import __version__
+from pyattacker.attack._headline import headline
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
 from pyattacker.attack._tally import ErrorGroup, Tally
+from pyattacker.attack._warmup import WarmupFacts
 from pyattacker.measure import Histogram, Outcome, RequestStats, Window
 
 __all__ = ["AttackResult", "RunTimes", "schedule_span"]
@@ -74,7 +76,9 @@ class AttackResult:
     :class:`~pyattacker.attack._tally.ErrorMessages`). ``stop_reason`` is None when the plan
     ran to its end. ``loop_lag`` is how late the generator's own event loop ran (see
     :mod:`pyattacker.attack._lag`): when it is large, the latencies include our delay, and
-    the reports say so.
+    the reports say so. ``warmup`` (a plan with one) says what the warmup sent: every
+    other field leaves its requests out, and the spans start where the measured part
+    starts (``pyattacker.attack._warmup``).
     """
 
     plan: AttackPlan
@@ -97,6 +101,8 @@ class AttackResult:
     # requests that carry a name (a targets file's line, a scenario's step), by name
     by_name: dict[str, RequestStats] = field(default_factory=dict)
     name_windows: dict[str, list[Window]] = field(default_factory=dict)
+    # with a warmup: what it sent (left out of every figure above; spans start after it)
+    warmup: WarmupFacts | None = None
 
     @classmethod
     def build(
@@ -156,10 +162,16 @@ class AttackResult:
         load = self.plan.load
         if not isinstance(load, OpenModel):
             return None
-        planned = load.planned(self.schedule_s)
+        skip, warm = self._warm_span()
+        planned = load.planned(skip + self.schedule_s) - load.planned(skip)
         if self.plan.requests is not None:
-            planned = min(planned, float(self.plan.requests))
+            planned = min(planned, float(self.plan.requests - warm))
         return planned
+
+    def _warm_span(self) -> tuple[float, int]:
+        """The span the warmup took at the start, and its arrivals (0, 0 without one)."""
+        warmup = self.warmup
+        return (0.0, 0) if warmup is None else (warmup.skipped_s, warmup.scheduled)
 
     @property
     def planned_rate(self) -> float | None:
@@ -243,6 +255,9 @@ class AttackResult:
         )
         if self.has_llm:
             report["llm"] = _json_safe(self._llm_dict())
+            report["headline"] = _json_safe(headline(report["summary"], report["llm"]))
+        if self.warmup is not None:
+            report["warmup"] = _json_safe(self.warmup.to_dict())
         return report
 
     def _llm_dict(self) -> dict[str, Any]:
@@ -263,7 +278,9 @@ class AttackResult:
                 for name, stats in self.by_name.items()
                 if stats.has_llm
             }
-        section["windows"] = [llm_window_dict(w, span) for w in self.windows]
+        # the windows keep the run's clock: their span counts the warmup's too
+        whole = span + self._warm_span()[0]
+        section["windows"] = [llm_window_dict(w, whole) for w in self.windows]
         return section
 
 

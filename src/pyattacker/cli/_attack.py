@@ -35,6 +35,7 @@ from pyattacker.attack import (
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
+from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._serve import Serving, serve_options
@@ -286,6 +287,7 @@ throttled, not retried behind your back.
     "--llm also TTFT, ITL, TPOT and tokens per second)"
 )
 @serve_options
+@sweep_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -293,6 +295,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
     flags = AttackFlags(**options)
+    if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
+        return sweep_command(flags, functools.partial(_plan, urls), _limits(flags))
     plan = _plan(urls, flags)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
@@ -353,6 +357,7 @@ def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
             seed=f.seed,
             keys=_keys(f.keys, f.keys_file),
             llm=llm_spec,
+            warmup=warmup_of(f),
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None

@@ -58,3 +58,7 @@ class AttackFlags:
     serve_host: str
     serve_linger: str
     quiet: bool
+    # attack --sweep and --warmup (cli/_attack_sweep.py)
+    sweep: str | None = None
+    sweep_levels: int | None = None
+    warmup: str | None = None

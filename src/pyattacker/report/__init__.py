@@ -15,6 +15,7 @@ from pyattacker.report._metrics import AttackMetrics
 from pyattacker.report._run import summarize
 from pyattacker.report._run_metrics import live_run_page, prometheus_text
 from pyattacker.report._run_text import render_run_text
+from pyattacker.report._sweep import sweep_dict, sweep_html, sweep_json, sweep_markdown, sweep_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
 __all__ = [
@@ -40,4 +41,9 @@ __all__ = [
     "run_html",
     "serve_attack",
     "summarize",
+    "sweep_dict",
+    "sweep_html",
+    "sweep_json",
+    "sweep_markdown",
+    "sweep_text",
 ]

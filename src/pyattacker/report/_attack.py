@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import LAG_WARN_S, AttackResult
+from pyattacker.report._lead import lead_lines
 
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
 
@@ -49,7 +50,8 @@ def attack_json(result: AttackResult, *, indent: int | None = 2) -> str:
 def attack_markdown(result: AttackResult) -> str:
     """The report as a Markdown document (headline, latency table, counts, time series)."""
     data = result.to_dict()
-    lines = [f"# pyattacker attack — {_title(data)}", "", *_items(_headline(data)), ""]
+    lines = [f"# pyattacker attack — {_title(data)}", ""]
+    lines += [*_items(_headline(data)), *_items(lead_lines(data)), ""]
     latency = _latency_rows(data, nested="total: {}")
     lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), latency), ""]
     lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data))]
@@ -75,7 +77,7 @@ def attack_markdown(result: AttackResult) -> str:
 def attack_text(result: AttackResult) -> str:
     """The report for a terminal: plain aligned text (rich renders it as is)."""
     data = result.to_dict()
-    lines = [f"pyattacker attack — {_title(data)}", *_headline(data), ""]
+    lines = [f"pyattacker attack — {_title(data)}", *_headline(data), *lead_lines(data), ""]
     latency = _latency_rows(data, nested="  {}")
     lines += ["Latency (ms)", *_aligned(_latency_header(), latency, labels=2), ""]
     lines += _count_lines(data)

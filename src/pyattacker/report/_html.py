@@ -57,7 +57,8 @@ __all__ = [
 DATA_ID = "report-data"
 
 #: the page's own scripts, in order: the kit, then one per kind of page (assets/)
-_SCRIPTS = ("page_kit.js", "page_attack.js", "page_run.js", "page_bench.js", "page_compare.js")
+_SCRIPTS = ("page_kit.js", "page_attack.js", "page_run.js", "page_bench.js", "page_compare.js",
+            "page_sweep.js")  # fmt: skip
 
 _ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 

@@ -20,6 +20,7 @@
       : "closed model: " + load.clients + " clients, think " + load.think_time + " s";
     add(root, "p", "sub", plan.method + " " + plan.targets.join(", ") + " · " + what +
       " · retry " + plan.retry + " · started " + R.started_at);
+    lead();
     warnings();
     tiles(root, [
       ["requests sent", ["summary", "sent"], F.int],
@@ -40,6 +41,30 @@
     if (llm) llmSection(llm);
     errorsSection();
     planSection();
+  }
+
+  // The headline an LLM report leads with, and what a warmup left out (report/_lead.py).
+  function lead() {
+    if (R.headline) {
+      var h = add(root, "div", "headline");
+      h.setAttribute("data-headline", "");
+      tiles(h, [
+        ["output tokens/s", ["headline", "output_tokens_per_s"], F.num],
+        ["requests/s (OK)", ["headline", "requests_per_s"], F.num],
+        ["TTFT p50 (scheduled)", ["headline", "ttft_p50_s"], F.ms],
+        ["TTFT p99 (scheduled)", ["headline", "ttft_p99_s"], F.ms],
+        ["ITL p50", ["headline", "itl_p50_s"], F.ms],
+        ["ITL p99", ["headline", "itl_p99_s"], F.ms],
+      ]);
+    }
+    var w = R.warmup;
+    if (w) {
+      var n = note(root, "Warmup: " + w.scheduled + " requests in " + (w.seconds !== null
+        ? "the first " + w.seconds + " s" : "the first " + w.skipped_s.toFixed(2) + " s") +
+        ", excluded from every figure on this page; it sent " + w.sent_attempts +
+        " attempts for " + w.sent + " requests.");
+      n.setAttribute("data-warmup", "");
+    }
   }
 
   function warnings() {

@@ -1,0 +1,214 @@
+"""``attack --sweep`` and ``--warmup``: their options, and the sweep's command.
+
+A sweep is a loop over ``run_attack``, one level after another, each level the plan the
+other flags describe with the level's load model in place of ``--rate``/``--clients``
+(see :mod:`pyattacker.attack._sweep` for the levels, :mod:`pyattacker.report._sweep` for
+the report and the saturation rule). Everything is checked before the first level
+sends anything: the sweep's spec, every flag (the first level's plan is built first),
+and the output paths.
+
+Refused with ``--sweep`` (exit 2), because they mean one load or one verdict:
+``--rate``, ``--stages``, ``--think``, ``--threshold``, ``--abort-on-fail``,
+``--goodput``, ``--serve`` and ``--samples``. ``--clients`` sets the throughput level of
+``--sweep`` alone (default 64). Exit codes: 0 every request of every level succeeded, 1
+some did not, 130 interrupted (the levels done are reported).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pyattacker._atomic import check_output, write_atomically
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    ClosedModel,
+    LoadModel,
+    SweepLevel,
+    SweepSpec,
+    Warmup,
+    run_attack,
+    sweep,
+)
+from pyattacker.cli._attack_flags import AttackFlags
+from pyattacker.cli._html import write_html
+from pyattacker.cli._progress import LiveProgress
+from pyattacker.errors import ConfigError, PyAttackerError
+from pyattacker.http import Limits
+
+__all__ = ["sweep_command", "sweep_options", "warmup_of"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SWEEP_HELP = (
+    "LLM (or HTTP) sweep, one attack per level, one report with a row per level and the "
+    "level where the endpoint saturates. Alone: a synchronous level (1 client), a "
+    "throughput level (--clients clients, default 64), then --sweep-levels rates evenly "
+    "spaced between their OK rates. concurrency=1,8,32: a closed model at each. "
+    "rate=1/s,5/s: an open model at each. Each level runs --duration or --requests "
+    "(and --warmup)."
+)
+
+
+def sweep_options(command: F) -> F:
+    """``--sweep``, ``--sweep-levels`` and ``--warmup`` on ``attack``."""
+    options = [
+        click.option(
+            "--warmup",
+            metavar="DURATION|N",
+            help="Send the requests scheduled in the first DURATION (e.g. 10s), or the "
+            "first N requests, but leave them out of every figure (totals, percentiles, "
+            "windows, targets, samples, thresholds); the report says how many were sent. "
+            "Part of --duration/--requests.",
+        ),
+        click.option(
+            "--sweep-levels",
+            type=int,
+            metavar="N",
+            help="With --sweep alone: rates between synchronous and throughput.  [default: 5]",
+        ),
+        click.option(
+            "--sweep",
+            is_flag=False,
+            flag_value="auto",
+            metavar="[concurrency=..|rate=..]",
+            help=_SWEEP_HELP,
+        ),
+    ]
+    for option in options:
+        command = option(command)
+    return command
+
+
+def warmup_of(flags: AttackFlags) -> Warmup | None:
+    """The ``--warmup`` the flags ask for, or None. Called for every plan the command
+    builds, so it also refuses ``--sweep-levels`` without ``--sweep`` (it would be
+    silently ignored)."""
+    if flags.sweep is None and flags.sweep_levels is not None:
+        raise ConfigError("--sweep-levels applies to --sweep", field="--sweep-levels",
+                          hint="add --sweep")  # fmt: skip
+    return None if flags.warmup is None else Warmup.parse(flags.warmup, field="--warmup")
+
+
+def sweep_command(
+    flags: AttackFlags, plan_of: Callable[[AttackFlags], AttackPlan], limits: Limits
+) -> int:
+    """Run the sweep the flags describe (``plan_of`` turns flags into a plan, naming the
+    flag in its errors) and write its reports; the exit code."""
+    from pyattacker.report import sweep_dict, sweep_html, sweep_json, sweep_markdown, sweep_text
+
+    spec = _spec(flags)
+    _check_outputs(flags)
+
+    def plan_for(load: LoadModel) -> AttackPlan:
+        return plan_of(_level_flags(flags, load))
+
+    plan_for(spec.first_levels()[0].load)  # every flag checked before any traffic
+    runner = _Runner(flags.quiet, limits)
+    result = sweep(spec, plan_for, runner.run, on_level=runner.announce(spec.planned()))
+    data = sweep_dict(result)
+    click.echo(sweep_text(result, data), err=flags.json_path == "-")
+    if flags.json_path:
+        _write(flags.json_path, sweep_json(result, data))
+    if flags.markdown_path:
+        _write(flags.markdown_path, sweep_markdown(result, data))
+    if flags.html_path is not None:
+        write_html(flags.html_path, sweep_html(data))
+    if result.interrupted:
+        click.echo("interrupted: the report covers the levels that ran", err=True)
+        return 130
+    return 0 if all(r.failed_requests == 0 for _, r in result.runs) else 1
+
+
+class _Runner:
+    """Runs each level with live progress on a terminal (none when ``quiet``)."""
+
+    def __init__(self, quiet: bool, limits: Limits) -> None:
+        self._quiet, self._limits = quiet, limits
+
+    def announce(self, planned: int) -> Callable[[int, SweepLevel], None]:
+        def on_level(i: int, level: SweepLevel) -> None:
+            total = f"{planned}" if i < planned else "?"
+            click.echo(f"sweep level {i + 1}/{total}: {level.name} — Ctrl-C stops and "
+                       "reports the levels done", err=True)  # fmt: skip
+
+        return on_level
+
+    def run(self, plan: AttackPlan) -> AttackResult:
+        live = None if self._quiet else LiveProgress.for_stderr()
+        try:
+            return run_attack(
+                plan,
+                on_progress=None if live is None else live.update,
+                limits=self._limits,
+            )
+        finally:
+            if live is not None:
+                live.close()
+
+
+_REFUSED = {
+    "rate": "--rate",
+    "stages": "--stages",
+    "think": "--think",
+    "thresholds": "--threshold",
+    "abort_on_fail": "--abort-on-fail",
+    "goodput": "--goodput",
+    "serve": "--serve",
+    "samples_path": "--samples",
+}
+
+
+def _spec(flags: AttackFlags) -> SweepSpec:
+    assert flags.sweep is not None
+    for name, flag in _REFUSED.items():
+        if getattr(flags, name):
+            raise ConfigError(
+                f"{flag} cannot be combined with --sweep",
+                field=flag,
+                hint="the sweep sets each level's load and judges no single level; run a "
+                "plain attack at the level you want to gate or watch",
+            )
+    if flags.clients is not None and flags.clients < 1:
+        raise ConfigError(f"must be >= 1, got {flags.clients}", field="--clients")
+    arrival = flags.arrival or "constant"
+    return SweepSpec.parse(
+        flags.sweep,
+        levels=5 if flags.sweep_levels is None else flags.sweep_levels,
+        max_concurrency=flags.clients,
+        arrival=arrival,  # type: ignore[arg-type]
+    )
+
+
+def _level_flags(flags: AttackFlags, load: LoadModel) -> AttackFlags:
+    """The flags of one level: its load in place of the sweep's."""
+    if isinstance(load, ClosedModel):
+        return replace(flags, clients=load.clients, rate=None, arrival=None, stages=None)
+    return replace(flags, rate=f"{load.rate!r}/s", clients=None, stages=None)
+
+
+def _check_outputs(flags: AttackFlags) -> None:
+    for path, field in ((flags.json_path, "--json"), (flags.markdown_path, "--markdown")):
+        if path is not None and path != "-":
+            check_output(_output(path), field, path)
+
+
+def _output(path: str) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def _write(path: str, text: str) -> None:
+    """The report on stdout for ``-``; else replaced atomically."""
+    if path == "-":
+        sys.stdout.write(text + "\n")
+        return
+    try:
+        write_atomically(_output(path), lambda t: t.write_text(text + "\n", encoding="utf-8"))
+    except OSError as exc:
+        raise PyAttackerError(f"could not write the report to {path!r}: {exc.strerror}") from None

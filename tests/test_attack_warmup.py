@@ -1,0 +1,151 @@
+"""``--warmup``: the first requests are sent and counted apart, and no figure includes
+them (virtual time: every boundary is exact)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Warmup
+from pyattacker.errors import ConfigError
+from pyattacker.report import Gate
+from test_attack_engine import A, B, FakeServer, attack
+
+
+def test_requests_scheduled_in_the_warmup_span_are_sent_but_left_out_of_every_figure() -> None:
+    # 10/s for 3 s, warmup 1 s: arrivals at 0.0 .. 0.9 are the warmup's (10 of them).
+    server = FakeServer(latency=lambda n, t: 0.5 if n < 10 else 0.05)
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=3.0, warmup=Warmup(seconds=1.0))
+    result, records = attack(plan, server)
+    assert len(server.calls) == 30  # every request was sent
+    assert [r.request for r in records] == list(range(10, 30))  # on_record sees no warmup
+    assert result.scheduled == result.sent == result.total.requests == 20
+    assert result.total.latency.max == pytest.approx(0.05)  # the slow warmup is not in it
+    assert result.schedule_s == pytest.approx(2.0)
+    assert result.achieved_rate == pytest.approx(10.0)
+    assert result.planned == pytest.approx(20.0)
+    assert sum(w.completed for w in result.windows) == 20
+    assert result.warmup is not None
+    assert (result.warmup.scheduled, result.warmup.sent, result.warmup.sent_attempts) == (
+        10,
+        10,
+        10,
+    )
+    assert result.warmup.outcomes == {"ok": 10}
+    report = result.to_dict()
+    assert report["warmup"]["sent_attempts"] + report["total"]["sent_attempts"] == 30
+    assert report["plan"]["warmup"] == {"seconds": 1.0, "requests": None}
+
+
+def test_the_warmup_boundary_is_the_scheduled_time_not_the_end() -> None:
+    # the arrival at exactly 1.0 s is measured; the one at 0.9 s (ending at 1.4 s) is not
+    server = FakeServer(latency=lambda n, t: 0.5)
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=2.0, warmup=Warmup(seconds=1.0))
+    result, records = attack(plan, server)
+    assert records[0].request == 10
+    assert records[0].scheduled == pytest.approx(1.0)
+    assert result.warmup is not None
+    assert result.warmup.requests == 10
+
+
+def test_a_warmup_of_n_requests_leaves_out_exactly_the_first_n_arrivals() -> None:
+    server = FakeServer()
+    plan = AttackPlan.build([A], OpenModel(rate=20), requests=50, warmup=Warmup(requests=10))
+    result, records = attack(plan, server)
+    assert len(server.calls) == 50
+    assert [r.request for r in records] == list(range(10, 50))
+    assert result.scheduled == result.total.requests == 40
+    assert result.schedule_s == pytest.approx(2.0)  # 40 arrivals at 20/s, from 0.5 s
+    assert result.achieved_rate == pytest.approx(20.0)
+    assert result.warmup is not None
+    assert result.warmup.skipped_s == pytest.approx(0.5)
+
+
+def test_failed_and_retried_warmup_requests_still_count_every_attempt_sent() -> None:
+    server = FakeServer(status=lambda n, attempt: 503 if n < 3 else 200)
+    plan = AttackPlan.build(
+        [A], OpenModel(rate=10), requests=10, warmup=Warmup(requests=5),
+        retry={"max_attempts": 2, "base": 0.01, "jitter": "none"},
+    )  # fmt: skip
+    result, _ = attack(plan, server)
+    assert result.warmup is not None
+    assert result.warmup.sent_attempts == 5 + 3  # requests 0..2 were tried twice
+    assert result.warmup.outcomes == {"failed": 3, "ok": 2}
+    assert result.total.by_outcome == {"ok": 5}
+    assert result.errors == []  # the warmup's error messages are not quoted either
+    assert result.warmup.sent_attempts + result.total.sent_attempts == len(server.calls)
+
+
+def test_a_closed_model_warmup_and_several_targets_leave_out_the_same_requests() -> None:
+    plan = AttackPlan.build(
+        [A, B], ClosedModel(clients=2), duration=1.0, warmup=Warmup(seconds=0.5)
+    )
+    server = FakeServer(latency=lambda n, t: 0.1)
+    result, records = attack(plan, server)
+    assert all(r.scheduled >= 0.5 for r in records)
+    assert result.warmup is not None
+    assert result.warmup.requests == 10
+    assert sum(s.requests for s in result.by_target.values()) == result.total.requests
+    assert result.total.requests == len(records) == len(server.calls) - 10
+
+
+def test_a_stop_during_the_warmup_reports_nothing_measured_and_what_was_sent() -> None:
+    plan = AttackPlan.build([A], OpenModel(rate=10), duration=5.0, warmup=Warmup(seconds=2.0))
+    server = FakeServer()
+    result, records = attack(plan, server, stop_at=1.0)
+    assert records == []
+    assert result.total.requests == 0
+    assert result.warmup is not None
+    assert result.warmup.sent_attempts == len(server.calls) == 10
+    assert result.schedule_s == 0.0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"duration": 1.0, "warmup": Warmup(seconds=1.0)}, "leaves nothing"),
+        ({"requests": 5, "warmup": Warmup(requests=5)}, "leaves nothing"),
+    ],
+)
+def test_a_warmup_that_leaves_nothing_to_measure_is_refused(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        AttackPlan.build([A], OpenModel(rate=10), **options)
+    assert info.value.field == "warmup"
+
+
+@pytest.mark.parametrize("text", ["", "0", "0s", "-1", "ten", "1.5", "nan s"])
+def test_a_warmup_that_is_neither_a_duration_nor_a_count_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Warmup.parse(text, field="--warmup")
+    assert info.value.field == "--warmup"
+
+
+@given(st.integers(min_value=1, max_value=10**9))
+def test_a_whole_number_is_a_number_of_requests(n: int) -> None:
+    assert Warmup.parse(str(n)) == Warmup(requests=n)
+
+
+@given(st.integers(min_value=1, max_value=10**6))
+def test_a_number_with_a_unit_is_a_span(ms: int) -> None:
+    warmup = Warmup.parse(f"{ms}ms")
+    assert warmup.requests is None
+    assert warmup.seconds == pytest.approx(ms / 1000)
+
+
+def test_thresholds_judge_the_measured_requests_only() -> None:
+    # the first 5 requests fail (a cold server); every measured one is fast and OK
+    server = FakeServer(
+        latency=lambda n, t: 2.0 if n < 5 else 0.01, status=lambda n, a: 500 if n < 5 else 200
+    )
+    plan = AttackPlan.build([A], OpenModel(rate=10), requests=25, warmup=Warmup(requests=5))
+    result, _ = attack(plan, server)
+    gate = Gate.from_flags(
+        ["error_rate < 1%", "p99(latency) < 50ms", "rate >= 9/s"], None, False, llm=False
+    )
+    assert [v.passed for v in gate.verdicts(result)] == [True, True, True]
+    assert gate.exit_code(result, output_failed=False) == 0
+    assert result.warmup is not None
+    assert result.warmup.outcomes == {"failed": 5}

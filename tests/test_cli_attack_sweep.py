@@ -1,0 +1,200 @@
+"""``attack --sweep`` and ``--warmup`` from the command line, against servers on loopback:
+bad input refused before any traffic, reports in every form, and every request the
+servers counted accounted for (the warmup's included)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pyattacker.cli import run_cli
+from pyattacker.clock import wall_time
+from pyattacker.servers import EchoServerProcess, LlmServerProcess
+
+PATIENCE_S = 90.0  # the bound on waiting for a child process to get going
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[LlmServerProcess]:
+    with LlmServerProcess(models="m", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=4) as s:
+        yield s
+
+
+LLM = ["--llm", "{url}/v1", "--model", "m", "--shape", "10:4"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ([*LLM, "--sweep", "--rate", "5/s", "--duration", "1s"], "--rate"),
+        ([*LLM, "--sweep", "--stages", "1s:5/s"], "--stages"),
+        ([*LLM, "--sweep", "--duration", "1s", "--threshold", "p99(ttft) < 1s"], "--threshold"),
+        ([*LLM, "--sweep", "--duration", "1s", "--abort-on-fail"], "--abort-on-fail"),
+        ([*LLM, "--sweep", "--duration", "1s", "--samples", "rows.csv"], "--samples"),
+        ([*LLM, "--sweep", "--duration", "1s", "--serve", "0"], "--serve"),
+        ([*LLM, "--sweep", "fast", "--duration", "1s"], "--sweep"),
+        ([*LLM, "--sweep", "concurrency=1,0", "--duration", "1s"], "--sweep[1]"),
+        ([*LLM, "--sweep", "concurrency=1,2", "--clients", "4", "--duration", "1s"], "--clients"),
+        ([*LLM, "--sweep", "--sweep-levels", "0", "--duration", "1s"], "--sweep-levels"),
+        ([*LLM, "--sweep"], "--duration"),
+        ([*LLM, "--sweep", "--duration", "1s", "--warmup", "1s"], "--warmup"),
+        ([*LLM, "--rate", "5/s", "--duration", "1s", "--sweep-levels", "3"], "--sweep-levels"),
+        ([*LLM, "--rate", "5/s", "--duration", "1s", "--warmup", "2"], None),
+        ([*LLM, "--rate", "5/s", "--requests", "4", "--warmup", "4"], "--warmup"),
+        ([*LLM, "--rate", "5/s", "--requests", "4", "--warmup", "1.5"], "--warmup"),
+        ([*LLM, "--rate", "5/s", "--requests", "4", "--warmup", "soon"], "--warmup"),
+        ([*LLM, "--sweep", "rate=1/s", "--duration", "1s", "--json", "/nonexistent/s.json"],
+         "--json"),
+    ],
+)  # fmt: skip
+def test_bad_sweep_or_warmup_input_exits_2_naming_the_flag_and_sends_nothing(
+    args: list[str],
+    field: str | None,
+    llm: LlmServerProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    llm.reset()
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in args), "-q"]
+    code = run_cli(argv)
+    err = capsys.readouterr().err
+    if field is None:  # the control: the same flags, well formed, run
+        assert code == 0, err
+        return
+    assert code == 2, err
+    assert f"error: {field}" in err, err
+    assert "Traceback" not in err
+    assert llm.stats()["requests"] == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_concurrency_sweep_reports_a_row_per_level_and_every_request_the_server_saw(
+    llm: LlmServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.reset()
+    out, md = tmp_path / "s.json", tmp_path / "s.md"
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--sweep", "concurrency=1,3"]
+    argv += ["--requests", "12", "--warmup", "2", "--json", str(out), "--markdown", str(md), "-q"]
+    assert run_cli(argv) == 0
+    text = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert [row["level"] for row in data["rows"]] == ["concurrency 1", "concurrency 3"]
+    assert [row["requests"] for row in data["rows"]] == [10, 10]
+    assert data["sweep"]["levels_run"] == 2
+    sent = sum(
+        level["report"]["total"]["sent_attempts"] + level["report"]["warmup"]["sent_attempts"]
+        for level in data["levels"]
+    )
+    assert sent == llm.stats()["requests"] == 24
+    assert all(level["report"]["headline"]["output_tokens_per_s"] for level in data["levels"])
+    assert "concurrency 3" in text
+    assert "Saturates at:" in text
+    assert "| concurrency 1 |" in md.read_text()
+
+
+def test_an_auto_sweep_runs_synchronous_throughput_and_the_rates_between(
+    llm: LlmServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.reset()
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--sweep", "--clients", "4"]
+    argv += ["--sweep-levels", "2", "--duration", "0.5s", "--json", "-", "-q"]
+    assert run_cli(argv) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    kinds = [row["kind"] for row in data["rows"]]
+    assert kinds == ["synchronous", "rate", "rate", "throughput"]
+    assert data["rows"][-1]["concurrency"] == 4
+    assert data["rows"][1]["offered_rate"] < data["rows"][2]["offered_rate"]
+    assert "sweep level 4/4" in captured.err
+    sent = sum(level["report"]["total"]["sent_attempts"] for level in data["levels"])
+    assert sent == llm.stats()["requests"]
+
+
+def test_an_http_attack_with_a_warmup_says_so_and_its_counts_add_up_to_the_servers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with EchoServerProcess() as echo:
+        out = tmp_path / "r.json"
+        argv = ["attack", f"{echo.url}/", "--rate", "40/s", "--duration", "1s"]
+        argv += ["--warmup", "0.25s", "--json", str(out), "-q"]
+        assert run_cli(argv) == 0
+        served = echo.stats()["count"]
+    text = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    warm = report["warmup"]
+    assert warm["scheduled"] == warm["sent"] == 10
+    assert report["summary"]["scheduled"] == report["total"]["requests"] == 30
+    assert warm["sent_attempts"] + report["total"]["sent_attempts"] == served == 40
+    assert report["summary"]["schedule_s"] == pytest.approx(0.75)
+    assert "Warmup: 10 requests in the first 0.25s, excluded from every figure" in text
+    assert "headline" not in report  # an HTTP attack has no LLM headline
+
+
+def test_an_llm_report_leads_with_its_headline(
+    llm: LlmServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.reset()
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--rate", "20/s"]
+    argv += ["--requests", "10", "--json", str(out), "--markdown", str(md), "-q"]
+    assert run_cli(argv) == 0
+    report = json.loads(out.read_text())
+    head = report["headline"]
+    assert head["ttft_clock"] == "scheduled"
+    assert head["ttft_p99_s"] == report["llm"]["ttft_s"]["scheduled"]["p99"]
+    assert head["itl_p50_s"] == report["llm"]["itl_s"]["p50"]
+    span = report["summary"]["answer_span_s"]
+    assert head["output_tokens_per_s"] == pytest.approx(40 / span)  # 10 answers of 4 tokens
+    assert head["requests_per_s"] == pytest.approx(10 / span)
+    out = capsys.readouterr().out
+    lead = out[: out.index("\n\n")].splitlines()  # the lines before the first table
+    assert any(line.startswith("Headline: ") for line in lead)
+    assert "- Headline: " in md.read_text()
+
+
+def test_help_lists_the_sweep_and_warmup_options() -> None:
+    from click.testing import CliRunner
+
+    from pyattacker.cli import cli
+
+    shown = CliRunner().invoke(cli, ["attack", "--help"]).output
+    for flag in ("--sweep", "--sweep-levels", "--warmup", "concurrency=1,8,32"):
+        assert flag in shown
+
+
+def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    with EchoServerProcess() as echo:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pyattacker", "attack", echo.url, "--sweep",
+             "rate=100/s,1/s,5/s", "--requests", "20", "--json", str(out), "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        deadline = wall_time() + PATIENCE_S
+        while "sweep level 2/3" not in proc.stderr.readline():
+            assert proc.poll() is None, proc.communicate()
+            assert wall_time() < deadline, "the second level never began"
+        while echo.stats()["count"] <= 20:  # the second level's first request is in
+            assert wall_time() < deadline, "the second level sent nothing"
+            time.sleep(0.05)  # real time: another process is at work
+        proc.send_signal(signal.SIGINT)
+        text, err = proc.communicate(timeout=60)
+        served = echo.stats()["count"]
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    data = json.loads(out.read_text())
+    assert data["sweep"]["interrupted"] is True
+    assert [row["level"] for row in data["rows"]] == ["rate 100/s", "rate 1/s"]
+    assert data["rows"][1]["stop_reason"] == "interrupted"
+    assert sum(level["report"]["total"]["sent_attempts"] for level in data["levels"]) == served
+    assert "Interrupted" in text
