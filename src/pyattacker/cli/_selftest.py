@@ -24,11 +24,24 @@ from pyattacker.selftest import (
 __all__ = ["selftest_command"]
 
 
-@click.command("selftest")
+@click.command(
+    "selftest",
+    short_help="Check this machine: accuracy and the highest clean rate.",
+)
 @click.argument("part", required=False, type=click.Choice(["accuracy", "scale"]))
-@click.option("--rate", default="200/s", show_default=True, help="accuracy: arrivals per second.")
 @click.option(
-    "--duration", default="3s", show_default=True, help="accuracy: how long the attack lasts."
+    "--rate",
+    default="200/s",
+    show_default=True,
+    metavar="RATE",
+    help="accuracy: arrivals per second.",
+)
+@click.option(
+    "--duration",
+    default="3s",
+    show_default=True,
+    metavar="DURATION",
+    help="accuracy: how long the attack lasts.",
 )
 @click.option(
     "--delay",
@@ -41,9 +54,16 @@ __all__ = ["selftest_command"]
     "--levels",
     default=",".join(f"{rate:g}" for rate in LEVELS),
     show_default=True,
-    help="scale: rising rates (req/s), separated by commas.",
+    metavar="RATES",
+    help="scale: rates (req/s) separated by commas, climbed in rising order.",
 )
-@click.option("--hold", default="1s", show_default=True, help="scale: how long each level lasts.")
+@click.option(
+    "--hold",
+    default="1s",
+    show_default=True,
+    metavar="DURATION",
+    help="scale: how long each level lasts.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 def selftest_command(
     part: str | None,

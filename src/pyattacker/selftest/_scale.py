@@ -23,7 +23,7 @@ from pyattacker.servers import EchoServerProcess
 __all__ = ["LEVELS", "Level", "ScaleCheck", "check_scale_settings", "run_scale"]
 
 #: The default rates climbed (requests per second).
-LEVELS: tuple[float, ...] = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
+LEVELS: tuple[float, ...] = (500, 1_000, 2_000, 5_000, 10_000, 20_000, 40_000)
 _DELAY = "fixed:1ms"
 _CONNECTIONS = 256  # the plan's default; all opened before each level
 
@@ -89,7 +89,7 @@ def check_scale_settings(levels: Sequence[float], hold: float) -> None:
 
 
 def run_scale(levels: Sequence[float] = LEVELS, *, hold: float = 1.0) -> ScaleCheck:
-    """Climb ``levels`` (requests/s, in the order given) for ``hold`` seconds each against
+    """Climb ``levels`` (requests/s, in rising order) for ``hold`` seconds each against
     one fresh echo server process, up to and including the first level that is not clean.
 
     Raises ``ConfigError`` for bad settings and ``PyAttackerError`` when the server
@@ -98,7 +98,7 @@ def run_scale(levels: Sequence[float] = LEVELS, *, hold: float = 1.0) -> ScaleCh
     check_scale_settings(levels, hold)
     check = ScaleCheck(hold=hold, delay=_DELAY)
     with EchoServerProcess(delay=_DELAY) as server:
-        for rate in levels:
+        for rate in sorted(levels):
             level = _level(server, rate, hold)
             check.levels.append(level)
             if not level.clean:
