@@ -21,6 +21,7 @@ from pyattacker.selftest import (
     Figure,
     Level,
     ScaleCheck,
+    busy_note,
     level_problems,
     render_accuracy,
     render_scale,
@@ -188,3 +189,12 @@ def test_a_scale_check_passes_when_its_first_level_is_clean() -> None:
     assert check.highest_clean == 100
     assert "highest clean rate: 100 req/s" in render_scale(check)
     assert not ScaleCheck(hold=1, delay="fixed:1ms", levels=[behind]).passed
+
+
+def test_a_busy_machine_is_named_in_a_note_and_an_idle_one_is_not() -> None:
+    about = {"cpus": 2, "cpus_usable": 2, "load_average": [2.5, 1.0, 0.5]}
+    note = busy_note(about)
+    assert note is not None
+    assert "load average (2.5)" in note
+    assert busy_note({**about, "load_average": [0.4, 0.2, 0.1]}) is None
+    assert busy_note({**about, "load_average": None}) is None

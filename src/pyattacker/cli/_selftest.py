@@ -10,6 +10,7 @@ from pyattacker._units import parse_duration, parse_rate
 from pyattacker.errors import ConfigError
 from pyattacker.selftest import (
     LEVELS,
+    busy_note,
     check_accuracy_settings,
     check_scale_settings,
     machine,
@@ -123,6 +124,9 @@ def selftest_command(
         click.echo(json.dumps(document, indent=2, allow_nan=False))
     else:
         click.echo("selftest: " + ("PASS" if document["passed"] else "FAIL"))
+        note = busy_note(about)
+        if note is not None:
+            click.echo(note)
     return 0 if document["passed"] else 1
 
 

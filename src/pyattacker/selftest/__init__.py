@@ -25,6 +25,7 @@ from pyattacker.selftest._rule import (
 )
 from pyattacker.selftest._scale import LEVELS, Level, ScaleCheck, check_scale_settings, run_scale
 from pyattacker.selftest._text import (
+    busy_note,
     render_accuracy,
     render_machine,
     render_scale,
@@ -43,6 +44,7 @@ __all__ = [
     "Level",
     "Rule",
     "ScaleCheck",
+    "busy_note",
     "check_accuracy_settings",
     "check_scale_settings",
     "level_problems",

@@ -12,7 +12,8 @@ __all__ = ["machine"]
 
 def machine() -> dict[str, Any]:
     """CPU count (usable by this process, and in the machine), Python, OS, architecture,
-    and the event loop the attack runs on (uvloop where installed)."""
+    the event loop the attack runs on (uvloop where installed), and the load average
+    (1, 5 and 15 minutes; ``None`` where the OS has none) when the check started."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     try:
         loop = f"uvloop {version('uvloop')}"
@@ -25,4 +26,5 @@ def machine() -> dict[str, Any]:
         "system": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
         "loop": loop,
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }

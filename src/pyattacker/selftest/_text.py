@@ -7,16 +7,37 @@ from typing import Any
 from pyattacker.selftest._accuracy import AccuracyCheck
 from pyattacker.selftest._scale import ScaleCheck
 
-__all__ = ["render_accuracy", "render_machine", "render_scale", "selftest_document"]
+__all__ = [
+    "busy_note",
+    "render_accuracy",
+    "render_machine",
+    "render_scale",
+    "selftest_document",
+]
 
 
 def render_machine(machine: dict[str, Any]) -> str:
     """``machine: 2 CPUs (2 usable), CPython 3.11.7, Linux 6.1 x86_64, uvloop 0.21.0``."""
     usable = machine.get("cpus_usable")
     cpus = f"{machine['cpus']} CPUs" + (f" ({usable} usable)" if usable is not None else "")
+    load = machine.get("load_average")
     return (
         f"machine: {cpus}, {machine['python']}, {machine['system']} {machine['machine']}, "
-        f"{machine['loop']}"
+        f"{machine['loop']}" + (f"; load average {load[0]:.2f}" if load else "")
+    )
+
+
+def busy_note(machine: dict[str, Any]) -> str | None:
+    """A warning when the 1-minute load average had reached the usable CPU count: other
+    work was waiting for a CPU, and it shows in every figure as latency and lag."""
+    load = machine.get("load_average")
+    cpus = machine.get("cpus_usable") or machine.get("cpus")
+    if not load or not cpus or load[0] < cpus:
+        return None
+    return (
+        f"note: the load average ({load[0]:.1f}) had reached the CPU count ({cpus}) when "
+        "the check started: other work on this machine was waiting for a CPU, and it shows "
+        "in these figures; run the selftest again on an idle machine"
     )
 
 
