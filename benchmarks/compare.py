@@ -1,7 +1,10 @@
 """The same open-model workload through every load tool installed here, against one truth.
 
 Usage: ``.venv/bin/python benchmarks/compare.py [--rate 200] [--duration 5] [--stall 1]
-[--delay SPEC] [--tools ours,wrk,...] [--locust PATH] [--out compare.json]``
+[--delay SPEC] [--tools ours,wrk,...] [--rounds 1] [--locust PATH] [--out compare.json]``
+
+About a minute per round with every tool (5 s per tool and case, plus start-up);
+``--rounds N`` repeats everything and ends with each error's range over the rounds.
 
 One echo server process serves every tool in turn. Each tool gets the same workload, as
 near as its model allows: ``--rate`` requests/s for ``--duration`` seconds. The server's
@@ -372,6 +375,47 @@ def header(case: Case, truth_words: str, load: float) -> str:
     )
 
 
+def run_round(cases: list[Case], tools: list[str], locust: str | None) -> list[dict[str, Any]]:
+    """Every case through every tool once, printing each case's table as it goes."""
+    done = []
+    for case in cases:
+        words = (
+            "the open model's (arrivals at the rate, held 10 ms or to the stall's end)"
+            if case.stall
+            else "the server's hold times of that tool's run"
+        )
+        print("\n" + header(case, words, os.getloadavg()[0]), flush=True)
+        runs, absent = run_case(case, tools, locust)
+        for line in absent:
+            print(f"  {line}")
+        if case.stall:
+            print("  server p99 per tool: " + ", ".join(f"{r.tool} {r.note}" for r in runs))
+        done.append({"case": asdict(case), "runs": [asdict(run) for run in runs], "absent": absent})
+    return done
+
+
+def print_ranges(rounds: list[list[dict[str, Any]]]) -> None:
+    """Per case and tool, the range of each percentile's error (ms) over the rounds."""
+    errors: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for done in rounds:
+        for case in done:
+            for run in case["runs"]:
+                row = errors.setdefault((case["case"]["name"], run["tool"]), {})
+                for key, _ in QUANTILES:
+                    ours = run["figures"][key]
+                    if ours is not None:
+                        row.setdefault(key, []).append((ours - run["truth"][key]) * 1e3)
+    print(f"\nerror against the truth over {len(rounds)} rounds, ms (min .. max)\n")
+    print("| case | tool | " + " | ".join(key for key, _ in QUANTILES) + " |")
+    print("|---|---|" + "---|" * len(QUANTILES))
+    for (name, tool), row in errors.items():
+        cells = [
+            f"{min(row[key]):+.2f} .. {max(row[key]):+.2f}" if row.get(key) else "n/a"
+            for key, _ in QUANTILES
+        ]
+        print(f"| {name} | {tool} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0, help="requests/s (default 200)")
@@ -379,6 +423,7 @@ def main() -> None:
     parser.add_argument("--delay", default="lognormal:median=20ms,sigma=0.5", help="steady case")
     parser.add_argument("--stall", type=float, default=1.0, help="stall case: seconds (0: skip)")
     parser.add_argument("--tools", default=",".join(TOOLS), help="which tools, in order")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat everything; print ranges")
     parser.add_argument("--locust", help="the locust executable (default: PATH, then PEERS_DIR)")
     parser.add_argument("--out", help="write every run as JSON to this path")
     args = parser.parse_args()
@@ -394,27 +439,15 @@ def main() -> None:
         cases.append(
             Case("stall", f"fixed:{STALL_DELAY_S * 1e3:g}ms", args.rate, args.duration, args.stall)
         )
-    results: dict[str, Any] = {"cpus": os.cpu_count(), "cases": []}
-    for case in cases:
-        words = (
-            "the open model's (arrivals at the rate, held 10 ms or to the stall's end)"
-            if case.stall
-            else "the server's hold times of that tool's run"
-        )
-        print("\n" + header(case, words, os.getloadavg()[0]), flush=True)
-        runs, absent = run_case(case, tools, locust)
-        for line in absent:
-            print(f"  {line}")
-        if case.stall:
-            print("  server p99 per tool: " + ", ".join(f"{r.tool} {r.note}" for r in runs))
-        results["cases"].append(
-            {"case": asdict(case), "runs": [asdict(run) for run in runs], "absent": absent}
-        )
+    rounds = [run_round(cases, tools, locust) for _ in range(max(1, args.rounds))]
+    if len(rounds) > 1:
+        print_ranges(rounds)
     print("\ncommands:")
-    for case in results["cases"]:
+    for case in rounds[0]:
         for command in dict.fromkeys(run["command"] for run in case["runs"]):
             print(f"  {case['case']['name']}: {command}")
     if args.out:
+        results = {"cpus": os.cpu_count(), "rounds": rounds}
         Path(args.out).write_text(json.dumps(results, indent=2), encoding="utf-8")
 
 
