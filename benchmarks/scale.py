@@ -11,7 +11,8 @@ connections first): the level measures the generator's steady state. Opened as r
 need them (``--cold``), the first 20-30 ms of a level go to connecting, and the backlog
 they leave costs about 1,500 late requests at 33,000/s (measured), close to 1 % of a 5 s
 level on its own.
-A level is *clean* when:
+A level is *clean* (``pyattacker.selftest.level_problems``, shared with ``pyattacker
+selftest scale``) when:
 
 - nothing was dropped;
 - the achieved rate is within 2 % of plan: first attempts sent, divided by the time from
@@ -60,6 +61,7 @@ from accuracy import Cpus, Neighbours, cpu_pair, pin_generator, pin_server
 from pyattacker.attack import AttackPlan, OpenModel, run_attack
 from pyattacker.clock import wall_time
 from pyattacker.measure import Outcome
+from pyattacker.selftest import level_problems
 from pyattacker.servers import EchoServerProcess
 
 LEVELS = (
@@ -80,9 +82,6 @@ LEVELS = (
 BUDGET = 5.0  # x the peer's closed-loop rate
 CONNECTIONS = 256  # the plan's default
 PEER_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locust_closed.sh"
-MAX_RATE_ERROR = 0.02
-MAX_ERROR_FRACTION = 0.001
-MAX_P99_LAG = 0.010
 
 
 @dataclass
@@ -107,18 +106,15 @@ class Level:
     neighbours: float | None  # CPUs' worth of other processes' work meanwhile
 
     def problems(self) -> list[str]:
-        """Why the level is not clean (empty when it is)."""
-        found = []
-        if self.dropped:
-            found.append(f"{self.dropped} dropped")
-        if abs(self.achieved_rate - self.rate) > MAX_RATE_ERROR * self.rate:
-            found.append(f"achieved {self.achieved_rate:,.0f}/s is not within 2 % of plan")
-        errors = self.not_ok - self.dropped
-        if errors >= MAX_ERROR_FRACTION * max(self.requests, 1):
-            found.append(f"{errors} requests not OK (>= 0.1 %)")
-        if self.lag_p99 >= MAX_P99_LAG:
-            found.append(f"p99 scheduling lag {self.lag_p99 * 1e3:.2f} ms >= 10 ms")
-        return found
+        """Why the level is not clean (empty when it is): ``pyattacker.selftest``'s rule."""
+        return level_problems(
+            rate=self.rate,
+            achieved_rate=self.achieved_rate,
+            requests=self.requests,
+            dropped=self.dropped,
+            not_ok=self.not_ok,
+            lag_p99=self.lag_p99,
+        )
 
 
 def cpu_seconds() -> float:

@@ -50,7 +50,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"world", "llm"}),
     frozenset({"servers"}),
     frozenset({"run", "attack", "benchmark"}),
-    frozenset({"report", "testing", "_demo", "_run_demo"}),
+    frozenset({"report", "testing", "selftest", "_demo", "_run_demo"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),  # ``python -m pyattacker``: calls the CLI and nothing else
 )

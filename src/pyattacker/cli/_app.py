@@ -27,6 +27,7 @@ _COMMANDS = {
     "llm-server": "pyattacker.cli._llm_server:llm_server",
     "report": "pyattacker.cli._run_commands:report_command",
     "run": "pyattacker.cli._run:run_command",
+    "selftest": "pyattacker.cli._selftest:selftest_command",
     "serve": "pyattacker.cli._serve_store:serve_command",
     "watch": "pyattacker.cli._watch:watch_command",
 }

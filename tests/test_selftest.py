@@ -1,0 +1,200 @@
+"""``pyattacker selftest``: the machine checks a user runs, and the rules they share.
+
+The attacks here are tiny and their figures are never judged (the machine is shared):
+the tests check that the truth comparison is made and reported, not that it passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyattacker.cli import run_cli
+from pyattacker.selftest import (
+    GOAL,
+    AccuracyCheck,
+    Figure,
+    Level,
+    ScaleCheck,
+    busy_note,
+    level_problems,
+    render_accuracy,
+    render_scale,
+)
+
+TINY_ACCURACY = ["--rate", "100/s", "--duration", "0.3s", "--delay", "fixed:5ms"]
+TINY_SCALE = ["--levels", "50,100", "--hold", "0.3s"]
+
+
+def run_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = run_cli(["selftest", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_selftest_accuracy_compares_both_clocks_with_the_servers_truth(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, document = run_json(["accuracy", *TINY_ACCURACY], capsys)
+    accuracy = document["accuracy"]
+    assert document["scale"] is None
+    assert document["machine"]["cpus"] == os.cpu_count()
+    assert accuracy["requests"] == accuracy["server_count"] == 30
+    figures = accuracy["figures"]
+    assert [(f["clock"], f["quantile"]) for f in figures] == [
+        (clock, q) for clock in ("scheduled", "sent") for q in ("p50", "p90", "p99")
+    ]
+    for figure in figures:
+        assert figure["truth"] >= 0.005  # the server held each request its 5 ms
+        assert figure["error"] == pytest.approx(figure["ours"] - figure["truth"])
+        assert figure["tolerance"] == GOAL.tolerance(figure["truth"])
+    assert accuracy["passed"] is (accuracy["problems"] == []) is document["passed"]
+    assert code == (0 if document["passed"] else 1)
+
+
+def test_selftest_text_names_the_cpu_count_python_and_a_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = run_cli(["selftest", "accuracy", *TINY_ACCURACY])
+    out = capsys.readouterr().out
+    assert f"machine: {os.cpu_count()} CPUs" in out
+    assert "CPython" in out or "PyPy" in out
+    assert "truth ms" in out
+    assert "scheduled  p99" in out
+    assert "sent       p50" in out
+    verdict = "PASS" if code == 0 else "FAIL"
+    assert f"accuracy: {verdict}" in out
+    assert f"selftest: {verdict}" in out
+
+
+def test_selftest_scale_climbs_the_levels_it_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, document = run_json(["scale", *TINY_SCALE], capsys)
+    scale = document["scale"]
+    assert document["accuracy"] is None
+    rates = [level["rate"] for level in scale["levels"]]
+    assert rates in ([50.0], [50.0, 100.0])  # it stops at the first level not clean
+    for level in scale["levels"]:
+        assert level["clean"] is (level["problems"] == [])
+        assert level["requests"] > 0
+    clean = [level["rate"] for level in scale["levels"] if level["clean"]]
+    assert scale["highest_clean"] == max(clean, default=0.0)
+    assert code == (0 if scale["passed"] else 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--rate", "0"], "--rate"),
+        (["--rate", "20000/s"], "--rate"),
+        (["--duration", "0s"], "--duration"),
+        (["--delay", "sometimes"], "--delay"),
+        (["--levels", "100,fast"], "--levels"),
+        (["--hold", "0"], "--hold"),
+    ],
+)
+def test_bad_settings_exit_2_naming_the_flag_before_anything_runs(
+    args: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["selftest", *args]) == 2
+    captured = capsys.readouterr()
+    assert flag in captured.err
+    assert "machine:" not in captured.out
+
+
+def test_an_unknown_part_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["selftest", "speed"]) == 2
+    assert "accuracy" in capsys.readouterr().err
+
+
+def test_help_names_the_parts_the_rule_and_the_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_cli(["selftest", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy" in out
+    assert "scale" in out
+    assert "max(1 %, 0.5 ms)" in out
+    assert "Exit codes: 0" in out
+
+
+rates = st.floats(min_value=1, max_value=1e6)
+
+
+@given(rate=rates, share=st.floats(min_value=0.5, max_value=1.5))
+def test_a_level_is_off_plan_exactly_when_its_rate_misses_by_over_2_percent(
+    rate: float, share: float
+) -> None:
+    problems = level_problems(
+        rate=rate, achieved_rate=rate * share, requests=1000, dropped=0, not_ok=0, lag_p99=0.0
+    )
+    assert bool(problems) is (abs(rate * share - rate) > 0.02 * rate)
+
+
+@given(
+    requests=st.integers(min_value=1, max_value=10**6),
+    errors=st.integers(min_value=0, max_value=10**6),
+    lag=st.floats(min_value=0, max_value=1),
+)
+def test_a_level_is_clean_only_with_few_errors_and_a_small_lag(
+    requests: int, errors: int, lag: float
+) -> None:
+    problems = level_problems(
+        rate=100, achieved_rate=100, requests=requests, dropped=0, not_ok=errors, lag_p99=lag
+    )
+    assert (problems == []) is (errors < 0.001 * requests and lag < 0.010)
+
+
+def test_a_dropped_request_makes_a_level_not_clean() -> None:
+    problems = level_problems(
+        rate=100, achieved_rate=100, requests=100, dropped=1, not_ok=1, lag_p99=0.0
+    )
+    assert problems == ["1 dropped"]
+
+
+@given(truth=st.floats(min_value=0, max_value=100), error=st.floats(min_value=-1, max_value=1))
+def test_the_goal_allows_one_percent_or_half_a_millisecond_whichever_is_larger(
+    truth: float, error: float
+) -> None:
+    assert GOAL.passes(truth + error, truth) is (abs(error) <= max(0.01 * truth, 0.0005))
+
+
+def test_an_accuracy_check_fails_on_a_count_the_server_disagrees_with() -> None:
+    figure = Figure("scheduled", "p50", 0.0201, 0.0200, GOAL.tolerance(0.02), True)
+    check = AccuracyCheck(
+        rate=10,
+        duration=1,
+        delay="fixed:20ms",
+        rule=GOAL.describe(),
+        requests=10,
+        server_count=9,
+        dropped=0,
+        not_ok=0,
+        figures=[figure],
+    )
+    assert check.problems() == ["we counted 10 requests, the server 9"]
+    assert "accuracy: FAIL" in render_accuracy(check)
+
+
+def test_a_scale_check_passes_when_its_first_level_is_clean() -> None:
+    clean = Level(100, 100, 100, 100, 0, 0, 0.001, 0.002, [])
+    behind = Level(200, 150, 150, 150, 0, 0, 0.05, 0.06, ["behind"])
+    check = ScaleCheck(hold=1, delay="fixed:1ms", levels=[clean, behind])
+    assert check.passed
+    assert check.highest_clean == 100
+    assert "highest clean rate: 100 req/s" in render_scale(check)
+    assert not ScaleCheck(hold=1, delay="fixed:1ms", levels=[behind]).passed
+
+
+def test_a_busy_machine_is_named_in_a_note_and_an_idle_one_is_not() -> None:
+    about = {"cpus": 2, "cpus_usable": 2, "load_average": [2.5, 1.0, 0.5]}
+    note = busy_note(about)
+    assert note is not None
+    assert "load average (2.5)" in note
+    assert busy_note({**about, "load_average": [0.4, 0.2, 0.1]}) is None
+    assert busy_note({**about, "load_average": None}) is None
