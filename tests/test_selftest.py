@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ TINY_SCALE = ["--levels", "50,100", "--hold", "0.3s"]
 
 
 def run_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    code = run_cli(["selftest", *args, "--json"])
+    code = run_cli(["selftest", *args, "--json", "-"])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -96,6 +97,7 @@ def test_selftest_scale_climbs_the_levels_it_is_given(
         (["--delay", "sometimes"], "--delay"),
         (["--levels", "100,fast"], "--levels"),
         (["--hold", "0"], "--hold"),
+        (["--json", "/nonexistent-folder/selftest.json"], "--json"),
     ],
 )
 def test_bad_settings_exit_2_naming_the_flag_before_anything_runs(
@@ -105,6 +107,17 @@ def test_bad_settings_exit_2_naming_the_flag_before_anything_runs(
     captured = capsys.readouterr()
     assert flag in captured.err
     assert "machine:" not in captured.out
+
+
+def test_json_to_a_file_holds_the_document_and_the_text_stays_on_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "selftest.json"
+    code = run_cli(["selftest", "scale", *TINY_SCALE, "--json", str(out)])
+    document = json.loads(out.read_text())
+    assert code == (0 if document["passed"] else 1)
+    assert document["machine"]["cpus"] == os.cpu_count()
+    assert "selftest: " in capsys.readouterr().out
 
 
 def test_an_unknown_part_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
+from pyattacker._atomic import check_output, write_atomically
 from pyattacker._units import parse_duration, parse_rate
 from pyattacker.errors import ConfigError
 from pyattacker.selftest import (
@@ -65,7 +67,12 @@ __all__ = ["selftest_command"]
     metavar="DURATION",
     help="scale: how long each level lasts.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+@click.option(
+    "--json",
+    "json_path",
+    metavar="PATH",
+    help="Also write the results as JSON to PATH ('-': stdout, and the text to stderr).",
+)
 def selftest_command(
     part: str | None,
     rate: str,
@@ -73,7 +80,7 @@ def selftest_command(
     delay: str,
     levels: str,
     hold: str,
-    as_json: bool,
+    json_path: str | None,
 ) -> int:
     """Check this machine: how accurate pyattacker's figures are here, and the highest
     open-model rate one process keeps cleanly. PART is accuracy or scale (default: both).
@@ -95,7 +102,7 @@ def selftest_command(
     Examples:
       pyattacker selftest
       pyattacker selftest accuracy --rate 500/s --duration 5s
-      pyattacker selftest scale --levels 1000,5000,20000 --hold 2s --json
+      pyattacker selftest scale --levels 1000,5000,20000 --hold 2s --json -
     """
     accuracy_settings = (
         parse_rate(rate, field="--rate"),
@@ -105,29 +112,36 @@ def selftest_command(
     climb, held = _levels(levels), parse_duration(hold, field="--hold")
     check_accuracy_settings(*accuracy_settings)
     check_scale_settings(climb, held)
+    if json_path not in (None, "-"):
+        check_output(Path(json_path), "--json")
+    to_stderr = json_path == "-"  # stdout carries the JSON alone
     about = machine()
-    if not as_json:
-        click.echo(render_machine(about))
+    click.echo(render_machine(about), err=to_stderr)
     accuracy = scale = None
     if part in (None, "accuracy"):
         accuracy = run_accuracy(
             rate=accuracy_settings[0], duration=accuracy_settings[1], delay=delay
         )
-        if not as_json:
-            click.echo(render_accuracy(accuracy))
+        click.echo(render_accuracy(accuracy), err=to_stderr)
     if part in (None, "scale"):
         scale = run_scale(climb, hold=held)
-        if not as_json:
-            click.echo(render_scale(scale))
+        click.echo(render_scale(scale), err=to_stderr)
     document = selftest_document(about, accuracy, scale)
-    if as_json:
-        click.echo(json.dumps(document, indent=2, allow_nan=False))
-    else:
-        click.echo("selftest: " + ("PASS" if document["passed"] else "FAIL"))
-        note = busy_note(about)
-        if note is not None:
-            click.echo(note)
+    click.echo("selftest: " + ("PASS" if document["passed"] else "FAIL"), err=to_stderr)
+    note = busy_note(about)
+    if note is not None:
+        click.echo(note, err=to_stderr)
+    if json_path is not None:
+        _write_json(json_path, document)
     return 0 if document["passed"] else 1
+
+
+def _write_json(path: str, document: dict[str, object]) -> None:
+    text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+    if path == "-":
+        click.echo(text, nl=False)
+    else:
+        write_atomically(Path(path), lambda temporary: temporary.write_text(text))
 
 
 def _levels(text: str) -> list[float]:
