@@ -184,7 +184,7 @@ def validate_command(config_path: str, strict_env: bool, as_json: bool) -> None:
 
 
 def _resume_params() -> list[click.Parameter]:
-    return [p for p in run_command.params if p.name not in ("target", "resume", "pools_target")]
+    return [p for p in run_command.params if p.name not in ("target", "pools_target")]
 
 
 resume_command = click.Command(
