@@ -82,7 +82,7 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
         )
     path = _store_path(loaded.store, loaded.template, resume=resume)
     wanted = _wanted(loaded.source, bool(params["input_changed"]))
-    source, repeats, key = _flags(lambda: rows_to_run(wanted, path if resume else None))
+    source, repeats, key = _rows(wanted, path if resume else None)
     try:
         return int(
             _execute(
@@ -129,6 +129,30 @@ def _warn_unset(loaded: LoadedConfig) -> None:
         )
 
 
+#: the run command's input flags -> the config fields they stand for
+_SOURCE_FIELDS = {
+    "--input": "source.path",
+    "--input-format": "source.format",
+    "--limit": "source.limit",
+    "--key": "source.key",
+    "--repeats": "source.repeats",
+}
+
+
+def _rows(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, int, str | None]:
+    """``rows_to_run``, its errors naming the config's field (and the flag that sets it)."""
+    try:
+        found: tuple[FileSource | None, int, str | None] = _flags(
+            lambda: rows_to_run(wanted, store)
+        )
+    except ConfigError as exc:
+        field = _SOURCE_FIELDS.get(exc.field or "")
+        if field is None:
+            raise
+        raise ConfigError(exc.message, field=f"{field} ({exc.field})", hint=exc.hint) from None
+    return found
+
+
 def _wanted(spec: SourceSpec | None, changed: bool) -> Wanted:
     if spec is None:
         return Wanted(None, None, None, None, None, changed)
@@ -155,7 +179,7 @@ def _validate(config_path: str, strict_env: bool, as_json: bool) -> None:
     _warn_unset(loaded)
     rows = "no source (a resume reads the recorded rows)"
     if loaded.source is not None:
-        source, _, _ = _flags(lambda: rows_to_run(_wanted(loaded.source, False), None))
+        source, _, _ = _rows(_wanted(loaded.source, False), None)
         if source is not None:
             total = source.rows_total
             source.close()

@@ -19,7 +19,7 @@ from pyattacker.config._use import at, resolve_use
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool, Resource, resolve_algorithm
 from pyattacker.retry import resolve_retry
-from pyattacker.run import INPUT_FORMATS, PipelineTemplate, Task, pipeline
+from pyattacker.run import INPUT_FORMATS, PipelineTemplate, Runner, Task, pipeline
 from pyattacker.tasks import NEEDS_POOL
 
 __all__ = ["SourceSpec", "build_pipeline", "build_pools", "build_source", "runner_settings"]
@@ -200,4 +200,6 @@ def runner_settings(run: Mapping[str, Any]) -> dict[str, Any]:
     settings = {k: run[k] for k in _RUNNER_ARGS if k in run}
     if "stop_after" in run:
         settings["stop_after_s"] = parse_duration(run["stop_after"], field="run.stop_after")
+    with at("run"):  # the Runner's own checks (admission >= concurrency, ...); opens nothing
+        Runner(":memory:", handle_signals=False, **settings)
     return settings
