@@ -111,7 +111,8 @@ def _yaml(text: str) -> object:
 def test_a_config_builds_the_run_packages_own_objects(folder: Path) -> None:
     loaded = load_config("c.yaml")
     [pool] = loaded.pools
-    assert isinstance(pool, Pool) and pool.algorithm is not None
+    assert isinstance(pool, Pool)
+    assert pool.algorithm is not None
     assert (pool.name, pool.algorithm.name) == ("llm", "least_busy")
     k1, k2 = pool.resources
     assert (k1.capacity, k1.rpm, k1.health.cooldown_s) == (2, 600, 1)
@@ -120,7 +121,8 @@ def test_a_config_builds_the_run_packages_own_objects(folder: Path) -> None:
     assert all(isinstance(t, Task) for t in loaded.template.tasks)
     assert [t.name for t in loaded.template.tasks] == ["ask", "flaky", "echo"]
     assert loaded.template.tasks[0].retry.max_attempts == 3
-    assert loaded.runner["concurrency"] == 4 and loaded.runner["grace_s"] == 10.0
+    assert loaded.runner["concurrency"] == 4
+    assert loaded.runner["grace_s"] == 10.0
     assert loaded.store == "out.db"
 
 

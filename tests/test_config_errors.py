@@ -3,7 +3,6 @@ its field path, and creates nothing on disk (no store, no folder, no bytecode)."
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -44,42 +43,169 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
     ("unknown run field, did you mean", config(run="run:\n  stor: x.db\n"), "run.stor"),
     ("concurrency of the wrong type", config(run="run:\n  concurrency: many\n"), "run.concurrency"),
     ("concurrency out of range", config(run="run:\n  concurrency: 0\n"), "run.concurrency"),
-    ("admission below concurrency", config(run="run:\n  concurrency: 8\n  admission: 2\n"), "admission"),
-    ("a stop_after that is no duration", config(run="run:\n  stop_after: soon\n"), "run.stop_after"),
-    ("write_behind not a boolean", config(run="run:\n  write_behind: sometimes\n"), "run.write_behind"),
+    (
+        "admission below concurrency",
+        config(run="run:\n  concurrency: 8\n  admission: 2\n"),
+        "admission",
+    ),
+    (
+        "a stop_after that is no duration",
+        config(run="run:\n  stop_after: soon\n"),
+        "run.stop_after",
+    ),
+    (
+        "write_behind not a boolean",
+        config(run="run:\n  write_behind: sometimes\n"),
+        "run.write_behind",
+    ),
     ("a pools section that is a list", config(pools="pools:\n  - llm\n"), "pools"),
-    ("a pool without resources", config(pools="pools:\n  llm:\n    algorithm: wait\n"), "pools.llm.resources"),
-    ("an unknown algorithm", config(pools="pools:\n  llm:\n    algorithm: fastest\n    resources: [{id: a}]\n"), "pools.llm.algorithm"),
-    ("an algorithm parameter unknown", config(pools="pools:\n  llm:\n    algorithm: {name: backoff, bogus: 1}\n    resources: [{id: a}]\n"), "pools.llm.algorithm"),
-    ("a resource without an id", config(pools=resource("{capacity: 2}")), "pools.llm.resources[0].id"),
-    ("a resource field unknown", config(pools=resource("{id: a, capacty: 2}")), "pools.llm.resources[0].capacty"),
-    ("a capacity below 1", config(pools=resource("{id: a, capacity: -1}")), "pools.llm.resources[0].capacity"),
+    (
+        "a pool without resources",
+        config(pools="pools:\n  llm:\n    algorithm: wait\n"),
+        "pools.llm.resources",
+    ),
+    (
+        "an unknown algorithm",
+        config(pools="pools:\n  llm:\n    algorithm: fastest\n    resources: [{id: a}]\n"),
+        "pools.llm.algorithm",
+    ),
+    (
+        "an algorithm parameter unknown",
+        config(
+            pools="pools:\n  llm:\n    algorithm: {name: backoff, bogus: 1}\n"
+            "    resources: [{id: a}]\n"
+        ),
+        "pools.llm.algorithm",
+    ),
+    (
+        "a resource without an id",
+        config(pools=resource("{capacity: 2}")),
+        "pools.llm.resources[0].id",
+    ),
+    (
+        "a resource field unknown",
+        config(pools=resource("{id: a, capacty: 2}")),
+        "pools.llm.resources[0].capacty",
+    ),
+    (
+        "a capacity below 1",
+        config(pools=resource("{id: a, capacity: -1}")),
+        "pools.llm.resources[0].capacity",
+    ),
     ("a negative rpm", config(pools=resource("{id: a, rpm: -5}")), "pools.llm.resources[0].rpm"),
-    ("two resources with one id", config(pools="pools:\n  llm:\n    resources: [{id: a}, {id: a}]\n"), "pools.llm.resources[1].id"),
+    (
+        "two resources with one id",
+        config(pools="pools:\n  llm:\n    resources: [{id: a}, {id: a}]\n"),
+        "pools.llm.resources[1].id",
+    ),
     ("no pipeline", config(pipeline=""), "pipeline"),
-    ("a pipeline without a name", config(pipeline="pipeline:\n  tasks: [{use: echo}]\n"), "pipeline.name"),
-    ("a pipeline without tasks", config(pipeline="pipeline:\n  name: p\n  tasks: []\n"), "pipeline"),
+    (
+        "a pipeline without a name",
+        config(pipeline="pipeline:\n  tasks: [{use: echo}]\n"),
+        "pipeline.name",
+    ),
+    (
+        "a pipeline without tasks",
+        config(pipeline="pipeline:\n  name: p\n  tasks: []\n"),
+        "pipeline",
+    ),
     ("a task without use", config(pipeline=task("{name: x}")), "pipeline.tasks[1].use"),
-    ("an unknown built-in task", config(pipeline=task("{use: llm.chta, resource: llm}")), "pipeline.tasks[1].use"),
-    ("a task field unknown", config(pipeline=task("{use: echo, name: e2, retries: 3}")), "pipeline.tasks[1].retries"),
-    ("a task naming a pool that is not there", config(pipeline=task("{use: delay, resource: lm}")), "pipeline.tasks[1].resource"),
-    ("llm.chat without a pool", config(pipeline=task("{use: llm.chat, args: {prompt: '{q}'}}")), "pipeline.tasks[1].resource"),
-    ("a retry setting out of range", config(pipeline=task("{use: flaky, retry: {max_attempts: 0}}")), "pipeline.tasks[1].retry.max_attempts"),
-    ("a retry setting unknown", config(pipeline=task("{use: flaky, retry: {max_atempts: 3}}")), "pipeline.tasks[1].retry.max_atempts"),
-    ("an unknown retry preset", config(pipeline=task("{use: flaky, retry: forever}")), "pipeline.tasks[1].retry"),
-    ("a timeout of zero", config(pipeline=task("{use: delay, timeout_s: 0}")), "pipeline.tasks[1].timeout_s"),
-    ("an argument the task does not take", config(pipeline=task("{use: delay, args: {second: 1}}")), "pipeline.tasks[1].args.second"),
-    ("an argument of the wrong kind", config(pipeline=task("{use: delay, args: {seconds: -1}}")), "pipeline.tasks[1].args.seconds"),
-    ("a template with a bad slot", config(pipeline=task("{use: simulate_llm, args: {prompt: 'say {x y}'}}")), "pipeline.tasks[1].args.prompt"),
-    ("a required argument missing", config(pipeline=task("{use: shell}")), "pipeline.tasks[1].args.command"),
-    ("a use: module that does not import", config(pipeline=task("{use: 'no_such_module_xyz:judge'}")), "pipeline.tasks[1].use"),
-    ("a use: file without the attribute", config(pipeline=task("{use: 'mytasks.py:judg'}")), "pipeline.tasks[1].use"),
-    ("a use: target that is not callable", config(pipeline=task("{use: 'mytasks.py:NUMBER'}")), "pipeline.tasks[1].use"),
+    (
+        "an unknown built-in task",
+        config(pipeline=task("{use: llm.chta, resource: llm}")),
+        "pipeline.tasks[1].use",
+    ),
+    (
+        "a task field unknown",
+        config(pipeline=task("{use: echo, name: e2, retries: 3}")),
+        "pipeline.tasks[1].retries",
+    ),
+    (
+        "a task naming a pool that is not there",
+        config(pipeline=task("{use: delay, resource: lm}")),
+        "pipeline.tasks[1].resource",
+    ),
+    (
+        "llm.chat without a pool",
+        config(pipeline=task("{use: llm.chat, args: {prompt: '{q}'}}")),
+        "pipeline.tasks[1].resource",
+    ),
+    (
+        "a retry setting out of range",
+        config(pipeline=task("{use: flaky, retry: {max_attempts: 0}}")),
+        "pipeline.tasks[1].retry.max_attempts",
+    ),
+    (
+        "a retry setting unknown",
+        config(pipeline=task("{use: flaky, retry: {max_atempts: 3}}")),
+        "pipeline.tasks[1].retry.max_atempts",
+    ),
+    (
+        "an unknown retry preset",
+        config(pipeline=task("{use: flaky, retry: forever}")),
+        "pipeline.tasks[1].retry",
+    ),
+    (
+        "a timeout of zero",
+        config(pipeline=task("{use: delay, timeout_s: 0}")),
+        "pipeline.tasks[1].timeout_s",
+    ),
+    (
+        "an argument the task does not take",
+        config(pipeline=task("{use: delay, args: {second: 1}}")),
+        "pipeline.tasks[1].args.second",
+    ),
+    (
+        "an argument of the wrong kind",
+        config(pipeline=task("{use: delay, args: {seconds: -1}}")),
+        "pipeline.tasks[1].args.seconds",
+    ),
+    (
+        "a template with a bad slot",
+        config(pipeline=task("{use: simulate_llm, args: {prompt: 'say {x y}'}}")),
+        "pipeline.tasks[1].args.prompt",
+    ),
+    (
+        "a required argument missing",
+        config(pipeline=task("{use: shell}")),
+        "pipeline.tasks[1].args.command",
+    ),
+    (
+        "a use: module that does not import",
+        config(pipeline=task("{use: 'no_such_module_xyz:judge'}")),
+        "pipeline.tasks[1].use",
+    ),
+    (
+        "a use: file without the attribute",
+        config(pipeline=task("{use: 'mytasks.py:judg'}")),
+        "pipeline.tasks[1].use",
+    ),
+    (
+        "a use: target that is not callable",
+        config(pipeline=task("{use: 'mytasks.py:NUMBER'}")),
+        "pipeline.tasks[1].use",
+    ),
     ("two tasks with one name", config(pipeline=task("{use: echo}")), "pipeline.tasks[1].name"),
-    ("a source with both path and range", config(source="source:\n  path: rows.jsonl\n  range: 3\n"), "source"),
-    ("a source of an unknown format", config(source="source:\n  path: rows.jsonl\n  format: xml\n"), "source.format"),
-    ("a source file that is not there", config(source="source:\n  path: nope.jsonl\n"), "source.path"),
-    ("a source key that a row lacks", config(source="source:\n  path: rows.jsonl\n  key: nope\n"), "source.key"),
+    (
+        "a source with both path and range",
+        config(source="source:\n  path: rows.jsonl\n  range: 3\n"),
+        "source",
+    ),
+    (
+        "a source of an unknown format",
+        config(source="source:\n  path: rows.jsonl\n  format: xml\n"),
+        "source.format",
+    ),
+    (
+        "a source file that is not there",
+        config(source="source:\n  path: nope.jsonl\n"),
+        "source.path",
+    ),
+    (
+        "a source key that a row lacks",
+        config(source="source:\n  path: rows.jsonl\n  key: nope\n"),
+        "source.key",
+    ),
     ("YAML 1.1 reads on: as true", config() + "run:\n  on: x\n", "true"),
     ("a YAML syntax error", config() + "run: [\n", "-c"),
     ("a TOML syntax error", ("toml", "[run\nstore = 1\n"), "-c"),
@@ -87,7 +213,7 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
     ("an unknown suffix", ("ini", "[run]\n"), "-c"),
     ("a malformed ${...}", config(run="run:\n  store: '${1BAD}'\n"), "run.store"),
     ("a top level that is a list", "- run\n", "-c"),
-]  # fmt: skip
+]
 
 USER_TASKS = "NUMBER = 3\n\ndef judg_helper(value):\n    return value\n"
 
@@ -160,7 +286,8 @@ def test_the_yaml_boolean_key_trap_is_explained(
 ) -> None:
     run_cli(["validate", "-c", _write(folder, config() + "yes: 1\n")])
     err = capsys.readouterr().err
-    assert "read as the boolean true" in err and "quote the key" in err
+    assert "read as the boolean true" in err
+    assert "quote the key" in err
 
 
 def test_a_boolean_where_a_string_belongs_says_why(
@@ -169,7 +296,8 @@ def test_a_boolean_where_a_string_belongs_says_why(
     text = config(pipeline="pipeline:\n  name: no\n  tasks: [{use: echo}]\n")
     assert run_cli(["validate", "-c", _write(folder, text)]) == 2
     err = capsys.readouterr().err
-    assert "pipeline.name" in err and "yes/no/on/off" in err
+    assert "pipeline.name" in err
+    assert "yes/no/on/off" in err
 
 
 def test_strict_env_refuses_an_unset_variable_naming_its_field(
@@ -181,7 +309,8 @@ def test_strict_env_refuses_an_unset_variable_naming_its_field(
     before = _tree(folder)
     assert run_cli(["run", "-c", name, "--strict-env"]) == 2
     err = capsys.readouterr().err
-    assert "pools.llm.resources[0].secrets.api_key" in err and "PYA_TEST_UNSET" in err
+    assert "pools.llm.resources[0].secrets.api_key" in err
+    assert "PYA_TEST_UNSET" in err
     assert _tree(folder) == before
     assert run_cli(["validate", "-c", name]) == 0  # without --strict-env: a warning
     assert "warning: pools.llm.resources[0].secrets.api_key" in capsys.readouterr().err
