@@ -255,3 +255,49 @@ def test_defaults_literal_dollars_and_unset_variables() -> None:
     )
     assert found.data == {"a": "v", "b": ["d", "d"], "c": "${SET}", "d": ""}
     assert found.unset == [("d", "UNSET")]
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "run.md"
+MYCHECKS = (
+    "def grader(*, threshold):\n"
+    "    def grade(row):\n"
+    "        return {**row, 'pass': len(row['answer']['text']) > threshold}\n"
+    "    return grade\n"
+)
+
+
+def _config_section() -> str:
+    text = DOCS.read_text(encoding="utf-8")
+    start = text.index("## Config files")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_every_config_in_the_docs_validates_and_the_first_runs_as_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    section = _config_section()
+    yamls = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    assert len(yamls) >= 2
+    (tmp_path / "mychecks.py").write_text(MYCHECKS, encoding="utf-8")
+    for n, text in enumerate(yamls):
+        (tmp_path / f"doc{n}.yaml").write_text(text, encoding="utf-8")
+        assert run_cli(["validate", "-c", f"doc{n}.yaml"]) == 0, capsys.readouterr().err
+    (tmp_path / "try.yaml").write_text(yamls[0], encoding="utf-8")
+    console = re.search(r"```console\n(.*?)```", section, re.DOTALL)
+    assert console is not None
+    for line in console.group(1).splitlines():
+        words = line.split("#")[0].split()[1:]  # "$ pyattacker ..." without the comment
+        assert words[0] == "pyattacker"
+        assert run_cli(words[1:]) == 0, (line, capsys.readouterr().err)
+    with SQLiteStore(tmp_path / "try.db", read_only=True) as store:
+        assert store.count_by_state() == {"succeeded": 20}
+    bad = yamls[0].replace("max_attempts: 4", "max_attempts: 0")
+    (tmp_path / "bad.yaml").write_text(bad, encoding="utf-8")
+    capsys.readouterr()
+    assert run_cli(["validate", "-c", "bad.yaml"]) == 2
+    shown = re.search(r"validate -c bad.yaml.*\n(error: .*)\n", section)
+    assert shown is not None
+    assert capsys.readouterr().err.strip() == shown.group(1)

@@ -55,9 +55,13 @@ Examples:
   cat items.jsonl | pyattacker run evals.py:evaluation --input - --pools evals.py:pools
   pyattacker run evals.py:evaluation --input items.parquet --pools evals.py:pools \\
       --stop-after 30m --stop-after-failures 50
+  pyattacker run -c eval.yaml                   (the pipeline, pools and rows from a file)
+  pyattacker run -c eval.yaml --store other.db --concurrency 4 --strict-env
 
 \b
 TARGET is a pipeline template (pyattacker.pipeline(...) or a | b | c) or a single @task.
+-c FILE (.yaml, .toml, .json) replaces TARGET, --pools and --input: see `pyattacker
+validate --help` and docs/run.md, "Config files". Flags given override the file.
 --pools names a Pool, a list of Pools, or a function returning them.
 --input: .jsonl/.ndjson (one JSON value per line), .csv (a header row; every value a
 string), .parquet (pip install 'pyattacker[parquet]'), or - for stdin (JSON Lines unless

@@ -10,6 +10,7 @@ is recorded in the run's row (``config["file"]``).
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,17 @@ def validate_command(config_path: str, strict_env: bool, as_json: bool) -> None:
 
 
 def _resume_params() -> list[click.Parameter]:
-    return [p for p in run_command.params if p.name not in ("target", "pools_target")]
+    """run's parameters but TARGET and --pools; --resume kept (the printed command that
+    continues a run adds it) but hidden, as copies: run's own stay as they are."""
+    params = []
+    for param in run_command.params:
+        if param.name in ("target", "pools_target"):
+            continue
+        if param.name == "resume":
+            param = copy.copy(param)
+            param.hidden = True  # type: ignore[attr-defined]
+        params.append(param)
+    return params
 
 
 resume_command = click.Command(
