@@ -6,8 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pyattacker.cli import run_cli
+from pyattacker.config._schema import RUN, checked
+from pyattacker.errors import ConfigError
 
 GOOD = {
     "run": "run:\n  store: out.db\n  concurrency: 4\n",
@@ -321,3 +325,39 @@ def test_a_target_beside_c_is_refused(folder: Path, capsys: pytest.CaptureFixtur
     assert run_cli(["run", "mytasks.py:judg_helper", "-c", name]) == 2
     assert "TARGET" in capsys.readouterr().err
     assert not (folder / "out.db").exists()
+
+
+def test_validating_a_config_that_imports_your_file_writes_no_bytecode(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    (folder / "fresh_tasks.py").write_text("def double(x):\n    return 2 * x\n")
+    text = config(pipeline=task("{use: 'fresh_tasks.py:double'}"))
+    before = _tree(folder)
+    assert run_cli(["validate", "-c", _write(folder, text)]) == 0, capsys.readouterr().err
+    assert _tree(folder) == before | {"bad.yaml"}
+
+
+KNOWN = st.sampled_from(sorted(RUN))
+
+
+@given(
+    st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12).filter(lambda k: k not in RUN)
+)
+def test_any_unknown_run_field_is_refused_by_its_path(name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        checked({name: 1}, RUN, "run")
+    assert caught.value.field == f"run.{name}"
+
+
+@given(KNOWN, st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)))
+def test_a_known_run_field_is_kept_or_refused_by_its_path(name: str, value: object) -> None:
+    refused: ConfigError | None = None
+    try:
+        out = checked({name: value}, RUN, "run")
+    except ConfigError as exc:
+        refused = exc
+    if refused is not None:
+        assert refused.field == f"run.{name}"
+    else:
+        assert out.get(name) == (value if value is not None else RUN[name].default)

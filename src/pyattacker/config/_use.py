@@ -136,5 +136,9 @@ def _from_file(path: Path, field: str) -> Any:
     sys.modules[name] = module  # dataclasses and codecs look modules up by name
     if str(resolved.parent) not in sys.path:
         sys.path.insert(0, str(resolved.parent))
-    spec.loader.exec_module(module)
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # validate creates nothing
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes
     return module
