@@ -243,3 +243,27 @@ def test_llm_completion_retries_only_as_the_policy_says_and_every_attempt_is_rec
     assert len(attempts) == 4  # one request per item: nothing retried behind the policy
     assert report.by_state.get("failed", 0) == len(failed)
     assert all(a["resources"] == ["llm/key-1"] for a in attempts if a["outcome"] == "ok")
+
+
+def test_llm_chat_429s_are_retried_by_the_policy_and_every_request_is_an_attempt() -> None:
+    with LlmServerProcess(
+        models="m", ttft="fixed:1ms", itl="fixed:1ms", output_tokens=2, fail={429: 0.5}, seed=1
+    ) as server:
+        store = MemoryStore()
+        ask = Task(
+            BUILT_IN_TASKS["llm.chat"](prompt="{input}", task_name="ask"),
+            name="ask",
+            resource="llm",
+            retry={"max_attempts": 8, "base": 0.01},
+        )
+        pool = _keys_pool(server.url, ("", ""))
+        runner = Runner(store, pools=[pool], concurrency=2, handle_signals=False)
+        report = runner.run(pipeline("retried", ask).map(range(10)))
+        served = server.stats()["requests"]
+    attempts = rows(store, RowKind.ATTEMPTS)
+    refused = [a for a in attempts if a["outcome"] == "failed"]
+    assert report.by_state == {"succeeded": 10}
+    assert refused  # the seed makes some 429s
+    assert {a["error_class"] for a in refused} == {"rate_limit"}
+    assert all(a["decision"]["retry"] is True for a in refused)
+    assert served == len(attempts)  # no request the record does not hold
