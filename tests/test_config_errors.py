@@ -189,6 +189,11 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
         config(pipeline=task("{use: 'mytasks.py:NUMBER'}")),
         "pipeline.tasks[1].use",
     ),
+    (
+        "llm.chat on a pool whose resource has no base_url",
+        config(pipeline=task("{use: llm.chat, resource: llm, args: {prompt: '{q}'}}")),
+        "pools.llm.resources[0].options.base_url",
+    ),
     ("two tasks with one name", config(pipeline=task("{use: echo}")), "pipeline.tasks[1].name"),
     (
         "a source with both path and range",
@@ -274,6 +279,10 @@ def test_a_missing_store_on_resume_exits_2_and_creates_nothing(
     assert run_cli(["resume", "-c", name]) == 2
     assert "there is no store at out.db to resume" in capsys.readouterr().err
     assert not (folder / "out.db").exists()
+    name = _write(folder, config(run=""))
+    assert run_cli(["resume", "-c", name]) == 2
+    assert "run.store: which run should it continue?" in capsys.readouterr().err
+    assert not (folder / "runs").exists()
 
 
 def test_unknown_fields_are_answered_with_the_closest_known_one(

@@ -81,6 +81,12 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
             field="source",
             hint="add source: {path: items.jsonl} (or range: N), pass --input, or --resume",
         )
+    if resume and loaded.store is None:
+        raise ConfigError(
+            "which run should it continue? the config names no store",
+            field="run.store",
+            hint="set run.store in the file, or pass --store PATH",
+        )
     path = _store_path(loaded.store, loaded.template, resume=resume)
     wanted = _wanted(loaded.source, bool(params["input_changed"]))
     source, repeats, key = _rows(wanted, path if resume else None)

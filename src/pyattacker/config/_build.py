@@ -99,8 +99,9 @@ def _resources(section: Mapping[str, Any], path: str) -> tuple[list[Resource], l
     return resources, rows
 
 
-def build_pipeline(raw: Any, pool_names: list[str]) -> tuple[PipelineTemplate, dict[str, Any]]:
+def build_pipeline(raw: Any, pools: list[Pool]) -> tuple[PipelineTemplate, dict[str, Any]]:
     """The template of section ``pipeline``, and the section with defaults filled."""
+    by_name = {pool.name: pool for pool in pools}
     section = checked(raw, PIPELINE, "pipeline")
     tasks: list[Task] = []
     shown: list[Any] = []
@@ -116,7 +117,7 @@ def build_pipeline(raw: Any, pool_names: list[str]) -> tuple[PipelineTemplate, d
                 hint="give each step its own name:",
             )
         names[name] = n
-        tasks.append(_task(row, path, pool_names))
+        tasks.append(_task(row, path, by_name))
         shown.append(row)
     with at("pipeline"):
         template = pipeline(section["name"], *tasks)
@@ -127,9 +128,10 @@ def _default_name(use: str) -> str:
     return use.rpartition(":")[2].rpartition(".")[2] if ":" in use else use
 
 
-def _task(row: dict[str, Any], path: str, pool_names: list[str]) -> Task:
+def _task(row: dict[str, Any], path: str, pools: Mapping[str, Pool]) -> Task:
     resource = row.get("resource")
-    if resource is not None and resource not in pool_names:
+    pool_names = list(pools)
+    if resource is not None and resource not in pools:
         known = ", ".join(pool_names) or "none"
         raise ConfigError(
             f"no pool named {resource!r}{did_you_mean(resource, pool_names)}",
@@ -142,6 +144,8 @@ def _task(row: dict[str, Any], path: str, pool_names: list[str]) -> Task:
             field=f"{path}.resource",
             hint="resource: <a pool under pools:>",
         )
+    if resource is not None and row["use"] in NEEDS_POOL:
+        _check_endpoints(pools[resource], row["use"], path)
     with at(path):
         retry = resolve_retry(row.get("retry"))
         algorithm = None if "algorithm" not in row else resolve_algorithm(row["algorithm"])
@@ -166,6 +170,17 @@ def _task(row: dict[str, Any], path: str, pool_names: list[str]) -> Task:
             version=row.get("version", _of(base, "version")),
             identity=identity,
         )
+
+
+def _check_endpoints(pool: Pool, use: str, path: str) -> None:
+    """Every resource of the pool an LLM task leases from says where its endpoint is."""
+    for n, found in enumerate(pool.resources):
+        if not found.options.get("base_url"):
+            raise ConfigError(
+                f"{use} ({path}) calls this resource's endpoint, and it has no base_url",
+                field=f"pools.{pool.name}.resources[{n}].options.base_url",
+                hint="options: {base_url: http://host:port/v1, model: ...}",
+            )
 
 
 def _of(task: Task | None, name: str) -> Any:

@@ -62,7 +62,7 @@ def load_config(
     run = checked(top.get("run", {}), RUN, "run")
     settings = runner_settings(run)
     pools, pools_shown = build_pools(top.get("pools"))
-    template, pipeline_shown = build_pipeline(top["pipeline"], [p.name for p in pools])
+    template, pipeline_shown = build_pipeline(top["pipeline"], pools)
     source, source_shown = build_source(top.get("source"))
     shown = {"run": run, "pools": pools_shown, "pipeline": pipeline_shown}
     if source_shown:

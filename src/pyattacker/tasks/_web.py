@@ -66,8 +66,12 @@ def http_request(
             async with ctx.acquire() as lease:
                 base = setting(lease.resource, "base_url")
                 row = {**value, "base_url": base} if isinstance(value, Mapping) else value
-                response = await _send(verb, url_t.render(row), header_ts, body_t, row, ctx)
-                lease.report(ok=response.status < 400)
+                try:
+                    response = await _send(verb, url_t.render(row), header_ts, body_t, row, ctx)
+                except Exception as exc:
+                    lease.report(ok=False, error=exc)
+                    raise
+                lease.report(ok=response.status < 400, headers=response.headers)
         else:
             response = await _send(verb, url_t.render(row), header_ts, body_t, row, ctx)
         if (wanted is None and response.status >= 400) or (
