@@ -254,7 +254,7 @@ def test_llm_chat_429s_are_retried_by_the_policy_and_every_request_is_an_attempt
             BUILT_IN_TASKS["llm.chat"](prompt="{input}", task_name="ask"),
             name="ask",
             resource="llm",
-            retry={"max_attempts": 8, "base": 0.01},
+            retry={"max_attempts": 20, "base": 0.01},
         )
         pool = _keys_pool(server.url, ("", ""))
         runner = Runner(store, pools=[pool], concurrency=2, handle_signals=False)
