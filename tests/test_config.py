@@ -301,3 +301,27 @@ def test_every_config_in_the_docs_validates_and_the_first_runs_as_shown(
     shown = re.search(r"validate -c bad.yaml.*\n(error: .*)\n", section)
     assert shown is not None
     assert capsys.readouterr().err.strip() == shown.group(1)
+
+
+def test_source_repeats_and_the_run_sections_stop_condition_reach_the_run(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "s.yaml").write_text(
+        "run: {store: s.db, stop_after_failures: 2, concurrency: 1}\n"
+        "pipeline: {name: s, tasks: [{use: boom}]}\n"
+        "source: {range: 3, repeats: 2}\n",
+        encoding="utf-8",
+    )
+    assert run_cli(["run", "-c", "s.yaml"]) == 130  # stopped after 2 failures, like --stop-...
+    assert "stop_after_failures" in capsys.readouterr().err
+    with SQLiteStore(folder / "s.db", read_only=True) as store:
+        assert store.count_by_state().get("failed") == 2
+    (folder / "s.yaml").write_text(
+        "run: {store: r.db}\npipeline: {name: r, tasks: [{use: echo}]}\n"
+        "source: {range: 3, repeats: 2}\n",
+        encoding="utf-8",
+    )
+    assert run_cli(["run", "-c", "s.yaml"]) == 0
+    with SQLiteStore(folder / "r.db", read_only=True) as store:
+        repeats = sorted(p["repeat"] for p in store.rows(RowKind.PIPELINES))
+    assert repeats == [0, 0, 0, 1, 1, 1]
