@@ -194,6 +194,11 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
         config(pipeline=task("{use: llm.chat, resource: llm, args: {prompt: '{q}'}}")),
         "pools.llm.resources[0].options.base_url",
     ),
+    (
+        "your task leasing from a pool the config lacks",
+        config(pipeline=task("{use: 'mytasks.py:judged'}")),
+        "pipeline.tasks[1].resource",
+    ),
     ("two tasks with one name", config(pipeline=task("{use: echo}")), "pipeline.tasks[1].name"),
     (
         "a source with both path and range",
@@ -224,7 +229,11 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
     ("a top level that is a list", "- run\n", "-c"),
 ]
 
-USER_TASKS = "NUMBER = 3\n\ndef judg_helper(value):\n    return value\n"
+USER_TASKS = (
+    "from pyattacker import task\n\nNUMBER = 3\n\n"
+    "def judg_helper(value):\n    return value\n\n"
+    "@task(resource='judges')\ndef judged(value):\n    return value\n"
+)
 
 
 @pytest.fixture

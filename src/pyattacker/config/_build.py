@@ -121,6 +121,14 @@ def build_pipeline(raw: Any, pools: list[Pool]) -> tuple[PipelineTemplate, dict[
         shown.append(row)
     with at("pipeline"):
         template = pipeline(section["name"], *tasks)
+    missing = template.missing_pool(by_name)
+    if missing is not None:  # a task of yours (or a fanout branch) names a pool not here
+        step = names.get(missing[0])
+        raise ConfigError(
+            f"task {missing[0]!r} leases from pool {missing[1]!r}, which the config lacks",
+            field="pools" if step is None else f"pipeline.tasks[{step}].resource",
+            hint=f"add pools.{missing[1]} (with its resources), or set the task's resource",
+        )
     return template, {**section, "tasks": shown}
 
 
