@@ -62,7 +62,7 @@ def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 def _parse(text: str, kind: str, where: Path) -> Any:
     try:
         if kind == "yaml":
-            return yaml.safe_load(text) or {}
+            return yaml.load(text, Loader=_UniqueKeys) or {}  # a SafeLoader: no Python objects
         if kind == "toml":
             return tomllib.loads(text)
         return json.loads(text)
@@ -74,7 +74,30 @@ def _parse(text: str, kind: str, where: Path) -> Any:
         ) from None
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the
+    last silently, so a second `run:` section would erase the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str | bool | int | float) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice (first on line {seen[key]})",
+                    key_node.start_mark,
+                )  # fmt: skip
+            if isinstance(key, str | bool | int | float):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def _one_line(exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if isinstance(exc, yaml.MarkedYAMLError) and mark is not None and problem:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
     return " ".join(str(exc).split())
 
 
@@ -86,7 +109,7 @@ def _check_keys(value: Any, path: str) -> None:
                 raise ConfigError(
                     f"a key was read as the boolean {str(key).lower()}: YAML 1.1 reads "
                     f"{_YAML_BOOLEANS} as booleans, so `on:` or `yes:` is not the word",
-                    field=f"{path}.{key}".lstrip(".") if path else str(key).lower(),
+                    field=f"{path}.{str(key).lower()}" if path else str(key).lower(),
                     hint='quote the key ("on": ...) or use another name',
                 )
             if not isinstance(key, str):
