@@ -325,3 +325,37 @@ def test_source_repeats_and_the_run_sections_stop_condition_reach_the_run(
     with SQLiteStore(folder / "r.db", read_only=True) as store:
         repeats = sorted(p["repeat"] for p in store.rows(RowKind.PIPELINES))
     assert repeats == [0, 0, 0, 1, 1, 1]
+
+
+def test_a_template_field_the_first_row_lacks_is_warned_about_by_its_path(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "rows.jsonl").write_text('{"id": 1, "question": "q?"}\n', encoding="utf-8")
+    (folder / "t.yaml").write_text(
+        "pipeline:\n  name: t\n  tasks:\n"
+        "    - {use: simulate_llm, name: answer, args: {prompt: '{question}', ttft_s: 0}}\n"
+        "    - {use: simulate_llm, name: judge, args: {prompt: '{answr.text} {question}'}}\n"
+        "source: {path: rows.jsonl}\n",
+        encoding="utf-8",
+    )
+    assert run_cli(["validate", "-c", "t.yaml"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "warning: pipeline.tasks[1].args: judge reads {answr}, which the first row lacks "
+        "(it has id, question; the steps before it add answer)"
+    ) in err
+    assert "tasks[0]" not in err
+
+
+def test_missing_fields_stops_at_a_step_whose_output_it_cannot_know(folder: Path) -> None:
+    from pyattacker.config import missing_fields
+
+    (folder / "mine.py").write_text("def own(x):\n    return x\n", encoding="utf-8")
+    (folder / "m.yaml").write_text(
+        "pipeline:\n  name: m\n  tasks:\n"
+        "    - {use: 'mine.py:own'}\n"
+        "    - {use: simulate_llm, args: {prompt: '{anything}'}}\n",
+        encoding="utf-8",
+    )
+    assert missing_fields(load_config("m.yaml").template.tasks, {"a": 1}) == []
+    assert missing_fields(load_config("c.yaml").template.tasks, 3) == []  # {input} only

@@ -20,7 +20,13 @@ from click.core import ParameterSource
 
 from pyattacker.cli._run import _execute, _flags, _store_path, run_command
 from pyattacker.cli._run_input import Wanted, rows_to_run
-from pyattacker.config import LoadedConfig, SourceSpec, load_config, render_effective
+from pyattacker.config import (
+    LoadedConfig,
+    SourceSpec,
+    load_config,
+    missing_fields,
+    render_effective,
+)
 from pyattacker.errors import ConfigError
 from pyattacker.run import FileSource, check_captured_clients, range_rows
 
@@ -90,6 +96,7 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
     path = _store_path(loaded.store, loaded.template, resume=resume)
     wanted = _wanted(loaded.source, bool(params["input_changed"]))
     source, repeats, key = _rows(wanted, path if resume else None)
+    _warn_fields(loaded, source)
     try:
         return int(
             _execute(
@@ -160,6 +167,17 @@ def _rows(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, int, s
     return found
 
 
+def _warn_fields(loaded: LoadedConfig, source: FileSource | None) -> None:
+    """Warn about template fields the first row will not have (``missing_fields``)."""
+    if source is None:
+        return
+    rows = iter(source)
+    first = next(rows, None)
+    rows.close()  # type: ignore[attr-defined]  # a generator: closes the file it opened
+    for where, message in missing_fields(loaded.template.tasks, first):
+        click.echo(f"warning: {where}: {message}", err=True)
+
+
 def _wanted(spec: SourceSpec | None, changed: bool) -> Wanted:
     if spec is None:
         return Wanted(None, None, None, None, None, changed)
@@ -187,6 +205,7 @@ def _validate(config_path: str, strict_env: bool, as_json: bool) -> None:
     rows = "no source (a resume reads the recorded rows)"
     if loaded.source is not None:
         source, _, _ = _rows(_wanted(loaded.source, False), None)
+        _warn_fields(loaded, source)
         if source is not None:
             total = source.rows_total
             source.close()

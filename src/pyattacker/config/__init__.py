@@ -11,7 +11,15 @@ and ``resume -c`` all go through it. Tasks are named by ``use:``: a built-in
 """
 
 from pyattacker.config._build import SourceSpec
+from pyattacker.config._fields import missing_fields
 from pyattacker.config._load import LoadedConfig, load_config, render_effective
 from pyattacker.config._read import SUFFIXES
 
-__all__ = ["SUFFIXES", "LoadedConfig", "SourceSpec", "load_config", "render_effective"]
+__all__ = [
+    "SUFFIXES",
+    "LoadedConfig",
+    "SourceSpec",
+    "load_config",
+    "missing_fields",
+    "render_effective",
+]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from pyattacker.tasks._args import RowShape, shape_of
 from pyattacker.tasks._llm import llm_chat, llm_completion
 from pyattacker.tasks._local import (
     Boom,
@@ -42,8 +43,10 @@ __all__ = [
     "CommandFailed",
     "Flaked",
     "MissingField",
+    "RowShape",
     "SimulatedRateLimit",
     "Template",
+    "shape_of",
 ]
 
 #: name -> factory, in the order the docs list them.

@@ -3,14 +3,61 @@ shape every built-in task's output shares."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Resource
 
-__all__ = ["flag", "mapping", "optional_text", "result_of", "seconds", "setting", "text"]
+__all__ = [
+    "RowShape",
+    "flag",
+    "mapping",
+    "optional_text",
+    "result_of",
+    "seconds",
+    "setting",
+    "shape_of",
+    "shaped",
+    "text",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class RowShape:
+    """What a built-in task does to the row: the top-level fields its templates ``reads``,
+    the field it ``adds`` (its output) and whether the row's fields go on (``keeps``).
+    A config check reads it to find a template field that no row will have."""
+
+    reads: frozenset[str] = frozenset()
+    adds: str | None = None
+    keeps: bool = True
+
+
+def shaped(
+    fn: F,
+    templates: Iterable[Any] = (),
+    adds: str | None = None,
+    keeps: bool = True,
+    *,
+    given: Iterable[str] = (),
+) -> F:
+    """``fn`` with its :class:`RowShape` attached (``templates``: ``Template``s; ``given``:
+    fields the task fills in itself)."""
+    reads = frozenset(f.split(".")[0] for t in templates for f in t.fields)
+    reads -= {"input", *given}
+    fn.__pyattacker_shape__ = RowShape(reads, adds if keeps else None, keeps)  # type: ignore[attr-defined]
+    return fn
+
+
+def shape_of(fn: object) -> RowShape | None:
+    """The shape a built-in task declared; None for any other function."""
+    found = getattr(fn, "__pyattacker_shape__", None)
+    return found if isinstance(found, RowShape) else None
 
 
 def text(value: object, field: str) -> str:

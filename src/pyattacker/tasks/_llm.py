@@ -30,7 +30,15 @@ from pyattacker.llm import (
     is_azure,
 )
 from pyattacker.pool import Lease, TaskContext
-from pyattacker.tasks._args import flag, mapping, optional_text, result_of, setting, text
+from pyattacker.tasks._args import (
+    flag,
+    mapping,
+    optional_text,
+    result_of,
+    setting,
+    shaped,
+    text,
+)
 from pyattacker.tasks._template import Template
 
 __all__ = ["llm_chat", "llm_completion"]
@@ -70,7 +78,7 @@ def llm_chat(
         said = [{"role": role, "content": t.render(value)} for role, t in chat]
         return await call(value, said, ctx)
 
-    return chat_task
+    return shaped(chat_task, [t for _, t in chat], call.output, call.carry)
 
 
 def llm_completion(
@@ -91,7 +99,7 @@ def llm_completion(
     async def completion_task(value: Any, ctx: TaskContext) -> Any:
         return await call(value, template.render(value), ctx)
 
-    return completion_task
+    return shaped(completion_task, [template], call.output, call.carry)
 
 
 def _message(message: object, field: str) -> tuple[str, Template]:

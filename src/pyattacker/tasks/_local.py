@@ -16,7 +16,7 @@ from typing import Any
 from pyattacker._checks import check_number, check_whole
 from pyattacker.errors import RetryableError
 from pyattacker.pool import TaskContext
-from pyattacker.tasks._args import flag, result_of, seconds, text
+from pyattacker.tasks._args import flag, result_of, seconds, shaped, text
 from pyattacker.tasks._args import seconds as _checked_seconds
 from pyattacker.tasks._template import Template
 
@@ -51,7 +51,7 @@ def echo() -> Callable[[Any], Any]:
     def echo_task(value: Any) -> Any:
         return value
 
-    return echo_task
+    return shaped(echo_task)
 
 
 def _wait(value: object) -> float:
@@ -66,7 +66,7 @@ def delay(*, seconds: float = 0.1) -> Task:
         await ctx.clock.sleep(wait)
         return value
 
-    return delay_task
+    return shaped(delay_task)
 
 
 def flaky(*, fail_attempts: int = 1, rate: float = 0.0) -> Task:
@@ -80,7 +80,7 @@ def flaky(*, fail_attempts: int = 1, rate: float = 0.0) -> Task:
             raise Flaked(f"planned failure of attempt {ctx.attempt}")
         return value
 
-    return flaky_task
+    return shaped(flaky_task)
 
 
 def boom(*, message: str = "boom") -> Callable[[Any], Any]:
@@ -130,7 +130,7 @@ def simulate_llm(
         }  # fmt: skip
         return result_of(value, name, facts, carry=keep)
 
-    return simulate_llm_task
+    return shaped(simulate_llm_task, [template], name, keep)
 
 
 async def _pretend(
@@ -160,7 +160,7 @@ def write_jsonl(*, path: str, carry: bool = True) -> Callable[[Any], Any]:
             out.write(json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n")
         return value if keep else None
 
-    return write_jsonl_task
+    return shaped(write_jsonl_task, keeps=keep)
 
 
 def _probability(value: object, field: str) -> float:

@@ -23,7 +23,7 @@ from typing import Any
 from pyattacker.errors import ConfigError, HttpStatusError
 from pyattacker.http import HttpClient, Response
 from pyattacker.pool import TaskContext
-from pyattacker.tasks._args import flag, mapping, result_of, seconds, setting, text
+from pyattacker.tasks._args import flag, mapping, result_of, seconds, setting, shaped, text
 from pyattacker.tasks._template import Template
 
 __all__ = ["CommandFailed", "http_request", "shell"]
@@ -82,7 +82,8 @@ def http_request(
                                   status=response.status, url=response.url)  # fmt: skip
         return result_of(value, name, _facts(response), carry=keep)
 
-    return request_task
+    templates = [url_t, *header_ts.values(), *_templates(body_t)]
+    return shaped(request_task, templates, name, keep, given=("base_url",))
 
 
 async def _send(
@@ -109,6 +110,16 @@ def _body(body: Any, field: str) -> Any:
     if isinstance(body, int | float | bool):
         return body
     raise ConfigError(f"a body is a string, a mapping or a list, got {body!r}", field=field)
+
+
+def _templates(body: Any) -> list[Template]:
+    if isinstance(body, Template):
+        return [body]
+    if isinstance(body, dict):
+        return [t for v in body.values() for t in _templates(v)]
+    if isinstance(body, list):
+        return [t for v in body for t in _templates(v)]
+    return []
 
 
 def _render_body(body: Any, row: Any) -> bytes:
@@ -182,4 +193,4 @@ def shell(
         facts = {"exit_code": 0, "stdout": out.decode(errors="replace"), "stderr": stderr}
         return result_of(value, name, facts, carry=keep)
 
-    return shell_task
+    return shaped(shell_task, [template], name, keep)
