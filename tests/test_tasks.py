@@ -119,7 +119,7 @@ def test_simulate_llm_output_has_llm_chats_shape() -> None:
     assert out["ask"]["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
 
 
-def test_boom_fails_without_retry_and_flaky_with_rate_draws_from_the_attempts_rng() -> None:
+def test_boom_fails_every_item_and_is_not_retried() -> None:
     store = MemoryStore()
     runner = Runner(store, handle_signals=False)
     report = run_virtually(runner, pipeline("b", built("boom", message="no")).map(range(2)))
