@@ -49,8 +49,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"pool", "measure", "store", "http"}),
     frozenset({"world", "llm"}),
     frozenset({"servers"}),
-    frozenset({"run", "attack", "benchmark"}),
-    frozenset({"report", "testing", "selftest", "_demo", "_run_demo"}),
+    frozenset({"run", "attack", "benchmark", "tasks"}),
+    frozenset({"report", "testing", "selftest", "config", "_demo", "_run_demo"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),  # ``python -m pyattacker``: calls the CLI and nothing else
 )

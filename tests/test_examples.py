@@ -4,6 +4,7 @@ in order, in a fresh copy of the example's folder, and what they leave behind is
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from pyattacker.cli import run_cli
+from pyattacker.servers import LlmServerProcess
 from pyattacker.store import RowKind, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +78,7 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
 def test_every_example_has_a_readme_with_commands() -> None:
     folders = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
-    assert [p.name for p in folders] == ["eval", "python-api"]
+    assert [p.name for p in folders] == ["eval", "llm-eval", "python-api"]
     for folder in folders:
         assert commands(folder / "README.md"), folder
 
@@ -171,3 +173,43 @@ def test_the_python_api_example_runs_resumes_and_writes_results(
     assert [row["key"] for row in results] == tickets
     assert {row["state"] for row in results} == {"succeeded"}
     assert all(row["attempts"] == "2" and int(row["tokens"]) > 0 for row in results)
+
+
+def test_the_config_only_llm_eval_answers_judges_and_exports_every_prompt(
+    copy_of: Callable[[str], Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = copy_of("llm-eval")
+    keys = ("sk-test-first", "sk-test-second")  # not the README's: none may be on disk
+    with LlmServerProcess(
+        models="mock-llm", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=6, api_keys=keys
+    ) as server:
+        monkeypatch.setenv("LLM_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("LLM_KEY_1", keys[0])
+        monkeypatch.setenv("LLM_KEY_2", keys[1])
+        said = []
+        for command in commands(folder / "README.md"):
+            code, out = run_command(command, folder, capsys)
+            assert code == 0, (command, out)
+            said.append(out)
+        served = server.stats()["requests"]
+    assert "***" in said[0]
+    assert keys[0] not in said[0]
+    ids = [json.loads(line)["id"] for line in (folder / "prompts.jsonl").read_text().splitlines()]
+    results = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    assert [row["key"] for row in results] == ids
+    assert {row["state"] for row in results} == {"succeeded"}
+    for row in results:
+        answer, judge = row["output"]["answer"], row["output"]["judge"]
+        assert answer["text"].strip()
+        assert judge["text"].strip()
+        assert answer["ttft_s"] > 0
+        assert answer["e2e_s"] >= answer["ttft_s"]
+        assert judge["usage"]["prompt_tokens"] > answer["usage"]["prompt_tokens"]  # it saw both
+    assert {r["output"][step]["resource"] for r in results for step in ("answer", "judge")} == {
+        "key-1",
+        "key-2",
+    }
+    assert served == 2 * len(ids)  # the resume ran nothing again
+    assert not any(key.encode() in p.read_bytes() for p in folder.iterdir() for key in keys)

@@ -87,6 +87,8 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "benchmark",
         "world",
         "selftest",
+        "config",
+        "tasks",
     }
     for name in vars(pyattacker):
         if not name.startswith("_") and name not in PUBLIC:
@@ -104,6 +106,8 @@ def test_every_public_name_resolves_and_non_public_names_are_private_modules() -
         "pyattacker.benchmark",
         "pyattacker.world",
         "pyattacker.llm",
+        "pyattacker.config",
+        "pyattacker.tasks",
     ],
 )
 def test_each_public_module_exports_names_that_exist_in_sorted_order(module: str) -> None:

@@ -26,9 +26,11 @@ _COMMANDS = {
     "kernel-demo": "pyattacker.cli._kernel_demo:kernel_demo",
     "llm-server": "pyattacker.cli._llm_server:llm_server",
     "report": "pyattacker.cli._run_commands:report_command",
+    "resume": "pyattacker.cli._run_config:resume_command",
     "run": "pyattacker.cli._run:run_command",
     "selftest": "pyattacker.cli._selftest:selftest_command",
     "serve": "pyattacker.cli._serve_store:serve_command",
+    "validate": "pyattacker.cli._run_config:validate_command",
     "watch": "pyattacker.cli._watch:watch_command",
 }
 

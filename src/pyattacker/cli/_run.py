@@ -55,9 +55,13 @@ Examples:
   cat items.jsonl | pyattacker run evals.py:evaluation --input - --pools evals.py:pools
   pyattacker run evals.py:evaluation --input items.parquet --pools evals.py:pools \\
       --stop-after 30m --stop-after-failures 50
+  pyattacker run -c eval.yaml                   (the pipeline, pools and rows from a file)
+  pyattacker run -c eval.yaml --store other.db --concurrency 4 --strict-env
 
 \b
 TARGET is a pipeline template (pyattacker.pipeline(...) or a | b | c) or a single @task.
+-c FILE (.yaml, .toml, .json) replaces TARGET, --pools and --input: see `pyattacker
+validate --help` and docs/run.md, "Config files". Flags given override the file.
 --pools names a Pool, a list of Pools, or a function returning them.
 --input: .jsonl/.ndjson (one JSON value per line), .csv (a header row; every value a
 string), .parquet (pip install 'pyattacker[parquet]'), or - for stdin (JSON Lines unless
@@ -73,7 +77,20 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 
 
 @click.command("run", epilog=_EPILOG)
-@click.argument("target", metavar="TARGET")
+@click.argument("target", metavar="[TARGET]", required=False)
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="Run from a config file (.yaml, .toml, .json) instead of TARGET/--pools; "
+    "flags given here override its values.",
+)
+@click.option(
+    "--strict-env",
+    is_flag=True,
+    help="With -c: an unset ${VAR} in the file is an error (default: a warning, and empty).",
+)
 @click.option(
     "--input",
     "input_path",
@@ -142,7 +159,9 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 def run_command(
-    target: str,
+    target: str | None,
+    config_path: str | None,
+    strict_env: bool,
     input_path: str | None,
     input_format: str | None,
     input_changed: bool,
@@ -160,6 +179,11 @@ def run_command(
     as_json: bool,
 ) -> int:
     """Run a pipeline over every row of a file (or stdin), with a durable record."""
+    if config_path is not None or target is None:
+        # imported here: the config path builds on this module's helpers
+        from pyattacker.cli._run_config import run_from_config
+
+        return run_from_config(click.get_current_context(), target=target)
     # --add-pipeline asks to add to an existing store: continuing it, as --fresh does
     resume = resume or fresh or (add_pipeline and store is not None and Path(store).is_file())
     template = _template(load_target(target, field="TARGET"))
@@ -400,7 +424,7 @@ def _invoked_as_cli() -> bool:
 def _again(argv: list[str] | None, target: str, path: Path) -> str:
     """The command that continues this run: the one given, with --store and --resume."""
     if argv is None:  # called in-process (tests, embedding): the essentials only
-        argv = ["run", target]
+        argv = ["run", *(["-c", target[3:]] if target.startswith("-c ") else [target])]
     words = [w for w in argv if w not in ("--resume", "--fresh", "--input-changed")]
     if "--store" not in words:
         words += ["--store", str(path)]

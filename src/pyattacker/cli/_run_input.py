@@ -42,9 +42,11 @@ class Wanted:
         key: str | None,
         repeats: int | None,
         changed: bool,
+        rows: Callable[[], FileSource] | None = None,
     ) -> None:
         self.path, self.format, self.limit, self.key = path, format, limit, key
         self.repeats, self.changed = repeats, changed
+        self.rows = rows  # a source that is not a file (a config's range), opened on demand
 
 
 def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, int, str | None]:
@@ -52,8 +54,12 @@ def rows_to_run(wanted: Wanted, store: Path | None) -> tuple[FileSource | None, 
     checked against the input the store recorded. ``ConfigError`` names what is wrong."""
     record, runs = (None, None) if store is None else _recorded_input(store)
     repeats, key = _naming(wanted, record)
-    if wanted.path is not None:
-        source = read_rows(wanted.path, wanted.format, limit=wanted.limit)
+    if wanted.path is not None or wanted.rows is not None:
+        source = (
+            wanted.rows()
+            if wanted.rows is not None
+            else read_rows(wanted.path or "", wanted.format, limit=wanted.limit)
+        )
         try:
             _check_given(source, wanted, key, record)
         except BaseException:

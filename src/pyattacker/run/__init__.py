@@ -12,7 +12,7 @@ from pyattacker.run._input import FieldKey, latest_input, not_read, resume_sourc
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate, pipeline
 from pyattacker.run._runner import Runner
 from pyattacker.run._sources import FORMATS as INPUT_FORMATS
-from pyattacker.run._sources import FileSource, InputChanged, read_rows
+from pyattacker.run._sources import FileSource, InputChanged, range_rows, read_rows
 from pyattacker.run._stats import RunReport
 from pyattacker.run._task import Task, task
 from pyattacker.run._vendor import check_captured_clients
@@ -36,6 +36,7 @@ __all__ = [
     "latest_input",
     "not_read",
     "pipeline",
+    "range_rows",
     "read_rows",
     "register_codec",
     "resume_source",

@@ -23,9 +23,10 @@ def run_blocking(main: Coroutine[Any, Any, T], on_interrupt: Callable[[int], Non
     """Run ``main`` to its end and return its result. On a helper thread (the caller's
     loop is running), a KeyboardInterrupt in the caller's thread does not end the wait: it
     calls ``on_interrupt`` with the number of interrupts so far."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not _loop_running():
+        # not inside the `except` that found no loop: the whole run would execute with that
+        # RuntimeError as the context of every exception it raises (and a parser that tells
+        # its own signal by `__context__`, as httptools' callers do, would misread them)
         return _run_on_fast_loop(main)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pyattacker") as pool:
         running = pool.submit(_run_on_fast_loop, main)
@@ -36,6 +37,14 @@ def run_blocking(main: Coroutine[Any, Any, T], on_interrupt: Callable[[int], Non
             except KeyboardInterrupt:
                 interrupts += 1
                 on_interrupt(interrupts)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:

@@ -64,6 +64,8 @@ class Runner:
       and recorded as a ``lease.leaked`` event).
     - ``command``: the shell command that resumes the run (the CLI passes it), recorded as
       ``config["command"]`` for readers to show.
+    - ``config_file``: the effective config file the run was started from (``run -c``),
+      recorded as ``config["file"]`` with its secrets masked.
 
     Bad settings raise ``ConfigError`` naming the argument, before anything is opened.
     """
@@ -86,6 +88,7 @@ class Runner:
         codecs: CodecRegistry | None = None,
         report_failures: int = 10,
         command: str | None = None,
+        config_file: Mapping[str, Any] | None = None,
     ) -> None:
         self._pools = pools_by_name(pools)
         self.settings = checked_settings(
@@ -109,6 +112,7 @@ class Runner:
         self.heartbeat_s = heartbeat_s
         self.codecs = codecs if codecs is not None else DEFAULT_CODECS
         self.command = command
+        self.config_file = config_file
         self._execution: Execution | None = None
         self._stop_on_start: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -412,6 +416,8 @@ class Runner:
         )
         if self.command is not None:
             config["command"] = self.command
+        if self.config_file is not None:
+            config["file"] = mask(dict(self.config_file))
         return config
 
     def __repr__(self) -> str:

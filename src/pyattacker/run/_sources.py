@@ -44,7 +44,7 @@ from typing import IO, Any
 from pyattacker.errors import ConfigError
 from pyattacker.run._json import canonical_json
 
-__all__ = ["FORMATS", "FileSource", "InputChanged", "format_of", "read_rows"]
+__all__ = ["FORMATS", "FileSource", "InputChanged", "format_of", "range_rows", "read_rows"]
 
 FORMATS = ("jsonl", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -113,6 +113,23 @@ def read_rows(
     return FileSource(
         origin="file", path=where.resolve(), name=str(where), format=fmt,
         opener=lambda: where.open("rb"), size=stat.st_size, mtime=stat.st_mtime, limit=limit,
+    )  # fmt: skip
+
+
+def range_rows(count: int, *, limit: int | None = None) -> FileSource:
+    """The integers ``0..count-1`` as rows (a config's ``source.range``), a source like a
+    file's: recorded as source ``"range"``, checked and digested the same way."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ConfigError(f"must be an integer >= 0, got {count!r}", field="range")
+    data = b"".join(b"%d\n" % n for n in range(count))
+
+    @contextlib.contextmanager
+    def opener() -> Iterator[IO[bytes]]:
+        yield io.BytesIO(data)
+
+    return FileSource(
+        origin="range", path=None, name=f"range {count}", format="jsonl", opener=opener,
+        size=len(data), mtime=None, limit=limit,
     )  # fmt: skip
 
 
