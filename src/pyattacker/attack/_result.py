@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._version import __version__
+from pyattacker.attack._flow_stats import FlowStats
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
@@ -97,6 +98,7 @@ class AttackResult:
     # requests that carry a name (a targets file's line, a scenario's step), by name
     by_name: dict[str, RequestStats] = field(default_factory=dict)
     name_windows: dict[str, list[Window]] = field(default_factory=dict)
+    flows: FlowStats | None = None  # a scenario's flows (plan.scenario), set by the engine
 
     @classmethod
     def build(
@@ -243,6 +245,8 @@ class AttackResult:
         )
         if self.has_llm:
             report["llm"] = _json_safe(self._llm_dict())
+        if self.flows is not None:
+            report["flows"] = _json_safe(self.flows.to_dict())
         return report
 
     def _llm_dict(self) -> dict[str, Any]:
