@@ -214,9 +214,14 @@ def status_error(step: Step, response: Response) -> HttpStatusError | None:
     """Why ``response`` fails ``step`` (its status is not accepted), or None."""
     if step.accepts(response.status):
         return None
-    wanted = "a status below 400" if step.expect is None else f"one of {sorted(step.expect)}"
+    if step.expect is None:  # as the plain path says it: one kind of message for both
+        try:
+            response.raise_for_status()
+        except HttpStatusError as exc:
+            return exc
+    status = f"HTTP {response.status} {response.reason}".rstrip()
     return HttpStatusError(
-        f"HTTP {response.status} {response.reason}, expected {wanted}".replace("  ", " "),
+        f"{status}, expected {sorted(step.expect or ())}",
         status=response.status,
         headers=response.headers,
         retry_after=response.retry_after,

@@ -35,6 +35,7 @@ from pyattacker.attack import (
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
+from pyattacker.cli._attack_scenario import scenario_option, with_scenario
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._serve import Serving, serve_options
@@ -286,6 +287,7 @@ throttled, not retried behind your back.
     "--llm also TTFT, ITL, TPOT and tokens per second)"
 )
 @serve_options
+@scenario_option
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -293,7 +295,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
     flags = AttackFlags(**options)
-    plan = _plan(urls, flags)
+    plan = with_scenario(_plan(urls, flags), flags.scenario)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)

@@ -58,3 +58,4 @@ class AttackFlags:
     serve_host: str
     serve_linger: str
     quiet: bool
+    scenario: str | None = None
