@@ -12,9 +12,9 @@ mistake is a :class:`~pyattacker.errors.ConfigError` naming ``--scenario``.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import sys
+import types
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,16 +72,17 @@ def load_scenario(spec: str, *, rows: RowProvider | None = None) -> Scenario:
     return Scenario(function, f"{path.name}:{name}", rows=rows)
 
 
-def _load_module(path: Path) -> object:
-    """Run ``path`` as a module of its own name (so its dataclasses and pickles work)."""
+def _load_module(path: Path) -> types.ModuleType:
+    """Run ``path`` as a module registered under a name of its own (so its dataclasses
+    and pickles find it). Compiled here, not imported: no ``__pycache__`` is written
+    beside the user's file."""
     module_name = f"pyattacker_scenario_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot load {path.name} as Python", field=FIELD, hint=_HINT)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        code = compile(path.read_bytes(), str(path), "exec")
+        exec(code, module.__dict__)  # the user's own file, as --scenario asked
     except Exception as exc:  # the user's file: say what broke, never a traceback
         del sys.modules[module_name]
         first = (str(exc).strip().splitlines() or [""])[0]
