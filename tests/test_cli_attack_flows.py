@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +24,7 @@ from pyattacker.attack import (
     load_scenario,
 )
 from pyattacker.cli import run_cli
+from pyattacker.clock import wall_time
 from pyattacker.http import HttpClient
 from pyattacker.servers import EchoServer, EchoServerProcess
 
@@ -162,6 +167,43 @@ def test_a_stop_mid_flow_counts_every_step_the_server_saw(tmp_path: Path) -> Non
     assert result.by_name["b"].by_outcome.get("cancelled", 0) > 0
     assert flows_seen.cancelled + flows_seen.completed == flows_seen.started == 10
     assert flows_seen.in_progress == 0
+
+
+def test_ctrl_c_ends_the_flows_and_the_report_counts_every_step_the_server_saw(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    flows = tmp_path / "slow.py"
+    flows.write_text(
+        "async def slow(client):\n"
+        "    await client.get('/a', name='a')\n"
+        "    await client.get('/b', name='b', headers={'x-echo-delay': '500ms'})\n"
+    )
+    out = tmp_path / "report.json"
+    echo.reset()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyattacker", "attack", echo.url, "--scenario", f"{flows}:slow",
+         "--rate", "20/s", "--duration", "60s", "-q", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # Interrupt once the flows are under way (a busy machine may take seconds to import).
+    deadline = wall_time() + 90.0
+    while echo.stats()["count"] < 5:
+        assert proc.poll() is None, proc.communicate()
+        assert wall_time() < deadline, "the attack never began"
+        time.sleep(0.05)  # real time: another process is at work
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    report = json.loads(out.read_text())
+    stats = echo.stats()
+    assert report["summary"]["sent"] == stats["count"] + stats["in_flight"] + stats["dropped"]
+    assert report["summary"]["sent"] == report["total"]["requests"]
+    assert report["names"]["b"]["outcomes"].get("cancelled", 0) > 0
+    f = report["flows"]
+    assert f["cancelled"] > 0
+    assert f["in_progress"] == 0
+    assert f["scheduled"] == f["completed"] + f["failed"] + f["cancelled"] + f["dropped"]
 
 
 def test_help_documents_the_scenario_option(capsys: pytest.CaptureFixture[str]) -> None:
