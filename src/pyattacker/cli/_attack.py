@@ -55,6 +55,7 @@ Examples:
   pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
   pyattacker attack URL --rate 200/s --duration 1m --html report.html
+  pyattacker attack URL --scenario flows.py:checkout --rate 20/s --duration 1m
   pyattacker attack URL --rate 200/s --duration 10m --serve 9646 --serve-linger 30s
   pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
       --shape 1000:200 --key $KEY
