@@ -253,3 +253,36 @@ def test_a_scenario_refuses_a_method_or_body_of_the_plan() -> None:
     with pytest.raises(ConfigError) as caught:
         plan_of(checkout, requests=1, method="POST")
     assert caught.value.field == "scenario"
+
+
+async def two_steps(client: FlowClient) -> None:
+    await client.get("/a", name="a")
+    await client.get("/b", name="b")
+
+
+def test_arrivals_that_find_every_connection_busy_queue_and_keep_their_scheduled_start() -> None:
+    # One connection, 0.1 s steps, a flow every 0.1 s: each flow needs 0.2 s of the one
+    # connection, so flows queue; each first step is still scheduled at its arrival.
+    steps = FakeSteps(latency=lambda name: 0.1)
+    plan = plan_of(two_steps, load=OpenModel(rate=10), requests=4, connections=1)
+    result, records = attack(plan, steps)
+    firsts = sorted((r for r in records if r.name == "a"), key=lambda r: r.scheduled)
+    assert [r.scheduled for r in firsts] == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert firsts[0].dispatch_delay == 0.0
+    assert all(r.dispatch_delay >= 0.1 - 1e-9 for r in firsts[1:])  # queued, and it shows
+    flows = result.flows
+    assert flows is not None
+    assert (flows.completed, flows.cancelled, flows.in_progress) == (4, 0, 0)
+    assert len(records) == len(steps.calls) == 8
+
+
+def test_a_stop_counts_queued_flows_as_cancelled_without_a_request_for_them() -> None:
+    steps = FakeSteps(latency=lambda name: 1.0)
+    plan = plan_of(two_steps, load=OpenModel(rate=10), duration=1.0, connections=1)
+    result, records = attack(plan, steps, stop_at=0.55)
+    assert len(records) == len(steps.calls) == 1  # the one step that was sent
+    assert records[0].outcome == "cancelled"
+    flows = result.flows
+    assert flows is not None
+    assert (flows.scheduled, flows.cancelled, flows.completed) == (6, 6, 0)
+    assert (flows.dropped, flows.in_progress) == (0, 0)

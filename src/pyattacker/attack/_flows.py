@@ -4,7 +4,9 @@
 model's schedule starts a flow per arrival, in a task of its own) and the closed model's
 per-client runner (:meth:`FlowDispatcher.run`, one flow after another). A flow counts as
 one request in flight (``--max-in-flight`` bounds flows) and holds a connection only while
-one of its steps is out.
+one of its steps is out. An arrival that finds every connection leased waits in the
+engine's queue as a plain one does (its flow starts when a step gives one back; its first
+step is still scheduled at the arrival), rather than as a task parked in the pool.
 
 Each step is a request of the attack, named: a lease (:meth:`Requests.lease`), the step
 sent through a :class:`~pyattacker.attack.StepSender`, settled where every attempt is
@@ -44,11 +46,10 @@ __all__ = ["FlowDispatcher", "flow_mode", "steps_for"]
 
 def flow_mode(plan: AttackPlan, mode: Mode) -> Mode:
     """``mode`` for a scenario's plan: no request goes out from a callback (a step runs in
-    its flow's task), and no arrival queues for a connection (a flow holds one only while a
-    step is out; its steps wait for one in the pool, that wait in their dispatch delay)."""
+    its flow's task)."""
     if plan.scenario is None:
         return mode
-    return replace(mode, direct=False, queue_when_full=False)
+    return replace(mode, direct=False)
 
 
 def steps_for(sender: Sender) -> StepSender:
@@ -89,30 +90,35 @@ class FlowDispatcher:
         self._secrets = secrets_of(plan.keys, plan.resolved_targets())
         self._create_task = asyncio.get_running_loop().create_task
         self._numbers = itertools.count()  # steps are numbered apart from arrivals
-        self._unstarted: dict[int, float] = {}
         self.tally = FlowTally(scenario.label)
 
     # -- the Dispatcher protocol (open model) -----------------------------------------------
 
     def start(self, n: int, scheduled: float) -> None:
-        self._unstarted[n] = scheduled
+        self._flight.unstarted[n] = scheduled  # a connection is promised to it
         task = self._create_task(self.run(n, scheduled, spawned=True))
         tasks = self._flight.tasks
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
     def admit_queued(self) -> None:
-        """Nothing to admit: flows never queue (the engine's mode for scenarios)."""
+        flight = self._flight
+        while flight.backlog and flight.stopping is None and flight.has_room():
+            self.start(*flight.backlog.popleft())
 
     def stop(self) -> None:
-        for task in self._flight.tasks:
+        """Cancel every flow; the ones that never began (queued, or a task that has not
+        run, which a cancel ends before its first line) are counted as cancelled here:
+        they sent nothing, so no request is counted for them."""
+        flight = self._flight
+        for task in flight.tasks:
             task.cancel()
-        # A task cancelled before its first step never runs: count its flow here.
-        for _ in self._unstarted:
-            self._flight.in_flight -= 1
-            self.tally.admitted += 1
-            self.tally.cancelled += 1
-        self._unstarted.clear()
+        never = len(flight.unstarted) + len(flight.backlog)
+        flight.unstarted.clear()
+        flight.backlog.clear()
+        flight.in_flight -= never
+        self.tally.admitted += never
+        self.tally.cancelled += never
 
     async def wait(self) -> None:
         await asyncio.wait(set(self._flight.tasks))
@@ -123,7 +129,7 @@ class FlowDispatcher:
         """Flow ``n``, scheduled at ``scheduled``, counted however it ends. Cancelled by a
         stop, it is counted and ends quietly; by anyone else, the cancellation goes on."""
         if spawned:
-            del self._unstarted[n]
+            del self._flight.unstarted[n]  # it runs now: it asks for its own connections
         tally, scenario = self.tally, self._scenario
         tally.admitted += 1
         tally.started += 1
@@ -223,4 +229,6 @@ class FlowDispatcher:
         except Exception as exc:
             error = exc
         requests.settle(attempt, lease, error)
+        if self._flight.backlog:  # the connection it gave back starts a queued flow
+            self.admit_queued()
         return response, error
