@@ -28,6 +28,7 @@ from pyattacker.attack import (
     StepFailed,
     Target,
 )
+from pyattacker.attack._flow_client import resolve
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.http import URL, Response, Timing
@@ -286,3 +287,33 @@ def test_a_stop_counts_queued_flows_as_cancelled_without_a_request_for_them() ->
     assert flows is not None
     assert (flows.scheduled, flows.cancelled, flows.completed) == (6, 6, 0)
     assert (flows.dropped, flows.in_progress) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("base", "path", "resolved"),
+    [
+        ("http://h:1/shop/", "/login", "/login"),
+        ("http://h:1/shop/", "items", "/shop/items"),
+        ("http://h:1/shop/", "items?page=2", "/shop/items?page=2"),
+        ("http://h:1/shop/cart", "items", "/shop/items"),
+        ("http://h:1/shop/a/", "../b", "/shop/b"),
+        ("http://h:1/?k=v", "x", "/x"),
+        ("http://h:1", "x", "/x"),
+    ],
+)
+def test_a_steps_path_resolves_against_the_target_url_as_a_link_would(
+    base: str, path: str, resolved: str
+) -> None:
+    url = resolve(URL.parse(base), path)
+    assert (url.host, url.port, url.target) == ("h", 1, resolved)
+
+
+def test_a_full_url_is_refused_before_anything_is_sent_or_counted() -> None:
+    async def flow(client: FlowClient) -> None:
+        await client.get("http://elsewhere.example/x")
+
+    steps = FakeSteps()
+    result, records = attack(plan_of(flow, requests=1), steps)
+    assert (steps.calls, records) == ([], [])
+    assert result.flows is not None
+    assert result.flows.failed == {FLOW_CODE: 1}

@@ -85,11 +85,8 @@ class HttpSteps:
                 timing=timing,
             )  # fmt: skip
         finally:
-            attempt.sent, attempt.first_byte, attempt.end = (
-                timing.sent,
-                timing.first_byte,
-                timing.end,
-            )
+            attempt.sent, attempt.first_byte = timing.sent, timing.first_byte
+            attempt.end = timing.end
         attempt.status = response.status
         attempt.bytes_received = response.body_size
         return response
