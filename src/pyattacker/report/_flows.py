@@ -21,7 +21,8 @@ def flow_lines(data: Mapping[str, Any]) -> list[str]:
     flows = data.get("flows")
     if flows is None:
         return []
-    return [f"Flows ({flows['scenario']})", *(f"  {line}" for line in _facts(flows))]
+    facts = _facts(flows, data["summary"]["schedule_s"])
+    return [f"Flows ({flows['scenario']})", *(f"  {line}" for line in facts)]
 
 
 def flow_markdown(data: Mapping[str, Any]) -> list[str]:
@@ -29,14 +30,16 @@ def flow_markdown(data: Mapping[str, Any]) -> list[str]:
     flows = data.get("flows")
     if flows is None:
         return []
-    return [f"## Flows ({flows['scenario']})", "", *(f"- {line}" for line in _facts(flows)), ""]
+    facts = _facts(flows, data["summary"]["schedule_s"])
+    return [f"## Flows ({flows['scenario']})", "", *(f"- {line}" for line in facts), ""]
 
 
-def _facts(flows: Mapping[str, Any]) -> list[str]:
+def _facts(flows: Mapping[str, Any], schedule_s: float) -> list[str]:
+    rate = f" ({flows['completed'] / schedule_s:.1f}/s over the plan)" if schedule_s > 0 else ""
     lines = [
         f"scheduled {flows['scheduled']} · started {flows['started']} · completed "
-        f"{flows['completed']} · failed {flows['failed']} · cancelled {flows['cancelled']} "
-        f"· dropped {flows['dropped']}"
+        f"{flows['completed']}{rate} · failed {flows['failed']} · cancelled "
+        f"{flows['cancelled']} · dropped {flows['dropped']}"
         + (f" · still running {flows['in_progress']}" if flows["in_progress"] else ""),
     ]
     if flows["failed_by_step"]:
