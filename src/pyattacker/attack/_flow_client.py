@@ -30,6 +30,8 @@ from pyattacker.measure import Attempt
 
 __all__ = ["FlowClient", "HttpSteps", "Step", "StepFailed", "StepSender"]
 
+_MOST_URLS = 4096
+
 
 class StepFailed(PyAttackerError):
     """A step of a flow failed: ``step`` names it; ``status`` is the answer's status (None
@@ -74,9 +76,17 @@ class HttpSteps:
 
     def __init__(self, client: HttpClient) -> None:
         self.client = client
+        # Resolved URLs by (target URL, path): a flow's paths repeat, mostly. Bounded, as
+        # paths may hold ids (/users/17): past the bound, the rest resolve each time.
+        self._urls: dict[tuple[URL, str], URL] = {}
 
     async def send_step(self, target: Target, step: Step, attempt: Attempt) -> Response:
-        url = resolve(target.url, step.path)
+        key = (target.url, step.path)
+        url = self._urls.get(key)
+        if url is None:
+            url = resolve(target.url, step.path)
+            if len(self._urls) < _MOST_URLS:
+                self._urls[key] = url
         attempt.bytes_sent = len(step.body) if step.body else 0
         timing = Timing(0.0)  # ours: a cancelled step still tells when it was sent
         try:
