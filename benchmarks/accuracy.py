@@ -25,6 +25,14 @@ here (the comparison is conservative). To show where a difference comes from, ea
 also prints the mean of each span: ``scheduled - truth`` splits into the dispatch delay
 (``sent - scheduled``) and ``sent - truth`` (loopback plus both loops' overheads).
 
+The ``flow`` case (issue 21) attacks with a scenario instead: each arrival runs a
+three-step flow (``login``, ``browse``, ``checkout``), each step asking the server for a
+delay drawn from a range of its own (``x-echo-delay``: 2-8 ms, 15-35 ms, 50-90 ms) and a
+status of its own (``x-echo-status`` 201, 202, 203). The server's status counts are then
+its count per step, and its hold times split by range into each step's truth, which
+each step's percentiles on both clocks (the report's per-name figures) must meet, as a
+plain case's do. ``--rate`` counts requests: flows arrive at a third of it.
+
 Pinning: with two or more CPUs the server is pinned to CPU 0 and this process (the load
 generator) to CPU 1 (``os.sched_setaffinity``; ``--no-pin`` leaves both to the scheduler).
 A measurement, not a test: run it on an otherwise idle machine.
@@ -36,13 +44,14 @@ import argparse
 import json
 import math
 import os
+import random
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pyattacker.attack import AttackPlan, AttackResult, OpenModel, run_attack
+from pyattacker.attack import AttackPlan, AttackResult, FlowClient, OpenModel, Scenario, run_attack
 from pyattacker.clock import wall_time
-from pyattacker.measure import Histogram, Outcome
+from pyattacker.measure import Histogram, Outcome, RequestStats, exact_percentile
 from pyattacker.servers import EchoServerProcess
 
 CASES: dict[str, str] = {
@@ -53,6 +62,13 @@ CASES: dict[str, str] = {
     # slow one, well away from the gap between them (where a rank is ill-conditioned).
     "bimodal": "bimodal:fast=5ms,slow=100ms,p_slow=0.1,sigma=0.1",
 }
+# The flow case's steps: (name, delay range in ms, status the server counts it under).
+FLOW_STEPS: tuple[tuple[str, tuple[float, float], int], ...] = (
+    ("login", (2.0, 8.0), 201),
+    ("browse", (15.0, 35.0), 202),
+    ("checkout", (50.0, 90.0), 203),
+)
+_DRAWS = random.Random(21)
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
 CLOCKS = ("scheduled", "sent")
 
@@ -219,6 +235,77 @@ def run_case(name: str, rate: float, duration: float, *, cpus: Cpus | None) -> C
     )
 
 
+async def flow(client: FlowClient) -> None:
+    """The flow case's flow (see the module docstring)."""
+    for name, (low, high), status in FLOW_STEPS:
+        headers = {"x-echo-delay": f"{_DRAWS.uniform(low, high):.3f}ms"}
+        headers["x-echo-status"] = str(status)
+        await client.get(f"/{name}", name=name, headers=headers)
+
+
+def run_flow_case(rate: float, duration: float, *, cpus: Cpus | None) -> list[CaseResult]:
+    """Attack with :func:`flow` at ``rate / 3`` flows a second; one result per step."""
+    scenario = Scenario(flow, "accuracy.py:flow")
+    with EchoServerProcess() as server:
+        where = pin_server(server.pid, cpus) if cpus is not None else "any"
+        server.reset()
+        plan = AttackPlan.build(
+            [server.url + "/"], OpenModel(rate=rate / 3), duration=duration, scenario=scenario
+        )
+        neighbours = Neighbours(server.pid)
+        neighbours.start()
+        result = run_attack(plan, stop_on_signals=False)
+        neighbours.stop()
+        stats = server.stats(samples=True)
+    holds = sorted(stats["samples"])
+    cases = []
+    for i, (name, (low, high), status) in enumerate(FLOW_STEPS):
+        # each step's holds: between the middles of the gaps around its range
+        below = 0.0 if i == 0 else (FLOW_STEPS[i - 1][1][1] + low) / 2e3
+        above = math.inf if i == len(FLOW_STEPS) - 1 else (high + FLOW_STEPS[i + 1][1][0]) / 2e3
+        truth = [h for h in holds if below <= h < above]
+        ours = result.by_name.get(name, RequestStats())
+        cases.append(
+            CaseResult(
+                name=f"flow:{name}",
+                delay=f"x-echo-delay uniform {low:g}-{high:g} ms",
+                rate=rate / 3,
+                duration=duration,
+                requests=ours.requests,
+                server_count=stats["statuses"].get(str(status), 0),
+                server_in_flight=stats["in_flight"],
+                server_dropped=stats["dropped"],
+                dropped=result.dropped,
+                not_ok=ours.requests - ours.by_outcome[Outcome.OK.value],
+                achieved_rate=result.achieved_rate,
+                truth={k: exact_percentile(truth, q) for k, q in QUANTILES} if truth else {},
+                ours={
+                    "scheduled": percentiles(ours.latency),
+                    "sent": percentiles(ours.service_time),
+                },
+                means={
+                    "truth": sum(truth) / len(truth) if truth else math.nan,
+                    "scheduled": ours.latency.mean or math.nan,
+                    "sent": ours.service_time.mean or math.nan,
+                    "dispatch": ours.dispatch_delay.mean or math.nan,
+                },
+                neighbours=neighbours.share,
+                server_cpus=where,
+            )
+        )
+    flows = result.flows
+    assert flows is not None
+    took = flows.duration
+    print(
+        f"flows: scheduled {flows.scheduled}, completed {flows.completed}, failed "
+        f"{sum(flows.failed.values())}, cancelled {flows.cancelled}; duration p50 "
+        f"{took.percentile(50) * 1e3:.3f} ms, p99 {took.percentile(99) * 1e3:.3f} ms"
+        if flows.completed
+        else f"flows: none completed of {flows.scheduled}"
+    )
+    return cases
+
+
 def means(result: AttackResult, stats: dict[str, Any]) -> dict[str, float]:
     """Mean spans, to locate a bias: scheduled = dispatch + sent; sent = truth + overhead."""
     total = result.total
@@ -285,7 +372,7 @@ def render(case: CaseResult) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5-second cases")
-    parser.add_argument("--only", choices=sorted(CASES), help="run one case")
+    parser.add_argument("--only", choices=[*sorted(CASES), "flow"], help="run one case")
     parser.add_argument("--rate", type=float, default=300.0, help="arrivals per second")
     parser.add_argument("--duration", type=float, help="seconds per case (default 30, quick 5)")
     parser.add_argument("--out", help="write the results as JSON to this path")
@@ -302,10 +389,14 @@ def main() -> None:
         "error = ours - truth (ms); verdict goal / ok (accuracy rule only) / FAIL\n"
     )
     results = []
-    for name in [args.only] if args.only else list(CASES):
-        case = run_case(name, args.rate, duration, cpus=cpus)
-        results.append(case)
-        print(render(case) + "\n", flush=True)
+    for name in [args.only] if args.only else [*CASES, "flow"]:
+        if name == "flow":
+            cases = run_flow_case(args.rate, duration, cpus=cpus)
+        else:
+            cases = [run_case(name, args.rate, duration, cpus=cpus)]
+        for case in cases:
+            results.append(case)
+            print(render(case) + "\n", flush=True)
     failed = [case.name for case in results if case.failures(ACCURACY_RULE)]
     missed = [case.name for case in results if case.failures(GOAL)]
     print(f"the accuracy rule: {'FAILED by ' + ', '.join(failed) if failed else 'all cases pass'}")

@@ -17,6 +17,14 @@ versions in the same minute (``PYTHONPATH=other/src``), not with yesterday's num
 each arrival) as in a real attack; each run then prints its p99 dispatch delay and how
 many requests were late (> 10 ms): whether our own work keeps that rate, kernel aside.
 Runs are under ``quiet_gc``, as ``run_attack``'s are.
+
+``--flow STEPS`` runs a scenario instead (issue 21): each arrival a flow of STEPS ``GET``
+steps, so the figure is the flow path's cost per request (a task per flow, the flow
+client, a lease and an ``HttpClient.request`` per step), to set beside the plain one.
+``--closed`` runs ``--connections`` closed-model clients instead of the open model, so
+that at most that many flows (or requests) run at once: the open model far above
+capacity parks every flow's task in the pool, which costs more per request than the
+flow path itself; the plain path there runs each request in a task (not the direct path).
 What it leaves out (the write and read syscalls, epoll, the waits between arrivals) is
 about as much again on this VM.
 """
@@ -31,7 +39,15 @@ from typing import Any
 import uvloop
 
 from pyattacker._gc import quiet_gc
-from pyattacker.attack import AttackPlan, Engine, HttpSender, OpenModel
+from pyattacker.attack import (
+    AttackPlan,
+    ClosedModel,
+    Engine,
+    FlowClient,
+    HttpSender,
+    OpenModel,
+    Scenario,
+)
 from pyattacker.http import HttpClient
 from pyattacker.http._connection import Connection
 
@@ -69,15 +85,38 @@ class AnsweringTransport:
         pass
 
 
-async def one_run(requests: int, connections: int, rate: float | None) -> float:
-    """CPU microseconds per request of one engine run over answering transports."""
+def flow_of(steps: int) -> Scenario:
+    """A scenario whose flows send ``steps`` GET steps, one after another."""
+
+    async def flow(client: FlowClient) -> None:
+        for _ in range(steps):
+            await client.get("/", name="step")
+
+    return Scenario(flow, f"request_cost.py:{steps} steps")
+
+
+async def one_run(
+    requests: int,
+    connections: int,
+    rate: float | None,
+    steps: int | None = None,
+    closed: bool = False,
+) -> float:
+    """CPU microseconds per request of one engine run over answering transports (with
+    ``steps``: ``requests / steps`` flows of that many steps)."""
     loop = asyncio.get_running_loop()
     plan = AttackPlan.build(
         ["http://127.0.0.1:9/"],  # never dialled: every connection is made up front
-        OpenModel(rate=1e7, max_in_flight=1_000_000) if rate is None else OpenModel(rate=rate),
-        requests=requests,
+        ClosedModel(clients=connections)
+        if closed
+        else OpenModel(rate=1e7, max_in_flight=1_000_000)
+        if rate is None
+        else OpenModel(rate=rate),
+        requests=requests if steps is None else requests // steps,
         connections=connections,
+        scenario=None if steps is None else flow_of(steps),
     )
+    requests = plan.requests * (steps or 1) if plan.requests is not None else requests
     client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections)
     target = plan.resolved_targets()[0]
     client._bind(loop)
@@ -107,10 +146,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--rate", type=float, help="planned arrivals/s (default: far above)")
+    parser.add_argument("--flow", type=int, metavar="STEPS", help="flows of STEPS steps each")
+    parser.add_argument("--closed", action="store_true", help="--connections closed clients")
     args = parser.parse_args()
     with quiet_gc():
         costs = [
-            uvloop.run(one_run(args.requests, args.connections, args.rate))
+            uvloop.run(one_run(args.requests, args.connections, args.rate, args.flow, args.closed))
             for _ in range(args.runs)
         ]
     print(

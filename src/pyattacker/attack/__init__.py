@@ -4,6 +4,8 @@ See ``docs/attack.md``.
 """
 
 from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._flow_client import FlowClient, HttpSteps, Step, StepFailed, StepSender
+from pyattacker.attack._flow_stats import FLOW_CODE, FlowStats
 from pyattacker.attack._lag import LAG_WARN_S
 from pyattacker.attack._limits import flag_of
 from pyattacker.attack._llm import LlmSpec
@@ -12,12 +14,14 @@ from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
+from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
 from pyattacker.attack._warmup import Warmup
 
 __all__ = [
     "ARRIVALS",
+    "FLOW_CODE",
     "KEY_PLACEHOLDER",
     "LAG_WARN_S",
     "METHODS",
@@ -25,14 +29,22 @@ __all__ = [
     "AttackResult",
     "ClosedModel",
     "Engine",
+    "FlowClient",
+    "FlowStats",
     "HttpSender",
+    "HttpSteps",
     "LlmSpec",
     "LoadModel",
     "OpenModel",
     "Progress",
+    "RowProvider",
     "SampleWriter",
+    "Scenario",
     "Sender",
     "Stage",
+    "Step",
+    "StepFailed",
+    "StepSender",
     "SweepLevel",
     "SweepResult",
     "SweepSpec",
@@ -40,6 +52,7 @@ __all__ = [
     "Warmup",
     "attack",
     "flag_of",
+    "load_scenario",
     "run_attack",
     "run_on_fast_loop",
     "sweep",

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pyattacker.attack._dispatch import DirectDispatcher, Dispatcher, TaskDispatcher
+from pyattacker.attack._flows import FlowDispatcher, flow_mode, steps_for
 from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._mode import Flight, Mode
@@ -92,7 +93,7 @@ class Engine:
         self.on_record = on_record
         self._targets = [target.id for target in plan.resolved_targets()]
         self.algorithm = resolve_algorithm(plan.algorithm)
-        self._mode = Mode.of(plan, self.algorithm, sender)
+        self._mode = flow_mode(plan, Mode.of(plan, self.algorithm, sender))
         self._pool_time = PoolTime(self.clock)
         self.pool = Pool(
             "targets",
@@ -114,6 +115,7 @@ class Engine:
         self._schedule: OpenSchedule | ClosedSchedule | None = None
         self._schedule_task: asyncio.Task[None] | None = None
         self._dispatcher: Dispatcher | None = None
+        self._flows: FlowDispatcher | None = None  # a scenario's flows (plan.scenario)
         self._requests: Requests | None = None
         self._lag: LagProbe | None = None
 
@@ -190,7 +192,7 @@ class Engine:
             wait_until=time.wait_until,
             decisions=self.decisions,
         )
-        dispatcher = self._dispatcher = self._dispatcher_for(requests)
+        dispatcher = self._dispatcher = self._dispatcher_for(requests, time)
         requests.admit_queued = dispatcher.admit_queued
         self._schedule = (
             OpenSchedule(
@@ -198,13 +200,18 @@ class Engine:
                 queue_when_full=mode.queue_when_full,
             )
             if mode.open
-            else ClosedSchedule(plan, self._start, time, flight, requests)
+            else ClosedSchedule(plan, self._start, time, flight, requests,
+                                one=None if self._flows is None else self._flows.run)
         )  # fmt: skip
         self._schedule_task = loop.create_task(self._schedule.run())
         return time, self._schedule_task, dispatcher, requests
 
-    def _dispatcher_for(self, requests: Requests) -> Dispatcher:
-        sender = self.sender
+    def _dispatcher_for(self, requests: Requests, time: RunTime) -> Dispatcher:
+        sender, scenario = self.sender, self.plan.scenario
+        if scenario is not None:
+            steps = steps_for(sender)
+            self._flows = FlowDispatcher(self.plan, scenario, requests, self._flight, steps, time)
+            return self._flows
         if self._mode.direct and isinstance(sender, HttpSender):
             return DirectDispatcher(requests, self._flight, self.pool, self.algorithm.name, sender)
         return TaskDispatcher(requests, self._flight)
@@ -319,6 +326,8 @@ class Engine:
             stop_reason=self._flight.stopping,
             loop_lag=None if self._lag is None else self._lag.lag,
         )
+        if self._flows is not None:
+            result.flows = self._flows.tally.stats(tally.scheduled)
         if not isinstance(tally, WarmupTally):
             return result
         full = schedule_span(self.plan, times, tally.scheduled + tally.warm_scheduled,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pyattacker.attack._limits import MAX_WINDOWS, check
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
+from pyattacker.attack._scenario import Scenario
 from pyattacker.attack._warmup import Warmup
 from pyattacker.errors import ConfigError
 from pyattacker.http import URL, Timeouts, check_request
@@ -76,6 +77,10 @@ class AttackPlan:
     - ``warmup``: a :class:`~pyattacker.attack.Warmup`: the run's first span or requests
       are sent but left out of every figure (``_warmup.py``); part of ``duration`` and
       ``requests``.
+    - ``scenario``: a :class:`Scenario` makes this an attack of scripted flows: each
+      arrival (or each turn of a closed-model client) runs the scenario's function once,
+      and its steps are the requests, sent to the targets with the plan's headers
+      (``requests`` then counts flows; see ``docs/attack.md``, "Scripted flows").
     """
 
     targets: tuple[URL, ...]
@@ -97,6 +102,7 @@ class AttackPlan:
     keys: tuple[str, ...] = field(default=(), repr=False)
     llm: LlmSpec | None = None
     warmup: Warmup | None = None
+    scenario: Scenario | None = None
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -135,6 +141,8 @@ class AttackPlan:
         object.__setattr__(self, "method", method)
         if self.llm is not None:
             self._as_llm(self.llm)
+        if self.scenario is not None:
+            self._check_scenario(self.scenario)
         self._check_numbers()
         if self.preconnect > self.connections:
             raise ConfigError(
@@ -185,6 +193,21 @@ class AttackPlan:
         if self.keys and not self._key_placed():
             header = llm.key_header(self.targets)
             object.__setattr__(self, "headers", (*self.headers, header))
+
+    def _check_scenario(self, scenario: Scenario) -> None:
+        """A scenario's flows send their own requests: nothing else may say what to send."""
+        if not isinstance(scenario, Scenario):
+            raise ConfigError(
+                f"must be a Scenario, got {type(scenario).__name__}", field="scenario"
+            )
+        if self.llm is not None:
+            raise ConfigError("a scenario cannot be an LLM attack", field="scenario")
+        if self.body is not None or self.method != "GET":
+            raise ConfigError(
+                "a scenario's steps say their own method and body",
+                field="scenario",
+                hint="drop -X/--body: pass them to client.post(path, body=...) in the flow",
+            )
 
     def _check_requests(self) -> None:
         """Refuse now, naming the field, any request the HTTP client would refuse later

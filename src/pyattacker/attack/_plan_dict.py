@@ -68,6 +68,8 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "window_s": plan.window,
         "seed": plan.seed,
     }
+    if plan.scenario is not None:
+        data["scenario"] = plan.scenario.label
     if plan.llm is None:  # an LLM attack builds each body from a prompt
         data["body_bytes"] = len(plan.body) if plan.body else 0
     else:

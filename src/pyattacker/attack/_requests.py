@@ -198,6 +198,21 @@ class Requests:
         if self._flight.backlog:
             self.admit_queued()
 
+    async def lease(self, attempt: Attempt) -> Lease | BaseException:
+        """A lease for ``attempt``, noted on it (``acquired``, ``resource``) and held in the
+        flight, or the error that ended it without one (then DROPPED): what a task's
+        attempt does before it sends, for a sender of its own (a scenario's steps)."""
+        lease = self._pool.try_acquire(algorithm=self._name) if self._try_first else None
+        if lease is None:
+            lease_or_error = await self._acquire(attempt)
+            if isinstance(lease_or_error, BaseException):
+                return lease_or_error
+            lease = lease_or_error
+        attempt.acquired = lease.acquired_at
+        self._flight.leased += 1
+        attempt.resource = lease.resource.id
+        return lease
+
     async def _acquire(self, attempt: Attempt) -> Lease | BaseException:
         """A lease through the algorithm, or the error that ended the attempt without one."""
         clock = self._clock

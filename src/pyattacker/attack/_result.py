@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyattacker._version import __version__
+from pyattacker.attack._flow_stats import FlowStats
 from pyattacker.attack._headline import headline
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
@@ -103,6 +104,7 @@ class AttackResult:
     name_windows: dict[str, list[Window]] = field(default_factory=dict)
     # with a warmup: what it sent (left out of every figure above; spans start after it)
     warmup: WarmupFacts | None = None
+    flows: FlowStats | None = None  # a scenario's flows (plan.scenario), set by the engine
 
     @classmethod
     def build(
@@ -258,6 +260,8 @@ class AttackResult:
             report["headline"] = _json_safe(headline(report["summary"], report["llm"]))
         if self.warmup is not None:
             report["warmup"] = _json_safe(self.warmup.to_dict())
+        if self.flows is not None:
+            report["flows"] = _json_safe(self.flows.to_dict())
         return report
 
     def _llm_dict(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import types
-from collections.abc import Generator, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from itertools import count, islice
 
 from pyattacker.attack._dispatch import Dispatcher
@@ -107,11 +107,20 @@ class ClosedSchedule:
     """The closed model's clients, each sending its next request when the last ended."""
 
     def __init__(
-        self, plan: AttackPlan, start: float, time: RunTime, flight: Flight, requests: Requests
+        self,
+        plan: AttackPlan,
+        start: float,
+        time: RunTime,
+        flight: Flight,
+        requests: Requests,
+        *,
+        one: Callable[[int, float], Awaitable[None]] | None = None,
     ) -> None:
         assert isinstance(plan.load, ClosedModel)
         self.plan, self.load, self.start, self.time = plan, plan.load, start, time
         self.flight, self.requests = flight, requests
+        # what one turn of a client runs: a request, or a scenario's flow
+        self.one = requests.request if one is None else one
         self.last_offset = 0.0  # the open model's figure: unused here
 
     async def run(self) -> None:
@@ -133,7 +142,7 @@ class ClosedSchedule:
                 return
             flight.in_flight += 1
             tally.arrival(scheduled, flight.in_flight)
-            await self.requests.request(n, scheduled)
+            await self.one(n, scheduled)
             # The next request is due one think time after this one ended: a late wake-up
             # from that pause is dispatch delay, not hidden.
             scheduled = now() + think

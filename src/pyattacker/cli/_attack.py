@@ -34,7 +34,9 @@ from pyattacker.attack import (
     run_attack,
 )
 from pyattacker.cli._attack_flags import AttackFlags
+from pyattacker.cli._attack_help import EPILOG
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
+from pyattacker.cli._attack_scenario import scenario_option, with_scenario
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
@@ -47,40 +49,8 @@ from pyattacker.retry import Retrying, resolve_retry
 
 __all__ = ["attack_command"]
 
-_EPILOG = """\b
-Examples:
-  pyattacker attack http://127.0.0.1:8080/ --rate 500/s --duration 30s
-  pyattacker attack URL --rate 200/s --arrival poisson --requests 10000 --json out.json
-  pyattacker attack URL --stages 10s:100/s,30s:1000/s,10s:0/s
-  pyattacker attack URL1 URL2 --clients 32 --duration 1m --algorithm least_busy
-  pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
-  pyattacker attack URL --rate 200/s --duration 1m --html report.html
-  pyattacker attack URL --rate 200/s --duration 10m --serve 9646 --serve-linger 30s
-  pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
-      --shape 1000:200 --key $KEY
-  pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \\
-      --retry exponential --window 60s
 
-\b
-Latency is reported on two clocks: "scheduled" counts from when the load model meant the
-request to start (what a user would see; a generator that falls behind cannot hide it),
-"sent" from when it actually left (service time). Retries are off unless --retry says so,
-and every attempt is counted.
-
-\b
-With --llm each URL is an OpenAI-compatible base (http://host:8000/v1, or an Azure OpenAI
-resource with --azure-deployment): requests are chat completions (or --api completions),
-streamed unless --no-stream. The report adds end to end and time to first token, both on
-both clocks, inter-token latency, time per output token (TTFT, ITL and TPOT need a
-stream), and requests and tokens per minute. Token counts are the server's own (its usage
-report); --shape prompts are CONTEXT common English words, about one token each in
-OpenAI's tokenizers, so no tokenizer is downloaded and nothing else touches the network.
---retry none sends exactly one attempt per request: a throttled request is counted as
-throttled, not retried behind your back.
-"""
-
-
-@click.command("attack", epilog=_EPILOG)
+@click.command("attack", epilog=EPILOG)
 @click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
 @click.option(
     "--rate",
@@ -288,6 +258,7 @@ throttled, not retried behind your back.
 )
 @serve_options
 @sweep_options
+@scenario_option
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -297,7 +268,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     flags = AttackFlags(**options)
     if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
         return sweep_command(flags, functools.partial(_plan, urls), _limits(flags))
-    plan = _plan(urls, flags)
+    plan = with_scenario(_plan(urls, flags), flags.scenario)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)

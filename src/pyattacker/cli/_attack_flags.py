@@ -62,3 +62,4 @@ class AttackFlags:
     sweep: str | None = None
     sweep_levels: int | None = None
     warmup: str | None = None
+    scenario: str | None = None

@@ -167,6 +167,12 @@ _REFUSED = {
 
 def _spec(flags: AttackFlags) -> SweepSpec:
     assert flags.sweep is not None
+    if flags.scenario is not None:
+        raise ConfigError(
+            "--scenario cannot be combined with --sweep",
+            field="--scenario",
+            hint="sweep the endpoint with plain requests, then run the scenario at a level",
+        )
     for name, flag in _REFUSED.items():
         if getattr(flags, name):
             raise ConfigError(

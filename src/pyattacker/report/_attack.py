@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import LAG_WARN_S, AttackResult
+from pyattacker.report._flows import flow_lines, flow_markdown
 from pyattacker.report._lead import lead_lines
 
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
@@ -55,7 +56,7 @@ def attack_markdown(result: AttackResult) -> str:
     latency = _latency_rows(data, nested="total: {}")
     lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), latency), ""]
     lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data))]
-    lines += [*_error_markdown(data["errors"]), ""]
+    lines += [*_error_markdown(data["errors"]), "", *flow_markdown(data)]
     windows = data["windows"]
     if windows:
         lines += [f"## Time series ({data['plan']['window_s']:g} s windows)", ""]
@@ -82,6 +83,7 @@ def attack_text(result: AttackResult) -> str:
     lines += ["Latency (ms)", *_aligned(_latency_header(), latency, labels=2), ""]
     lines += _count_lines(data)
     lines += _error_text(data["errors"])
+    lines += ["", *flow_lines(data)] if "flows" in data else []
     windows = data["windows"]
     if windows:
         lines += ["", f"Time series ({data['plan']['window_s']:g} s windows)"]
@@ -125,7 +127,8 @@ def _title(data: Mapping[str, Any]) -> str:
     where = targets[0] if len(targets) == 1 else f"{len(targets)} targets"
     opened = plan.get("preconnect")  # absent from reports written before it existed
     first = f", {opened} connections per target opened first" if opened else ""
-    return f"{plan['method']} {where}, {what}, retry {plan['retry']}{first}"
+    how = f"flows {plan['scenario']} on" if plan.get("scenario") else plan["method"]
+    return f"{how} {where}, {what}, retry {plan['retry']}{first}"
 
 
 def _headline(data: Mapping[str, Any]) -> list[str]:

@@ -38,6 +38,7 @@
     outcomesSection();
     targetsSection();
     namesSection();
+    flowsSection();
     if (llm) llmSection(llm);
     errorsSection();
     planSection();
@@ -233,6 +234,23 @@
     section("Per request name", names.length + " name(s): each named request (a line of " +
       "the targets file, a step of a scenario) counted on its own.");
     breakdownTable("names", "name");
+  }
+
+  // A scenario's flows: how each ended, and the completed ones' duration (scheduled clock).
+  function flowsSection() {
+    if (!R.flows) return;
+    section("Flows", "Scenario " + R.flows.scenario + ": each arrival ran one flow; each " +
+      "step is a request, in the per-name rows above. A failed step ends its flow.");
+    tiles(root, [
+      ["flows scheduled", ["flows", "scheduled"], F.int],
+      ["completed", ["flows", "completed"], F.int],
+      ["failed", ["flows", "failed"], F.count],
+      ["cancelled", ["flows", "cancelled"], F.count],
+      ["dropped", ["flows", "dropped"], F.count],
+      ["p50 duration (scheduled)", ["flows", "duration_s", "p50"], F.ms],
+      ["p99 duration (scheduled)", ["flows", "duration_s", "p99"], F.ms],
+    ]);
+    countsTable(root, "Failed flows, by the step that ended them", ["flows", "failed_by_step"]);
   }
 
   // One row per key of R[key] (a target, a request name): counts, latency, status codes.

@@ -1,0 +1,63 @@
+"""The ``flows`` section of an attack's text and Markdown reports (a scenario's flows).
+
+Read from the JSON report's ``flows`` (``FlowStats.to_dict()``): how many flows were
+scheduled, started, completed, failed (by the step that ended them), cancelled and dropped,
+and the completed flows' duration on the scheduled clock. Each step's own figures are the
+report's per-name rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["flow_lines", "flow_markdown"]
+
+_PERCENTILES = ("p50", "p90", "p99", "max")
+
+
+def flow_lines(data: Mapping[str, Any]) -> list[str]:
+    """The section for a terminal; none when the attack ran no scenario."""
+    flows = data.get("flows")
+    if flows is None:
+        return []
+    facts = _facts(flows, data["summary"]["schedule_s"])
+    return [f"Flows ({flows['scenario']})", *(f"  {line}" for line in facts)]
+
+
+def flow_markdown(data: Mapping[str, Any]) -> list[str]:
+    """The section as Markdown; none when the attack ran no scenario."""
+    flows = data.get("flows")
+    if flows is None:
+        return []
+    facts = _facts(flows, data["summary"]["schedule_s"])
+    return [f"## Flows ({flows['scenario']})", "", *(f"- {line}" for line in facts), ""]
+
+
+def _facts(flows: Mapping[str, Any], schedule_s: float) -> list[str]:
+    rate = f" ({flows['completed'] / schedule_s:.1f}/s over the plan)" if schedule_s > 0 else ""
+    lines = [
+        f"scheduled {flows['scheduled']} · started {flows['started']} · completed "
+        f"{flows['completed']}{rate} · failed {flows['failed']} · cancelled "
+        f"{flows['cancelled']} · dropped {flows['dropped']}"
+        + (f" · still running {flows['in_progress']}" if flows["in_progress"] else ""),
+    ]
+    if flows["failed_by_step"]:
+        ranked = sorted(flows["failed_by_step"].items(), key=lambda item: (-item[1], item[0]))
+        lines.append("failed at: " + ", ".join(f"{step} {count}" for step, count in ranked))
+    duration = flows["duration_s"]
+    if duration.get("count"):
+        figures = " · ".join(f"{key} {_ms(duration.get(key))}" for key in _PERCENTILES)
+        lines.append(
+            f"duration of the {duration['count']} completed (scheduled start to end, ms): "
+            + figures
+        )
+    for group in flows["errors"][:5]:
+        if group["example"] is not None:
+            lines.append(f"error in the flow's code ({group['count']}): {group['example']}")
+    lines.append("each step's latency and outcomes: the rows named after it above")
+    return lines
+
+
+def _ms(value: object) -> str:
+    return f"{value * 1000:.2f}" if isinstance(value, int | float) else "-"
