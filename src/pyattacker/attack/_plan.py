@@ -13,7 +13,7 @@ from pyattacker.attack._limits import MAX_WINDOWS, check
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
 from pyattacker.errors import ConfigError
-from pyattacker.http import URL, Timeouts, check_request
+from pyattacker.http import URL, Timeouts, TlsOptions, check_request
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
 
@@ -72,6 +72,11 @@ class AttackPlan:
       (``targets`` then hold those endpoint URLs); the body of request ``n`` is the spec's
       prompt ``n``; with keys and no ``{key}`` header, the key goes where the endpoint
       expects it (``Authorization: Bearer``, or ``api-key`` for Azure OpenAI).
+    - ``tls``: :class:`~pyattacker.http.TlsOptions` for ``https`` targets (``None``: verify
+      against the system's CAs, no client certificate).
+    - ``follow_redirects``: how many redirects (3xx with a ``Location``) a request follows,
+      each hop one more attempt of it; 0 (the default): a redirect is the request's answer,
+      counted as failed with error class ``redirect``.
     """
 
     targets: tuple[URL, ...]
@@ -92,6 +97,8 @@ class AttackPlan:
     preconnect: int = 0
     keys: tuple[str, ...] = field(default=(), repr=False)
     llm: LlmSpec | None = None
+    tls: TlsOptions | None = None
+    follow_redirects: int = 0
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -131,6 +138,8 @@ class AttackPlan:
         if self.llm is not None:
             self._as_llm(self.llm)
         self._check_numbers()
+        if self.tls is not None and not isinstance(self.tls, TlsOptions):
+            raise ConfigError(f"must be a TlsOptions, got {type(self.tls).__name__}", field="tls")
         if self.preconnect > self.connections:
             raise ConfigError(
                 f"{self.preconnect} is more than the {self.connections} connections allowed",
@@ -144,7 +153,14 @@ class AttackPlan:
 
     def _check_numbers(self) -> None:
         """Every number within its range of the one table (``_limits.LIMITS``)."""
-        for name in ("connections", "preconnect", "window", "late_after", "seed"):
+        for name in (
+            "connections",
+            "preconnect",
+            "window",
+            "late_after",
+            "seed",
+            "follow_redirects",
+        ):
             check(name, getattr(self, name))
         for name in ("total", "connect", "read"):
             if getattr(self.timeouts, name) is not None:
