@@ -188,6 +188,12 @@ class AttackPlan:
                 field="body",
                 hint="use --shape CONTEXT:MAX_TOKENS or --prompts FILE.jsonl instead of --body",
             )
+        if self.follow_redirects:
+            raise ConfigError(
+                "an LLM attack does not follow redirects",
+                field="follow_redirects",
+                hint="point it at the URL the endpoint redirects to",
+            )
         object.__setattr__(self, "method", "POST")
         object.__setattr__(self, "targets", llm.endpoints(self.targets))
         if self.keys and not self._key_placed():

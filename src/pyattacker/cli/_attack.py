@@ -34,6 +34,7 @@ from pyattacker.attack import (
     run_attack,
 )
 from pyattacker.cli._attack_flags import AttackFlags
+from pyattacker.cli._attack_http import http_options, http_plan_options
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
@@ -285,6 +286,7 @@ throttled, not retried behind your back.
     "the report (latency over time on both clocks and by percentile, rates, errors; with "
     "--llm also TTFT, ITL, TPOT and tokens per second)"
 )
+@http_options
 @serve_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
@@ -353,6 +355,7 @@ def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
             seed=f.seed,
             keys=_keys(f.keys, f.keys_file),
             llm=llm_spec,
+            **http_plan_options(f.insecure, f.cacert, f.cert, f.cert_key, f.follow_redirects),
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None

@@ -58,3 +58,8 @@ class AttackFlags:
     serve_host: str
     serve_linger: str
     quiet: bool
+    insecure: bool = False
+    cacert: str | None = None
+    cert: str | None = None
+    cert_key: str | None = None
+    follow_redirects: int = 0

@@ -78,6 +78,8 @@ def translate(
         pooled = (
             " (a pooled keep-alive connection; the request was not sent again)" if reused else ""
         )
+        if not reused and exc is None and url.scheme == "https":
+            pooled = " (over TLS, as a server that wants a client certificate does: --cert FILE)"
         return ConnectError(
             f"{where} {how} before any response byte{pooled}", url=url, timing=timing
         )
