@@ -18,7 +18,7 @@ from pyattacker.attack._load import OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
 from pyattacker.attack._tally import ErrorGroup, Tally
-from pyattacker.measure import Histogram, Outcome, RequestStats, Window
+from pyattacker.measure import Histogram, Outcome, Phases, RequestStats, Window
 
 __all__ = ["AttackResult", "RunTimes", "schedule_span"]
 
@@ -94,6 +94,7 @@ class AttackResult:
     errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
+    phases: Phases | None = None  # where the attempts' time went (None: not measured)
 
     @classmethod
     def build(
@@ -128,6 +129,7 @@ class AttackResult:
             decisions=dict(decisions),
             stop_reason=stop_reason,
             loop_lag=loop_lag,
+            phases=tally.phases,
         )
 
     @property
@@ -229,6 +231,7 @@ class AttackResult:
                     target: [w.to_dict() for w in windows]
                     for target, windows in self.target_windows.items()
                 },
+                "timing": None if self.phases is None else self.phases.to_dict(),
             }
         )
         if self.has_llm:

@@ -20,6 +20,7 @@ from pyattacker.measure import (
     Attempt,
     OkBatch,
     Outcome,
+    Phases,
     RequestRecord,
     RequestStats,
     WindowSeries,
@@ -166,6 +167,7 @@ class Tally:
         # or per-target figures, which need each request as it finishes.
         self._ok: list[Attempt] = []
         self._batching = on_record is None and not per_target
+        self._phases = Phases()  # the timing breakdown of every attempt
 
     # What was counted, with the batch of plain OK answers in: read these, not the fields.
 
@@ -178,6 +180,12 @@ class Tally:
     def windows(self) -> WindowSeries:
         self.flush()
         return self._windows
+
+    @property
+    def phases(self) -> Phases:
+        """Where the attempts' time went (connect, TLS, waiting, ...)."""
+        self.flush()
+        return self._phases
 
     @property
     def sent(self) -> int:
@@ -227,6 +235,7 @@ class Tally:
             and attempt.end is not None
             and attempt.first_token is None
             and attempt.usage is None
+            and attempt.connect is None  # a new connection's setup: counted alone
         ):
             ok = self._ok
             ok.append(attempt)
@@ -268,6 +277,7 @@ class Tally:
             self._each_alone(ok)
             return
         self._total.add_ok_batch(batch)
+        self._phases.add_ok_batch(batch)
         late_after, late = self._late_after, 0
         last = self._last_sent
         for attempt in ok:
@@ -295,12 +305,14 @@ class Tally:
 
     def _one_attempt(self, attempt: Attempt) -> None:
         self._total.add_attempt(attempt)
+        self._phases.add_attempt(attempt)
         if attempt.sent is not None:
             self._sent_at(attempt.sent, attempt.scheduled)
         self._windows.add_attempt(attempt)
 
     def _record(self, record: RequestRecord) -> None:
         self._total.add(record)
+        self._phases.add_record(record)
         if self._per_target and record.resource is not None:
             stats = self.by_target.get(record.resource)
             if stats is None:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import LAG_WARN_S, AttackResult
+from pyattacker.report._timing import TIMING_NOTE, timing_header, timing_rows
 
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
 
@@ -52,6 +53,15 @@ def attack_markdown(result: AttackResult) -> str:
     lines = [f"# pyattacker attack — {_title(data)}", "", *_items(_headline(data)), ""]
     latency = _latency_rows(data, nested="total: {}")
     lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), latency), ""]
+    if timing := timing_rows(data):  # the timing section (report/_timing.py)
+        lines += [
+            "## Timing (ms)",
+            "",
+            *_markdown_table(timing_header(), timing),
+            "",
+            TIMING_NOTE,
+            "",
+        ]
     lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data))]
     lines += [*_error_markdown(data["errors"]), ""]
     windows = data["windows"]
@@ -78,6 +88,8 @@ def attack_text(result: AttackResult) -> str:
     lines = [f"pyattacker attack — {_title(data)}", *_headline(data), ""]
     latency = _latency_rows(data, nested="  {}")
     lines += ["Latency (ms)", *_aligned(_latency_header(), latency, labels=2), ""]
+    if timing := timing_rows(data):  # the timing section (report/_timing.py)
+        lines += ["Timing (ms)", *_aligned(timing_header(), timing, labels=1), TIMING_NOTE, ""]
     lines += _count_lines(data)
     lines += _error_text(data["errors"])
     windows = data["windows"]

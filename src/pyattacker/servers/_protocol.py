@@ -114,8 +114,11 @@ class EchoProtocol(Guarded):
             return
         self._transport = transport
         # Pause at the first buffered byte and resume when none is left: the drain is
-        # then exactly observable, which is what "flush included" needs.
-        transport.set_write_buffer_limits(high=0)
+        # then exactly observable, which is what "flush included" needs. Not over TLS: its
+        # transport can leave a connection's first answer paused for good (the handshake's
+        # last records share its buffer), so there a hold ends when TLS takes the answer.
+        if transport.get_extra_info("sslcontext") is None:
+            transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
     def _upgraded(self, rest: bytes) -> None:
