@@ -78,5 +78,6 @@ def test_an_untrusted_certificate_is_a_tls_error_caused_by_ssl_that_names_the_fi
     assert isinstance(error.__cause__, ssl.SSLError)
     assert isinstance(error, TlsError)  # a ConnectError still, of its own class
     assert "TLS with localhost" in str(error)
-    assert "--cacert FILE" in str(error) and "--insecure" in str(error)
+    assert "--cacert FILE" in str(error)
+    assert "--insecure" in str(error)
     assert error_class_of(error) == "tls"
