@@ -298,3 +298,27 @@ def test_the_echo_servers_tls_context_refuses_a_missing_certificate(tmp_path: Pa
     with pytest.raises(ConfigError) as info:
         server_tls(str(tmp_path / "none.pem"))
     assert info.value.field == "tls_cert"
+
+
+def test_an_llm_attack_speaks_tls_with_the_same_options_and_times_the_handshake(
+    pki: dict[str, Path],
+) -> None:
+    from pyattacker.attack import LlmSpec
+    from pyattacker.llm import SyntheticPrompts
+    from pyattacker.servers import LlmServer
+
+    async def main() -> tuple[AttackResult, dict[str, object]]:
+        context = server_tls(str(pki["server"]))
+        async with LlmServer(ssl=context, ttft="fixed:5ms", itl="fixed:1ms", output_tokens=5) as s:
+            spec = LlmSpec(model="mock-llm", prompts=SyntheticPrompts(20, 5))
+            tls = TlsOptions(cacert=str(pki["ca"]))
+            plan = AttackPlan.build(
+                [f"{s.url}/v1"], OpenModel(rate=50), requests=10, tls=tls, llm=spec
+            )
+            return await attack(plan), s.stats()
+
+    result, served = asyncio.run(main())
+    assert result.total.by_outcome["ok"] == 10 == served["requests"]
+    assert result.total.ttft.count == 10
+    assert result.phases is not None
+    assert result.phases.tls.count == result.phases.connections >= 1
