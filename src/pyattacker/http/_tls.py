@@ -5,7 +5,8 @@ certificate authorities, the host name checked against the certificate. ``cacert
 a certificate authority of one's own (a bundle file, PEM) instead; ``insecure`` checks
 nothing (the connection is still encrypted, to whoever answers); ``cert`` and ``key`` give
 the client certificate a server that asks for one receives (``key`` may be in the ``cert``
-file). SNI is always the URL's host (set where the connection opens).
+file, unencrypted: a key behind a passphrase is refused, never asked for). SNI is always
+the URL's host (set where the connection opens).
 
 Every file is read here, once, when the options are built: a path that does not exist or
 does not hold what it should is a :class:`~pyattacker.errors.ConfigError` naming the option
@@ -76,7 +77,8 @@ class TlsOptions:
             if self.key is not None:
                 _readable(self.key, "key")
             try:
-                context.load_cert_chain(self.cert, self.key)
+                # No passphrase: OpenSSL would otherwise ask for one on the terminal.
+                context.load_cert_chain(self.cert, self.key, password=_no_passphrase)
             except (ssl.SSLError, ValueError) as exc:
                 field_name = "cert" if self.key is None else "key"
                 raise ConfigError(
@@ -95,6 +97,10 @@ class TlsOptions:
             "cert": self.cert,
             "key": self.key,
         }
+
+
+def _no_passphrase() -> bytes:
+    return b""
 
 
 def _readable(path: str, name: str) -> None:
