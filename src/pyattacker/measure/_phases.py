@@ -32,8 +32,6 @@ __all__ = ["PHASES", "Phases"]
 PHASES = ("blocked", "connect", "tls", "waiting", "receiving")
 """The phases, in the order an attempt goes through them."""
 
-_ZEROS: dict[int, Binned] = {}  # n zeros, binned once per n: a batch of one-read answers
-
 
 class Phases:
     """Histograms of the five phases (:data:`PHASES`) of the attempts added."""
@@ -81,10 +79,7 @@ class Phases:
         self.blocked.add_binned(batch.delays)
         self.waiting.add_binned(batch.ttfbs)
         if batch.ttfbs is batch.services:  # every answer came in the read it began in
-            zeros = _ZEROS.get(batch.count)
-            if zeros is None:
-                zeros = _ZEROS[batch.count] = Binned([0.0] * batch.count)
-            self.receiving.add_binned(zeros)
+            self.receiving.record(0.0, batch.count)
             return
         services, ttfbs = batch.services.values, batch.ttfbs.values
         if len(services) == len(ttfbs):
