@@ -166,8 +166,9 @@ class Requests:
                 return
             if isinstance(error, RedirectError) and hops < self._follow:
                 # A hop is the next attempt, at once: not a retry (no decision, no delay).
-                hop = next_hop(error, hop or self._first_hop(attempt))
-                if hop is not None and self._flight.stopping is None:
+                following = next_hop(error, hop or self._first_hop(attempt))
+                if following is not None and self._flight.stopping is None:
+                    hop = following
                     hops += 1
                     number += 1
                     scheduled = self._clock.now()
