@@ -82,7 +82,7 @@ class Phases:
             self.receiving.record(0.0, batch.count)
             return
         services, ttfbs = batch.services.values, batch.ttfbs.values
-        if len(services) == len(ttfbs):
+        if len(services) == len(ttfbs):  # else some answer had no first byte: not HTTP's
             self.receiving.add_binned(
                 Binned([s - t if s > t else 0.0 for s, t in zip(services, ttfbs, strict=True)])
             )
