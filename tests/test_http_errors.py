@@ -17,6 +17,7 @@ from pyattacker.errors import (
     PyAttackerError,
     RemoteProtocolError,
     RequestTimeout,
+    TlsError,
     error_class_of,
     retry_after_of,
 )
@@ -48,8 +49,8 @@ def _translate(exc: BaseException | None, stage: Stage, reused: bool = False) ->
         (
             ssl.SSLCertVerificationError("certificate verify failed"),
             Stage.CONNECT,
-            ConnectError,
-            "connection",
+            TlsError,
+            "tls",
         ),
         (TimeoutError(errno.ETIMEDOUT, "timed out"), Stage.CONNECT, RequestTimeout, "timeout"),
         (OSError(errno.ENETUNREACH, "unreachable"), Stage.CONNECT, ConnectError, "connection"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from http_helpers import LOOPS, Server, keep_alive, run
-from pyattacker.errors import ConnectError, error_class_of
+from pyattacker.errors import ConnectError, TlsError, error_class_of
 from pyattacker.http import HttpClient, Response
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
@@ -65,7 +65,7 @@ def test_https_verifies_the_certificate_sends_sni_and_reuses_the_connection(
     assert names == ["localhost"]
 
 
-def test_an_untrusted_certificate_is_a_connect_error_caused_by_ssl(
+def test_an_untrusted_certificate_is_a_tls_error_caused_by_ssl_that_names_the_fix(
     certificate: tuple[Path, Path],
 ) -> None:
     async def main() -> ConnectError:
@@ -76,5 +76,8 @@ def test_an_untrusted_certificate_is_a_connect_error_caused_by_ssl(
 
     error = run(main)
     assert isinstance(error.__cause__, ssl.SSLError)
-    assert "TLS handshake" in str(error)
-    assert error_class_of(error) == "connection"
+    assert isinstance(error, TlsError)  # a ConnectError still, of its own class
+    assert "TLS with localhost" in str(error)
+    assert "--cacert FILE" in str(error)
+    assert "--insecure" in str(error)
+    assert error_class_of(error) == "tls"

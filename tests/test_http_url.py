@@ -144,6 +144,7 @@ def test_pyattacker_http_exports_exactly_the_public_names_in_sorted_order() -> N
         "Response",
         "Timeouts",
         "Timing",
+        "TlsOptions",
         "Waiter",
         "check_request",
         "parse_size",

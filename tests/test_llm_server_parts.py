@@ -544,5 +544,6 @@ def test_the_servers_package_exports_both_servers_and_both_ways_to_serve_them() 
         "LlmServerProcess",
         "serve_llm_until_signalled",
         "serve_until_signalled",
+        "server_tls",
     ]
     assert all(hasattr(servers, name) for name in servers.__all__)

@@ -21,6 +21,8 @@ The tree (our mistakes on the left, the endpoint's on the right)::
     │   └── WallBudgetExceeded           real seconds ran out before the simulation finished
     └── HttpError                        one HTTP request failed (url, timing)
         ├── ConnectError                 connection: refused, reset, DNS, closed before a reply
+        │   └── TlsError                 tls: a TLS failure (certificate not trusted, ...)
+        ├── RedirectError                redirect: a 3xx not followed (or too many hops)
         ├── RequestTimeout               timeout, in ``phase`` connect | read | total
         ├── RemoteProtocolError          upstream: malformed response, closed mid-body
         │   └── ResponseTooLarge         protocol: a response past the client's limits
@@ -65,6 +67,7 @@ __all__ = [
     "NoUsableResource",
     "PoolNotFound",
     "PyAttackerError",
+    "RedirectError",
     "RemoteProtocolError",
     "RequestTimeout",
     "ResourceError",
@@ -74,6 +77,7 @@ __all__ = [
     "SimulationError",
     "SimulationStalled",
     "StoreError",
+    "TlsError",
     "WallBudgetExceeded",
     "error_class_of",
     "retry_after_of",
@@ -94,6 +98,8 @@ class ErrorClass(enum.StrEnum):
     CANCELLED = "cancelled"
     NO_USABLE_RESOURCE = "no_usable_resource"
     UNKNOWN = "unknown"
+    TLS = "tls"
+    REDIRECT = "redirect"
 
     @property
     def retried_by_default(self) -> bool:
@@ -302,6 +308,26 @@ class ConnectError(HttpError):
     server closed the connection before sending a byte of its response."""
 
     error_class: ClassVar[str] = ErrorClass.CONNECTION
+
+
+class TlsError(ConnectError):
+    """TLS failed: the server's certificate is not trusted (or not for this host), the
+    server refused our client certificate, or the two sides share no protocol. Not
+    retried by default: trying again meets the same certificate."""
+
+    error_class: ClassVar[str] = ErrorClass.TLS
+
+
+class RedirectError(HttpError):
+    """A 3xx answer with a ``Location`` that was not followed (``--follow-redirects``
+    is 0, or its hops ran out): ``status`` and ``location`` say where it pointed."""
+
+    error_class: ClassVar[str] = ErrorClass.REDIRECT
+
+    def __init__(self, message: str, *, status: int, location: str, **context: Any) -> None:
+        super().__init__(message, status=status, **context)
+        self.status = status
+        self.location = location
 
 
 class RequestTimeout(HttpError):

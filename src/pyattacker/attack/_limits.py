@@ -59,6 +59,7 @@ LIMITS: dict[str, Limit] = {
     "timeouts.total": Limit(0, _DAY, open_low=True, hint="e.g. 30s"),
     "timeouts.connect": Limit(0, _DAY, open_low=True, hint="e.g. 10s"),
     "timeouts.read": Limit(0, _DAY, open_low=True, hint="e.g. 30s"),
+    "follow_redirects": Limit(0, 100, whole=True, hint="hops to follow, e.g. 5"),
 }
 
 #: the CLI flag that sets each field of the table (and of a plan's other errors)
@@ -89,6 +90,8 @@ FLAGS: dict[str, str] = {
     "retry": "--retry",
     "headers": "--header",
     "warmup": "--warmup",
+    "follow_redirects": "--follow-redirects",
+    "tls": "--cacert",
 }
 
 

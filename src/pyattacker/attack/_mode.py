@@ -54,6 +54,7 @@ class Mode:
             direct=open_model
             and try_first
             and plan.retry.max_attempts == 1
+            and plan.follow_redirects == 0  # a hop is a second attempt: a task's loop
             and type(sender) is HttpSender,
         )
 

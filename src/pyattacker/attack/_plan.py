@@ -15,7 +15,7 @@ from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
 from pyattacker.attack._scenario import Scenario
 from pyattacker.attack._warmup import Warmup
 from pyattacker.errors import ConfigError
-from pyattacker.http import URL, Timeouts, check_request
+from pyattacker.http import URL, Timeouts, TlsOptions, check_request
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
 
@@ -81,6 +81,11 @@ class AttackPlan:
       arrival (or each turn of a closed-model client) runs the scenario's function once,
       and its steps are the requests, sent to the targets with the plan's headers
       (``requests`` then counts flows; see ``docs/attack.md``, "Scripted flows").
+    - ``tls``: :class:`~pyattacker.http.TlsOptions` for ``https`` targets (``None``: verify
+      against the system's CAs, no client certificate).
+    - ``follow_redirects``: how many redirects (3xx with a ``Location``) a request follows,
+      each hop one more attempt of it; 0 (the default): a redirect is the request's answer,
+      counted as failed with error class ``redirect``.
     """
 
     targets: tuple[URL, ...]
@@ -103,6 +108,8 @@ class AttackPlan:
     llm: LlmSpec | None = None
     warmup: Warmup | None = None
     scenario: Scenario | None = None
+    tls: TlsOptions | None = None
+    follow_redirects: int = 0
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -144,6 +151,8 @@ class AttackPlan:
         if self.scenario is not None:
             self._check_scenario(self.scenario)
         self._check_numbers()
+        if self.tls is not None and not isinstance(self.tls, TlsOptions):
+            raise ConfigError(f"must be a TlsOptions, got {type(self.tls).__name__}", field="tls")
         if self.preconnect > self.connections:
             raise ConfigError(
                 f"{self.preconnect} is more than the {self.connections} connections allowed",
@@ -160,7 +169,14 @@ class AttackPlan:
 
     def _check_numbers(self) -> None:
         """Every number within its range of the one table (``_limits.LIMITS``)."""
-        for name in ("connections", "preconnect", "window", "late_after", "seed"):
+        for name in (
+            "connections",
+            "preconnect",
+            "window",
+            "late_after",
+            "seed",
+            "follow_redirects",
+        ):
             check(name, getattr(self, name))
         for name in ("total", "connect", "read"):
             if getattr(self.timeouts, name) is not None:
@@ -187,6 +203,12 @@ class AttackPlan:
                 "an LLM attack builds each body from its prompts",
                 field="body",
                 hint="use --shape CONTEXT:MAX_TOKENS or --prompts FILE.jsonl instead of --body",
+            )
+        if self.follow_redirects:
+            raise ConfigError(
+                "an LLM attack does not follow redirects",
+                field="follow_redirects",
+                hint="point it at the URL the endpoint redirects to",
             )
         object.__setattr__(self, "method", "POST")
         object.__setattr__(self, "targets", llm.endpoints(self.targets))

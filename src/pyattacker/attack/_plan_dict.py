@@ -67,6 +67,8 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "feedback": plan.feedback,
         "window_s": plan.window,
         "seed": plan.seed,
+        "tls": None if plan.tls is None else plan.tls.to_dict(),
+        "follow_redirects": plan.follow_redirects,
     }
     if plan.scenario is not None:
         data["scenario"] = plan.scenario.label

@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from pyattacker._secrets import is_secret_key, scrub
 from pyattacker.attack._mode import Flight
 from pyattacker.attack._plan import AttackPlan, Target
+from pyattacker.attack._redirects import Hop, next_hop
 from pyattacker.attack._send import Sender
 from pyattacker.attack._tally import Tally
 from pyattacker.clock import Clock, epoch_time
-from pyattacker.errors import ErrorClass, error_class_of, retry_after_of
+from pyattacker.errors import ErrorClass, RedirectError, error_class_of, retry_after_of
 from pyattacker.measure import Attempt, Outcome
 from pyattacker.pool import ANY, AcquireAlgorithm, AcquireRequest, Lease, Pool
 from pyattacker.retry import RetryDecision
@@ -56,6 +57,7 @@ class Requests:
         decisions: Counter[str],
     ) -> None:
         self._retry, self._feedback = plan.retry, plan.feedback
+        self._follow, self._method, self._body = plan.follow_redirects, plan.method, plan.body
         self._sender = sender
         self._targets = {t.id: t for t in plan.resolved_targets()}
         self._secrets = secrets_of(plan.keys, self._targets.values())
@@ -155,13 +157,22 @@ class Requests:
                 self.count(attempts)
 
     async def _attempts(self, n: int, scheduled: float, attempts: list[Attempt]) -> None:
-        number = 1
+        number, hop, hops = 1, None, 0
         while True:
             attempt = Attempt(request=n, attempt=number, scheduled=scheduled)
             attempts.append(attempt)
-            error = await self._attempt(attempt)
+            error = await self._attempt(attempt, hop)
             if error is None:
                 return
+            if isinstance(error, RedirectError) and hops < self._follow:
+                # A hop is the next attempt, at once: not a retry (no decision, no delay).
+                following = next_hop(error, hop or self._first_hop(attempt))
+                if following is not None and self._flight.stopping is None:
+                    hop = following
+                    hops += 1
+                    number += 1
+                    scheduled = self._clock.now()
+                    continue
             decision = self.decide(error, number, attempts[0].scheduled)
             if not decision.retry or self._flight.stopping is not None:
                 return
@@ -169,8 +180,14 @@ class Requests:
             await self._wait_until(scheduled)
             number += 1
 
-    async def _attempt(self, attempt: Attempt) -> BaseException | None:
-        """One attempt: lease, send, settle. Returns the error, or None if it went OK."""
+    def _first_hop(self, attempt: Attempt) -> Hop:
+        """What ``attempt`` (not a hop) sent, as the hop a redirect starts from."""
+        target = self._targets[attempt.resource or ""]
+        return Hop(target, self._method, self._body)
+
+    async def _attempt(self, attempt: Attempt, hop: Hop | None = None) -> BaseException | None:
+        """One attempt (to ``hop``'s target if given, else to the lease's): lease, send,
+        settle. Returns the error, or None if it went OK."""
         lease = self._pool.try_acquire(algorithm=self._name) if self._try_first else None
         if lease is None:
             lease_or_error = await self._acquire(attempt)
@@ -181,7 +198,11 @@ class Requests:
         self._flight.leased += 1
         resource_id = attempt.resource = lease.resource.id
         try:
-            await self._sender.send(self._targets[resource_id], attempt)
+            if hop is None:
+                await self._sender.send(self._targets[resource_id], attempt)
+            else:  # a redirect's next hop: counted under the target the request began at
+                attempt.resource = hop.target.id
+                await self._sender.send(hop.target, attempt, hop)  # type: ignore[call-arg]
         except asyncio.CancelledError as exc:
             self._settle_alone(attempt, lease, exc)
             raise

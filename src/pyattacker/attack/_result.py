@@ -21,7 +21,7 @@ from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
 from pyattacker.attack._tally import ErrorGroup, Tally
 from pyattacker.attack._warmup import WarmupFacts
-from pyattacker.measure import Histogram, Outcome, RequestStats, Window
+from pyattacker.measure import Histogram, Outcome, Phases, RequestStats, Window
 
 __all__ = ["AttackResult", "RunTimes", "schedule_span"]
 
@@ -105,6 +105,7 @@ class AttackResult:
     # with a warmup: what it sent (left out of every figure above; spans start after it)
     warmup: WarmupFacts | None = None
     flows: FlowStats | None = None  # a scenario's flows (plan.scenario), set by the engine
+    phases: Phases | None = None  # where the attempts' time went (None: not measured)
 
     @classmethod
     def build(
@@ -141,6 +142,7 @@ class AttackResult:
             loop_lag=loop_lag,
             by_name=dict(tally.names.stats),
             name_windows={n: w.windows() for n, w in tally.names.windows.items()},
+            phases=tally.phases,
         )
 
     @property
@@ -253,6 +255,7 @@ class AttackResult:
                     name: [w.to_dict() for w in windows]
                     for name, windows in self.name_windows.items()
                 },
+                "timing": None if self.phases is None else self.phases.to_dict(),
             }
         )
         if self.has_llm:

@@ -151,6 +151,7 @@ def _client_for(plan: AttackPlan, clock: Clock | None, limits: Limits | None) ->
         max_connections=plan.connections * max(_per_origin(plan).values()),
         clock=clock,
         limits=_limits_for(plan, limits),
+        ssl=None if plan.tls is None else plan.tls.context,
     )
 
 

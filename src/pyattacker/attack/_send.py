@@ -4,7 +4,8 @@ The engine decides *when* and *where* (schedule, lease, retries); a sender only 
 one attempt and writes what happened into the :class:`~pyattacker.measure.Attempt`: the
 ``sent``/``first_byte``/``end`` timestamps, the status and the byte counts. It raises for
 a failed attempt, a status of 400 or more included (as
-:class:`~pyattacker.errors.HttpStatusError`), so that the engine classifies every failure
+:class:`~pyattacker.errors.HttpStatusError`) and a redirect (a 3xx with a ``Location``, as
+:class:`~pyattacker.errors.RedirectError`), so that the engine classifies every failure
 with the one classifier. It never retries.
 
 Tests and simulations swap in their own sender (one that sleeps on a virtual clock), which
@@ -18,7 +19,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from pyattacker.attack._plan import Target
-from pyattacker.errors import HttpStatusError
+from pyattacker.attack._redirects import Hop, redirect_error
+from pyattacker.errors import HttpStatusError, RedirectError
 from pyattacker.http import HttpClient, Response, Timing
 from pyattacker.measure import Attempt
 
@@ -49,19 +51,24 @@ class HttpSender:
         self.body = body
         self._bytes_out = len(body) if body else 0
 
-    async def send(self, target: Target, attempt: Attempt) -> None:
-        attempt.bytes_sent = self._bytes_out
+    async def send(self, target: Target, attempt: Attempt, hop: Hop | None = None) -> None:
+        """Send ``attempt`` to ``target``; a redirect's ``hop`` says where and what instead."""
+        if hop is None:
+            method, body = self.method, self.body
+        else:
+            target, method, body = hop.target, hop.method, hop.body
+        attempt.bytes_sent = len(body) if body else 0
         timing = Timing(0.0)  # ours, so a cancelled request still tells when it was sent
         try:
             response = await self.client.request(
-                self.method, target.url, headers=target.headers, body=self.body, timing=timing
+                method, target.url, headers=target.headers, body=body, timing=timing
             )
         finally:
             _copy(timing, attempt)
         attempt.status = response.status
         attempt.bytes_received = response.body_size
-        if response.status >= 400:
-            response.raise_for_status()
+        if response.status >= 300:
+            _raise_for(response)
 
     def start(self, target: Target, attempt: Attempt, on_end: OnEnd) -> Callable[[], None] | None:
         """Send ``attempt`` now, without a task, if an idle connection is at hand.
@@ -96,10 +103,10 @@ class _Waiter:
         attempt.status = result.status
         attempt.bytes_received = result.body_size
         error: BaseException | None = None
-        if result.status >= 400:
+        if result.status >= 300:
             try:
-                result.raise_for_status()
-            except HttpStatusError as exc:
+                _raise_for(result)
+            except (HttpStatusError, RedirectError) as exc:
                 error = exc
         self._end(error)
 
@@ -124,7 +131,19 @@ class _Waiter:
             )
 
 
+def _raise_for(response: Response) -> None:
+    """Raise a status of 400 or more, or a redirect; any other 3xx is an answer."""
+    if response.status < 400:
+        redirect = redirect_error(response)
+        if redirect is not None:
+            raise redirect
+        return
+    response.raise_for_status()
+
+
 def _copy(timing: Timing, attempt: Attempt) -> None:
     attempt.sent = timing.sent
     attempt.first_byte = timing.first_byte
     attempt.end = timing.end
+    if timing.connect_start is not None:  # it opened a connection: how long that took
+        attempt.connect, attempt.tls = timing.connect, timing.tls

@@ -20,6 +20,7 @@ from pyattacker.measure import (
     Attempt,
     OkBatch,
     Outcome,
+    Phases,
     RequestRecord,
     RequestStats,
     WindowSeries,
@@ -193,6 +194,7 @@ class Tally:
         self._ok: list[Attempt] = []
         self._one_by_one = on_record is not None or per_target
         self._batching = not self._one_by_one
+        self._phases = Phases()  # the timing breakdown of every attempt
 
     @property
     def by_target(self) -> dict[str, RequestStats]:
@@ -213,6 +215,12 @@ class Tally:
     def windows(self) -> WindowSeries:
         self.flush()
         return self._windows
+
+    @property
+    def phases(self) -> Phases:
+        """Where the attempts' time went (connect, TLS, waiting, ...)."""
+        self.flush()
+        return self._phases
 
     @property
     def sent(self) -> int:
@@ -263,6 +271,7 @@ class Tally:
             and attempt.first_token is None
             and attempt.usage is None
             and attempt.name is None
+            and attempt.connect is None  # a new connection's setup: counted alone
         ):
             ok = self._ok
             ok.append(attempt)
@@ -304,6 +313,7 @@ class Tally:
             self._each_alone(ok)
             return
         self._total.add_ok_batch(batch)
+        self._phases.add_ok_batch(batch)
         late_after, late = self._late_after, 0
         last = self._last_sent
         for attempt in ok:
@@ -331,12 +341,14 @@ class Tally:
 
     def _one_attempt(self, attempt: Attempt) -> None:
         self._total.add_attempt(attempt)
+        self._phases.add_attempt(attempt)
         if attempt.sent is not None:
             self._sent_at(attempt.sent, attempt.scheduled)
         self._windows.add_attempt(attempt)
 
     def _record(self, record: RequestRecord) -> None:
         self._total.add(record)
+        self._phases.add_record(record)
         if self._per_target and record.resource is not None:
             self.targets.add(record.resource, record)
         if record.name is not None:

@@ -35,6 +35,7 @@ from pyattacker.attack import (
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_help import EPILOG
+from pyattacker.cli._attack_http import http_options, http_plan_options
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._attack_scenario import scenario_option, with_scenario
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
@@ -256,6 +257,7 @@ __all__ = ["attack_command"]
     "the report (latency over time on both clocks and by percentile, rates, errors; with "
     "--llm also TTFT, ITL, TPOT and tokens per second)"
 )
+@http_options
 @serve_options
 @sweep_options
 @scenario_option
@@ -329,6 +331,7 @@ def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
             keys=_keys(f.keys, f.keys_file),
             llm=llm_spec,
             warmup=warmup_of(f),
+            **http_plan_options(f.insecure, f.cacert, f.cert, f.cert_key, f.follow_redirects),
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None

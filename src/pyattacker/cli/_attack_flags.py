@@ -63,3 +63,8 @@ class AttackFlags:
     sweep_levels: int | None = None
     warmup: str | None = None
     scenario: str | None = None
+    insecure: bool = False
+    cacert: str | None = None
+    cert: str | None = None
+    cert_key: str | None = None
+    follow_redirects: int = 0

@@ -9,7 +9,7 @@ import click
 from pyattacker._units import format_duration
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
-from pyattacker.servers import Delay, EchoServer, serve_until_signalled
+from pyattacker.servers import Delay, EchoServer, serve_until_signalled, server_tls
 from pyattacker.servers.echo import BODY_LIMIT, check_fail, check_status
 
 __all__ = ["echo_server"]
@@ -43,6 +43,13 @@ __all__ = ["echo_server"]
     "Repeat it, or separate with commas: --fail 429:0.1,500:0.01.",
 )
 @limit_options(BODY_LIMIT, "the echo server's reply repeats it")
+@click.option("--tls-cert", metavar="FILE", help="Speak TLS (https://) with this PEM certificate.")
+@click.option("--tls-key", metavar="FILE", help="The key of --tls-cert, if not in its file.")
+@click.option(
+    "--tls-client-ca",
+    metavar="FILE",
+    help="With --tls-cert: require a client certificate signed by a CA in FILE (PEM).",
+)
 def echo_server(
     host: str,
     port: int,
@@ -54,6 +61,9 @@ def echo_server(
     max_body_size: int,
     request_timeout: str,
     max_connections: int,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    tls_client_ca: str | None = None,
 ) -> None:
     """Serve HTTP on loopback, holding each request for a delay drawn from SPEC.
 
@@ -66,6 +76,9 @@ def echo_server(
       GET  /stats[?samples=1]   count, min, mean, p50..p99.9, max in seconds (JSON)
       POST /reset               forget them (GET works too)
       POST /stall?seconds=S     write no response for S seconds
+
+    GET /redirect?to=TARGET&code=301 is echoed as a redirect (a 301, 302, 303, 307 or 308
+    with Location: TARGET), held and counted as any echo request.
 
     Any other method or path is echoed (the request body, or --body-size bytes). Request
     headers override one request: x-echo-delay: 5ms (at most 1h), x-echo-status: 429,
@@ -90,6 +103,11 @@ def echo_server(
     if body_size < 0:
         raise ConfigError(f"must be >= 0, got {body_size}", field="--body-size")
     try:
+        if tls_cert is None and (tls_key is not None or tls_client_ca is not None):
+            raise ConfigError(
+                "needs --tls-cert", field="--tls-key" if tls_key else "--tls-client-ca"
+            )
+        context = None if tls_cert is None else server_tls(tls_cert, tls_key, tls_client_ca)
         server = EchoServer(
             host=host,
             port=port,
@@ -101,6 +119,7 @@ def echo_server(
             max_body_size=max_body_size,
             request_timeout=request_timeout,
             max_connections=max_connections,
+            ssl=context,
         )
         serve_until_signalled(server, announce=_announce)
     except ConfigError as exc:  # a library argument (or the address): name the flag

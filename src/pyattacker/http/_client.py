@@ -415,15 +415,18 @@ class HttpClient:
         url, timing = response.url, response.timing
         conn = Connection(pool, self._now, loop, self._limits)
         context = self._ssl_context() if url.scheme == "https" else None
+        timing.connect_start = self._now()
         try:
             with mapped(url=url, timing=timing, stage=Stage.CONNECT):
-                await loop.create_connection(
-                    lambda: conn,
-                    url.host,
-                    url.port,
-                    ssl=context,
-                    server_hostname=url.host if context else None,
-                )
+                transport, _ = await loop.create_connection(lambda: conn, url.host, url.port)
+                if context is not None:
+                    # The handshake apart from the TCP connect, so that each is timed: SNI
+                    # and the certificate's name are the URL's host.
+                    timing.tls_start = self._now()
+                    secured = await loop.start_tls(
+                        transport, conn, context, server_hostname=url.host
+                    )
+                    conn.secured(secured)
         except BaseException:
             conn.forsake()
             raise

@@ -215,6 +215,15 @@ class Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         self.fd = sock.fileno() if sock is not None else -1
 
+    def secured(self, transport: asyncio.BaseTransport | None) -> None:
+        """The TLS handshake is done: talk through ``transport``, which wraps the TCP one
+        (``loop.start_tls`` calls no ``connection_made`` for it)."""
+        if transport is None:  # closed during the handshake: the send will find it so
+            self.closed = True
+            return
+        self._transport = transport = cast(asyncio.Transport, transport)
+        transport.set_write_buffer_limits(high=0)
+
     def data_received(self, data: bytes) -> None:
         x = self._exchange
         now = x.at = self._last_activity = self._now()

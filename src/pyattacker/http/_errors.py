@@ -18,7 +18,13 @@ from contextlib import contextmanager
 
 from httptools import HttpParserError, HttpParserUpgrade
 
-from pyattacker.errors import ConnectError, HttpError, RemoteProtocolError, RequestTimeout
+from pyattacker.errors import (
+    ConnectError,
+    HttpError,
+    RemoteProtocolError,
+    RequestTimeout,
+    TlsError,
+)
 from pyattacker.http._types import Timing
 from pyattacker.http._url import URL
 
@@ -43,7 +49,8 @@ def translate(
 
     - parser errors and an unexpected protocol upgrade → :class:`RemoteProtocolError`;
     - at ``CONNECT``: a kernel connect timeout → :class:`RequestTimeout` (``connect``);
-      TLS failures, DNS failures and other ``OSError`` → :class:`ConnectError`;
+      DNS failures and other ``OSError`` → :class:`ConnectError`;
+    - at any stage, a TLS failure (``ssl.SSLError``) → :class:`TlsError`;
     - at ``AWAITING``: a close or an ``OSError`` → :class:`ConnectError` (no response
       byte came; ``reused`` says the connection was a pooled keep-alive one);
     - at ``RESPONSE``: a close or an ``OSError`` → :class:`RemoteProtocolError`.
@@ -60,6 +67,10 @@ def translate(
         return RemoteProtocolError(f"malformed response: {exc}", url=url, timing=timing)
     if exc is not None and not isinstance(exc, OSError):
         return exc
+    if isinstance(exc, ssl.SSLError | ssl.CertificateError):
+        # At any stage: with TLS 1.3 a server that refuses our client certificate says so
+        # after the handshake, on the first read.
+        return _tls_error(exc, where, url, timing)
     if stage is Stage.CONNECT:
         return _connect_error(exc, where, url, timing)
     how = "closed the connection" if exc is None else f"broke the connection ({_describe(exc)})"
@@ -67,6 +78,8 @@ def translate(
         pooled = (
             " (a pooled keep-alive connection; the request was not sent again)" if reused else ""
         )
+        if not reused and exc is None and url.scheme == "https":
+            pooled = " (over TLS, as a server that wants a client certificate does: --cert FILE)"
         return ConnectError(
             f"{where} {how} before any response byte{pooled}", url=url, timing=timing
         )
@@ -83,12 +96,19 @@ def _connect_error(exc: OSError | None, where: str, url: URL, timing: Timing) ->
             url=url,
             timing=timing,
         )
-    if isinstance(exc, ssl.SSLError | ssl.CertificateError):
-        return ConnectError(
-            f"TLS handshake with {where} failed: {_describe(exc)}", url=url, timing=timing
-        )
     what = "closed" if exc is None else _describe(exc)
     return ConnectError(f"cannot connect to {where}: {what}", url=url, timing=timing)
+
+
+def _tls_error(exc: OSError, where: str, url: URL, timing: Timing) -> TlsError:
+    reason = getattr(exc, "reason", None) or ""
+    if isinstance(exc, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY" in reason:
+        hint = " (trust its CA with --cacert FILE, or skip the check with --insecure)"
+    elif "CERTIFICATE_REQUIRED" in reason or "certificate required" in str(exc):
+        hint = " (the server wants a client certificate: --cert FILE --cert-key FILE)"
+    else:
+        hint = ""
+    return TlsError(f"TLS with {where} failed: {_describe(exc)}{hint}", url=url, timing=timing)
 
 
 def _describe(exc: BaseException) -> str:

@@ -60,6 +60,11 @@ class Timing:
     byte did. ``chunk_times`` holds the arrival time of each body chunk of a *streamed*
     response (chunks that arrived in one socket read share that read's time); it stays
     empty for ``request()``, which reads the body in one go.
+
+    A request that opened a new connection also has ``connect_start`` (opening began,
+    after any wait for a free slot of the pool) and, for ``https``, ``tls_start`` (the TCP
+    connection stood, the TLS handshake began); ``connected`` is then when the connection
+    was ready (handshake done). :attr:`connect` and :attr:`tls` are those spans.
     """
 
     started: float
@@ -69,6 +74,21 @@ class Timing:
     end: float | None = None
     chunk_times: list[float] = field(default_factory=list)
     reused: bool = False
+    connect_start: float | None = None
+    tls_start: float | None = None
+
+    @property
+    def connect(self) -> float | None:
+        """Seconds of the TCP connect of a new connection (``None``: none was opened)."""
+        start = self.connect_start
+        end = self.tls_start if self.tls_start is not None else self.connected
+        return None if start is None or end is None else end - start
+
+    @property
+    def tls(self) -> float | None:
+        """Seconds of the TLS handshake of a new connection (``None``: none, or plain HTTP)."""
+        start, end = self.tls_start, self.connected
+        return None if start is None or end is None else end - start
 
 
 class Waiter(Protocol):

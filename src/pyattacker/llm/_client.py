@@ -199,6 +199,8 @@ def _copy_timing(timing: Timing | None, result: LlmResult) -> None:
         result.sent = timing.sent
         result.first_byte = timing.first_byte
         result.end = timing.end
+        if timing.connect_start is not None:  # it opened a connection: the setup's times
+            result.connect, result.tls = timing.connect, timing.tls
 
 
 async def _read_quietly(response: Response, result: LlmResult) -> bytes:

@@ -78,6 +78,8 @@ class LlmResult:
     request_id: str | None = None
     bytes_received: int = 0
     parts: list[str] = field(default_factory=list)
+    connect: float | None = None  # the TCP connect of the connection it opened, if any
+    tls: float | None = None  # and its TLS handshake (https)
 
     @property
     def text(self) -> str:

@@ -135,8 +135,8 @@ def fill_attempt(result: LlmResult, attempt: Attempt) -> None:
     """Copy what ``result`` measured into ``attempt``: ``sent``, ``first_byte``,
     ``first_token``, ``token_times`` (``None`` for a whole-body response), ``end``,
     ``status``, ``usage`` (the server's counts as floats), ``retry_after``,
-    ``bytes_received`` and ``headers`` (the rate-limit ones and ``x-request-id``; ``None``
-    if none came)."""
+    ``bytes_received``, ``connect`` and ``tls`` (a new connection's setup) and
+    ``headers`` (the rate-limit ones and ``x-request-id``; ``None`` if none came)."""
     attempt.sent = result.sent
     attempt.first_byte = result.first_byte
     attempt.first_token = result.first_token
@@ -147,6 +147,7 @@ def fill_attempt(result: LlmResult, attempt: Attempt) -> None:
     attempt.usage = result.usage.as_dict() if result.usage is not None else None
     attempt.retry_after = result.retry_after
     attempt.bytes_received = result.bytes_received
+    attempt.connect, attempt.tls = result.connect, result.tls
     headers = dict(result.headers)
     if result.request_id is not None:  # matches the attempt to the server's own logs
         headers["x-request-id"] = result.request_id

@@ -21,6 +21,7 @@ caller passes timestamps.
 from pyattacker.measure._batch import OkBatch, add_ok_answers, is_plain_ok
 from pyattacker.measure._binned import Binned, record_all
 from pyattacker.measure._histogram import Histogram
+from pyattacker.measure._phases import PHASES, Phases
 from pyattacker.measure._records import (
     ANSWERED,
     LLM_SAMPLE_COLUMNS,
@@ -37,12 +38,14 @@ __all__ = [
     "ANSWERED",
     "LLM_SAMPLE_COLUMNS",
     "PERCENTILES",
+    "PHASES",
     "SAMPLE_COLUMNS",
     "Attempt",
     "Binned",
     "Histogram",
     "OkBatch",
     "Outcome",
+    "Phases",
     "RequestRecord",
     "RequestStats",
     "Summary",

@@ -52,6 +52,10 @@ SAMPLE_COLUMNS = (
     "attempts",
     "throttled",
     "name",
+    "connect",
+    "tls",
+    "waiting",
+    "receiving",
 )
 """The keys of ``RequestRecord.to_dict()``, in order: the ``--samples`` columns."""
 
@@ -142,6 +146,12 @@ class Attempt:
     name: str | None = None
     """The request's name when the plan names its requests (a line of a targets file, a
     step of a scenario): reports break figures down by it as they do by target."""
+    connect: float | None = None
+    """Seconds of the TCP connect of the new connection this attempt opened (``None``: it
+    took an open one, or none was measured). Spent before ``sent``, so inside
+    ``dispatch_delay``; :attr:`blocked` is that delay without it."""
+    tls: float | None = None
+    """Seconds of the TLS handshake of the new connection it opened (``None``: none)."""
 
     @property
     def wait(self) -> float | None:
@@ -162,6 +172,25 @@ class Attempt:
     def ttfb(self) -> float | None:
         """``first_byte - sent``: time to first byte of this attempt."""
         return _span(self.sent, self.first_byte)
+
+    @property
+    def waiting(self) -> float | None:
+        """``first_byte - sent``: waiting for the answer (as :attr:`ttfb`)."""
+        return _span(self.sent, self.first_byte)
+
+    @property
+    def receiving(self) -> float | None:
+        """``end - first_byte``: reading the answer, from its first byte to its last."""
+        return _span(self.first_byte, self.end)
+
+    @property
+    def blocked(self) -> float | None:
+        """``dispatch_delay`` less the new connection's ``connect`` and ``tls``: how late
+        the attempt went out for another reason (a busy generator, a queue, a full pool)."""
+        delay = _span(self.scheduled, self.sent)
+        if delay is None:
+            return None
+        return delay - (self.connect or 0.0) - (self.tls or 0.0)
 
     @property
     def ttft(self) -> float | None:
@@ -206,6 +235,10 @@ class Attempt:
             "usage": None if self.usage is None else dict(self.usage),
             "headers": None if self.headers is None else dict(self.headers),
             "name": self.name,
+            "connect": self.connect,
+            "tls": self.tls,
+            "waiting": self.waiting,
+            "receiving": self.receiving,
         }
 
 
@@ -354,10 +387,30 @@ class RequestRecord:
             "attempts": self.n_attempts,
             "throttled": self.throttled,
             "name": self.name,
+            **self.timing_columns(),
         }
         if llm:
             row.update(self.llm_columns())
         return row
+
+    def timing_columns(self) -> dict[str, float | None]:
+        """The timing breakdown of a ``--samples`` row: ``connect`` and ``tls``, the
+        seconds spent opening new connections (summed over the attempts; ``None`` when no
+        attempt opened one), ``waiting`` (first byte minus sent) and ``receiving`` (end
+        minus first byte) of the last attempt."""
+        connect = tls = None
+        for attempt in self.attempts:
+            if attempt.connect is not None:
+                connect = (connect or 0.0) + attempt.connect
+            if attempt.tls is not None:
+                tls = (tls or 0.0) + attempt.tls
+        last = self.attempts[-1]
+        return {
+            "connect": connect,
+            "tls": tls,
+            "waiting": last.waiting,
+            "receiving": last.receiving,
+        }
 
     def llm_columns(self) -> dict[str, Any]:
         """The LLM columns of a ``--samples`` row, all from the **last** attempt.

@@ -33,6 +33,7 @@ from typing import Any
 from pyattacker.attack import LAG_WARN_S, AttackResult
 from pyattacker.report._flows import flow_lines, flow_markdown
 from pyattacker.report._lead import lead_lines
+from pyattacker.report._timing import TIMING_NOTE, timing_header, timing_rows
 
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
 
@@ -55,6 +56,15 @@ def attack_markdown(result: AttackResult) -> str:
     lines += [*_items(_headline(data)), *_items(lead_lines(data)), ""]
     latency = _latency_rows(data, nested="total: {}")
     lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), latency), ""]
+    if timing := timing_rows(data):  # the timing section (report/_timing.py)
+        lines += [
+            "## Timing (ms)",
+            "",
+            *_markdown_table(timing_header(), timing),
+            "",
+            TIMING_NOTE,
+            "",
+        ]
     lines += ["## Counts", "", *(f"- {line}" for line in _count_lines(data))]
     lines += [*_error_markdown(data["errors"]), "", *flow_markdown(data)]
     windows = data["windows"]
@@ -81,6 +91,8 @@ def attack_text(result: AttackResult) -> str:
     lines = [f"pyattacker attack — {_title(data)}", *_headline(data), *lead_lines(data), ""]
     latency = _latency_rows(data, nested="  {}")
     lines += ["Latency (ms)", *_aligned(_latency_header(), latency, labels=2), ""]
+    if timing := timing_rows(data):  # the timing section (report/_timing.py)
+        lines += ["Timing (ms)", *_aligned(timing_header(), timing, labels=1), TIMING_NOTE, ""]
     lines += _count_lines(data)
     lines += _error_text(data["errors"])
     lines += ["", *flow_lines(data)] if "flows" in data else []

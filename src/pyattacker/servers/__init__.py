@@ -16,6 +16,7 @@ process, as :func:`serve_until_signalled` does the echo server.
 
 from pyattacker.servers._delays import Delay
 from pyattacker.servers._process import EchoServerProcess
+from pyattacker.servers._tls import server_tls
 from pyattacker.servers.echo import EchoServer, serve_until_signalled
 from pyattacker.servers.llm import LlmServer, LlmServerProcess, serve_llm_until_signalled
 
@@ -27,4 +28,5 @@ __all__ = [
     "LlmServerProcess",
     "serve_llm_until_signalled",
     "serve_until_signalled",
+    "server_tls",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import ssl as _ssl
 from collections.abc import Iterable
 from types import TracebackType
 from typing import ClassVar, Self
@@ -31,7 +32,12 @@ class ListeningServer:
     what: ClassVar[str] = "server"  # for messages: "the echo server has not been started"
     backlog: ClassVar[int] = 2048
 
-    def __init__(self, host: str, port: int, limits: Limits) -> None:
+    def __init__(
+        self, host: str, port: int, limits: Limits, ssl: _ssl.SSLContext | None = None
+    ) -> None:
+        if ssl is not None and not isinstance(ssl, _ssl.SSLContext):
+            raise ConfigError(f"must be an ssl.SSLContext, got {ssl!r}", field="ssl")
+        self.ssl = ssl  # a server-side context: the server speaks TLS (https://)
         self.host = host
         self.limits = limits
         self.port = check_whole(port, "port", at_least=0)
@@ -43,7 +49,8 @@ class ListeningServer:
 
     @property
     def url(self) -> str:
-        """``http://HOST:PORT`` with the bound port; ``RuntimeError`` before :meth:`start`."""
+        """``http://HOST:PORT`` (``https://`` with TLS) with the bound port;
+        ``RuntimeError`` before :meth:`start`."""
         if self._url is None:
             raise RuntimeError(f"the {self.what} has not been started")
         return self._url
@@ -57,7 +64,7 @@ class ListeningServer:
         self._bind(loop)
         try:
             self._server = await loop.create_server(
-                self._protocol, self.host, self.port, backlog=self.backlog
+                self._protocol, self.host, self.port, backlog=self.backlog, ssl=self.ssl
             )
         except OSError as exc:
             raise listen_error(self.host, self.port, exc) from None
@@ -69,7 +76,7 @@ class ListeningServer:
         self._sweeper = Sweeper(loop, LoopClock().reader(), self._open, self.limits.timeout)
         port = self._server.sockets[0].getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
-        self._url = f"http://{host}:{port}"
+        self._url = f"{'https' if self.ssl is not None else 'http'}://{host}:{port}"
 
     async def stop(self) -> None:
         """Stop listening and close every connection (what is in flight is dropped)."""

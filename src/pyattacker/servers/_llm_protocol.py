@@ -14,7 +14,9 @@ Contract:
   received).
 - The write buffer's high-water mark is 0, so ``pause_writing``/``resume_writing``
   bracket exactly the time anything is buffered: whatever was written meanwhile is
-  stamped with the moment the buffer drained (:meth:`on_drain`), "flush included".
+  stamped with the moment the buffer drained (:meth:`on_drain`), "flush included". Over
+  TLS (a server started with ``ssl``) the default marks stay: a TLS transport can leave
+  its first write paused for good, so there a write is stamped when TLS takes it.
 - A control request (``/stats``) may be answered in steps, giving the loop a turn
   between them (:class:`_Deferred`): it holds its place in the order like any response.
 - A connection lost before a response ended drops that request and any pipelined behind
@@ -173,7 +175,8 @@ class LlmProtocol(Guarded):
             self.closed = True
             return
         self._transport = transport
-        transport.set_write_buffer_limits(high=0)
+        if transport.get_extra_info("sslcontext") is None:  # over TLS: see the echo server's
+            transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
     def _upgraded(self, rest: bytes) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import queue
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,12 @@ __all__ = ["EchoServerProcess", "ServerProcess"]
 
 # A server with no proxy handler: environment proxies must never see loopback traffic.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The child's own controls (/stats, /reset) over TLS: a server we started on loopback with
+# a throwaway certificate, so its certificate is not checked.
+_TLS_OPENER = urllib.request.build_opener(
+    urllib.request.ProxyHandler({}),
+    urllib.request.HTTPSHandler(context=ssl._create_unverified_context()),
+)
 
 
 class ServerProcess:
@@ -138,7 +145,8 @@ class ServerProcess:
         )
         if method == "GET":
             request.data = None
-        with _OPENER.open(request, timeout=60) as response:
+        opener = _OPENER if not self.url.startswith("https:") else _TLS_OPENER
+        with opener.open(request, timeout=60) as response:
             body: dict[str, Any] = json.loads(response.read())
         return body
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from typing import TYPE_CHECKING, cast
+from urllib.parse import parse_qs
 
 import httptools
 
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["EchoProtocol"]
 
 # The first six bytes of every control path; anything else skips the control lookup.
-_CONTROL_HEADS = frozenset({b"/stats", b"/reset", b"/stall"})
+_CONTROL_HEADS = frozenset({b"/stats", b"/reset", b"/stall", b"/redir"})
+_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 _OVERRIDE_PREFIX = b"x-echo-"
 
 
@@ -112,8 +114,11 @@ class EchoProtocol(Guarded):
             return
         self._transport = transport
         # Pause at the first buffered byte and resume when none is left: the drain is
-        # then exactly observable, which is what "flush included" needs.
-        transport.set_write_buffer_limits(high=0)
+        # then exactly observable, which is what "flush included" needs. Not over TLS: its
+        # transport can leave a connection's first answer paused for good (the handshake's
+        # last records share its buffer), so there a hold ends when TLS takes the answer.
+        if transport.get_extra_info("sslcontext") is None:
+            transport.set_write_buffer_limits(high=0)
         self._core.connections.add(self)
 
     def _upgraded(self, rest: bytes) -> None:
@@ -224,6 +229,8 @@ class EchoProtocol(Guarded):
             status, payload = control
             response = core.response(status, payload, keep_alive, b"application/json")
             held = _Held(start, 0.0, response, None, keep_alive)
+        elif path == b"/redirect":
+            held = self._redirect(start, query, overrides, keep_alive)
         else:
             held = self._echo(start, body, overrides, keep_alive)
         if method == b"HEAD":  # the head of what GET would say, without the body
@@ -245,6 +252,28 @@ class EchoProtocol(Guarded):
             return _Held(start, 0.0, response, None, keep_alive)
         response = core.echo_response(status, body, keep_alive, retry_after)
         return _Held(start, delay, response, status, keep_alive)
+
+    def _redirect(
+        self, start: float, query: bytes, overrides: dict[bytes, bytes], keep_alive: bool
+    ) -> _Held:
+        """``/redirect?to=TARGET&code=CODE``: an echo request (held, counted under CODE)
+        answered CODE with ``Location: TARGET``; a bad ``to`` or ``code`` is a 400."""
+        core = self._core
+        params = parse_qs(query.decode("latin-1"))
+        to = params.get("to", ["/"])[-1]
+        code = params.get("code", ["302"])[-1]
+        try:
+            delay, _, _ = core.draw(overrides)
+            if not code.isdigit() or int(code) not in _REDIRECT_CODES:
+                raise ConfigError(f"not a redirect status: {code[:10]!r}", field="code")
+            if not to or any(ord(c) < 0x21 or ord(c) > 0x7E for c in to):
+                raise ConfigError("must be a URL or path without spaces", field="to")
+        except ConfigError as exc:
+            response = core.response(400, f"{exc}\n".encode(), keep_alive)
+            return _Held(start, 0.0, response, None, keep_alive)
+        location = b"Location: " + to.encode("ascii") + b"\r\n"
+        response = core.response(int(code), b"", keep_alive, b"text/plain", location)
+        return _Held(start, delay, response, int(code), keep_alive)
 
     def _due(self, held: _Held) -> None:
         if self._closed:

@@ -11,6 +11,10 @@ HTTP surface (answered without delay, never counted, never stalled)::
     POST /reset   (GET too)    forget every hold time
     POST /stall?seconds=S      write no echo response for S seconds (250ms, 2s... too)
 
+``/redirect?to=TARGET&code=CODE`` is an echo request (held, counted, ``code`` among its
+statuses) answered CODE (301, 302, 303, 307 or 308; 302 by default) with ``Location:
+TARGET`` (``/`` by default): a redirect to test a client's following against.
+
 A control request is computed when it is parsed; pipelined behind held echo requests on
 the same connection, its reply still leaves after theirs (HTTP/1.1 order).
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl as _ssl
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -83,6 +88,10 @@ class EchoServer(ListeningServer):
     opened, while the server owed it nothing, is closed (a 408 when it had begun one);
     beyond ``max_connections`` (10,000) open at once, a new connection is closed as soon
     as it is accepted.
+
+    ``ssl``, a server-side ``ssl.SSLContext``, makes it speak TLS (its ``url`` is then
+    ``https://``); a context that asks for client certificates (``verify_mode``
+    ``CERT_REQUIRED``) refuses a client without one.
     """
 
     what = "echo server"
@@ -100,6 +109,7 @@ class EchoServer(ListeningServer):
         max_body_size: int = BODY_LIMIT,
         request_timeout: float | str = REQUEST_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        ssl: _ssl.SSLContext | None = None,
     ) -> None:
         bounds = limits(
             head=max_head_size,
@@ -107,7 +117,7 @@ class EchoServer(ListeningServer):
             timeout=request_timeout,
             connections=max_connections,
         )
-        super().__init__(host, port, bounds)
+        super().__init__(host, port, bounds, ssl)
         self.delay = delay if isinstance(delay, Delay) else Delay.parse(delay, field="delay")
         self.seed = check_whole(seed, "seed", at_least=0, at_most=2**63 - 1)
         body_size = check_whole(body_size, "body_size", at_least=0)

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl as _ssl
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
@@ -174,6 +175,7 @@ class LlmServer(ListeningServer):
         max_body_size: int = BODY_LIMIT,
         request_timeout: float | str = REQUEST_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        ssl: _ssl.SSLContext | None = None,
     ) -> None:
         bounds = limits(
             head=max_head_size,
@@ -181,7 +183,7 @@ class LlmServer(ListeningServer):
             timeout=request_timeout,
             connections=max_connections,
         )
-        super().__init__(host, port, bounds)
+        super().__init__(host, port, bounds, ssl)
         self.settings: Settings = settings(
             models=models,
             ttft=ttft,

@@ -1,0 +1,85 @@
+"""``attack``'s HTTP options: TLS (``--insecure``, ``--cacert``, ``--cert``, ``--cert-key``)
+and ``--follow-redirects``, declared here and turned into the plan's ``tls`` and
+``follow_redirects``; a bad file exits 2 naming the flag.
+
+The client key is ``--cert-key``, not curl's ``--key``: ``--key`` is the API key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from pyattacker.errors import ConfigError
+from pyattacker.http import TlsOptions
+
+__all__ = ["http_options", "http_plan_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_FLAGS = {"cacert": "--cacert", "cert": "--cert", "key": "--cert-key", "insecure": "--insecure"}
+
+
+def http_options(command: F) -> F:
+    """The TLS and redirect options of ``attack`` (for plain and ``--llm`` attacks alike)."""
+    options = [
+        click.option(
+            "--follow-redirects",
+            "follow_redirects",
+            type=int,
+            default=0,
+            show_default=True,
+            metavar="N",
+            help="Follow up to N redirects (3xx with a Location), each hop one more attempt "
+            "of the request. 0: a redirect is the answer, counted as failed (error class "
+            "redirect).",
+        ),
+        click.option(
+            "--cert-key",
+            "cert_key",
+            metavar="FILE",
+            help="https: the private key of --cert (PEM, unencrypted), if not in its file.",
+        ),
+        click.option(
+            "--cert",
+            "cert",
+            metavar="FILE",
+            help="https: a client certificate (PEM) for servers that ask for one.",
+        ),
+        click.option(
+            "--cacert",
+            "cacert",
+            metavar="FILE",
+            help="https: trust the CA certificate(s) in FILE (PEM) instead of the system's.",
+        ),
+        click.option(
+            "--insecure",
+            is_flag=True,
+            help="https: do not verify the server's certificate (still encrypted).",
+        ),
+    ]
+    for option in options:
+        command = option(command)
+    return command
+
+
+def http_plan_options(
+    insecure: bool, cacert: str | None, cert: str | None, cert_key: str | None, follow: int
+) -> dict[str, Any]:
+    """The plan's ``tls`` (``None`` when no TLS flag was given) and ``follow_redirects``;
+    a ``ConfigError`` names the flag (a file that cannot be read or used included)."""
+    tls = None
+    if insecure or cacert is not None or cert is not None or cert_key is not None:
+        try:
+            tls = TlsOptions(insecure=insecure, cacert=cacert, cert=cert, key=cert_key)
+        except ConfigError as exc:
+            field = _FLAGS.get(exc.field or "", exc.field)
+            hint = exc.hint
+            if exc.field == "key" and cert is None:
+                hint = "give --cert FILE too"
+            elif exc.field == "cacert" and insecure:
+                hint = "give one of --insecure or --cacert"
+            raise ConfigError(exc.message, field=field, hint=hint) from None
+    return {"tls": tls, "follow_redirects": follow}
