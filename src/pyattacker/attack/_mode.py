@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyattacker.attack._load import OpenModel
+from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.pool import AcquireAlgorithm, Immediate, Lease, Wait
@@ -54,7 +55,7 @@ class Mode:
             direct=open_model
             and try_first
             and plan.retry.max_attempts == 1
-            and type(sender) is HttpSender,
+            and type(sender) in (HttpSender, MixSender),
         )
 
 

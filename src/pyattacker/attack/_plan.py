@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pyattacker.attack._limits import MAX_WINDOWS, check
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
+from pyattacker.attack._mix import Mix, check_mix
 from pyattacker.errors import ConfigError
 from pyattacker.http import URL, Timeouts, check_request
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
@@ -72,6 +73,9 @@ class AttackPlan:
       (``targets`` then hold those endpoint URLs); the body of request ``n`` is the spec's
       prompt ``n``; with keys and no ``{key}`` header, the key goes where the endpoint
       expects it (``Authorization: Bearer``, or ``api-key`` for Azure OpenAI).
+    - ``mix``: a :class:`~pyattacker.attack._mix.Mix` makes each arrival send one of its
+      lines, drawn by weight from ``seed`` (``--targets``; ``--data`` fills its templates);
+      ``method``, ``headers`` and ``body`` are then every line's defaults.
     """
 
     targets: tuple[URL, ...]
@@ -92,6 +96,7 @@ class AttackPlan:
     preconnect: int = 0
     keys: tuple[str, ...] = field(default=(), repr=False)
     llm: LlmSpec | None = None
+    mix: Mix | None = None
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -141,6 +146,8 @@ class AttackPlan:
         resolve_algorithm(self.algorithm)
         self._check_keys()
         self._check_requests()
+        if self.mix is not None:
+            check_mix(self, self.mix)
 
     def _check_numbers(self) -> None:
         """Every number within its range of the one table (``_limits.LIMITS``)."""

@@ -72,6 +72,8 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         data["body_bytes"] = len(plan.body) if plan.body else 0
     else:
         data["llm"] = llm_plan_dict(plan.llm)
+    if plan.mix is not None:
+        data["mix"] = plan.mix.describe(plan.method)
     return data
 
 
