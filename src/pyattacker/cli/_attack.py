@@ -27,14 +27,17 @@ from pyattacker.attack import (
     AttackResult,
     ClosedModel,
     LlmSpec,
+    Mix,
     OpenModel,
     SampleWriter,
-    Stage,
     flag_of,
     run_attack,
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
+from pyattacker.cli._attack_mix import mix_for, mix_options
+from pyattacker.cli._attack_plan_file import from_plan_file
+from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._serve import Serving, serve_options
@@ -80,7 +83,7 @@ throttled, not retried behind your back.
 
 
 @click.command("attack", epilog=_EPILOG)
-@click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
+@click.argument("urls", nargs=-1, metavar="URL [URL...]")
 @click.option(
     "--rate",
     metavar="RATE",
@@ -286,14 +289,17 @@ throttled, not retried behind your back.
     "--llm also TTFT, ITL, TPOT and tokens per second)"
 )
 @serve_options
+@mix_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
+    urls, options = from_plan_file(urls, options)  # -c PLAN: the flags not typed
     flags = AttackFlags(**options)
-    plan = _plan(urls, flags)
+    urls, mix = mix_for(urls, flags.targets_path, flags.data_path, flags.data_order, flags.seed)
+    plan = _plan(urls, flags, mix)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
@@ -327,7 +333,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     return 0 if result.failed_requests == 0 else 1
 
 
-def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
+def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
     """The plan the flags describe; a ConfigError names the flag the user typed."""
     try:
         load = _load_model(f.rate, f.arrival, f.stages, f.clients, f.think, f.max_in_flight)
@@ -353,6 +359,7 @@ def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
             seed=f.seed,
             keys=_keys(f.keys, f.keys_file),
             llm=llm_spec,
+            mix=mix,
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None
@@ -478,7 +485,7 @@ def _load_model(
     start = 0.0 if rate is None else parse_rate(rate, field="--rate")
     return OpenModel(
         rate=start,
-        stages=_stages(stages) if stages else (),
+        stages=parse_stages(stages) if stages else (),
         arrival=arrival or "constant",  # type: ignore[arg-type]
         max_in_flight=max_in_flight,
     )
@@ -495,34 +502,6 @@ def _timeouts(total: str, connect: str) -> Timeouts:
     except ConfigError as exc:
         field = flags.get(exc.field or "", exc.field)
         raise ConfigError(exc.message, field=field, hint=exc.hint or "e.g. 30s") from None
-
-
-def _stages(text: str) -> tuple[Stage, ...]:
-    out = []
-    for i, part in enumerate(p.strip() for p in text.split(",")):
-        duration, sep, rate = part.partition(":")
-        if not sep:
-            raise ConfigError(
-                f"stage {part!r} is not DURATION:RATE",
-                field=f"--stages[{i}]",
-                hint="e.g. 30s:500/s",
-            )
-        field = f"--stages[{i}]"
-        out.append(Stage(parse_duration(duration, field=field), _rate_or_zero(rate, field)))
-    return tuple(out)
-
-
-def _rate_or_zero(text: str, field: str) -> float:
-    """A stage's rate: like ``--rate``, except that 0 (a ramp down to nothing) is allowed."""
-    number, slash, unit = text.partition("/")
-    try:
-        zero = float(number) == 0.0
-    except ValueError:
-        zero = False  # not a plain number: parse_rate says what is wrong with it
-    if zero:
-        parse_rate(f"1{slash}{unit}", field=field)  # the unit must still be one we know
-        return 0.0
-    return parse_rate(text, field=field)
 
 
 def _header(text: str) -> tuple[str, str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyattacker.attack import MixLine
+
 __all__ = ["AttackFlags"]
 
 
@@ -58,3 +60,7 @@ class AttackFlags:
     serve_host: str
     serve_linger: str
     quiet: bool
+    # --targets (a file, or a plan file's inline lines), --data, --data-order
+    targets_path: str | Sequence[MixLine] | None = None
+    data_path: str | None = None
+    data_order: str = "sequential"
