@@ -31,11 +31,13 @@ def plan_with(mix: Mix, *urls: str, **options: object) -> AttackPlan:
 
 def test_the_same_seed_draws_the_same_sequence_whatever_order_it_is_asked_in() -> None:
     weights = [3.0, 1.0, 1.0]
-    forward = [Draws(7, "mix", weights)(n) for n in range(3 * BLOCK)]
+    forward_draws = Draws(7, "mix", weights)
+    forward = [forward_draws(n) for n in range(3 * BLOCK)]
     backward_draws = Draws(7, "mix", weights)
     backward = [backward_draws(n) for n in reversed(range(3 * BLOCK))][::-1]
     assert forward == backward
-    assert forward != [Draws(8, "mix", weights)(n) for n in range(3 * BLOCK)]
+    other = Draws(8, "mix", weights)
+    assert forward != [other(n) for n in range(3 * BLOCK)]
 
 
 def test_a_draw_is_a_function_of_seed_and_index_even_after_its_block_was_forgotten() -> None:
