@@ -38,7 +38,7 @@ def write_lines(path: Path, lines: list[dict[str, object]], origin: str) -> Path
 
 
 def test_counts_per_name_equal_what_the_server_answered_per_line(
-    echo: EchoServerProcess, tmp_path: Path
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     echo.reset()
     targets = write_lines(tmp_path / "targets.jsonl", THREE_LINES, echo.url)
@@ -46,6 +46,7 @@ def test_counts_per_name_equal_what_the_server_answered_per_line(
     argv = ["attack", "--targets", str(targets), "--rate", "300/s", "--requests", "600"]
     assert run_cli([*argv, "-q", "--seed", "4", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
+    assert f"a mix of 3 requests ({targets}) on {echo.url}/," in capsys.readouterr().out
     truth = echo.stats()["statuses"]
     names = {name: figures["requests"] for name, figures in report["names"].items()}
     assert names == {
