@@ -17,6 +17,11 @@ versions in the same minute (``PYTHONPATH=other/src``), not with yesterday's num
 each arrival) as in a real attack; each run then prints its p99 dispatch delay and how
 many requests were late (> 10 ms): whether our own work keeps that rate, kernel aside.
 Runs are under ``quiet_gc``, as ``run_attack``'s are.
+
+``--mix lines`` sends a three-line request mix instead (``--targets``: weights 6, 3, 1,
+paths only), ``--mix templated`` the same lines with ``{id}`` in the URL and a header,
+filled from 1,000 data rows (``--data``): the cost a mix adds per request beside the plain
+path's (``--mix none``, the default, which runs against any version of the package).
 What it leaves out (the write and read syscalls, epoll, the waits between arrivals) is
 about as much again on this VM.
 """
@@ -69,7 +74,33 @@ class AnsweringTransport:
         pass
 
 
-async def one_run(requests: int, connections: int, rate: float | None) -> float:
+def mix_options(mix: str) -> dict[str, Any]:
+    """The plan's ``mix`` for ``--mix`` (imported here: older versions have none)."""
+    if mix == "none":
+        return {}
+    from pyattacker.attack import DataRows, Mix, MixLine
+
+    templated = mix == "templated"
+    path = "/users/{id}" if templated else "/users/1"
+    header = (("x-user", "{id}" if templated else "1"),)
+    lines = [
+        MixLine(url=path, weight=6, headers=header, name="user"),
+        MixLine(url="/search?q=shoes", weight=3, name="search"),
+        MixLine(url="/orders", method="POST", body=b'{"item": 7}', weight=1, name="order"),
+    ]
+    rows = DataRows([{"id": i} for i in range(1000)]) if templated else None
+    return {"mix": Mix(lines, data=rows)}
+
+
+def sender_for(plan: AttackPlan, client: HttpClient) -> HttpSender:
+    if getattr(plan, "mix", None) is None:
+        return HttpSender(client)
+    from pyattacker.attack import MixSender
+
+    return MixSender(client, plan)
+
+
+async def one_run(requests: int, connections: int, rate: float | None, mix: str) -> float:
     """CPU microseconds per request of one engine run over answering transports."""
     loop = asyncio.get_running_loop()
     plan = AttackPlan.build(
@@ -77,6 +108,7 @@ async def one_run(requests: int, connections: int, rate: float | None) -> float:
         OpenModel(rate=1e7, max_in_flight=1_000_000) if rate is None else OpenModel(rate=rate),
         requests=requests,
         connections=connections,
+        **mix_options(mix),
     )
     client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections)
     target = plan.resolved_targets()[0]
@@ -88,7 +120,7 @@ async def one_run(requests: int, connections: int, rate: float | None) -> float:
         conn.connection_made(AnsweringTransport(conn, loop))  # type: ignore[arg-type]
         pool.opened(conn)
         pool.checkin(conn)
-    engine = Engine(plan, HttpSender(client))
+    engine = Engine(plan, sender_for(plan, client))
     cpu = time.process_time()
     result = await engine.run()
     cpu = time.process_time() - cpu
@@ -107,10 +139,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--rate", type=float, help="planned arrivals/s (default: far above)")
+    parser.add_argument("--mix", choices=["none", "lines", "templated"], default="none")
     args = parser.parse_args()
     with quiet_gc():
         costs = [
-            uvloop.run(one_run(args.requests, args.connections, args.rate))
+            uvloop.run(one_run(args.requests, args.connections, args.rate, args.mix))
             for _ in range(args.runs)
         ]
     print(

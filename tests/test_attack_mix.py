@@ -210,3 +210,29 @@ def test_the_mix_sender_sends_each_arrival_its_seeded_line() -> None:
     assert first == names()
     assert set(first) == {"GET /0", "GET /1", "GET /2"}
     assert first.count("GET /0") > first.count("GET /1")
+
+
+# -- counting a mix's names ----------------------------------------------------------------
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]), st.booleans(),
+                          st.floats(0.0, 3.0)), max_size=300))  # fmt: skip
+def test_named_answers_counted_in_batches_agree_with_counting_each_as_it_ends(
+    requests: list[tuple[str | None, bool, float]],
+) -> None:
+    from pyattacker.attack._tally import Tally
+    from pyattacker.measure import Outcome
+
+    batched = Tally(origin=0.0, window=0.5, late_after=0.01, per_target=False, on_record=None)
+    each = Tally(origin=0.0, window=0.5, late_after=0.01, per_target=False,
+                 on_record=lambda record: None)  # fmt: skip
+    for n, (name, ok, at) in enumerate(requests):
+        for counted in (batched, each):
+            attempt = Attempt(n, 1, scheduled=at, sent=at + 0.001, end=at + 0.004, name=name)
+            attempt.outcome, attempt.status = (Outcome.OK, 200) if ok else (Outcome.FAILED, 503)
+            counted.finished_one(attempt)
+    assert list(batched.names.stats) == list(each.names.stats)  # in order of first sight
+    for name, stats in each.names.stats.items():
+        assert batched.names.stats[name] == stats
+        assert batched.names.windows[name].windows() == each.names.windows[name].windows()
+    assert batched.total == each.total
