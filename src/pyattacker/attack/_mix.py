@@ -18,7 +18,7 @@ failed request.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyattacker.attack._data import DataRows
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Mix", "MixLine", "Prepared", "check_mix", "name_of", "prepare"]
 
 Headers = tuple[tuple[str, str], ...]
+_URLS_KEPT = 4096  # filled URLs kept per line and target
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +109,21 @@ class Prepared:
     url_template: Template | None = None
     header_templates: tuple[tuple[str, Template], ...] = ()
     body_template: Template | None = None
+    # Filled URLs by their target: a URL computes its request-line bytes and its masked
+    # text when made, and rows repeat (sequential rows come round again).
+    _urls: dict[str, URL] = field(default_factory=dict, compare=False, repr=False)
 
     def fill(self, row: Mapping[str, Any]) -> tuple[URL, Headers, bytes | None]:
         """The URL, headers and body for ``row`` (checked up front to have every field)."""
         url = self.url
         if self.url_template is not None:
-            url = URL(url.scheme, url.host, url.port, self.url_template.fill(row, url_text))
+            path = self.url_template.fill(row, url_text)
+            made = self._urls.get(path)
+            if made is None:
+                if len(self._urls) >= _URLS_KEPT:
+                    self._urls.clear()
+                made = self._urls[path] = URL(url.scheme, url.host, url.port, path)
+            url = made
         headers = self.headers
         if self.header_templates:
             headers = tuple((n, t.fill(row)) for n, t in self.header_templates)
