@@ -14,8 +14,8 @@ although not in exact proportion (the cache and the branch predictor are not cou
 ``--against PATH`` also measures the code at PATH (a ``src`` directory, e.g. of a
 ``git worktree``) and prints the ratio. ``--mix lines|templated`` measures ours on the
 request-mix path instead (``request_cost.py --mix``; the code at ``--against`` still runs
-the plain path, so the ratio is the mix's cost over the plain request's). Needs ``valgrind`` (Debian's package); each
-measurement takes about a minute and a half.
+the plain path, so the ratio is the mix's cost over the plain request's). Needs
+``valgrind`` (Debian's package); each measurement takes about a minute and a half.
 """
 
 from __future__ import annotations
