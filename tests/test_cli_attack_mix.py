@@ -178,3 +178,26 @@ def test_without_a_url_the_lines_must_name_one_host(
     targets.write_text("\n".join(lines) + "\n")
     assert run_cli(["attack", "--targets", str(targets), "--rate", "5/s", "--requests", "1"]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_plan_reads_stage_lists_header_objects_and_files_next_to_it(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "mix.jsonl").write_text('{"url": "/u/{id}", "name": "u"}\n')
+    (plans / "rows.jsonl").write_text('{"id": 1}\n{"id": 2}\n')
+    plan = plans / "plan.yaml"
+    plan.write_text(
+        f"urls: [{echo.url}/]\nstages: ['0.2s:100/s', {{duration: 0.2s, rate: 50/s}}]\n"
+        "headers: {X-Team: load}\ntargets: mix.jsonl\ndata: rows.jsonl\nquiet: true\n"
+    )
+    out = tmp_path / "r.json"
+    echo.reset()
+    assert run_cli(["attack", "-c", str(plan), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["plan"]["load"]["stages"] == [[0.2, 100.0], [0.2, 50.0]]
+    assert report["plan"]["headers"] == ["X-Team"]
+    assert report["plan"]["mix"]["data"] == {"file": str(plans / "rows.jsonl"), "rows": 2,
+                                             "order": "sequential"}  # fmt: skip
+    assert report["names"]["u"]["requests"] == echo.stats()["count"] > 0

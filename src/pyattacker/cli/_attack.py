@@ -58,6 +58,8 @@ Examples:
   pyattacker attack URL -X POST -H 'Content-Type: application/json' --body @req.json
   pyattacker attack URL --rate 200/s --duration 1m --html report.html
   pyattacker attack URL --rate 200/s --duration 10m --serve 9646 --serve-linger 30s
+  pyattacker attack --targets mix.jsonl --data users.csv --rate 300/s --duration 1m
+  pyattacker attack -c plan.yaml --rate 50/s     (the flag overrides the file's rate)
   pyattacker attack --llm http://127.0.0.1:8000/v1 --model m --rate 2/s --duration 60s \\
       --shape 1000:200 --key $KEY
   pyattacker attack --llm URL --model m --clients 8 --requests 200 --prompts prompts.jsonl \\
