@@ -236,3 +236,9 @@ def test_named_answers_counted_in_batches_agree_with_counting_each_as_it_ends(
         assert batched.names.stats[name] == stats
         assert batched.names.windows[name].windows() == each.names.windows[name].windows()
     assert batched.total == each.total
+
+
+def test_a_key_in_the_query_is_refused_with_lines_whose_path_would_drop_it() -> None:
+    with pytest.raises(ConfigError, match="query that carries") as info:
+        plan_with(Mix([MixLine(url="/a")]), "http://127.0.0.1:9/?key={key}", keys=("k1",))
+    assert info.value.field == "--targets"

@@ -192,6 +192,14 @@ def check_mix(plan: AttackPlan, mix: Mix) -> None:
             "an LLM attack builds its own requests", field="--targets",
             hint="--targets and --data are for HTTP attacks",
         )  # fmt: skip
+    if any("{key}" in url.target for url in plan.targets) and any(
+        line.url is not None for line in mix.lines
+    ):
+        raise ConfigError(
+            "a line's path replaces the URL's, and with it the query that carries {key}",
+            field="--targets",
+            hint="send the key in a header: -H 'Authorization: Bearer {key}'",
+        )
     origins = {url.origin for url in plan.targets}
     for line in mix.lines:
         _check_origin(line, origins)
