@@ -36,6 +36,11 @@ plain case's do. ``--rate`` counts requests: flows arrive at a third of it.
 Pinning: with two or more CPUs the server is pinned to CPU 0 and this process (the load
 generator) to CPU 1 (``os.sched_setaffinity``; ``--no-pin`` leaves both to the scheduler).
 A measurement, not a test: run it on an otherwise idle machine.
+
+The ``mix`` case sends a request mix (``--targets`` with ``--data``: three lines weighted
+6, 3, 1, templated from 100 rows) against the lognormal server, each line asking the server
+for its own status (200, 201, 202), so that the server's count per status is its count per
+line: the case also fails when our count per name differs from it.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ CASES: dict[str, str] = {
     # One request in ten takes the slow mode: p50 sits in the fast one, p95 and p99 in the
     # slow one, well away from the gap between them (where a rank is ill-conditioned).
     "bimodal": "bimodal:fast=5ms,slow=100ms,p_slow=0.1,sigma=0.1",
+    "mix": "lognormal:median=20ms,sigma=0.5",  # a request mix: see the module doc
 }
 # The flow case's steps: (name, delay range in ms, status the server counts it under).
 FLOW_STEPS: tuple[tuple[str, tuple[float, float], int], ...] = (
@@ -69,6 +75,8 @@ FLOW_STEPS: tuple[tuple[str, tuple[float, float], int], ...] = (
     ("checkout", (50.0, 90.0), 203),
 )
 _DRAWS = random.Random(21)
+# The mix case's lines, by name, and the status each asks the echo server for.
+MIX_STATUSES = {"user": "200", "search": "201", "order": "202"}
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
 CLOCKS = ("scheduled", "sent")
 
@@ -112,6 +120,8 @@ class CaseResult:
     means: dict[str, float] = field(default_factory=dict)
     neighbours: float | None = None  # CPUs' worth of other processes' work meanwhile
     server_cpus: str = "any"  # where the server ran, read back after pinning
+    names: dict[str, int] = field(default_factory=dict)  # the mix case: ours per name
+    server_names: dict[str, int] = field(default_factory=dict)  # the server's, per name
 
     def failures(self, rule: Rule) -> list[str]:
         """Why this case fails ``rule`` (empty when it passes)."""
@@ -128,6 +138,8 @@ class CaseResult:
             problems.append(f"{self.not_ok - self.dropped} requests did not end OK")
         if self.requests != self.server_count:
             problems.append(f"we counted {self.requests}, the server {self.server_count}")
+        if self.names != self.server_names:
+            problems.append(f"per name we counted {self.names}, the server {self.server_names}")
         if self.server_in_flight or self.server_dropped:
             problems.append(
                 f"server: {self.server_in_flight} still held, {self.server_dropped} dropped"
@@ -202,13 +214,32 @@ def percentiles(histogram: Histogram) -> dict[str, float]:
     return {key: histogram.percentile(q) for key, q in QUANTILES}
 
 
+def mix_options(name: str) -> dict[str, Any]:
+    """The plan's mix for the ``mix`` case (none for the others; imported here, so that
+    the other cases run against versions without mixes)."""
+    if name != "mix":
+        return {}
+    from pyattacker.attack import DataRows, Mix, MixLine
+
+    status = {line: (("x-echo-status", code),) for line, code in MIX_STATUSES.items()}
+    lines = [
+        MixLine(url="/users/{id}", weight=6, name="user", headers=status["user"]),
+        MixLine(url="/search?q={id}", weight=3, name="search", headers=status["search"]),
+        MixLine(url="/orders", method="POST", body=b'{"user": {id}}', weight=1, name="order",
+                headers=status["order"]),
+    ]  # fmt: skip
+    return {"mix": Mix(lines, data=DataRows([{"id": i} for i in range(100)]))}
+
+
 def run_case(name: str, rate: float, duration: float, *, cpus: Cpus | None) -> CaseResult:
     """Start a server with ``CASES[name]``, attack it, and compare (see the module doc)."""
     delay = CASES[name]
     with EchoServerProcess(delay=delay) as server:
         where = pin_server(server.pid, cpus) if cpus is not None else "any"
         server.reset()
-        plan = AttackPlan.build([server.url + "/"], OpenModel(rate=rate), duration=duration)
+        plan = AttackPlan.build(
+            [server.url + "/"], OpenModel(rate=rate), duration=duration, **mix_options(name)
+        )
         neighbours = Neighbours(server.pid)
         neighbours.start()
         result = run_attack(plan, stop_on_signals=False)
@@ -232,7 +263,11 @@ def run_case(name: str, rate: float, duration: float, *, cpus: Cpus | None) -> C
         means=means(result, stats),
         neighbours=neighbours.share,
         server_cpus=where,
-    )
+        names={n: stats_.requests for n, stats_ in result.by_name.items()},
+        server_names={
+            n: stats["statuses"].get(code, 0) for n, code in MIX_STATUSES.items()
+        } if name == "mix" else {},
+    )  # fmt: skip
 
 
 async def flow(client: FlowClient) -> None:
@@ -354,6 +389,8 @@ def render(case: CaseResult) -> str:
         f"not ok {case.not_ok}; server still holding {case.server_in_flight}, "
         f"server dropped {case.server_dropped}"
     )
+    if case.names:
+        lines.append(f"  requests per name: ours {case.names}, server {case.server_names}")
     if case.neighbours is not None:
         lines.append(
             f"  others (processes, steal) used {case.neighbours * 100:.0f} % of a CPU meanwhile"

@@ -25,6 +25,12 @@ client, a lease and an ``HttpClient.request`` per step), to set beside the plain
 that at most that many flows (or requests) run at once: the open model far above
 capacity parks every flow's task in the pool, which costs more per request than the
 flow path itself; the plain path there runs each request in a task (not the direct path).
+
+``--mix lines`` sends a three-line request mix instead (``--targets``: weights 6, 3, 1,
+paths only), ``--mix templated`` the same lines with ``{id}`` in the URL and a header,
+filled from 1,000 data rows (``--data``): the cost a mix adds per request beside the plain
+path's (``--mix none``, the default, which runs against any version of the package).
+
 What it leaves out (the write and read syscalls, epoll, the waits between arrivals) is
 about as much again on this VM.
 """
@@ -95,12 +101,39 @@ def flow_of(steps: int) -> Scenario:
     return Scenario(flow, f"request_cost.py:{steps} steps")
 
 
+def mix_options(mix: str) -> dict[str, Any]:
+    """The plan's ``mix`` for ``--mix`` (imported here: older versions have none)."""
+    if mix == "none":
+        return {}
+    from pyattacker.attack import DataRows, Mix, MixLine
+
+    templated = mix == "templated"
+    path = "/users/{id}" if templated else "/users/1"
+    header = (("x-user", "{id}" if templated else "1"),)
+    lines = [
+        MixLine(url=path, weight=6, headers=header, name="user"),
+        MixLine(url="/search?q=shoes", weight=3, name="search"),
+        MixLine(url="/orders", method="POST", body=b'{"item": 7}', weight=1, name="order"),
+    ]
+    rows = DataRows([{"id": i} for i in range(1000)]) if templated else None
+    return {"mix": Mix(lines, data=rows)}
+
+
+def sender_for(plan: AttackPlan, client: HttpClient) -> HttpSender:
+    if getattr(plan, "mix", None) is None:
+        return HttpSender(client)
+    from pyattacker.attack import MixSender
+
+    return MixSender(client, plan)
+
+
 async def one_run(
     requests: int,
     connections: int,
     rate: float | None,
     steps: int | None = None,
     closed: bool = False,
+    mix: str = "none",
 ) -> float:
     """CPU microseconds per request of one engine run over answering transports (with
     ``steps``: ``requests / steps`` flows of that many steps)."""
@@ -115,6 +148,7 @@ async def one_run(
         requests=requests if steps is None else requests // steps,
         connections=connections,
         scenario=None if steps is None else flow_of(steps),
+        **mix_options(mix),
     )
     requests = plan.requests * (steps or 1) if plan.requests is not None else requests
     client = HttpClient(timeouts=plan.timeouts, max_connections=plan.connections)
@@ -127,7 +161,7 @@ async def one_run(
         conn.connection_made(AnsweringTransport(conn, loop))  # type: ignore[arg-type]
         pool.opened(conn)
         pool.checkin(conn)
-    engine = Engine(plan, HttpSender(client))
+    engine = Engine(plan, sender_for(plan, client))
     cpu = time.process_time()
     result = await engine.run()
     cpu = time.process_time() - cpu
@@ -148,10 +182,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, help="planned arrivals/s (default: far above)")
     parser.add_argument("--flow", type=int, metavar="STEPS", help="flows of STEPS steps each")
     parser.add_argument("--closed", action="store_true", help="--connections closed clients")
+    parser.add_argument("--mix", choices=["none", "lines", "templated"], default="none")
     args = parser.parse_args()
     with quiet_gc():
         costs = [
-            uvloop.run(one_run(args.requests, args.connections, args.rate, args.flow, args.closed))
+            uvloop.run(
+                one_run(
+                    args.requests, args.connections, args.rate, args.flow, args.closed, args.mix
+                )
+            )
             for _ in range(args.runs)
         ]
     print(

@@ -12,8 +12,10 @@ remains is the cost of one request: scheduler, lease, ``HttpClient.start``, the
 connection's parse, the waiter and the tally. Fewer instructions is faster on any machine,
 although not in exact proportion (the cache and the branch predictor are not counted).
 ``--against PATH`` also measures the code at PATH (a ``src`` directory, e.g. of a
-``git worktree``) and prints the ratio. Needs ``valgrind`` (Debian's package); each
-measurement takes about a minute and a half.
+``git worktree``) and prints the ratio. ``--mix lines|templated`` measures ours on the
+request-mix path instead (``request_cost.py --mix``; the code at ``--against`` still runs
+the plain path, so the ratio is the mix's cost over the plain request's). Needs
+``valgrind`` (Debian's package); each measurement takes about a minute and a half.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ SRC = HERE.parent / "src"
 SIZES = (10_000, 30_000)
 
 
-def instructions(src: Path, requests: int) -> int:
+def instructions(src: Path, requests: int, mix: str = "none") -> int:
     """Instructions callgrind counted for one ``request_cost.py`` run of ``requests``."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
     command = [
@@ -44,6 +46,7 @@ def instructions(src: Path, requests: int) -> int:
         "1",
         "--requests",
         str(requests),
+        *(["--mix", mix] if mix != "none" else []),
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
@@ -52,19 +55,20 @@ def instructions(src: Path, requests: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_request(src: Path) -> float:
-    low, high = (instructions(src, n) for n in SIZES)
+def per_request(src: Path, mix: str = "none") -> float:
+    low, high = (instructions(src, n, mix) for n in SIZES)
     return (high - low) / (SIZES[1] - SIZES[0])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", type=Path, help="another src directory to compare")
+    parser.add_argument("--mix", choices=["none", "lines", "templated"], default="none")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
-    ours = per_request(SRC)
-    print(f"{SRC}: {ours:,.0f} instructions per request")
+    ours = per_request(SRC, args.mix)
+    print(f"{SRC} (mix {args.mix}): {ours:,.0f} instructions per request")
     if args.against is not None:
         theirs = per_request(args.against.resolve())
         print(f"{args.against}: {theirs:,.0f} instructions per request")

@@ -3,6 +3,7 @@
 See ``docs/attack.md``.
 """
 
+from pyattacker.attack._data import ORDERS, DataRows
 from pyattacker.attack._engine import Engine, Progress
 from pyattacker.attack._flow_client import FlowClient, HttpSteps, Step, StepFailed, StepSender
 from pyattacker.attack._flow_stats import FLOW_CODE, FlowStats
@@ -10,6 +11,8 @@ from pyattacker.attack._lag import LAG_WARN_S
 from pyattacker.attack._limits import flag_of
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
+from pyattacker.attack._mix import Mix, MixLine
+from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
@@ -17,6 +20,7 @@ from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
+from pyattacker.attack._targets_file import line_from_object, read_targets
 from pyattacker.attack._warmup import Warmup
 
 __all__ = [
@@ -25,9 +29,11 @@ __all__ = [
     "KEY_PLACEHOLDER",
     "LAG_WARN_S",
     "METHODS",
+    "ORDERS",
     "AttackPlan",
     "AttackResult",
     "ClosedModel",
+    "DataRows",
     "Engine",
     "FlowClient",
     "FlowStats",
@@ -35,6 +41,9 @@ __all__ = [
     "HttpSteps",
     "LlmSpec",
     "LoadModel",
+    "Mix",
+    "MixLine",
+    "MixSender",
     "OpenModel",
     "Progress",
     "RowProvider",
@@ -52,7 +61,9 @@ __all__ = [
     "Warmup",
     "attack",
     "flag_of",
+    "line_from_object",
     "load_scenario",
+    "read_targets",
     "run_attack",
     "run_on_fast_loop",
     "sweep",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyattacker.attack._load import OpenModel
+from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.pool import AcquireAlgorithm, Immediate, Lease, Wait
@@ -55,7 +56,7 @@ class Mode:
             and try_first
             and plan.retry.max_attempts == 1
             and plan.follow_redirects == 0  # a hop is a second attempt: a task's loop
-            and type(sender) is HttpSender,
+            and type(sender) in (HttpSender, MixSender),
         )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pyattacker.attack._limits import MAX_WINDOWS, check
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, LoadModel, OpenModel
+from pyattacker.attack._mix import Mix, check_mix
 from pyattacker.attack._scenario import Scenario
 from pyattacker.attack._warmup import Warmup
 from pyattacker.errors import ConfigError
@@ -86,6 +87,9 @@ class AttackPlan:
     - ``follow_redirects``: how many redirects (3xx with a ``Location``) a request follows,
       each hop one more attempt of it; 0 (the default): a redirect is the request's answer,
       counted as failed with error class ``redirect``.
+    - ``mix``: a :class:`~pyattacker.attack._mix.Mix` makes each arrival send one of its
+      lines, drawn by weight from ``seed`` (``--targets``; ``--data`` fills its templates);
+      ``method``, ``headers`` and ``body`` are then every line's defaults.
     """
 
     targets: tuple[URL, ...]
@@ -110,6 +114,7 @@ class AttackPlan:
     scenario: Scenario | None = None
     tls: TlsOptions | None = None
     follow_redirects: int = 0
+    mix: Mix | None = None
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -166,6 +171,8 @@ class AttackPlan:
         if self.warmup is not None:
             self.warmup.check_fits(self.duration or getattr(self.load, "duration", None),
                                    self.requests)  # fmt: skip
+        if self.mix is not None:
+            check_mix(self, self.mix)
 
     def _check_numbers(self) -> None:
         """Every number within its range of the one table (``_limits.LIMITS``)."""

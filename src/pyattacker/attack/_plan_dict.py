@@ -78,6 +78,8 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         data["llm"] = llm_plan_dict(plan.llm)
     if plan.warmup is not None:
         data["warmup"] = plan.warmup.to_dict()
+    if plan.mix is not None:
+        data["mix"] = plan.mix.describe(plan.method)
     return data
 
 

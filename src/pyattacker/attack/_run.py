@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import HttpSender, Sender
@@ -156,6 +157,8 @@ def _client_for(plan: AttackPlan, clock: Clock | None, limits: Limits | None) ->
 
 
 def _http_sender(plan: AttackPlan, client: HttpClient) -> Sender:
+    if plan.mix is not None:
+        return MixSender(client, plan)
     return HttpSender(client, method=plan.method, body=plan.body)
 
 

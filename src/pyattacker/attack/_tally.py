@@ -149,6 +149,19 @@ class Breakdown:
         if record.sent is not None:
             series.note_sent(record.sent)
 
+    def open(self, key: str) -> None:
+        """Start counting under ``key`` (nothing counted yet): its place in the order."""
+        self.stats[key] = RequestStats()
+        self.windows[key] = WindowSeries(*self._window_spec)
+
+    def add_ok_batch(self, key: str, batch: OkBatch) -> None:
+        """Count ``batch`` (plain OK answers, see :class:`OkBatch`) under ``key``, as
+        :meth:`add` of each would."""
+        if key not in self.stats:
+            self.open(key)
+        self.stats[key].add_ok_batch(batch)
+        self.windows[key].add_ok_batch(batch)
+
 
 class Tally:
     """Totals, per-target and per-name stats and the time series of one attack.
@@ -180,7 +193,7 @@ class Tally:
         self._total = RequestStats()
         self._windows = WindowSeries(window, origin)
         self.targets = Breakdown(window, origin)
-        self.names = Breakdown(window, origin)
+        self._names = Breakdown(window, origin)
         self.scheduled = 0
         self._sent = 0
         self._late = 0
@@ -190,11 +203,19 @@ class Tally:
         self._per_target = per_target
         self._on_record = on_record
         # Plain OK answers not counted yet (see `flush`): only when nobody wants records
-        # or per-target figures, which need each request as it finishes (so do named ones).
+        # or per-target figures, which need each request as it finishes. Named ones are
+        # batched too (a request mix names every request): `_named` says the batch has one.
         self._ok: list[Attempt] = []
+        self._named = False
         self._one_by_one = on_record is not None or per_target
         self._batching = not self._one_by_one
         self._phases = Phases()  # the timing breakdown of every attempt
+
+    @property
+    def names(self) -> Breakdown:
+        """Each request name's figures (the batch of plain OK answers counted first)."""
+        self.flush()
+        return self._names
 
     @property
     def by_target(self) -> dict[str, RequestStats]:
@@ -270,11 +291,15 @@ class Tally:
             and attempt.end is not None
             and attempt.first_token is None
             and attempt.usage is None
-            and attempt.name is None
             and attempt.connect is None  # a new connection's setup: counted alone
         ):
             ok = self._ok
             ok.append(attempt)
+            name = attempt.name
+            if name is not None:
+                self._named = True
+                if name not in self._names.stats:  # reports list names as first seen
+                    self._names.open(name)
             if len(ok) >= BATCH:
                 self.flush()
             return
@@ -314,6 +339,9 @@ class Tally:
             return
         self._total.add_ok_batch(batch)
         self._phases.add_ok_batch(batch)
+        if self._named:
+            self._named = False
+            self._names_batch(ok)
         late_after, late = self._late_after, 0
         last = self._last_sent
         for attempt in ok:
@@ -327,13 +355,28 @@ class Tally:
         self._late += late
         self._last_sent = last
 
+    def _names_batch(self, ok: list[Attempt]) -> None:
+        """Count the named answers of a batch under their names, a batch per name."""
+        by_name: dict[str, list[Attempt]] = {}
+        for attempt in ok:
+            name = attempt.name
+            if name is not None:
+                group = by_name.get(name)
+                if group is None:
+                    by_name[name] = [attempt]
+                else:
+                    group.append(attempt)
+        for name, attempts in by_name.items():
+            self._names.add_ok_batch(name, OkBatch(attempts))
+
     def _each_alone(self, ok: list[Attempt]) -> None:
         """A batch with a time it refuses (a sender on another clock, say): count each one
         as it would have been alone, so that only the wrong ones are refused, then say so."""
         refused: ValueError | None = None
+        self._named = False
         for attempt in ok:
             try:
-                self._one_attempt(attempt)
+                self._alone([attempt])  # a named one is counted under its name too
             except ValueError as exc:
                 refused = refused or exc
         if refused is not None:
@@ -352,7 +395,7 @@ class Tally:
         if self._per_target and record.resource is not None:
             self.targets.add(record.resource, record)
         if record.name is not None:
-            self.names.add(record.name, record)
+            self._names.add(record.name, record)
         if record.sent is not None:
             self._sent_at(record.sent, record.scheduled)
         self._windows.add(record)

@@ -27,9 +27,9 @@ from pyattacker.attack import (
     AttackResult,
     ClosedModel,
     LlmSpec,
+    Mix,
     OpenModel,
     SampleWriter,
-    Stage,
     flag_of,
     run_attack,
 )
@@ -37,7 +37,10 @@ from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_help import EPILOG
 from pyattacker.cli._attack_http import http_options, http_plan_options
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
-from pyattacker.cli._attack_scenario import scenario_option, with_scenario
+from pyattacker.cli._attack_mix import mix_for, mix_options
+from pyattacker.cli._attack_plan_file import from_plan_file
+from pyattacker.cli._attack_scenario import flows_of, scenario_option
+from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
@@ -52,7 +55,7 @@ __all__ = ["attack_command"]
 
 
 @click.command("attack", epilog=EPILOG)
-@click.argument("urls", nargs=-1, required=True, metavar="URL [URL...]")
+@click.argument("urls", nargs=-1, metavar="URL [URL...]")
 @click.option(
     "--rate",
     metavar="RATE",
@@ -261,16 +264,19 @@ __all__ = ["attack_command"]
 @serve_options
 @sweep_options
 @scenario_option
+@mix_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
+    urls, options = from_plan_file(urls, options)  # -c PLAN: the flags not typed
     flags = AttackFlags(**options)
+    urls, mix = mix_for(urls, flags.targets_path, flags.data_path, flags.data_order, flags.seed)
     if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
-        return sweep_command(flags, functools.partial(_plan, urls), _limits(flags))
-    plan = with_scenario(_plan(urls, flags), flags.scenario)
+        return sweep_command(flags, functools.partial(_plan, urls, mix=mix), _limits(flags))
+    plan = flows_of(_plan(urls, flags, mix), flags.scenario, flags.targets_path)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
@@ -304,7 +310,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     return 0 if result.failed_requests == 0 else 1
 
 
-def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
+def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
     """The plan the flags describe; a ConfigError names the flag the user typed."""
     try:
         load = _load_model(f.rate, f.arrival, f.stages, f.clients, f.think, f.max_in_flight)
@@ -332,6 +338,7 @@ def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:
             llm=llm_spec,
             warmup=warmup_of(f),
             **http_plan_options(f.insecure, f.cacert, f.cert, f.cert_key, f.follow_redirects),
+            mix=mix,
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None
@@ -457,7 +464,7 @@ def _load_model(
     start = 0.0 if rate is None else parse_rate(rate, field="--rate")
     return OpenModel(
         rate=start,
-        stages=_stages(stages) if stages else (),
+        stages=parse_stages(stages) if stages else (),
         arrival=arrival or "constant",  # type: ignore[arg-type]
         max_in_flight=max_in_flight,
     )
@@ -474,34 +481,6 @@ def _timeouts(total: str, connect: str) -> Timeouts:
     except ConfigError as exc:
         field = flags.get(exc.field or "", exc.field)
         raise ConfigError(exc.message, field=field, hint=exc.hint or "e.g. 30s") from None
-
-
-def _stages(text: str) -> tuple[Stage, ...]:
-    out = []
-    for i, part in enumerate(p.strip() for p in text.split(",")):
-        duration, sep, rate = part.partition(":")
-        if not sep:
-            raise ConfigError(
-                f"stage {part!r} is not DURATION:RATE",
-                field=f"--stages[{i}]",
-                hint="e.g. 30s:500/s",
-            )
-        field = f"--stages[{i}]"
-        out.append(Stage(parse_duration(duration, field=field), _rate_or_zero(rate, field)))
-    return tuple(out)
-
-
-def _rate_or_zero(text: str, field: str) -> float:
-    """A stage's rate: like ``--rate``, except that 0 (a ramp down to nothing) is allowed."""
-    number, slash, unit = text.partition("/")
-    try:
-        zero = float(number) == 0.0
-    except ValueError:
-        zero = False  # not a plain number: parse_rate says what is wrong with it
-    if zero:
-        parse_rate(f"1{slash}{unit}", field=field)  # the unit must still be one we know
-        return 0.0
-    return parse_rate(text, field=field)
 
 
 def _header(text: str) -> tuple[str, str]:

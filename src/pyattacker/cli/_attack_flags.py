@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyattacker.attack import MixLine
+
 __all__ = ["AttackFlags"]
 
 
@@ -68,3 +70,7 @@ class AttackFlags:
     cert: str | None = None
     cert_key: str | None = None
     follow_redirects: int = 0
+    # --targets (a file, or a plan file's inline lines), --data, --data-order
+    targets_path: str | Sequence[MixLine] | None = None
+    data_path: str | None = None
+    data_order: str = "sequential"

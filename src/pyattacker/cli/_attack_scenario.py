@@ -17,7 +17,7 @@ import click
 from pyattacker.attack import AttackPlan, RowProvider, load_scenario
 from pyattacker.errors import ConfigError
 
-__all__ = ["scenario_option", "with_scenario"]
+__all__ = ["flows_of", "scenario_option", "with_scenario"]
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -45,3 +45,20 @@ def with_scenario(
         return replace(plan, scenario=load_scenario(spec, rows=rows))
     except ConfigError as exc:
         raise ConfigError(exc.message, field="--scenario", hint=exc.hint) from None
+
+
+def flows_of(plan: AttackPlan, spec: str | None, targets: object) -> AttackPlan:
+    """``plan`` running the flows ``spec`` names, each given its row of ``--data`` (the
+    plan's mix, which then carries no lines of its own); ``plan`` itself without a
+    scenario. A ``--targets`` mix beside a scenario is refused: the flow's code says what
+    each step sends."""
+    if spec is None:
+        return plan
+    if targets is not None:
+        raise ConfigError(
+            "--targets cannot be combined with --scenario",
+            field="--targets",
+            hint="a scenario's steps say what they send; keep --data for the rows it reads",
+        )
+    rows = None if plan.mix is None or plan.mix.data is None else plan.mix.data.row
+    return with_scenario(replace(plan, mix=None), spec, rows=rows)

@@ -139,8 +139,25 @@ def _title(data: Mapping[str, Any]) -> str:
     where = targets[0] if len(targets) == 1 else f"{len(targets)} targets"
     opened = plan.get("preconnect")  # absent from reports written before it existed
     first = f", {opened} connections per target opened first" if opened else ""
-    how = f"flows {plan['scenario']} on" if plan.get("scenario") else plan["method"]
-    return f"{how} {where}, {what}, retry {plan['retry']}{first}"
+    return f"{_request_words(plan, where)}, {what}, retry {plan['retry']}{first}"
+
+
+def _request_words(plan: Mapping[str, Any], where: str) -> str:
+    """What each request is and where it goes: the method and ``where``, the flows of
+    ``--scenario`` on ``where``, or the mix of ``--targets`` on ``where``; with ``--data``,
+    whose rows fill it."""
+    if plan.get("scenario"):
+        return f"flows {plan['scenario']} on {where}"
+    mix = plan.get("mix")
+    if not mix:
+        return f"{plan['method']} {where}"
+    if any(line["name"] is not None for line in mix["lines"]):
+        source = f" ({mix['source']})" if mix["source"] else ""
+        words = f"a mix of {len(mix['lines'])} requests{source} on {where}"
+    else:
+        words = f"{plan['method']} {where}"
+    data = mix["data"]
+    return words + (f" ({data['order']} rows of {data['file']})" if data else "")
 
 
 def _headline(data: Mapping[str, Any]) -> list[str]:
