@@ -157,6 +157,7 @@ class Engine:
             raise
         finally:
             watchdog.cancel()
+            time.close()
             if self._lag is not None:
                 self._lag.stop()
         return self._result()
