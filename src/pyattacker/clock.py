@@ -4,9 +4,11 @@ Library code never reads ``time.monotonic()`` or calls ``asyncio.sleep()`` direc
 a :class:`Clock`. The default, :class:`LoopClock`, reads the running event loop, so the same
 code runs in real time under asyncio/uvloop and in simulated time under the virtual loop of
 :mod:`pyattacker.testing`. ``wall_time()`` is the one deliberate exception: the real
-seconds a piece of work *cost* (named so, never used to decide anything). ``epoch_time()``
+seconds a piece of work *cost* (named so, never used to decide anything; ``cpu_time()``,
+its CPU seconds, likewise). ``epoch_time()``
 is calendar time, for report labels, HTTP dates and the age of a stored heartbeat.
 ``block_for()`` blocks a thread for a moment, for synchronous code only.
+:class:`PreciseTimer` wakes a real loop's waiters at exact instants without polling.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "LoopClock",
     "PreciseTimer",
     "block_for",
+    "cpu_time",
     "epoch_time",
     "is_simulated",
     "wall_time",
@@ -257,6 +260,12 @@ def is_simulated(loop: asyncio.AbstractEventLoop) -> bool:
 def wall_time() -> float:
     """Real monotonic seconds, for measuring what work cost. Never for deciding anything."""
     return time.perf_counter()
+
+
+def cpu_time() -> float:
+    """This process's user + system CPU seconds (every thread), for measuring what work
+    cost. Never for deciding anything."""
+    return time.process_time()
 
 
 def epoch_time() -> float:

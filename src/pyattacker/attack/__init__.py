@@ -4,7 +4,7 @@ See ``docs/attack.md``.
 """
 
 from pyattacker.attack._engine import Engine, Progress
-from pyattacker.attack._lag import LAG_WARN_S
+from pyattacker.attack._lag import LAG_SHARE, LAG_WARN_S, lag_is_large
 from pyattacker.attack._limits import flag_of
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
@@ -17,6 +17,7 @@ from pyattacker.attack._send import HttpSender, Sender
 __all__ = [
     "ARRIVALS",
     "KEY_PLACEHOLDER",
+    "LAG_SHARE",
     "LAG_WARN_S",
     "METHODS",
     "AttackPlan",
@@ -34,6 +35,7 @@ __all__ = [
     "Target",
     "attack",
     "flag_of",
+    "lag_is_large",
     "run_attack",
     "run_on_fast_loop",
 ]

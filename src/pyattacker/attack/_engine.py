@@ -42,7 +42,7 @@ from pyattacker.attack._schedule import ClosedSchedule, OpenSchedule
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._tally import Tally
 from pyattacker.attack._time import PoolTime, RunTime
-from pyattacker.clock import Clock, LoopClock, epoch_time
+from pyattacker.clock import Clock, LoopClock, cpu_time, epoch_time
 from pyattacker.measure import Histogram, Outcome, RequestRecord, RequestStats
 from pyattacker.pool import Pool, Resource, resolve_algorithm
 
@@ -115,6 +115,7 @@ class Engine:
         self._dispatcher: Dispatcher | None = None
         self._requests: Requests | None = None
         self._lag: LagProbe | None = None
+        self._cpu_start: float | None = None
 
     def _new_tally(self, origin: float) -> Tally:
         return Tally(
@@ -167,6 +168,9 @@ class Engine:
     ) -> tuple[RunTime, asyncio.Task[None], Dispatcher, Requests]:
         """The run's clock, tally, requests, dispatcher and schedule; the schedule starts."""
         time = RunTime(self.clock, loop)
+        # CPU spent is a fact of a real run only: on simulated time it would vary with
+        # the machine and make a reproducible run's report differ.
+        self._cpu_start = cpu_time() if time.precise is not None else None
         self._pool_time.now = time.now
         self._started_at = epoch_time()
         self._start = self.clock.now()
@@ -306,7 +310,7 @@ class Engine:
             end=now,
             last_offset=0.0 if self._schedule is None else self._schedule.last_offset,
         )
-        return AttackResult.build(
+        result = AttackResult.build(
             self.plan,
             tally,
             times,
@@ -314,6 +318,9 @@ class Engine:
             stop_reason=self._flight.stopping,
             loop_lag=None if self._lag is None else self._lag.lag,
         )
+        if self._cpu_start is not None:
+            result.cpu_s = cpu_time() - self._cpu_start
+        return result
 
 
 def _gives(target: Target) -> Callable[[Resource], Target]:

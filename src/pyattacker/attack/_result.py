@@ -94,6 +94,8 @@ class AttackResult:
     errors: list[ErrorGroup] = field(default_factory=list)
     stop_reason: str | None = None
     loop_lag: Histogram | None = None  # how late our own event loop ran (None: simulated)
+    # this process's user + system CPU seconds over the run (None: simulated; see cpu_dict)
+    cpu_s: float | None = None
 
     @classmethod
     def build(
@@ -231,9 +233,18 @@ class AttackResult:
                 },
             }
         )
+        report["cpu"] = self.cpu_dict()
         if self.has_llm:
             report["llm"] = _json_safe(self._llm_dict())
         return report
+
+    def cpu_dict(self) -> dict[str, float | None]:
+        """``process_s``: this process's user + system CPU seconds (every thread) from the
+        run's start to its result; ``per_request_s``: that over the requests scheduled (sent
+        or dropped). Both None on simulated time, where CPU says nothing of the run."""
+        cpu, scheduled = self.cpu_s, self.scheduled
+        per = None if cpu is None or not scheduled else cpu / scheduled
+        return {"process_s": cpu, "per_request_s": per}
 
     def _llm_dict(self) -> dict[str, Any]:
         answers = self.answer_span_s
