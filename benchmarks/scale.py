@@ -81,7 +81,11 @@ LEVELS = (
 )
 BUDGET = 5.0  # x the peer's closed-loop rate
 CONNECTIONS = 256  # the plan's default
-PEER_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locust_closed.sh"
+# PEERS_BENCH names the directory holding it (a worktree sits elsewhere than the checkout)
+PEER_SCRIPT = (
+    Path(os.environ.get("PEERS_BENCH") or Path(__file__).resolve().parents[2] / "shared" / "bench")
+    / "locust_closed.sh"
+)
 MAX_RATE_ERROR = 0.02
 MAX_ERROR_FRACTION = 0.001
 MAX_P99_LAG = 0.010
