@@ -204,7 +204,7 @@ class PreciseTimer:
         # An all-zero value disarms a timerfd: an instant is never that, but say so.
         self._arm_at.tv_sec, self._arm_at.tv_nsec = divmod(max(1, int(deadline * 1e9)), 10**9)
         if self._set(self._fd, self._TFD_TIMER_ABSTIME, self._ref, None) != 0:
-            raise OSError(ctypes_errno(), "timerfd_settime failed")
+            raise OSError(_ctypes_errno(), "timerfd_settime failed")
         self._armed = deadline
 
     def _fire(self) -> None:
@@ -233,7 +233,7 @@ class PreciseTimer:
         self._heap.clear()
 
 
-def ctypes_errno() -> int:
+def _ctypes_errno() -> int:
     import ctypes
 
     return ctypes.get_errno()
