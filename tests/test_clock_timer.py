@@ -91,3 +91,26 @@ def test_no_timer_is_made_for_a_simulated_loop() -> None:
         return PreciseTimer.open(asyncio.get_running_loop())
 
     assert run_virtual(main()) is None
+
+
+@pytest.mark.slow
+def test_an_open_model_attack_sleeping_on_the_timer_sends_nothing_before_its_time() -> None:
+    from pyattacker.attack import AttackPlan, AttackResult, OpenModel, attack
+    from pyattacker.measure import RequestRecord
+    from pyattacker.servers import EchoServer
+
+    records: list[RequestRecord] = []
+
+    async def main() -> AttackResult:
+        async with EchoServer(delay="fixed:1ms") as server:
+            plan = AttackPlan.build([server.url + "/"], OpenModel(rate=400), duration=0.5)
+            return await attack(plan, on_record=records.append)
+
+    result = uvloop.run(main())
+    assert result.scheduled == result.sent == len(records) == 200
+    assert result.total.early_sends == 0
+    assert all(r.attempts[0].sent >= r.attempts[0].scheduled for r in records)
+    # the schedule itself is exact: arrival k at k / 400 s after the first
+    first = min(r.attempts[0].scheduled for r in records)
+    offsets = sorted(r.attempts[0].scheduled - first for r in records)
+    assert offsets == pytest.approx([k / 400 for k in range(200)], abs=1e-9)
