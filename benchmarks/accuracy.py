@@ -1,7 +1,7 @@
 """How close our percentiles are to the echo server's exact hold times.
 
 Usage: ``.venv/bin/python benchmarks/accuracy.py [--quick] [--only NAME] [--rate 300]
-[--duration 30] [--out results.json] [--no-pin]``
+[--duration 30] [--out results.json] [--no-pin] [--delay SPEC]``
 
 For each case the calibrated echo server runs as its own process with one delay
 distribution (``fixed``, ``uniform``, ``lognormal``, ``bimodal``); the attack engine drives
@@ -231,9 +231,12 @@ def mix_options(name: str) -> dict[str, Any]:
     return {"mix": Mix(lines, data=DataRows([{"id": i} for i in range(100)]))}
 
 
-def run_case(name: str, rate: float, duration: float, *, cpus: Cpus | None) -> CaseResult:
-    """Start a server with ``CASES[name]``, attack it, and compare (see the module doc)."""
-    delay = CASES[name]
+def run_case(
+    name: str, rate: float, duration: float, *, cpus: Cpus | None, delay: str | None = None
+) -> CaseResult:
+    """Start a server with ``delay`` (default ``CASES[name]``), attack it, and compare (see
+    the module doc)."""
+    delay = CASES[name] if delay is None else delay
     with EchoServerProcess(delay=delay) as server:
         where = pin_server(server.pid, cpus) if cpus is not None else "any"
         server.reset()
@@ -414,6 +417,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, help="seconds per case (default 30, quick 5)")
     parser.add_argument("--out", help="write the results as JSON to this path")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and generator")
+    parser.add_argument("--delay", help="the server's delay for --only's case (e.g. fixed:10ms)")
     args = parser.parse_args()
     duration = args.duration if args.duration is not None else 5.0 if args.quick else 30.0
     cpus = None if args.no_pin else cpu_pair()
@@ -430,7 +434,7 @@ def main() -> None:
         if name == "flow":
             cases = run_flow_case(args.rate, duration, cpus=cpus)
         else:
-            cases = [run_case(name, args.rate, duration, cpus=cpus)]
+            cases = [run_case(name, args.rate, duration, cpus=cpus, delay=args.delay)]
         for case in cases:
             results.append(case)
             print(render(case) + "\n", flush=True)

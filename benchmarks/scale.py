@@ -37,8 +37,10 @@ Pinning: with two or more CPUs the server runs on CPU 0, and both this process a
 peer on CPU 1 (``os.sched_setaffinity``, and ``taskset -c`` for the peer), so the generator
 and the peer get the same one core. ``--no-pin`` leaves everything to the scheduler.
 
-Each level also prints the generator's CPU time per request (``getrusage``; at levels
-below its capacity it is mostly the scheduler polling for the next arrival's instant),
+Each level also prints the generator's CPU time per request (``getrusage`` around
+``run_attack``, and in brackets the report's own ``cpu.per_request_s``, the engine's run
+alone; before issue 21 the scheduler polled for each arrival's instant, so at levels below
+its capacity this was mostly polling),
 the share of a CPU other processes (and hypervisor steal) used meanwhile, and a speed
 probe (see :func:`speed_probe`). A measurement, not a test: run it on an idle machine.
 """
@@ -81,7 +83,11 @@ LEVELS = (
 )
 BUDGET = 5.0  # x the peer's closed-loop rate
 CONNECTIONS = 256  # the plan's default
-PEER_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locust_closed.sh"
+# PEERS_BENCH names the directory holding it (a worktree sits elsewhere than the checkout)
+PEER_SCRIPT = (
+    Path(os.environ.get("PEERS_BENCH") or Path(__file__).resolve().parents[2] / "shared" / "bench")
+    / "locust_closed.sh"
+)
 
 
 @dataclass
@@ -104,6 +110,9 @@ class Level:
     server_count: int
     cpu_us_per_request: float
     neighbours: float | None  # CPUs' worth of other processes' work meanwhile
+    # the report's own figure (cpu.per_request_s: the engine's run, not run_attack's set-up
+    # and tear-down); None from a tree before it existed
+    report_cpu_us_per_request: float | None = None
 
     def problems(self) -> list[str]:
         """Why the level is not clean (empty when it is): ``pyattacker.selftest``'s rule."""
@@ -157,7 +166,15 @@ def run_level(server: EchoServerProcess, rate: float, hold: float, preconnect: i
         server_count=server.stats()["count"],
         cpu_us_per_request=cpu / max(total.requests, 1) * 1e6,
         neighbours=neighbours.share,
+        report_cpu_us_per_request=report_cpu(result),
     )
+
+
+def report_cpu(result: object) -> float | None:
+    """The result's ``cpu.per_request_s`` in microseconds, None where it has none."""
+    cpu_dict = getattr(result, "cpu_dict", None)
+    per = None if cpu_dict is None else cpu_dict()["per_request_s"]
+    return None if per is None else per * 1e6
 
 
 def render(level: Level) -> str:
@@ -169,6 +186,11 @@ def render(level: Level) -> str:
         f"p99 {level.lag_p99 * 1e3:7.3f} ms  latency p99 sched {level.latency_p99 * 1e3:7.3f} "
         f"sent {level.service_p99 * 1e3:6.3f} ms  server {level.server_count:,}  "
         f"cpu {level.cpu_us_per_request:5.1f} us/req  "
+        + (
+            ""
+            if level.report_cpu_us_per_request is None
+            else f"(report {level.report_cpu_us_per_request:5.1f})  "
+        )
         + ("" if level.neighbours is None else f"others {level.neighbours * 100:3.0f} %  ")
         + ("clean" if not problems else "NOT clean: " + "; ".join(problems))
     )

@@ -60,7 +60,7 @@ def test_the_machine_is_described_by_name_os_cores_and_versions() -> None:
     assert set(described) == {"host", "os", "cpu", "cores", "cores_usable", "python", "pyattacker"}
 
 
-def _report(**summary: Any) -> dict[str, Any]:
+def _report(totals: dict[str, Any] | None = None, **summary: Any) -> dict[str, Any]:
     """The least of an attack report the warnings read: a clean run unless told."""
     base = {
         "late": 0, "scheduled": 100, "late_after_s": 0.01, "dropped": 0, "planned_rate": 10.0,
@@ -73,8 +73,16 @@ def _report(**summary: Any) -> dict[str, Any]:
     }  # fmt: skip
     return {
         "summary": {**base, **summary},
-        "total": total,
+        "total": {**total, **(totals or {})},
         "plan": {"load": {"max_in_flight": 50}},
+    }
+
+
+def _timed(sent_p50: float, dispatch_p99: float) -> dict[str, Any]:
+    """The figures the delay warnings weigh: the sent clock's median, the dispatch p99."""
+    return {
+        "latency_s": {"sent": {"count": 100, "p50": sent_p50}},
+        "dispatch_delay_s": {"count": 100, "p99": dispatch_p99},
     }
 
 
@@ -83,9 +91,26 @@ def test_a_clean_attack_has_no_warnings() -> None:
 
 
 def test_a_generator_that_fell_behind_is_said_in_words_with_its_figures() -> None:
-    (line,) = attack_warnings(_report(late=7))
+    (line,) = attack_warnings(_report(_timed(0.02, 0.015), late=7))
     assert line.startswith("The load generator fell behind: 7 of 100 requests were sent more")
     assert "10 ms after" in line
+    assert "dispatch delay p99 15.00 ms" in line
+
+
+def test_late_sends_are_not_a_warning_while_the_dispatch_delay_is_small_against_latency() -> None:
+    # 7 sends past 10 ms, but the dispatch p99 (15 ms) is under a tenth of a 200 ms median.
+    assert attack_warnings(_report(_timed(0.2, 0.015), late=7)) == []
+    # and under the --late-after floor, whatever the latency
+    assert attack_warnings(_report(_timed(0.001, 0.0099), late=7)) == []
+
+
+def test_the_loop_lag_warning_weighs_the_lag_against_the_median_latency() -> None:
+    lag = {"count": 500, "p99": 0.008}
+    assert attack_warnings(_report(_timed(0.2, 0.0), loop_lag_s=lag)) == []
+    (line,) = attack_warnings(_report(_timed(0.03, 0.0), loop_lag_s=lag))
+    assert line.startswith("The generator itself fell behind (loop lag p99 8.00 ms")
+    assert "median latency of 30.00 ms" in line
+    assert "upper percentiles include our own delay" in line
 
 
 def test_the_rate_warning_starts_just_below_its_share_of_the_plan() -> None:

@@ -4,24 +4,33 @@ Library code never reads ``time.monotonic()`` or calls ``asyncio.sleep()`` direc
 a :class:`Clock`. The default, :class:`LoopClock`, reads the running event loop, so the same
 code runs in real time under asyncio/uvloop and in simulated time under the virtual loop of
 :mod:`pyattacker.testing`. ``wall_time()`` is the one deliberate exception: the real
-seconds a piece of work *cost* (named so, never used to decide anything). ``epoch_time()``
+seconds a piece of work *cost* (named so, never used to decide anything; ``cpu_time()``,
+its CPU seconds, likewise). ``epoch_time()``
 is calendar time, for report labels, HTTP dates and the age of a stored heartbeat.
 ``block_for()`` blocks a thread for a moment, for synchronous code only.
+:class:`PreciseTimer` wakes a real loop's waiters at exact instants without polling.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
+import math
+import os
+import sys
 import time
 from asyncio import _get_running_loop
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "TIMER_SLACK_S",
     "Clock",
     "LoopClock",
+    "PreciseTimer",
     "block_for",
+    "cpu_time",
     "epoch_time",
     "is_simulated",
     "wall_time",
@@ -89,7 +98,8 @@ class LoopClock:
     async def sleep_until(self, deadline: float) -> None:
         """Return at ``deadline`` (a ``now()`` reading), never before it.
 
-        On a simulated loop this is one exact sleep. On a real loop the loop's timer is
+        On a simulated loop this is one exact sleep. On a real loop (where no
+        :class:`PreciseTimer` can be had: the engine uses one when it can) the loop's timer is
         trusted only to within :data:`TIMER_SLACK_S` (uvloop's timers were measured firing
         up to ~1.04 ms early, and late by a few hundred microseconds): it sleeps until
         that much before the deadline, then yields to the loop (which keeps serving I/O)
@@ -122,6 +132,113 @@ class LoopClock:
         return "LoopClock()"
 
 
+class PreciseTimer:
+    """Wakes awaiters at ``time.monotonic()`` instants on a real loop, precisely and
+    without polling: one Linux ``timerfd`` (``CLOCK_MONOTONIC``, the clock
+    ``time.monotonic()`` reads) armed for the earliest pending instant, read by the loop.
+
+    A loop's own timers cannot do this: uvloop's count whole milliseconds and fire up to
+    about one early, so :meth:`LoopClock.sleep_until` trusts them only to within
+    :data:`TIMER_SLACK_S` and polls for the rest, which at a few hundred arrivals a second
+    keeps a core busy whatever the rate. The kernel's timer never fires early; it fires
+    late by the kernel's wake-up and the loop's turn (tens of microseconds on an idle
+    machine). :meth:`open` gives one for a running real loop on Linux, else None (then
+    ``sleep_until`` it is). :meth:`close` when done: it cancels whatever still waits.
+    """
+
+    __slots__ = ("_arm_at", "_armed", "_fd", "_heap", "_loop", "_order", "_ref", "_set")
+
+    _TFD_TIMER_ABSTIME = 1
+    _CLOCK_MONOTONIC = 1
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, fd: int, settime: Any, spec: Any, ref: Any
+    ) -> None:
+        # ``spec`` is the struct itimerspec handed to the kernel (through ``ref``, made
+        # once): only its ``it_value`` changes, set on every arming.
+        self._loop, self._fd, self._set, self._ref = loop, fd, settime, ref
+        self._arm_at: Any = spec.it_value
+        self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()  # ties broken by arrival, never by the futures
+        self._armed = math.inf  # the instant the kernel timer is set for
+        loop.add_reader(fd, self._fire)
+
+    @classmethod
+    def open(cls, loop: asyncio.AbstractEventLoop) -> PreciseTimer | None:
+        """A timer on ``loop``, or None: not Linux, no ``timerfd``, or a simulated loop."""
+        if not sys.platform.startswith("linux") or is_simulated(loop):
+            return None
+        import ctypes  # here, not at import: the kernel loads only when a run needs it
+
+        class Timespec(ctypes.Structure):
+            _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+        class Itimerspec(ctypes.Structure):
+            _fields_ = [("it_interval", Timespec), ("it_value", Timespec)]
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            create, settime = libc.timerfd_create, libc.timerfd_settime
+        except (OSError, AttributeError):
+            return None
+        fd = create(cls._CLOCK_MONOTONIC, os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            return None
+        settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        spec = Itimerspec()
+        try:
+            return cls(loop, fd, settime, spec, ctypes.byref(spec))
+        except Exception:  # a loop that cannot watch the descriptor
+            os.close(fd)
+            return None
+
+    def at(self, deadline: float) -> asyncio.Future[None]:
+        """A future done at ``deadline`` (a ``time.monotonic()`` reading), never before."""
+        future: asyncio.Future[None] = self._loop.create_future()
+        heapq.heappush(self._heap, (deadline, next(self._order), future))
+        if deadline < self._armed:
+            self._arm(deadline)
+        return future
+
+    def _arm(self, deadline: float) -> None:
+        # An all-zero value disarms a timerfd: an instant is never that, but say so.
+        self._arm_at.tv_sec, self._arm_at.tv_nsec = divmod(max(1, int(deadline * 1e9)), 10**9)
+        if self._set(self._fd, self._TFD_TIMER_ABSTIME, self._ref, None) != 0:
+            raise OSError(_ctypes_errno(), "timerfd_settime failed")
+        self._armed = deadline
+
+    def _fire(self) -> None:
+        try:  # noqa: SIM105  (no context manager on a path taken once per arrival)
+            os.read(self._fd, 8)  # the expiry count: read, so the descriptor is not ready
+        except (BlockingIOError, InterruptedError):
+            pass  # a wake-up the timer's re-arming made stale
+        now, heap = time.monotonic(), self._heap
+        while heap and heap[0][0] <= now:
+            future = heapq.heappop(heap)[2]
+            if not future.done():  # a cancelled waiter's entry leaves with its instant
+                future.set_result(None)
+        self._armed = math.inf
+        if heap:
+            self._arm(heap[0][0])
+
+    def close(self) -> None:
+        """Stop watching the timer, close it, cancel every waiter (idempotent)."""
+        if self._fd < 0:
+            return
+        self._loop.remove_reader(self._fd)
+        os.close(self._fd)
+        self._fd = -1
+        for _, _, future in self._heap:
+            future.cancel()
+        self._heap.clear()
+
+
+def _ctypes_errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
+
+
 _SIMULATED: dict[type, bool] = {}
 
 
@@ -143,6 +260,12 @@ def is_simulated(loop: asyncio.AbstractEventLoop) -> bool:
 def wall_time() -> float:
     """Real monotonic seconds, for measuring what work cost. Never for deciding anything."""
     return time.perf_counter()
+
+
+def cpu_time() -> float:
+    """This process's user + system CPU seconds (every thread), for measuring what work
+    cost. Never for deciding anything."""
+    return time.process_time()
 
 
 def epoch_time() -> float:

@@ -7,7 +7,7 @@ from pyattacker.attack._data import ORDERS, DataRows
 from pyattacker.attack._engine import Engine, Progress
 from pyattacker.attack._flow_client import FlowClient, HttpSteps, Step, StepFailed, StepSender
 from pyattacker.attack._flow_stats import FLOW_CODE, FlowStats
-from pyattacker.attack._lag import LAG_WARN_S
+from pyattacker.attack._lag import LAG_SHARE, LAG_WARN_S, lag_is_large
 from pyattacker.attack._limits import flag_of
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
@@ -27,6 +27,7 @@ __all__ = [
     "ARRIVALS",
     "FLOW_CODE",
     "KEY_PLACEHOLDER",
+    "LAG_SHARE",
     "LAG_WARN_S",
     "METHODS",
     "ORDERS",
@@ -64,6 +65,7 @@ __all__ = [
     "line_from_object",
     "load_scenario",
     "read_targets",
+    "lag_is_large",
     "run_attack",
     "run_on_fast_loop",
     "sweep",

@@ -44,7 +44,7 @@ from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._tally import Tally
 from pyattacker.attack._time import PoolTime, RunTime
 from pyattacker.attack._warmup import WarmupTally, without_warmup
-from pyattacker.clock import Clock, LoopClock, epoch_time
+from pyattacker.clock import Clock, LoopClock, cpu_time, epoch_time
 from pyattacker.measure import Histogram, Outcome, RequestRecord, RequestStats
 from pyattacker.pool import Pool, Resource, resolve_algorithm
 
@@ -118,6 +118,7 @@ class Engine:
         self._flows: FlowDispatcher | None = None  # a scenario's flows (plan.scenario)
         self._requests: Requests | None = None
         self._lag: LagProbe | None = None
+        self._cpu_start: float | None = None
 
     def _new_tally(self, origin: float) -> Tally:
         plan = self.plan
@@ -165,6 +166,7 @@ class Engine:
             raise
         finally:
             watchdog.cancel()
+            time.close()
             if self._lag is not None:
                 self._lag.stop()
         return self._result()
@@ -174,6 +176,9 @@ class Engine:
     ) -> tuple[RunTime, asyncio.Task[None], Dispatcher, Requests]:
         """The run's clock, tally, requests, dispatcher and schedule; the schedule starts."""
         time = RunTime(self.clock, loop)
+        # CPU spent is a fact of a real run only: on simulated time it would vary with
+        # the machine and make a reproducible run's report differ.
+        self._cpu_start = cpu_time() if time.precise is not None else None
         self._pool_time.now = time.now
         self._started_at = epoch_time()
         self._start = self.clock.now()
@@ -328,6 +333,8 @@ class Engine:
         )
         if self._flows is not None:
             result.flows = self._flows.tally.stats(tally.scheduled)
+        if self._cpu_start is not None:
+            result.cpu_s = cpu_time() - self._cpu_start
         if not isinstance(tally, WarmupTally):
             return result
         full = schedule_span(self.plan, times, tally.scheduled + tally.warm_scheduled,

@@ -13,6 +13,11 @@ bounds how late any read was stamped.
 Resolution: uvloop's timers fire up to about a millisecond early or late by themselves
 (see :meth:`pyattacker.clock.LoopClock.sleep_until`), so lags under ~1 ms are
 timer noise; the report warns only well above that. An early firing counts as 0.
+
+When a lag is worth a warning (:func:`lag_is_large`): a lag matters for what it does to
+the figures, so it is judged against the latencies measured, not alone. A p99 lag of 6 ms
+on a machine shared with other work is a fifth of a 30 ms median but a rounding error on
+a 2 s one; a warning that fires on both is one users learn to ignore.
 """
 
 from __future__ import annotations
@@ -22,10 +27,29 @@ from collections.abc import Callable
 
 from pyattacker.measure import Histogram
 
-__all__ = ["LAG_WARN_S", "LagProbe"]
+__all__ = ["LAG_SHARE", "LAG_WARN_S", "LagProbe", "lag_is_large"]
 
 LAG_WARN_S = 0.005
-"""A p99 loop lag above this makes the report warn that latencies include our delay."""
+"""The floor of :func:`lag_is_large` for the loop lag: below it, never a warning."""
+
+LAG_SHARE = 0.1
+"""The share of the median latency a lag's p99 must pass to be worth a warning."""
+
+
+def lag_is_large(
+    lag_p99: float | None, latency_p50: float | None, floor: float = LAG_WARN_S
+) -> bool:
+    """Whether a delay of our own (its p99: the loop's lag, or the dispatch delay) is large
+    against the latencies measured: ``lag_p99 > max(floor, LAG_SHARE * latency_p50)``.
+
+    ``latency_p50`` is the sent clock's median (the server's time plus the network's; None
+    when no answer was timed: then the floor alone decides). Past that line, one
+    measurement in a hundred carries more of our delay than a tenth of a typical
+    request's time: the upper percentiles include our delay, not the server's.
+    """
+    if lag_p99 is None:
+        return False
+    return lag_p99 > max(floor, LAG_SHARE * (latency_p50 or 0.0))
 
 
 class LagProbe:

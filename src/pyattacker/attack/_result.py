@@ -106,6 +106,8 @@ class AttackResult:
     warmup: WarmupFacts | None = None
     flows: FlowStats | None = None  # a scenario's flows (plan.scenario), set by the engine
     phases: Phases | None = None  # where the attempts' time went (None: not measured)
+    # this process's user + system CPU seconds over the run (None: simulated; see cpu_dict)
+    cpu_s: float | None = None
 
     @classmethod
     def build(
@@ -258,6 +260,7 @@ class AttackResult:
                 "timing": None if self.phases is None else self.phases.to_dict(),
             }
         )
+        report["cpu"] = self.cpu_dict()
         if self.has_llm:
             report["llm"] = _json_safe(self._llm_dict())
             report["headline"] = _json_safe(headline(report["summary"], report["llm"]))
@@ -266,6 +269,14 @@ class AttackResult:
         if self.flows is not None:
             report["flows"] = _json_safe(self.flows.to_dict())
         return report
+
+    def cpu_dict(self) -> dict[str, float | None]:
+        """``process_s``: this process's user + system CPU seconds (every thread) from the
+        run's start to its result; ``per_request_s``: that over the requests scheduled (sent
+        or dropped). Both None on simulated time, where CPU says nothing of the run."""
+        cpu, scheduled = self.cpu_s, self.scheduled
+        per = None if cpu is None or not scheduled else cpu / scheduled
+        return {"process_s": cpu, "per_request_s": per}
 
     def _llm_dict(self) -> dict[str, Any]:
         answers = self.answer_span_s

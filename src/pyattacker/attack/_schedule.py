@@ -21,17 +21,10 @@ from pyattacker.attack._overrun import drop_rest, schedule_end
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._requests import Requests
 from pyattacker.attack._time import RunTime
-from pyattacker.clock import TIMER_SLACK_S
 
 __all__ = ["ClosedSchedule", "OpenSchedule"]
 
 _YIELD_EVERY = 64  # overdue arrivals dispatched between two yields to the loop
-
-
-@types.coroutine
-def _turn() -> Generator[None, None, None]:
-    """Let the loop run one turn (``asyncio.sleep(0)``, with one object less)."""
-    yield
 
 
 class OpenSchedule:
@@ -60,7 +53,7 @@ class OpenSchedule:
         if plan.requests is not None:
             arrivals = islice(arrivals, plan.requests)
         over = start + schedule_end(plan)
-        now, poll, behind = time.now, time.precise is not None, 0
+        now, at, behind = time.now, time.at, 0
         tally, backlog, start_request = self.requests.tally, flight.backlog, self.dispatcher.start
         most, capacity = self.load.max_in_flight, self.capacity
         for n, offset in enumerate(arrivals):
@@ -70,12 +63,12 @@ class OpenSchedule:
             scheduled = start + offset
             if now() < scheduled:
                 behind = 0
-                # On a real loop, an arrival due within the timer's slack (nearly every
-                # one at a high rate) is polled for here, one loop turn a poll, without
-                # the chain of coroutines of wait_until around each.
-                if poll and scheduled - now() <= TIMER_SLACK_S:
-                    while now() < scheduled:  # polling is the point
-                        await _turn()
+                # Asleep until the instant (the kernel's timer, awaited directly: no chain
+                # of coroutines). Woken late, every arrival due by then goes out in the
+                # loop below at once, each on its own scheduled time: a late wake-up is
+                # dispatch delay, measured and reported, never a shifted schedule.
+                if at is not None:
+                    await at(scheduled)
                 else:
                     await time.wait_until(scheduled)
             else:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from pyattacker.clock import Clock, LoopClock, is_simulated
+from pyattacker.clock import Clock, LoopClock, PreciseTimer, is_simulated
 
 __all__ = ["PoolTime", "RunTime"]
 
@@ -19,9 +19,15 @@ class RunTime:
     only real timers fire early or late (by up to a millisecond on uvloop), so only they
     need :meth:`LoopClock.sleep_until`'s finish by polling, and only a real loop's lag is
     worth probing. A simulated loop's timers, and any other clock's sleep, are exact.
+
+    ``timer`` is a :class:`~pyattacker.clock.PreciseTimer` when the clock is ``precise``
+    and the platform has one (Linux): waits then sleep to the instant, with no polling,
+    and ``at`` is its :meth:`~pyattacker.clock.PreciseTimer.at` (the open model's
+    schedule awaits it directly). Elsewhere ``sleep_until`` polls its last moments.
+    :meth:`close` when the run ends.
     """
 
-    __slots__ = ("clock", "now", "precise")
+    __slots__ = ("at", "clock", "now", "precise", "timer")
 
     def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         self.clock = clock
@@ -29,15 +35,26 @@ class RunTime:
         self.precise: LoopClock | None = (
             clock if isinstance(clock, LoopClock) and not is_simulated(loop) else None
         )
+        self.timer = PreciseTimer.open(loop) if self.precise is not None else None
+        self.at: Callable[[float], Awaitable[None]] | None = (
+            None if self.timer is None else self.timer.at
+        )
 
     async def wait_until(self, deadline: float) -> None:
         """Return at ``deadline`` on this clock, never before it."""
         if self.now() >= deadline:
             return
-        if self.precise is not None:
+        if self.timer is not None:
+            await self.timer.at(deadline)
+        elif self.precise is not None:
             await self.precise.sleep_until(deadline)
         else:
             await self.clock.sleep(deadline - self.clock.now())
+
+    def close(self) -> None:
+        """Release the run's timer (waiters still pending are cancelled)."""
+        if self.timer is not None:
+            self.timer.close()
 
 
 class PoolTime:
