@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-import types
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from itertools import count, islice
 
 from pyattacker.attack._dispatch import Dispatcher

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyattacker.attack import LAG_WARN_S, AttackResult, lag_is_large
+from pyattacker.attack import AttackResult, lag_is_large
 from pyattacker.report._flows import flow_lines, flow_markdown
 from pyattacker.report._lead import lead_lines
 from pyattacker.report._timing import TIMING_NOTE, timing_header, timing_rows
