@@ -31,11 +31,11 @@ from pyattacker.attack import (
     SampleWriter,
     Stage,
     flag_of,
-    run_attack,
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
+from pyattacker.cli._attack_workers import run_plan, workers_checked, workers_exit, workers_options
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._serve import Serving, serve_options
@@ -288,13 +288,14 @@ throttled, not retried behind your back.
 )
 @serve_options
 @sweep_options
+@workers_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
-    flags = AttackFlags(**options)
+    flags = workers_checked(AttackFlags(**options))  # --workers: cli/_attack_workers.py
     if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
         return sweep_command(flags, functools.partial(_plan, urls), _limits(flags))
     plan = _plan(urls, flags)
@@ -311,7 +312,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     finish = functools.partial(_finish, flags, gate, live, samples)
     try:
         if serving is None:
-            result = run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
+            result = run_plan(flags, plan, on_record, on_progress, limits)  # maybe --workers
         else:  # the report is printed when the attack ends, before the server's linger
             result = serving.run(plan, on_record=on_record, on_progress=on_progress,
                                  limits=limits, on_finish=finish,
@@ -328,7 +329,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
         return 130
     if samples_failed:
         return 1
-    return 0 if result.failed_requests == 0 else 1
+    return workers_exit(result, 0 if result.failed_requests == 0 else 1)  # 3: a worker died
 
 
 def _plan(urls: Sequence[str], f: AttackFlags) -> AttackPlan:

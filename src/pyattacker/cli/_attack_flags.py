@@ -62,3 +62,6 @@ class AttackFlags:
     sweep: str | None = None
     sweep_levels: int | None = None
     warmup: str | None = None
+    # attack --workers and --per-worker (cli/_attack_workers.py)
+    workers: int = 1
+    per_worker: bool = False
