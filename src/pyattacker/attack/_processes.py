@@ -123,7 +123,12 @@ def run_workers(
     workers: list[_Worker] = []
     for index in range(n):
         mine, theirs = context.Pipe()
-        process = context.Process(target=_child, args=(theirs, plan, index, n, limits), daemon=True)
+        process = context.Process(
+            target=_child,
+            args=(theirs, plan, index, n, limits),
+            daemon=True,
+            name=f"pyattacker-worker-{index}",
+        )
         process.start()
         theirs.close()
         workers.append(_Worker(index, process, mine))

@@ -28,6 +28,7 @@ from pyattacker.attack import (
     run_attack,
     run_workers,
     usable_cores,
+    worker_plan,
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.errors import ConfigError
@@ -116,6 +117,11 @@ def run_plan(
     if flags.workers == 1:
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
     assert on_record is None  # workers_checked refused what needs records
+    for index in range(flags.workers):  # a plan the workers cannot share: name the flag
+        try:
+            worker_plan(plan, index, flags.workers)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
     result = run_workers(
         plan, flags.workers, on_progress=on_progress, per_worker=flags.per_worker, limits=limits
     )
