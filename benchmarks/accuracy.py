@@ -1,7 +1,7 @@
 """How close our percentiles are to the echo server's exact hold times.
 
 Usage: ``.venv/bin/python benchmarks/accuracy.py [--quick] [--only NAME] [--rate 300]
-[--duration 30] [--out results.json] [--no-pin]``
+[--duration 30] [--out results.json] [--no-pin] [--workers N]``
 
 For each case the calibrated echo server runs as its own process with one delay
 distribution (``fixed``, ``uniform``, ``lognormal``, ``bimodal``); the attack engine drives
@@ -27,7 +27,9 @@ also prints the mean of each span: ``scheduled - truth`` splits into the dispatc
 
 Pinning: with two or more CPUs the server is pinned to CPU 0 and this process (the load
 generator) to CPU 1 (``os.sched_setaffinity``; ``--no-pin`` leaves both to the scheduler).
-A measurement, not a test: run it on an otherwise idle machine.
+``--workers N`` drives the attack from N worker processes (``run_workers``, as
+``attack --workers N``); pinned, they share the generator's CPU, so give ``--no-pin`` to
+let them spread. A measurement, not a test: run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pyattacker.attack import AttackPlan, AttackResult, OpenModel, run_attack
+from pyattacker.attack import AttackPlan, AttackResult, OpenModel, run_attack, run_workers
 from pyattacker.clock import wall_time
 from pyattacker.measure import Histogram, Outcome
 from pyattacker.servers import EchoServerProcess
@@ -186,7 +188,9 @@ def percentiles(histogram: Histogram) -> dict[str, float]:
     return {key: histogram.percentile(q) for key, q in QUANTILES}
 
 
-def run_case(name: str, rate: float, duration: float, *, cpus: Cpus | None) -> CaseResult:
+def run_case(
+    name: str, rate: float, duration: float, *, cpus: Cpus | None, workers: int = 1
+) -> CaseResult:
     """Start a server with ``CASES[name]``, attack it, and compare (see the module doc)."""
     delay = CASES[name]
     with EchoServerProcess(delay=delay) as server:
@@ -195,7 +199,9 @@ def run_case(name: str, rate: float, duration: float, *, cpus: Cpus | None) -> C
         plan = AttackPlan.build([server.url + "/"], OpenModel(rate=rate), duration=duration)
         neighbours = Neighbours(server.pid)
         neighbours.start()
-        result = run_attack(plan, stop_on_signals=False)
+        result = (
+            run_attack(plan, stop_on_signals=False) if workers == 1 else run_workers(plan, workers)
+        )
         neighbours.stop()
         stats = server.stats()
     total = result.total
@@ -290,20 +296,21 @@ def main() -> None:
     parser.add_argument("--duration", type=float, help="seconds per case (default 30, quick 5)")
     parser.add_argument("--out", help="write the results as JSON to this path")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and generator")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     args = parser.parse_args()
     duration = args.duration if args.duration is not None else 5.0 if args.quick else 30.0
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:
         pin_generator(cpus)
     layout = f"server CPU {cpus[0]}, generator CPU {cpus[1]}" if cpus else "none"
-    print(f"cpus {os.cpu_count()}; pinning: {layout}")
+    print(f"cpus {os.cpu_count()}; pinning: {layout}; workers {args.workers}")
     print(
         "rules: accuracy |ours - truth| <= max(2 %, 1 ms); goal max(1 %, 0.5 ms); "
         "error = ours - truth (ms); verdict goal / ok (accuracy rule only) / FAIL\n"
     )
     results = []
     for name in [args.only] if args.only else list(CASES):
-        case = run_case(name, args.rate, duration, cpus=cpus)
+        case = run_case(name, args.rate, duration, cpus=cpus, workers=args.workers)
         results.append(case)
         print(render(case) + "\n", flush=True)
     failed = [case.name for case in results if case.failures(ACCURACY_RULE)]
