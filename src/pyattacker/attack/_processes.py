@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
@@ -119,6 +120,21 @@ def run_workers(
         raise ConfigError(f"must be >= 1, got {n}", field="workers", hint="e.g. 2 or auto")
     for index in range(n):
         worker_plan(plan, index, n)  # refuse a plan that cannot be shared before forking
+    # Frozen before the fork: a child's collections then never walk (and so never copy,
+    # page by page) the objects it shares with the driver.
+    with quiet_gc():
+        return _run(plan, n, on_progress, progress_every, per_worker, on_worker_progress, limits)
+
+
+def _run(
+    plan: AttackPlan,
+    n: int,
+    on_progress: Callable[[Progress], str | None] | None,
+    progress_every: float,
+    per_worker: bool,
+    on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None,
+    limits: Limits | None,
+) -> WorkersResult:
     context = multiprocessing.get_context("fork")
     workers: list[_Worker] = []
     for index in range(n):
