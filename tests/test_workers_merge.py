@@ -136,3 +136,12 @@ def test_the_workers_loop_lags_merge_and_a_lost_worker_is_named() -> None:
         ("lost", False, False),
         ("lost", True, True),
     ]
+
+
+def test_an_attack_with_a_lost_worker_exits_3_and_one_without_keeps_its_code() -> None:
+    from pyattacker.cli._attack_workers import LOST_EXIT, workers_exit
+
+    lost = merge_outcomes(PLAN, [outcome(0, tally())], lost=[1], workers=2)
+    whole = merge_outcomes(PLAN, [outcome(0, tally()), outcome(1, tally())])
+    assert workers_exit(lost, 0) == LOST_EXIT == 3
+    assert workers_exit(whole, 1) == 1
