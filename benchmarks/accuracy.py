@@ -1,7 +1,8 @@
 """How close our percentiles are to the echo server's exact hold times.
 
 Usage: ``.venv/bin/python benchmarks/accuracy.py [--quick] [--only NAME] [--rate 300]
-[--duration 30] [--out results.json] [--no-pin] [--delay SPEC]``
+[--duration 30] [--out results.json] [--no-pin] [--delay SPEC]
+[--workers N]``
 
 For each case the calibrated echo server runs as its own process with one delay
 distribution (``fixed``, ``uniform``, ``lognormal``, ``bimodal``); the attack engine drives
@@ -35,7 +36,9 @@ plain case's do. ``--rate`` counts requests: flows arrive at a third of it.
 
 Pinning: with two or more CPUs the server is pinned to CPU 0 and this process (the load
 generator) to CPU 1 (``os.sched_setaffinity``; ``--no-pin`` leaves both to the scheduler).
-A measurement, not a test: run it on an otherwise idle machine.
+``--workers N`` drives the attack from N worker processes (``run_workers``, as
+``attack --workers N``); pinned, they share the generator's CPU, so give ``--no-pin`` to
+let them spread. A measurement, not a test: run it on an otherwise idle machine.
 
 The ``mix`` case sends a request mix (``--targets`` with ``--data``: three lines weighted
 6, 3, 1, templated from 100 rows) against the lognormal server, each line asking the server
@@ -54,7 +57,15 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pyattacker.attack import AttackPlan, AttackResult, FlowClient, OpenModel, Scenario, run_attack
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    FlowClient,
+    OpenModel,
+    Scenario,
+    run_attack,
+    run_workers,
+)
 from pyattacker.clock import wall_time
 from pyattacker.measure import Histogram, Outcome, RequestStats, exact_percentile
 from pyattacker.servers import EchoServerProcess
@@ -232,10 +243,16 @@ def mix_options(name: str) -> dict[str, Any]:
 
 
 def run_case(
-    name: str, rate: float, duration: float, *, cpus: Cpus | None, delay: str | None = None
+    name: str,
+    rate: float,
+    duration: float,
+    *,
+    cpus: Cpus | None,
+    delay: str | None = None,
+    workers: int = 1,
 ) -> CaseResult:
-    """Start a server with ``delay`` (default ``CASES[name]``), attack it, and compare (see
-    the module doc)."""
+    """Start a server with ``delay`` (default ``CASES[name]``), attack it from ``workers``
+    processes, and compare (see the module doc)."""
     delay = CASES[name] if delay is None else delay
     with EchoServerProcess(delay=delay) as server:
         where = pin_server(server.pid, cpus) if cpus is not None else "any"
@@ -245,7 +262,9 @@ def run_case(
         )
         neighbours = Neighbours(server.pid)
         neighbours.start()
-        result = run_attack(plan, stop_on_signals=False)
+        result = (
+            run_attack(plan, stop_on_signals=False) if workers == 1 else run_workers(plan, workers)
+        )
         neighbours.stop()
         stats = server.stats()
     total = result.total
@@ -418,13 +437,14 @@ def main() -> None:
     parser.add_argument("--out", help="write the results as JSON to this path")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and generator")
     parser.add_argument("--delay", help="the server's delay for --only's case (e.g. fixed:10ms)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     args = parser.parse_args()
     duration = args.duration if args.duration is not None else 5.0 if args.quick else 30.0
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:
         pin_generator(cpus)
     layout = f"server CPU {cpus[0]}, generator CPU {cpus[1]}" if cpus else "none"
-    print(f"cpus {os.cpu_count()}; pinning: {layout}")
+    print(f"cpus {os.cpu_count()}; pinning: {layout}; workers {args.workers}")
     print(
         "rules: accuracy |ours - truth| <= max(2 %, 1 ms); goal max(1 %, 0.5 ms); "
         "error = ours - truth (ms); verdict goal / ok (accuracy rule only) / FAIL\n"
@@ -434,7 +454,8 @@ def main() -> None:
         if name == "flow":
             cases = run_flow_case(args.rate, duration, cpus=cpus)
         else:
-            cases = [run_case(name, args.rate, duration, cpus=cpus, delay=args.delay)]
+            cases = [run_case(name, args.rate, duration, cpus=cpus, delay=args.delay,
+                              workers=args.workers)]  # fmt: skip
         for case in cases:
             results.append(case)
             print(render(case) + "\n", flush=True)

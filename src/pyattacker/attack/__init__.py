@@ -11,9 +11,11 @@ from pyattacker.attack._lag import LAG_SHARE, LAG_WARN_S, lag_is_large
 from pyattacker.attack._limits import flag_of
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ARRIVALS, ClosedModel, LoadModel, OpenModel, Stage
+from pyattacker.attack._merge import WorkerFacts, WorkersResult, merge_outcomes
 from pyattacker.attack._mix import Mix, MixLine
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
+from pyattacker.attack._processes import run_workers, usable_cores
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
@@ -22,6 +24,7 @@ from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
 from pyattacker.attack._targets_file import line_from_object, read_targets
 from pyattacker.attack._warmup import Warmup
+from pyattacker.attack._workers import WorkerOutcome, run_worker, work, worker_plan
 
 __all__ = [
     "ARRIVALS",
@@ -60,13 +63,22 @@ __all__ = [
     "SweepSpec",
     "Target",
     "Warmup",
+    "WorkerFacts",
+    "WorkerOutcome",
+    "WorkersResult",
     "attack",
     "flag_of",
     "lag_is_large",
     "line_from_object",
     "load_scenario",
+    "merge_outcomes",
     "read_targets",
     "run_attack",
     "run_on_fast_loop",
+    "run_worker",
+    "run_workers",
     "sweep",
+    "usable_cores",
+    "work",
+    "worker_plan",
 ]

@@ -86,8 +86,13 @@ class Engine:
         *,
         clock: Clock | None = None,
         on_record: Callable[[RequestRecord], None] | None = None,
+        part: tuple[int, int] = (0, 1),
+        start_at: float | None = None,
     ) -> None:
         self.plan = plan
+        # One worker of several (attack/_workers.py): the open model's arrivals k with
+        # k mod n == index, all from one instant on the clock the workers share.
+        self._part, self._start_at = part, start_at
         self.sender = sender
         self.clock: Clock = clock if clock is not None else LoopClock()
         self.on_record = on_record
@@ -150,6 +155,8 @@ class Engine:
     async def run(self) -> AttackResult:
         """Run the plan to its end (or until :meth:`stop`) and return what was measured."""
         loop = asyncio.get_running_loop()
+        if self._start_at is not None and self._flight.stopping is None:
+            await self.clock.sleep(max(0.0, self._start_at - self.clock.now()))
         time, schedule, dispatcher, requests = self._begin(loop)
         watchdog = bound_wall_time(self.plan, self._start, time.wait_until, self.stop)
         # On a real loop, watch how late our own loop runs (a simulated one is never late).
@@ -181,7 +188,7 @@ class Engine:
         self._cpu_start = cpu_time() if time.precise is not None else None
         self._pool_time.now = time.now
         self._started_at = epoch_time()
-        self._start = self.clock.now()
+        self._start = self.clock.now() if self._start_at is None else self._start_at
         self._tally = self._new_tally(self._start)
         plan, mode, flight = self.plan, self._mode, self._flight
         requests = self._requests = Requests(
@@ -202,7 +209,7 @@ class Engine:
         self._schedule = (
             OpenSchedule(
                 plan, self._start, time, flight, requests, dispatcher,
-                queue_when_full=mode.queue_when_full,
+                queue_when_full=mode.queue_when_full, part=self._part,
             )
             if mode.open
             else ClosedSchedule(plan, self._start, time, flight, requests,
@@ -313,16 +320,23 @@ class Engine:
             result = replace(result, schedule_s=result.elapsed)
         return result
 
-    def _result(self) -> AttackResult:
-        tally = self._counted()
+    def counted(self) -> tuple[Tally, RunTimes]:
+        """The tally with every finished request counted, and the run's times so far: what
+        a worker process hands back to be merged (attack/_merge.py)."""
+        return self._counted(), self._times()
+
+    def _times(self) -> RunTimes:
         now = self.clock.now()
-        times = RunTimes(
+        return RunTimes(
             started_at=self._started_at,
             start=self._start,
             schedule_end=self._schedule_end if self._schedule_end is not None else now,
             end=now,
             last_offset=0.0 if self._schedule is None else self._schedule.last_offset,
         )
+
+    def _result(self) -> AttackResult:
+        tally, times = self.counted()
         result = AttackResult.build(
             self.plan,
             tally,

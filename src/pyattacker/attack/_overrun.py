@@ -74,10 +74,19 @@ def bound_wall_time(
     return asyncio.get_running_loop().create_task(watch())
 
 
-def drop_rest(tally: Tally, plan: AttackPlan, n: int, offset: float, start: float) -> None:
+def drop_rest(
+    tally: Tally,
+    plan: AttackPlan,
+    n: int,
+    offset: float,
+    start: float,
+    *,
+    part: tuple[int, int] = (0, 1),
+) -> None:
     """Count as dropped every arrival from number ``n`` (at ``offset`` s) to the end of
     ``plan``'s schedule (and at most ``plan.requests`` in all), in ``tally``'s windows;
-    ``start`` is the run's origin on the engine's clock."""
+    ``start`` is the run's origin on the engine's clock. A worker's ``part`` (index, n)
+    counts only its share: the arrivals k with k mod n == index."""
     load = plan.load
     assert isinstance(load, OpenModel)
     end = schedule_end(plan)
@@ -93,6 +102,14 @@ def drop_rest(tally: Tally, plan: AttackPlan, n: int, offset: float, start: floa
         due = min(math.ceil(load.planned(bound) - base - 1e-9), left)
         if due > counted:
             at = start + max(offset, index * width)
-            tally.dropped(at, int(due - counted), OVERRUN)
+            share = _share(n + counted, n + int(due), part)
+            if share:
+                tally.dropped(at, share, OVERRUN)
             counted = int(due)
         index += 1
+
+
+def _share(first: int, end: int, part: tuple[int, int]) -> int:
+    """How many of the arrivals numbered ``first`` to ``end - 1`` are this worker's."""
+    index, workers = part
+    return -((index - end) // workers) + ((index - first) // workers)

@@ -39,8 +39,10 @@ class OpenSchedule:
         dispatcher: Dispatcher,
         *,
         queue_when_full: bool,
+        part: tuple[int, int] = (0, 1),
     ) -> None:
         assert isinstance(plan.load, OpenModel)
+        self.part = part  # (index, n): this worker's arrivals are k with k mod n == index
         self.plan, self.load, self.start, self.time = plan, plan.load, start, time
         self.flight, self.requests, self.dispatcher = flight, requests, dispatcher
         self.capacity = flight.capacity if queue_when_full else math.inf
@@ -51,11 +53,14 @@ class OpenSchedule:
         arrivals: Iterator[float] = self.load.arrivals(seed=plan.seed, duration=plan.duration)
         if plan.requests is not None:
             arrivals = islice(arrivals, plan.requests)
+        numbered: Iterator[tuple[int, float]] = enumerate(arrivals)
+        if self.part[1] > 1:  # one draw stream for all workers: each takes its share
+            numbered = islice(numbered, self.part[0], None, self.part[1])
         over = start + schedule_end(plan)
         now, at, behind = time.now, time.at, 0
         tally, backlog, start_request = self.requests.tally, flight.backlog, self.dispatcher.start
         most, capacity = self.load.max_in_flight, self.capacity
-        for n, offset in enumerate(arrivals):
+        for n, offset in numbered:
             if flight.stopping is not None:  # stopped from inside this step (an on_record)
                 return
             self.last_offset = offset
@@ -76,7 +81,7 @@ class OpenSchedule:
                 behind += 1
                 if behind % _YIELD_EVERY == 0:
                     if now() >= over:  # past the schedule's end: the rest cannot start in time
-                        drop_rest(tally, plan, n, offset, start)
+                        drop_rest(tally, plan, n, offset, start, part=self.part)
                         return
                     await time.clock.sleep(0)
             busy = flight.leased + len(flight.unstarted)

@@ -112,6 +112,19 @@ class ErrorMessages:
         else:
             self.other += count
 
+    def merge(self, other: ErrorMessages) -> None:
+        """Add ``other``'s counts: kinds both kept add up, new ones are kept while there
+        is room (the first example seen stays), the rest go to :data:`OTHER_MESSAGES`."""
+        for key, count in other._counts.items():
+            if key in self._counts:
+                self._counts[key] += count
+            elif len(self._counts) < MAX_MESSAGES:
+                self._counts[key] = count
+                self._examples[key] = other._examples[key]
+            else:
+                self.other += count
+        self.other += other.other
+
     def groups(self) -> list[ErrorGroup]:
         """Kept kinds, most common first (ties by key), then :data:`OTHER_MESSAGES` (no
         example) if any request's kind was not kept."""
@@ -409,3 +422,26 @@ class Tally:
         self._windows.note_sent(sent)
         if sent - scheduled > self._late_after:
             self._late += 1
+
+    def merge(self, other: Tally) -> None:
+        """Add ``other``'s counts (another worker's tally of the same plan, same window and
+        origin): the figures then equal one tally's of both sets of requests. The error
+        kinds merge by key; past :data:`MAX_MESSAGES` kinds in all, the rarer ones count
+        under :data:`OTHER_MESSAGES` (which kinds one process kept depends on arrival order).
+        ``ValueError`` when the windows differ."""
+        other.flush()
+        self.flush()
+        self._total.merge(other._total)
+        self._windows.merge(other._windows)
+        for mine, theirs in ((self.targets, other.targets), (self.names, other.names)):
+            for key, stats in theirs.stats.items():
+                if key not in mine.stats:
+                    mine.open(key)
+                mine.stats[key].merge(stats)
+                mine.windows[key].merge(theirs.windows[key])
+        self.scheduled += other.scheduled
+        self._sent += other._sent
+        self._late += other._late
+        self._last_sent = max(self._last_sent, other._last_sent)
+        self.errors.merge(other.errors)
+        self._phases.merge(other._phases)

@@ -62,5 +62,5 @@ def cli() -> None:
 
     \b
     Exit codes: 0 all succeeded, 1 some work failed, 2 bad input, 130 interrupted;
-    99 a threshold of attack --threshold breached.
+    3 a worker of attack --workers died; 99 a threshold of attack --threshold breached.
     """

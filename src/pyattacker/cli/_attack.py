@@ -31,7 +31,6 @@ from pyattacker.attack import (
     OpenModel,
     SampleWriter,
     flag_of,
-    run_attack,
 )
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_help import EPILOG
@@ -42,6 +41,7 @@ from pyattacker.cli._attack_plan_file import from_plan_file
 from pyattacker.cli._attack_scenario import flows_of, scenario_option
 from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
+from pyattacker.cli._attack_workers import run_plan, workers_checked, workers_exit, workers_options
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._serve import Serving, serve_options
@@ -265,6 +265,7 @@ __all__ = ["attack_command"]
 @sweep_options
 @scenario_option
 @mix_options
+@workers_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -272,7 +273,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
     urls, options = from_plan_file(urls, options)  # -c PLAN: the flags not typed
-    flags = AttackFlags(**options)
+    flags = workers_checked(AttackFlags(**options))  # --workers: cli/_attack_workers.py
     urls, mix = mix_for(urls, flags.targets_path, flags.data_path, flags.data_order, flags.seed)
     if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
         return sweep_command(flags, functools.partial(_plan, urls, mix=mix), _limits(flags))
@@ -290,7 +291,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     finish = functools.partial(_finish, flags, gate, live, samples)
     try:
         if serving is None:
-            result = run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
+            result = run_plan(flags, plan, on_record, on_progress, limits)  # maybe --workers
         else:  # the report is printed when the attack ends, before the server's linger
             result = serving.run(plan, on_record=on_record, on_progress=on_progress,
                                  limits=limits, on_finish=finish,
@@ -307,7 +308,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
         return 130
     if samples_failed:
         return 1
-    return 0 if result.failed_requests == 0 else 1
+    return workers_exit(result, 0 if result.failed_requests == 0 else 1)  # 3: a worker died
 
 
 def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:

@@ -74,3 +74,6 @@ class AttackFlags:
     targets_path: str | Sequence[MixLine] | None = None
     data_path: str | None = None
     data_order: str = "sequential"
+    # attack --workers and --per-worker (cli/_attack_workers.py)
+    workers: int = 1
+    per_worker: bool = False

@@ -1,0 +1,145 @@
+"""CPU per request with ``--workers N`` against one process, at the same rate.
+
+Usage: ``.venv/bin/python benchmarks/workers.py [--rate 2000] [--duration 5] [--rounds 3]
+[--workers 2] [--delay fixed:1ms] [--clients N] [--out results.json]``
+
+Each round runs the same open-model plan against one echo server process (started once,
+reset before each run) twice, in alternating order: from this process
+(:func:`pyattacker.attack.run_attack`) and from ``--workers`` worker processes
+(:func:`pyattacker.attack.run_workers`). For each run it prints:
+
+- CPU per request, in µs: one process, its own CPU time (``time.process_time``) over the
+  run; with workers, every worker's CPU time (from its start to its count's hand-over)
+  plus the driver's (forking, reading snapshots, merging), over the requests sent;
+- the ratio of the two (the issue's budget: at most 1.10);
+- each worker's CPU seconds and loop lag p99 (a worker that fell behind shows here);
+- the accuracy of the sent clock against the server's exact hold times: the largest
+  ``|ours - truth|`` over p50, p95 and p99, against the rule ``max(1 %, 0.5 ms)``;
+- whether the counts agree with the server's.
+
+``--clients N`` runs a closed model instead (N clients, no think time, ``--rate`` x
+``--duration`` requests in all): no schedule to keep, so no waiting for an arrival (the open
+model polls for an arrival due within the timer's slack, a cost per arrival that depends
+on each process's own rate): what is left is the cost of the requests and the workers'
+machinery.
+
+The generator and the server share this machine's cores, unpinned: a measurement of the
+cost per request, not of the highest rate. Run it beside another load, several rounds,
+and read ranges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    ClosedModel,
+    OpenModel,
+    run_attack,
+    run_workers,
+)
+from pyattacker.clock import wall_time
+from pyattacker.servers import EchoServerProcess
+
+QUANTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
+
+
+def accuracy(result: AttackResult, truth: dict[str, Any]) -> tuple[float, bool]:
+    """The largest sent-clock error (ms) over p50/p95/p99, and whether all meet the rule."""
+    worst, ok = 0.0, True
+    for key, q in QUANTILES:
+        ours, exact = result.total.service_time.percentile(q), float(truth[key])
+        error = abs(ours - exact)
+        worst = max(worst, error)
+        ok = ok and error <= max(0.01 * exact, 0.0005)
+    return worst * 1000, ok
+
+
+def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[str, Any]:
+    server.reset()
+    cpu0, wall0 = time.process_time(), wall_time()
+    if workers == 1:
+        result: AttackResult = run_attack(plan, stop_on_signals=False)
+        cpu = time.process_time() - cpu0
+        each: list[dict[str, Any]] = []
+    else:
+        merged = run_workers(plan, workers, per_worker=True)
+        driver = time.process_time() - cpu0
+        each = [w.to_dict() for w in merged.workers]
+        cpu = driver + sum(w["cpu_s"] for w in each)
+        result = merged
+    wall = wall_time() - wall0
+    truth = server.stats()
+    worst, ok = accuracy(result, truth)
+    return {
+        "workers": workers,
+        "sent": result.sent,
+        "served": truth["count"],
+        "cpu_s": cpu,
+        "cpu_us_per_request": cpu / max(result.sent, 1) * 1e6,
+        "wall_s": wall,
+        "loop_lag_p99_ms": [
+            None if w["loop_lag_p99_s"] is None else w["loop_lag_p99_s"] * 1000 for w in each
+        ]
+        or [result.loop_lag.percentile(99) * 1000 if result.loop_lag else None],
+        "worker_cpu_s": [w["cpu_s"] for w in each],
+        "driver_cpu_s": cpu - sum(w["cpu_s"] for w in each) if each else None,
+        "sent_clock_worst_error_ms": worst,
+        "accuracy_rule_met": ok,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=2000.0, help="arrivals per second")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (each: both ways)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--delay", default="fixed:1ms", help="the echo server's delay")
+    parser.add_argument("--clients", type=int, help="a closed model of N clients instead")
+    parser.add_argument("--out", help="write every run as JSON to this path")
+    args = parser.parse_args()
+    print(f"cores {len(os.sched_getaffinity(0))}; rate {args.rate:g}/s for {args.duration:g}s; "
+          f"server delay {args.delay}; rule max(1 %, 0.5 ms) on the sent clock")  # fmt: skip
+    runs = []
+    with EchoServerProcess(delay=args.delay) as server:
+        url = [server.url + "/"]
+        plan = (
+            AttackPlan.build(url, OpenModel(rate=args.rate), duration=args.duration)
+            if args.clients is None
+            else AttackPlan.build(
+                url, ClosedModel(args.clients), requests=int(args.rate * args.duration)
+            )
+        )
+        for round_ in range(args.rounds):
+            order = [1, args.workers] if round_ % 2 == 0 else [args.workers, 1]
+            pair = {n: one_run(server, plan, n) for n in order}
+            runs.extend(pair.values())
+            one, many = pair[1], pair[args.workers]
+            ratio = many["cpu_us_per_request"] / one["cpu_us_per_request"]
+            for run in (one, many):
+                print(
+                    f"round {round_ + 1} workers {run['workers']}: sent {run['sent']} "
+                    f"(server {run['served']}), CPU {run['cpu_us_per_request']:.1f} us/request, "
+                    f"worker CPU {[round(c, 2) for c in run['worker_cpu_s']]} s, driver CPU "
+                    f"{run['driver_cpu_s'] and round(run['driver_cpu_s'], 3)} s, loop lag p99 "
+                    f"{[None if v is None else round(v, 2) for v in run['loop_lag_p99_ms']]} ms, "
+                    f"sent-clock worst error {run['sent_clock_worst_error_ms']:.3f} ms "
+                    f"({'meets' if run['accuracy_rule_met'] else 'misses'} the rule)",
+                    flush=True,
+                )
+            print(f"round {round_ + 1}: CPU per request, {args.workers} workers / 1 process = "
+                  f"{ratio:.3f}", flush=True)  # fmt: skip
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as out:
+            json.dump(runs, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()

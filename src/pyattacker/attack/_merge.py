@@ -1,0 +1,159 @@
+"""Several workers' counts made one report, as one process would have counted them.
+
+The workers' tallies hold mergeable aggregates only (counters, histograms with fixed
+buckets, window series on one origin), so adding them is exact: the merged report equals
+the report of one tally that counted every worker's requests (``tests/test_workers_merge.py``
+checks it field by field). Two figures are not sums of the workers' own:
+
+- a window's ``max_in_flight`` is the largest of the workers' peaks (each worker knows
+  only its own requests in flight): the whole's peak lies between it and their sum;
+- the error messages keep :data:`~pyattacker.attack._tally.MAX_MESSAGES` kinds in all, the
+  first kept by the workers in index order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._result import AttackResult, RunTimes
+from pyattacker.attack._workers import WorkerOutcome
+from pyattacker.measure import Histogram, Outcome
+
+__all__ = ["WorkerFacts", "WorkersResult", "merge_outcomes"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerFacts:
+    """One worker's figures beside the whole: ``state`` is ``finished`` or ``lost`` (the
+    process died); a lost worker's counts are those of its last snapshot (``partial``),
+    or none (``counted`` False) when it died before sending one."""
+
+    index: int
+    state: str
+    counted: bool
+    scheduled: int
+    sent: int
+    completed: int
+    failed: int
+    cpu_s: float
+    loop_lag: Histogram | None
+
+    def to_dict(self) -> dict[str, Any]:
+        lag = self.loop_lag
+        return {
+            "index": self.index,
+            "state": self.state,
+            "partial": self.state == "lost" and self.counted,
+            "counted": self.counted,
+            "scheduled": self.scheduled,
+            "sent": self.sent,
+            "completed": self.completed,
+            "failed": self.failed,
+            "cpu_s": self.cpu_s,
+            "loop_lag_p99_s": lag.percentile(99) if lag is not None and lag.count else None,
+            "loop_lag_max_s": lag.max if lag is not None and lag.count else None,
+        }
+
+    @classmethod
+    def of(cls, outcome: WorkerOutcome, state: str) -> WorkerFacts:
+        total = outcome.tally.total
+        return cls(
+            index=outcome.index,
+            state=state,
+            counted=True,
+            scheduled=outcome.tally.scheduled,
+            sent=outcome.tally.sent,
+            completed=total.requests,
+            failed=total.requests - total.by_outcome[Outcome.OK.value],
+            cpu_s=outcome.cpu_s,
+            loop_lag=outcome.loop_lag,
+        )
+
+    @classmethod
+    def nothing(cls, index: int) -> WorkerFacts:
+        """A worker lost before it sent any count."""
+        return cls(index, "lost", False, 0, 0, 0, 0, 0.0, None)
+
+
+@dataclass
+class WorkersResult(AttackResult):
+    """An :class:`AttackResult` merged from several workers, with each worker's figures
+    (``workers``, by index). ``lost`` names the workers whose process died; ``per_worker``
+    puts each worker's figures in :meth:`to_dict` (the count of workers and the lost ones
+    are always there)."""
+
+    workers: list[WorkerFacts] = field(default_factory=list)
+    per_worker: bool = False
+
+    @property
+    def lost(self) -> list[int]:
+        return [w.index for w in self.workers if w.state == "lost"]
+
+    def to_dict(self) -> dict[str, Any]:
+        report = super().to_dict()
+        section: dict[str, Any] = {"count": len(self.workers), "lost": self.lost}
+        if self.per_worker:
+            section["each"] = [w.to_dict() for w in self.workers]
+        report["workers"] = section
+        return report
+
+
+def merge_outcomes(
+    plan: AttackPlan,
+    outcomes: Sequence[WorkerOutcome],
+    *,
+    lost: Sequence[int] = (),
+    workers: int | None = None,
+    per_worker: bool = False,
+) -> WorkersResult:
+    """One result from the workers' ``outcomes`` of ``plan`` (the whole plan; at least one
+    outcome), as one process would have counted their requests. ``lost`` lists the workers
+    whose process died (their outcome, if any, is their last snapshot); ``workers`` is how
+    many there were (default: the outcomes'). The outcomes' tallies are consumed."""
+    assert outcomes, "nothing to merge"
+    ordered = sorted(outcomes, key=lambda o: o.index)
+    # each worker's own figures first: merging adds the others into the first one's tally
+    facts = {o.index: WorkerFacts.of(o, "lost" if o.index in lost else "finished") for o in ordered}
+    tally = ordered[0].tally
+    for other in ordered[1:]:
+        tally.merge(other.tally)
+    times = RunTimes(
+        started_at=min(o.times.started_at for o in ordered),
+        start=ordered[0].times.start,
+        schedule_end=max(o.times.schedule_end for o in ordered),
+        end=max(o.times.end for o in ordered),
+        last_offset=max(o.times.last_offset for o in ordered),
+    )
+    decisions: Counter[str] = Counter()
+    for o in ordered:
+        decisions.update(o.decisions)
+    reasons = [o.stop_reason for o in ordered if o.stop_reason is not None]
+    lags = [o.loop_lag for o in ordered if o.loop_lag is not None]
+    count = workers if workers is not None else len(ordered)
+    base = AttackResult.build(
+        plan,
+        tally,
+        times,
+        decisions=decisions,
+        stop_reason=reasons[0] if reasons else None,
+        loop_lag=_merged(lags),
+    )
+    base.cpu_s = sum(o.cpu_s for o in ordered)  # every worker's CPU: the report's per request
+    return WorkersResult(
+        **{name: getattr(base, name) for name in AttackResult.__dataclass_fields__},
+        workers=[facts.get(i) or WorkerFacts.nothing(i) for i in range(count)],
+        per_worker=per_worker,
+    )
+
+
+def _merged(histograms: Sequence[Histogram]) -> Histogram | None:
+    if not histograms:
+        return None
+    whole = histograms[0].copy()
+    for other in histograms[1:]:
+        whole.merge(other)
+    return whole

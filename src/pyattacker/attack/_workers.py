@@ -1,0 +1,199 @@
+"""One plan, several worker processes: each worker's share, and the body a worker runs.
+
+How a plan is shared between ``n`` workers (``docs/attack.md``, "Many processes, many
+machines"):
+
+- the open model's arrivals come from one stream of draws (the plan's seed), and arrival
+  ``k`` goes to worker ``k mod n``: each worker walks the whole schedule and keeps its
+  share, so every arrival has the scheduled time it has in one process, and
+  ``--requests`` is counted over all workers;
+- the closed model's clients, a closed model's ``--requests``, the connections (and
+  preconnections) per target and the open model's ``max_in_flight`` are divided, the first
+  workers taking one more when the division leaves a rest;
+- every worker starts its schedule at one instant on the monotonic clock, which the
+  processes of one Linux machine share; a worker started late sends its first arrivals
+  late, and that lateness is recorded as any other.
+
+:func:`work` is the body of one worker, a plain function of (plan, index, n, start
+instant): a process here, a Ray actor later, calls it the same way, and gets back a
+picklable :class:`WorkerOutcome` that :func:`~pyattacker.attack._merge.merge_outcomes`
+adds up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from pyattacker._gc import quiet_gc
+from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._result import RunTimes
+from pyattacker.attack._run import (
+    _client_for,
+    _http_sender,
+    _llm_sender,
+    _Session,
+    run_on_fast_loop,
+)
+from pyattacker.attack._tally import Tally
+from pyattacker.errors import ConfigError
+from pyattacker.http import Limits
+from pyattacker.measure import Histogram
+
+__all__ = ["WorkerOutcome", "run_worker", "share", "work", "worker_plan"]
+
+
+@dataclass
+class WorkerOutcome:
+    """What one worker counted: its tally (every finished request counted), its run's
+    times on the shared clock, its retry decisions, why it stopped (None: the plan ran to
+    its end), its loop's lag, the CPU seconds it spent, and whether this is its final
+    count (``final``) or a snapshot taken while it ran. Picklable."""
+
+    index: int
+    tally: Tally
+    times: RunTimes
+    decisions: dict[str, int]
+    stop_reason: str | None
+    loop_lag: Histogram | None
+    cpu_s: float
+    final: bool
+    progress: Progress | None = field(default=None)
+
+
+def share(total: int, index: int, n: int) -> int:
+    """Worker ``index``'s part of ``total`` divided among ``n`` (the first ones get one more
+    when the division leaves a rest)."""
+    return total // n + (1 if index < total % n else 0)
+
+
+def worker_plan(plan: AttackPlan, index: int, n: int) -> AttackPlan:
+    """The plan worker ``index`` of ``n`` runs (see the module docstring for the shares).
+
+    ``ConfigError`` when a divided figure would leave a worker with nothing: fewer
+    connections (or closed-model clients) than workers."""
+    if n == 1:
+        return plan
+    if plan.connections < n:
+        raise ConfigError(
+            f"{n} workers cannot share {plan.connections} connections per target",
+            field="workers",
+            hint=f"give at most {plan.connections} workers, or more --connections",
+        )
+    if plan.warmup is not None:
+        raise ConfigError(
+            "a warmup is not shared between workers yet",
+            field="workers",
+            hint="leave out --warmup, or run one process (--workers 1)",
+        )
+    load = plan.load
+    requests = plan.requests
+    if isinstance(load, ClosedModel):
+        if load.clients < n:
+            raise ConfigError(
+                f"{n} workers cannot share {load.clients} clients",
+                field="workers",
+                hint=f"give at most {load.clients} workers, or more --clients",
+            )
+        load = replace(load, clients=share(load.clients, index, n))
+        if requests is not None:
+            requests = max(1, share(requests, index, n))
+    elif isinstance(load, OpenModel):
+        load = replace(load, max_in_flight=max(1, share(load.max_in_flight, index, n)))
+    connections = share(plan.connections, index, n)
+    return replace(
+        plan,
+        load=load,
+        requests=requests,
+        connections=connections,
+        preconnect=min(connections, share(plan.preconnect, index, n)),
+    )
+
+
+async def work(
+    plan: AttackPlan,
+    index: int,
+    n: int,
+    start_at: float,
+    *,
+    on_snapshot: Callable[[WorkerOutcome], None] | None = None,
+    snapshot_every: float = 0.5,
+    on_stop: Callable[[Callable[[str], None]], None] | None = None,
+    limits: Limits | None = None,
+) -> WorkerOutcome:
+    """Run worker ``index`` of ``n`` of ``plan`` (the whole plan: its share is taken here)
+    from ``start_at`` on the monotonic clock, and return what it counted.
+
+    ``on_snapshot`` receives a :class:`WorkerOutcome` with ``final=False`` every
+    ``snapshot_every`` seconds (how a worker that dies later still hands over what it
+    counted); ``on_stop`` is handed a function that stops the worker gracefully with a
+    reason (how a driver asks its workers to stop). SIGINT and SIGTERM stop it too.
+    ``limits`` bound what the client reads, as :func:`~pyattacker.attack.attack`'s."""
+    mine = worker_plan(plan, index, n)
+    cpu0 = time.process_time()
+    client = _client_for(mine, None, limits)
+    sender = _llm_sender(mine, client) if mine.llm else _http_sender(mine, client)
+    engine = Engine(mine, sender, part=(index, n) if n > 1 else (0, 1), start_at=start_at)
+    session = _Session(mine, engine, client)
+    session.handle_signals()
+    if on_stop is not None:
+        on_stop(session.stop)
+
+    def outcome(final: bool) -> WorkerOutcome:
+        tally, times = engine.counted()
+        lag = engine._lag.lag if engine._lag is not None else None
+        return WorkerOutcome(
+            index=index,
+            tally=tally,
+            times=times,
+            decisions=dict(engine.decisions),
+            stop_reason=engine._flight.stopping,
+            loop_lag=lag,
+            cpu_s=time.process_time() - cpu0,
+            final=final,
+            progress=None if final else engine.progress(),
+        )
+
+    def tick(_: Progress) -> None:
+        if on_snapshot is not None:
+            on_snapshot(outcome(False))
+
+    try:
+        await session.opened()
+        if on_snapshot is not None:
+            session.tick(tick, snapshot_every)
+        await engine.run()
+    finally:
+        await session.close()
+    return outcome(True)
+
+
+def run_worker(
+    plan: AttackPlan,
+    index: int,
+    n: int,
+    start_at: float,
+    *,
+    on_snapshot: Callable[[WorkerOutcome], None] | None = None,
+    snapshot_every: float = 0.5,
+    on_stop: Callable[[Callable[[str], None]], None] | None = None,
+    limits: Limits | None = None,
+) -> WorkerOutcome:
+    """:func:`work` on a fresh fast loop, with the garbage collector quiet (as
+    :func:`~pyattacker.attack.run_attack` runs one process's attack)."""
+    with quiet_gc():
+        return run_on_fast_loop(
+            work(
+                plan,
+                index,
+                n,
+                start_at,
+                on_snapshot=on_snapshot,
+                snapshot_every=snapshot_every,
+                on_stop=on_stop,
+                limits=limits,
+            )
+        )

@@ -1,0 +1,157 @@
+"""``attack --workers N|auto`` and ``--per-worker``: one plan on several processes.
+
+The default is one process (``--workers 1``): on a machine that also runs the server
+under test, a generator on every core takes the server's CPU and the figures then measure
+the contest, not the server; and one process is the path whose accuracy every benchmark
+states. ``--workers auto`` takes one process per usable core (the CPU affinity of this
+process) for a generator on its own machine; the report says when one process's loop
+fell behind (generator loop lag), the sign that more workers are needed.
+
+Refused with ``--workers`` above 1 (exit 2), because they need every request in this
+process: ``--samples``, ``--goodput``, ``--serve``, ``--sweep`` and ``--warmup``.
+Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
+thresholds (their own codes) decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    Progress,
+    WorkersResult,
+    run_attack,
+    run_workers,
+    usable_cores,
+    worker_plan,
+)
+from pyattacker.cli._attack_flags import AttackFlags
+from pyattacker.errors import ConfigError
+from pyattacker.http import Limits
+from pyattacker.measure import RequestRecord
+
+__all__ = ["LOST_EXIT", "run_plan", "workers_checked", "workers_exit", "workers_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The exit code of an attack one of whose worker processes died.
+LOST_EXIT = 3
+MAX_WORKERS = 1024
+
+
+class _Workers(click.ParamType[int]):
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return usable_cores()
+        try:
+            n = int(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a number of processes: give N >= 1 or auto", param, ctx)
+        if not 1 <= n <= MAX_WORKERS:
+            self.fail(f"must be 1 to {MAX_WORKERS}, got {n}: give N >= 1 or auto", param, ctx)
+        return n
+
+
+def workers_options(command: F) -> F:
+    """``--workers`` and ``--per-worker`` on ``attack``."""
+    command = click.option(
+        "--per-worker",
+        is_flag=True,
+        help="With --workers: show each worker's counts, CPU seconds and loop lag (on "
+        "stderr, and as workers.each in --json), so a worker that fell behind is named.",
+    )(command)
+    return click.option(
+        "--workers",
+        type=_Workers(),
+        default="1",
+        show_default=True,
+        help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
+        "schedule), clients and connections are divided, one report merges them. auto: one "
+        "per usable core (for a generator on its own machine). Exit 3 if a worker died.",
+    )(command)
+
+
+def workers_checked(flags: AttackFlags) -> AttackFlags:
+    """``flags``, once the flags ``--workers`` cannot go with are refused (ConfigError)."""
+    if flags.workers == 1:
+        if flags.per_worker:
+            raise ConfigError("--per-worker applies to --workers", field="--per-worker",
+                              hint="add --workers 2 (or auto)")  # fmt: skip
+        return flags
+    for value, name in (
+        (flags.samples_path, "--samples"),
+        (flags.goodput, "--goodput"),
+        (flags.serve, "--serve"),
+        (flags.sweep, "--sweep"),
+        (flags.warmup, "--warmup"),
+        (flags.scenario, "--scenario"),
+    ):
+        if value is not None:
+            raise ConfigError(
+                f"cannot be used with --workers {flags.workers} (it needs every request in "
+                "one process)",
+                field=name,
+                hint="leave it out, or run one process (--workers 1)",
+            )
+    return flags
+
+
+def run_plan(
+    flags: AttackFlags,
+    plan: AttackPlan,
+    on_record: Callable[[RequestRecord], None] | None,
+    on_progress: Callable[[Progress], str | None] | None,
+    limits: Limits,
+) -> AttackResult:
+    """Run ``plan`` in this process, or on ``--workers`` processes (then each worker's
+    figures are printed on stderr, with the lost ones named)."""
+    if flags.workers == 1:
+        return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
+    assert on_record is None  # workers_checked refused what needs records
+    for index in range(flags.workers):  # a plan the workers cannot share: name the flag
+        try:
+            worker_plan(plan, index, flags.workers)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
+    result = run_workers(
+        plan, flags.workers, on_progress=on_progress, per_worker=flags.per_worker, limits=limits
+    )
+    for line in worker_lines(result, every=flags.per_worker):
+        click.echo(line, err=True)
+    return result
+
+
+def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:
+    """One line per worker (``every``) or per lost worker: state, counts, CPU, loop lag."""
+    lines = []
+    for w in result.workers:
+        if not every and w.state != "lost":
+            continue
+        facts = w.to_dict()
+        lag = facts["loop_lag_p99_s"]
+        state = w.state if w.counted or w.state != "lost" else "lost, nothing counted"
+        if w.state == "lost" and w.counted:
+            state = "lost, counted up to its last snapshot"
+        lines.append(
+            f"worker {w.index}: {state}; scheduled {w.scheduled}, sent {w.sent}, "
+            f"completed {w.completed}, failed {w.failed}; CPU {w.cpu_s:.2f}s; loop lag p99 "
+            + ("-" if lag is None else f"{lag * 1000:.1f}ms")
+        )
+    return lines
+
+
+def workers_exit(result: AttackResult, code: int) -> int:
+    """``code``, or :data:`LOST_EXIT` when a worker process died."""
+    if isinstance(result, WorkersResult) and result.lost:
+        return LOST_EXIT
+    return code

@@ -1,0 +1,172 @@
+"""``attack --workers``: one plan on several processes against the echo server on loopback.
+
+No timed assertion: the machine is shared. Counts must equal the server's; the sent clock
+is checked against the server's fixed delay from below only (every answer was held that
+long), since how late a busy machine reads an answer is the benchmark's business
+(``benchmarks/README.md``, "Issue 22: workers", has the accuracy with workers).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pyattacker.attack import (
+    AttackPlan,
+    ClosedModel,
+    OpenModel,
+    WorkerOutcome,
+    run_workers,
+    worker_plan,
+)
+from pyattacker.cli import run_cli
+from pyattacker.clock import wall_time
+from pyattacker.errors import ConfigError
+from pyattacker.servers import EchoServerProcess
+
+pytestmark = pytest.mark.slow
+
+DELAY = 0.020
+# A histogram percentile may read up to 1/2048 of the value low (Histogram's error bound).
+LOW = 1 - 2**-11
+PATIENCE_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[EchoServerProcess]:
+    with EchoServerProcess(delay=f"fixed:{DELAY * 1000:g}ms") as server:
+        yield server
+
+
+def test_two_workers_send_the_whole_schedule_once_and_count_what_the_server_served(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    echo.reset()
+    out = tmp_path / "r.json"
+    argv = ["attack", echo.url, "--rate", "100/s", "--arrival", "poisson", "--requests", "150"]
+    assert run_cli([*argv, "--workers", "2", "--per-worker", "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    served = echo.stats()["count"]
+    summary = report["summary"]
+    assert summary["scheduled"] == summary["sent"] == report["total"]["requests"] == served == 150
+    each = report["workers"]["each"]
+    assert [w["sent"] for w in each] == [75, 75]  # arrival k to worker k mod 2
+    assert sum(w["completed"] for w in each) == 150
+    assert all(w["state"] == "finished" and w["cpu_s"] > 0 for w in each)
+    # The server held every request DELAY: no sent-clock figure can be below it.
+    assert report["total"]["latency_s"]["sent"]["min"] >= DELAY * LOW
+
+
+def test_a_worker_killed_mid_attack_is_named_lost_and_the_others_finish(
+    echo: EchoServerProcess,
+) -> None:
+    echo.reset()
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=60), duration=4.0)
+    killed: list[int] = []
+
+    def kill_worker_1(last: list[WorkerOutcome | None]) -> None:
+        if killed or any(o is None for o in last):
+            return  # kill once, after each worker has sent a snapshot
+        for child in multiprocessing.active_children():
+            if child.name == "pyattacker-worker-1" and child.pid is not None:
+                os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+
+    result = run_workers(plan, 2, on_worker_progress=kill_worker_1, per_worker=True)
+    assert killed, "worker 1 was never seen running"
+    assert result.lost == [1]
+    kept, lost = result.workers
+    assert (kept.state, lost.state) == ("finished", "lost")
+    assert lost.counted  # its requests up to its last snapshot are in the report
+    assert kept.scheduled == 120  # its whole share of 240 arrivals
+    assert result.scheduled == kept.scheduled + lost.scheduled < 240
+    assert result.total.requests <= echo.stats()["count"]
+    assert result.to_dict()["workers"]["lost"] == [1]
+
+
+def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    echo.reset()
+    out = tmp_path / "r.json"
+    command = [sys.executable, "-m", "pyattacker", "attack", echo.url, "--rate", "100/s"]
+    command += ["--duration", "60s", "--workers", "2", "--json", str(out), "-q"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = wall_time() + PATIENCE_S
+    while echo.stats()["count"] < 20:  # both workers under way (arrivals alternate)
+        assert proc.poll() is None, proc.communicate()
+        assert wall_time() < deadline, "the attack never began"
+        time.sleep(0.05)  # real time: another process is at work
+    proc.send_signal(signal.SIGINT)  # to the driver alone: it tells its workers
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    report = json.loads(out.read_text())
+    assert report["summary"]["stop_reason"] == "interrupted"
+    assert report["workers"] == {"count": 2, "lost": []}
+    # What was in flight was cancelled and counted; every answer counted OK was served.
+    assert report["summary"]["sent"] >= 20
+    assert report["total"]["outcomes"].get("ok", 0) <= echo.stats()["count"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "100000"])
+def test_a_bad_workers_value_exits_2_and_sends_nothing(
+    value: str, echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    argv = ["attack", echo.url, "--rate", "10/s", "--requests", "5", "--workers", value]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "--workers" in err
+    assert "Traceback" not in err
+    assert echo.stats()["count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (["--samples", "rows.csv"], "--samples"),
+        (["--goodput", "e2e<1s"], "--goodput"),
+        (["--warmup", "2"], "--warmup"),
+        (["--scenario", "flows.py:checkout"], "--scenario"),
+        (["--connections", "1"], "--workers"),
+    ],
+)
+def test_flags_that_need_one_process_are_refused_with_workers(
+    extra: list[str],
+    field: str,
+    echo: EchoServerProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    echo.reset()
+    argv = ["attack", echo.url, "--rate", "10/s", "--requests", "5", "--workers", "2", *extra]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: {field}" in err, err
+    assert echo.stats()["count"] == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plan_is_shared_clients_connections_and_requests_divided() -> None:
+    url = "http://127.0.0.1:9/"
+    closed = AttackPlan.build([url], ClosedModel(clients=5), requests=11, connections=9)
+    parts = [worker_plan(closed, i, 2) for i in range(2)]
+    assert [p.load.clients for p in parts if isinstance(p.load, ClosedModel)] == [3, 2]
+    assert [p.requests for p in parts] == [6, 5]
+    assert [p.connections for p in parts] == [5, 4]
+    opened = AttackPlan.build([url], OpenModel(rate=10), requests=7)
+    assert worker_plan(opened, 1, 2).requests == 7  # the whole schedule, every other arrival
+    with pytest.raises(ConfigError, match="clients"):
+        worker_plan(closed, 0, 6)
