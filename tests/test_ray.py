@@ -23,19 +23,18 @@ from pyattacker.store import RowKind, SQLiteStore, results
 
 ray = pytest.importorskip("ray")
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 CHILD = Path(__file__).with_name("ray_child.py")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[str]:
-    """One local Ray of 2 CPUs for the module; its address, for child drivers. Its workers
-    import this module by our path (a task body defined in a module travels by name)."""
+    """One local Ray of 2 CPUs for the module; its address, for child drivers. (The task
+    bodies below travel by value: the workers never import this module.)"""
     ray.init(
         address="local",
         num_cpus=2,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
         include_dashboard=False,
         log_to_driver=False,
         configure_logging=False,

@@ -14,13 +14,14 @@ the process's exit (Ray's own exit hook) for the lazy connection of a run's task
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from pyattacker.errors import ConfigError
 
-__all__ = ["INSTALL_HINT", "connect", "import_ray", "ray_session"]
+__all__ = ["INSTALL_HINT", "check_installed", "connect", "import_ray", "ray_session"]
 
 INSTALL_HINT = "pip install 'pyattacker[ray]'"
 START_HINT = "start a cluster with `ray start --head` and pass the address it prints"
@@ -35,6 +36,16 @@ def import_ray(field: str) -> Any:
             "needs Ray, which is not installed", field=field, hint=INSTALL_HINT
         ) from None
     return ray
+
+
+def check_installed(field: str) -> None:
+    """``ConfigError`` on ``field`` unless Ray can be imported; Ray itself is not loaded."""
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):  # a ``ray`` entry of None in sys.modules, say
+        found = False
+    if not found:
+        raise ConfigError("needs Ray, which is not installed", field=field, hint=INSTALL_HINT)
 
 
 def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:

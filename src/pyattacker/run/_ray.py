@@ -19,6 +19,12 @@ How an attempt on Ray ends:
 - the attempt is cancelled (its ``timeout_s``, a stopping run): the Ray task is cancelled
   too (its worker is killed), so no orphan keeps burning a CPU.
 
+What travels: the body's own module, when it is the user's code (a script, a file
+``pyattacker run path/to/file.py:...`` loaded, a test module), goes *by value* with the
+body (cloudpickle's ``register_pickle_by_value``), so a worker on another machine needs
+none of the user's files; a body from an installed package (under ``site-packages``) and
+pyattacker itself travel by name and must be installed on every node.
+
 Connecting: the caller's Ray session when it has one (``ray.init(...)`` before the run),
 else the cluster ``RAY_ADDRESS`` names, else a local Ray on this machine's cores, opened
 once, at the first Ray attempt, off the loop (a thread), and closed at the process's exit.
@@ -28,7 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyattacker._ray import connect, import_ray
@@ -45,6 +53,7 @@ async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
     if not ray.is_initialized():
         await _connect()
     remote = _remote_body(ray)
+    _ship_by_value(ray, fn)
     ref = remote.remote(fn, value)
     try:
         return await ref
@@ -72,6 +81,25 @@ def _remote_body(ray: Any) -> Any:
         # One CPU per body (the unit Ray places by); no retries of Ray's own (see above).
         _remote = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False)(_run_body)
     return _remote
+
+
+_SHIPPED: set[str] = set()
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+
+def _ship_by_value(ray: Any, fn: Callable[[Any], Any]) -> None:
+    """Have the body's module pickled by value when it is the user's own code (see the
+    module docstring); once per module."""
+    name = getattr(fn, "__module__", None) or type(fn).__module__
+    if name in _SHIPPED:
+        return
+    _SHIPPED.add(name)
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if module is None or path is None or name == "__main__" or name.startswith("pyattacker."):
+        return  # __main__ travels by value already; pyattacker is installed on the nodes
+    if _INSTALLED.isdisjoint(Path(path).parts):
+        ray.cloudpickle.register_pickle_by_value(module)
 
 
 def _run_body(fn: Callable[[Any], Any], value: Any) -> Any:

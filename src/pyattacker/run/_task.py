@@ -40,6 +40,7 @@ from types import MappingProxyType
 from typing import Any, overload
 
 from pyattacker._checks import check_number
+from pyattacker._ray import check_installed
 from pyattacker.errors import ConfigError
 from pyattacker.pool import AcquireAlgorithm, AlgorithmSpec, TaskContext, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
@@ -408,6 +409,9 @@ def _checked_executor(executor: object, name: str, takes_ctx: bool) -> str:
             field="executor",
             hint="give the Ray task (value) only; acquire leases in a local task around it",
         )
+    if executor == "ray":  # refused now, not at the first attempt of a long run
+        with _naming(name):
+            check_installed("executor")
     assert isinstance(executor, str)
     return executor
 
