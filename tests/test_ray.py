@@ -103,6 +103,8 @@ def test_a_ray_step_gives_the_outputs_of_the_same_step_run_locally(tmp_path: Pat
         outputs.append(_outputs(store))
         store.close()
     assert outputs[0] == outputs[1]
+    # Where a body runs is not what it computes: the identity (so the checkpoints) is one.
+    assert task(crunch, executor="ray").fingerprint == task(crunch).fingerprint
     assert outputs[0][5] == ("succeeded", f"<{crunch(15)}>")
 
 
@@ -138,6 +140,37 @@ def test_a_raising_ray_body_is_a_failed_attempt_retried_by_the_tasks_policy(
     assert sorted(a["task"] for a in failed) == ["always", "always", "flaky", "flaky"]
     assert {a["error_class"] for a in failed} == {"invalid"}
     assert all(a["error"].startswith("ValueError") for a in failed), failed[0]["error"]
+
+
+def test_a_ray_worker_that_dies_is_a_failed_attempt_with_its_cause_retried_by_policy(
+    tmp_path: Path,
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def dies_once(x: int) -> int:  # the worker process exits mid-body on the first try
+        mark = marks / str(x)
+        if not mark.exists():
+            mark.touch()
+            os._exit(1)
+        return x * 10
+
+    crashed = ("failed", "unknown")
+    cases = [
+        ("no_policy", None, 7, "failed", [crashed]),  # recorded, never retried
+        ("named", Retrying(max_attempts=2, on=(ray.exceptions.WorkerCrashedError,)), 8, "succeeded",
+         [crashed, ("ok", None)]),
+    ]  # fmt: skip
+    for name, policy, item, state, expected in cases:
+        store = SQLiteStore(tmp_path / f"{name}.db")
+        with Runner(store, concurrency=1, handle_signals=False) as runner:
+            steps = pipeline(name, task(dies_once, executor="ray", retry=policy))
+            report = runner.run(steps.map([item]))
+        assert report.by_state == {state: 1}
+        rows = list(store.rows(RowKind.ATTEMPTS))
+        store.close()
+        assert [(a["outcome"], a["error_class"]) for a in rows] == expected
+        assert rows[0]["error"].startswith("WorkerCrashedError"), rows[0]["error"]
 
 
 def _lines(log: Path) -> list[tuple[str, int]]:

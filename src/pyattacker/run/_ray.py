@@ -13,7 +13,7 @@ How an attempt on Ray ends:
   policy classifies it as it would locally;
 - the worker dies (killed, out of memory) or the node is lost: Ray's error
   (``WorkerCrashedError``, ``NodeDiedError``...), an ``unknown`` class that the task's
-  policy retries only if it names it (``Retrying(on=("WorkerCrashedError",))``) or retries
+  policy retries only if it names it (``on=(ray.exceptions.WorkerCrashedError,)``) or retries
   unknown errors. Ray never retries on its own (``max_retries=0``): the one retry budget is
   the task's;
 - the attempt is cancelled (its ``timeout_s``, a stopping run): the Ray task is cancelled
