@@ -1,5 +1,6 @@
-"""Without Ray installed (``pyattacker[ray]`` not taken), every Ray path refuses with the
-install command, and nothing else needs Ray."""
+"""A Ray path refuses what cannot work at once, exit 2 and nothing written: Ray not
+installed (``pyattacker[ray]`` not taken: the install command), a cluster address nobody
+answers at, a task shape that cannot leave the Runner; and nothing else ever loads Ray."""
 
 from __future__ import annotations
 
@@ -69,3 +70,15 @@ def test_importing_pyattacker_and_running_bench_never_loads_ray() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_bench_ray_at_an_address_nobody_listens_on_exits_2_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("ray")
+    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
+    code = run_cli(["bench", *small, "--ray", "127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "no Ray cluster answers at 127.0.0.1:1" in err
+    assert "ray start --head" in err

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,6 +70,7 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
     }
     if target == "local" and num_cpus is not None:
         options["num_cpus"] = num_cpus
+    _check_reachable(target, field)
     try:
         ray.init(address=target, **options)
     except (ConnectionError, TimeoutError, ValueError) as exc:
@@ -76,6 +78,21 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
             f"cannot connect to the Ray cluster at {target!r}: {exc}", field=field, hint=START_HINT
         ) from None
     return True
+
+
+def _check_reachable(target: str, field: str) -> None:
+    """A ``host:port`` nobody listens on is refused now: Ray itself would retry for minutes."""
+    host, colon, port = target.rpartition(":")
+    if not colon or not host or "/" in target or not port.isdigit():
+        return  # "local", "auto", "ray://...": Ray's to resolve
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"no Ray cluster answers at {target} ({exc.strerror or exc})",
+            field=field,
+            hint=START_HINT,
+        ) from None
 
 
 @contextlib.contextmanager
