@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pyattacker.benchmark import get_scenario, run_benchmark
+from pyattacker.cli import run_cli
 from pyattacker.retry import Retrying
 from pyattacker.run import Runner, pipeline, task
 from pyattacker.store import RowKind, SQLiteStore, results
@@ -69,6 +70,22 @@ def test_bench_on_ray_reports_exactly_what_the_local_sweep_reports() -> None:
     ours = json.dumps(_without_wall_time(on_ray.to_dict()), sort_keys=True)
     theirs = json.dumps(_without_wall_time(local.to_dict()), sort_keys=True)
     assert ours == theirs
+
+
+def test_bench_ray_command_writes_the_local_commands_json_and_shows_each_run_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = ["--algorithms", "wait,immediate", "--seeds", "2", "--jobs", "40"]
+    small += ["--concurrency", "4", "--horizon", "30"]
+    reports = []
+    for name, where in [("ray", ["--ray"]), ("local", ["--jobs-parallel", "1"])]:
+        path = tmp_path / f"{name}.json"
+        assert run_cli(["bench", *small, *where, "--json", str(path)]) == 0
+        reports.append(_without_wall_time(json.loads(path.read_text())))
+    err = capsys.readouterr().err
+    assert "4 run(s) of 40 jobs on Ray" in err
+    assert "bench [4/4]" in err  # progress, one line per finished task
+    assert json.dumps(reports[0], sort_keys=True) == json.dumps(reports[1], sort_keys=True)
 
 
 @task
