@@ -135,6 +135,11 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
         "pipeline.tasks[1].resource",
     ),
     (
+        "an unknown executor",
+        config(pipeline=task("{use: delay, executor: rey}")),
+        "pipeline.tasks[1].executor",
+    ),
+    (
         "a retry setting out of range",
         config(pipeline=task("{use: flaky, retry: {max_attempts: 0}}")),
         "pipeline.tasks[1].retry.max_attempts",

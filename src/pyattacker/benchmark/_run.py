@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pyattacker._checks import check_whole
 from pyattacker.benchmark._harness import ClockKind, Harness
+from pyattacker.benchmark._ray import on_ray
 from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
 from pyattacker.benchmark._result import RunResult
 from pyattacker.errors import ConfigError
@@ -57,6 +58,7 @@ def run_benchmark(
     speedup: float = 10.0,
     wall_budget_s: float | None = None,
     on_result: OnResult | None = None,
+    ray: str | bool = False,
 ) -> BenchmarkReport:
     """Run each algorithm (default: every one the scenario can exercise) on ``seeds`` seeds.
 
@@ -64,6 +66,11 @@ def run_benchmark(
     core, see :func:`usable_cores`). ``on_result`` is called
     in this process after each run, in completion order. A run that cannot finish raises
     (``BenchmarkTimeout``/``BenchmarkStalled``) and the sweep stops.
+
+    ``ray``: run the runs as Ray tasks instead (``pyattacker[ray]``): ``True`` uses the
+    caller's Ray session, else ``RAY_ADDRESS``, else starts a local Ray with
+    ``jobs_parallel`` CPUs; a str is the address of a cluster to connect to. The report is
+    the same as without it, ``wall_s`` aside.
     """
     names = check_algorithms(algorithms) if algorithms is not None else default_algorithms(scenario)
     seed_list = seeds_of(scenario, seeds)
@@ -83,7 +90,10 @@ def run_benchmark(
         for name, seed in plan
     ]
     workers = min(jobs_parallel, len(harnesses))
-    if workers <= 1:
+    if ray is not False:
+        address = ray if isinstance(ray, str) else None
+        runs = on_ray(harnesses, address, num_cpus=jobs_parallel, on_result=on_result)
+    elif workers <= 1:
         runs = []
         for harness in harnesses:
             run = harness.run()

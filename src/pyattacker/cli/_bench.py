@@ -146,6 +146,16 @@ Exit codes: 0 done, 1 a run could not finish (wall budget, stalled), 2 bad input
     "numbers do not change, only wall_s.",
 )
 @click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="",
+    metavar="[ADDRESS]",
+    help="Run the runs as Ray tasks (pip install 'pyattacker[ray]'): on the cluster at "
+    "ADDRESS (e.g. 10.0.0.5:6379, auto), or without one on a local Ray of --jobs-parallel "
+    "CPUs. The report is the same.",
+)
+@click.option(
     "--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-': stdout)."
 )
 @click.option(
@@ -174,6 +184,7 @@ def bench_command(
     clock: str,
     speedup: float | None,
     jobs_parallel: int,
+    ray_address: str | None,
     json_path: str | None,
     markdown_path: str | None,
     html_path: str | None,
@@ -199,7 +210,7 @@ def bench_command(
             "applies to the real clock only", field="--speedup", hint="add --clock real"
         )
     outputs = _Outputs(json_path, markdown_path, scenario_file, html_path)
-    plan = _Plan(scenario, names, seeds, jobs_parallel or usable_cores())
+    plan = _Plan(scenario, names, seeds, jobs_parallel or usable_cores(), ray_address)
     report = _sweep(plan, real_clock=clock == "real", speedup=speedup, quiet=quiet)
     outputs.write(report, quiet=quiet)
     return 0
@@ -289,6 +300,7 @@ class _Plan:
     names: list[str]
     seeds: int
     processes: int
+    ray: str | None = None  # None: local processes; "": a local Ray; else a cluster address
 
     @property
     def runs(self) -> int:
@@ -297,6 +309,8 @@ class _Plan:
     def __str__(self) -> str:
         s, runs = self.scenario, self.runs
         where = "1 process" if self.processes == 1 else f"{min(self.processes, runs)} processes"
+        if self.ray is not None:
+            where = f"Ray ({self.ray or 'a local Ray or RAY_ADDRESS'})"
         return (
             f"bench {s.name}: {len(self.names)} algorithm(s) ({', '.join(self.names)}) x "
             f"{self.seeds} seed(s) = {runs} run(s) of {s.jobs:,} jobs on {where}"
@@ -321,6 +335,7 @@ def _sweep(plan: _Plan, *, real_clock: bool, speedup: float | None, quiet: bool)
                 clock="real" if real_clock else "virtual",
                 speedup=10.0 if speedup is None else speedup,
                 on_result=None if progress is None else progress.finished,
+                ray=False if plan.ray is None else plan.ray or True,
             )
     except SimulationError as exc:  # its message has the numbers; the context repeats them
         raise type(exc)(exc.message) from None

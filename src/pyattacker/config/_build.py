@@ -176,6 +176,7 @@ def _task(row: dict[str, Any], path: str, pools: Mapping[str, Pool]) -> Task:
             timeout_s=row.get("timeout_s", _of(base, "timeout_s")),
             config=row.get("config", _of(base, "config")),
             version=row.get("version", _of(base, "version")),
+            executor=row.get("executor", _of(base, "executor") or "local"),
             identity=identity,
         )
 

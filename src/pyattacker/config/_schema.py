@@ -105,6 +105,7 @@ TASK = {
     "args": Field("map", help="the built-in's arguments, or the factory's"),
     "config": Field("map", help="JSON-able parameters that are part of the identity"),
     "version": Field("version", help="bump to rerun the step"),
+    "executor": Field("str", help="where the body runs: local [default] or ray (pyattacker[ray])"),
 }
 SOURCE = {
     "path": Field("str", help=".jsonl, .csv or .parquet file"),

@@ -40,12 +40,14 @@ from types import MappingProxyType
 from typing import Any, overload
 
 from pyattacker._checks import check_number
+from pyattacker._ray import check_installed
 from pyattacker.errors import ConfigError
 from pyattacker.pool import AcquireAlgorithm, AlgorithmSpec, TaskContext, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
 from pyattacker.run._codecs import canonical_json, digest, json_problem
 from pyattacker.run._identity import code_identity, factory_parameters
 from pyattacker.run._pipeline import PipelineTemplate, pipeline
+from pyattacker.run._ray import call_on_ray
 from pyattacker.run._step import Step
 
 __all__ = ["RetrySpec", "Task", "task"]
@@ -68,6 +70,7 @@ class Task(Step):
         "algorithm",
         "code_digest",
         "config",
+        "executor",
         "fingerprint",
         "fn",
         "input_type",
@@ -93,6 +96,7 @@ class Task(Step):
         config: Mapping[str, Any] | None = None,
         version: str | int | None = None,
         identity: Any = None,
+        executor: str = "local",
     ) -> None:
         """Build a task; ``ConfigError`` for anything :func:`task` refuses.
 
@@ -115,6 +119,7 @@ class Task(Step):
             )
             self.config = _frozen_config(config)
             self.version = _checked_version(version)
+        self.executor = _checked_executor(executor, self.name, self.takes_ctx)
         self.input_type, self.output_type = _types_of(fn, value_param)
         self.code_digest, factory = _code_parts(fn, identity)
         self.fingerprint = digest(canonical_json(["task", self._identity(factory)]))
@@ -138,8 +143,11 @@ class Task(Step):
         under virtual time and spares a thread hop on the hot path, so a sync task must not
         block for long (wrap blocking calls in ``asyncio.to_thread`` inside an async task).
         An awaitable result (an async function's coroutine, or one a sync function
-        returned) is awaited.
+        returned) is awaited. With ``executor="ray"`` the function runs on a Ray worker
+        instead, and the call awaits its result without blocking the loop (``run/_ray.py``).
         """
+        if self.executor == "ray":
+            return await call_on_ray(self.fn, value)
         result = self.fn(value, ctx) if self.takes_ctx else self.fn(value)
         if inspect.isawaitable(result):
             result = await result
@@ -166,6 +174,7 @@ class Task(Step):
             "timeout_s": self.timeout_s,
             "config": _thaw(self.config),
             "version": self.version,
+            "executor": self.executor,
         }
 
     def __repr__(self) -> str:
@@ -176,6 +185,8 @@ class Task(Step):
             parts.append(f"retry={self.retry!r}")
         if self.timeout_s is not None:
             parts.append(f"timeout_s={self.timeout_s:g}")
+        if self.executor != "local":
+            parts.append(f"executor={self.executor!r}")
         return f"<Task {' '.join(parts)}>"
 
 
@@ -191,6 +202,7 @@ def task(
     timeout_s: float | None = None,
     config: Mapping[str, Any] | None = None,
     version: str | int | None = None,
+    executor: str = "local",
 ) -> Task: ...
 
 
@@ -206,6 +218,7 @@ def task(
     timeout_s: float | None = None,
     config: Mapping[str, Any] | None = None,
     version: str | int | None = None,
+    executor: str = "local",
 ) -> Callable[[Callable[..., Any]], Task]: ...
 
 
@@ -220,6 +233,7 @@ def task(
     timeout_s: float | None = None,
     config: Mapping[str, Any] | None = None,
     version: str | int | None = None,
+    executor: str = "local",
 ) -> Task | Callable[[Callable[..., Any]], Task]:
     """Make a :class:`Task` of a function: ``@task``, ``@task("name")`` or ``@task(...)``.
 
@@ -230,7 +244,11 @@ def task(
     - ``retry``: a :class:`~pyattacker.retry.Retrying` or a spec; default one attempt;
     - ``timeout_s``: seconds per attempt (``> 0``), or ``None`` for no limit;
     - ``config``: JSON-able settings, frozen, part of the identity;
-    - ``version``: bump it to make a new identity when nothing in the code shows a change.
+    - ``version``: bump it to make a new identity when nothing in the code shows a change;
+    - ``executor``: where the body runs: ``"local"`` (the run's loop) or ``"ray"`` (a Ray
+      worker, for CPU-bound bodies; ``pyattacker[ray]``). Not part of the identity: moving a
+      task to Ray keeps its checkpoints. A Ray task takes ``(value)`` only (no ``ctx``:
+      leases, pools and the store stay in the Runner).
 
     Raises ``ConfigError`` (when decorating) for a function of the wrong shape or a bad
     option. ``task(fn, name=...)`` works as a plain call too.
@@ -250,6 +268,7 @@ def task(
             timeout_s=timeout_s,
             config=config,
             version=version,
+            executor=executor,
         )
 
     return decorate if target is None else decorate(target)
@@ -372,6 +391,29 @@ def _checked_resource(resource: object) -> str | None:
     if resource is not None and (not isinstance(resource, str) or not resource):
         raise ConfigError(f"must be a pool name or None, got {resource!r}", field="resource")
     return resource
+
+
+EXECUTORS = ("local", "ray")
+
+
+def _checked_executor(executor: object, name: str, takes_ctx: bool) -> str:
+    if executor not in EXECUTORS:
+        raise ConfigError(
+            f"task {name!r}: unknown executor {executor!r}",
+            field="executor",
+            hint=f"one of: {', '.join(EXECUTORS)}",
+        )
+    if executor == "ray" and takes_ctx:
+        raise ConfigError(
+            f"task {name!r} takes a ctx, which cannot leave the Runner for a Ray worker",
+            field="executor",
+            hint="give the Ray task (value) only; acquire leases in a local task around it",
+        )
+    if executor == "ray":  # refused now, not at the first attempt of a long run
+        with _naming(name):
+            check_installed("executor")
+    assert isinstance(executor, str)
+    return executor
 
 
 def _checked_version(version: object) -> str | None:

@@ -1,0 +1,75 @@
+"""A sweep's runs as Ray tasks: ``run_benchmark(..., ray=...)`` and ``bench --ray``.
+
+Each run is one deterministic simulation, shipped to a Ray worker whole (its
+:class:`Harness`) and shipped back as its :class:`RunResult`; the report is assembled in
+(algorithm, seed) order whatever order the tasks finish in, so it equals the serial one in
+everything but ``wall_s``. Failures keep the serial sweep's meaning: the first failure *in
+plan order* is raised once every run before it has finished, and the rest are cancelled.
+Ray is imported through :mod:`pyattacker._ray`, so only when this path is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyattacker._ray import ray_session
+from pyattacker.benchmark._harness import Harness
+from pyattacker.benchmark._result import RunResult
+
+__all__ = ["on_ray"]
+
+OnResult = Callable[[RunResult], None]
+
+
+def _run_one(harness: Harness) -> RunResult | BaseException:
+    """One run on a Ray worker; an error comes back as a value, so the driver decides
+    which failure the serial sweep would have met first (as with local processes)."""
+    try:
+        return harness.run()
+    except Exception as exc:
+        return exc
+
+
+def on_ray(
+    harnesses: list[Harness],
+    address: str | None,
+    *,
+    num_cpus: int | None,
+    on_result: OnResult | None,
+) -> list[RunResult]:
+    """Run ``harnesses`` as Ray tasks (one CPU each) on the cluster at ``address`` (``None``:
+    the caller's Ray session, else ``RAY_ADDRESS``, else a local Ray of ``num_cpus``);
+    results in plan order; ``on_result`` is called in this process as each run finishes."""
+    with ray_session(address, num_cpus=num_cpus, field="--ray") as ray:
+        # No retries by Ray: a run is deterministic, so a run that failed fails again.
+        remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
+        pending = {remote.remote(h): index for index, h in enumerate(harnesses)}
+        try:
+            return _collect(ray, pending, len(harnesses), on_result)
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
+def _collect(
+    ray: Any, pending: dict[Any, int], total: int, on_result: OnResult | None
+) -> list[RunResult]:
+    results: dict[int, RunResult] = {}
+    failures: dict[int, BaseException] = {}
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            index = pending.pop(ref)
+            outcome = ray.get(ref)
+            if isinstance(outcome, BaseException):
+                failures[index] = outcome
+            else:
+                results[index] = outcome
+                if on_result is not None:
+                    on_result(outcome)
+        if failures:
+            first = min(failures)
+            if all(i in results for i in range(first)):
+                raise failures[first]
+    return [results[index] for index in range(total)]

@@ -1,0 +1,125 @@
+"""A task's body on a Ray worker: ``@task(executor="ray")``.
+
+Only the body travels. The Runner stays the one durable coordinator: it leases, times,
+retries, checkpoints and records the attempt exactly as for a local body, and the Ray
+worker sees nothing but the function and the value (both pickled by Ray), and sends back
+the result. The attempt awaits the result's ``ObjectRef`` on the run's loop, so other
+pipelines keep running while the body computes.
+
+How an attempt on Ray ends:
+
+- the body returns: its value, as if it had run locally;
+- the body raises: the body's own exception (Ray's wrapper removed), so the task's retry
+  policy classifies it as it would locally;
+- the worker dies (killed, out of memory) or the node is lost: Ray's error
+  (``WorkerCrashedError``, ``NodeDiedError``...), an ``unknown`` class that the task's
+  policy retries only if it names it (``on=(ray.exceptions.WorkerCrashedError,)``) or retries
+  unknown errors. Ray never retries on its own (``max_retries=0``): the one retry budget is
+  the task's;
+- the attempt is cancelled (its ``timeout_s``, a stopping run): the Ray task is cancelled
+  too (its worker is killed), so no orphan keeps burning a CPU.
+
+What travels: the body's own module, when it is the user's code (a script, a file
+``pyattacker run path/to/file.py:...`` loaded, a test module), goes *by value* with the
+body (cloudpickle's ``register_pickle_by_value``), so a worker on another machine needs
+none of the user's files; a body from an installed package (under ``site-packages``) and
+pyattacker itself travel by name and must be installed on every node.
+
+Connecting: the caller's Ray session when it has one (``ray.init(...)`` before the run),
+else the cluster ``RAY_ADDRESS`` names, else a local Ray on this machine's cores, opened
+once, at the first Ray attempt, off the loop (a thread), and closed at the process's exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyattacker._ray import connect, import_ray
+
+__all__ = ["call_on_ray"]
+
+_remote: Any = None
+_connecting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+
+
+async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
+    """``fn(value)`` on a Ray worker, awaited; see the module docstring for the outcomes."""
+    ray = import_ray("executor")
+    if not ray.is_initialized():
+        await _connect()
+    remote = _remote_body(ray)
+    _ship_by_value(ray, fn)
+    ref = remote.remote(fn, value)
+    try:
+        return await ref
+    except asyncio.CancelledError:
+        ray.cancel(ref, force=True)
+        raise
+    except ray.exceptions.RayTaskError as exc:
+        raise _body_error(exc) from None
+
+
+async def _connect() -> None:
+    """Open the Ray session once, whatever number of attempts wait for it; in a thread, as
+    starting a local Ray takes seconds the run's loop must not stand still for."""
+    global _connecting
+    loop = asyncio.get_running_loop()
+    if _connecting is None or _connecting[0] is not loop:  # a lock serves one loop
+        _connecting = (loop, asyncio.Lock())
+    async with _connecting[1]:
+        await asyncio.to_thread(connect, None, num_cpus=None, field="executor")
+
+
+def _remote_body(ray: Any) -> Any:
+    global _remote
+    if _remote is None:
+        # One CPU per body (the unit Ray places by); no retries of Ray's own (see above).
+        _remote = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False)(_run_body)
+    return _remote
+
+
+_SHIPPED: set[str] = set()
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+
+def _ship_by_value(ray: Any, fn: Callable[[Any], Any]) -> None:
+    """Have the body's module pickled by value when it is the user's own code (see the
+    module docstring); once per module."""
+    name = getattr(fn, "__module__", None) or type(fn).__module__
+    if name in _SHIPPED:
+        return
+    _SHIPPED.add(name)
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if module is None or path is None or name == "__main__" or name.startswith("pyattacker."):
+        return  # __main__ travels by value already; pyattacker is installed on the nodes
+    if _INSTALLED.isdisjoint(Path(path).parts):
+        ray.cloudpickle.register_pickle_by_value(module)
+
+
+def _run_body(fn: Callable[[Any], Any], value: Any) -> Any:
+    """On the Ray worker: the body, and its awaitable result awaited on a loop of its own."""
+    result = fn(value)
+    if inspect.isawaitable(result):
+        result = asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(result: Any) -> Any:
+    return await result
+
+
+def _body_error(exc: Any) -> BaseException:
+    """The exception the body raised, out of Ray's wrapper (which is a subclass of both,
+    named ``RayTaskError(ValueError)``: the records would show that name)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        cause.add_note("raised by the task body on a Ray worker")
+        return cause
+    assert isinstance(exc, BaseException)
+    return exc  # a cause Ray could not unpickle: its wrapper says what it was

@@ -1,0 +1,250 @@
+"""Ray paths on one local Ray cluster of 2 CPUs (started once for the module): ``bench
+--ray``'s report equals the local one, and a run's ``executor="ray"`` steps give the local
+outputs, fail and retry by the task's policy, and lose nothing when the driver is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyattacker.benchmark import get_scenario, run_benchmark
+from pyattacker.cli import run_cli
+from pyattacker.retry import Retrying
+from pyattacker.run import Runner, pipeline, task
+from pyattacker.store import RowKind, SQLiteStore, results
+
+ray = pytest.importorskip("ray")
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
+CHILD = Path(__file__).with_name("ray_child.py")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[str]:
+    """One local Ray of 2 CPUs for the module; its address, for child drivers. (The task
+    bodies below travel by value: the workers never import this module.)"""
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def _without_wall_time(value: Any) -> Any:
+    """The report with every ``wall_s`` (what the runs cost here, not what they found) out."""
+    if isinstance(value, dict):
+        return {k: _without_wall_time(v) for k, v in value.items() if k != "wall_s"}
+    if isinstance(value, list):
+        return [_without_wall_time(v) for v in value]
+    return value
+
+
+def test_bench_on_ray_reports_exactly_what_the_local_sweep_reports() -> None:
+    scenario = get_scenario("bursty_provider").with_overrides(jobs=60, concurrency=4)
+    seen: list[str] = []
+    on_ray = run_benchmark(
+        scenario,
+        ["wait", "immediate"],
+        seeds=2,
+        ray=True,
+        on_result=lambda r: seen.append(r.algorithm),
+    )
+    local = run_benchmark(scenario, ["wait", "immediate"], seeds=2, jobs_parallel=1)
+    assert sorted(seen) == ["immediate", "immediate", "wait", "wait"]  # progress per run
+    ours = json.dumps(_without_wall_time(on_ray.to_dict()), sort_keys=True)
+    theirs = json.dumps(_without_wall_time(local.to_dict()), sort_keys=True)
+    assert ours == theirs
+
+
+def test_bench_ray_command_writes_the_local_commands_json_and_shows_each_run_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = ["--algorithms", "wait,immediate", "--seeds", "2", "--jobs", "40"]
+    small += ["--concurrency", "4", "--horizon", "30"]
+    reports = []
+    for name, where in [("ray", ["--ray"]), ("local", ["--jobs-parallel", "1"])]:
+        path = tmp_path / f"{name}.json"
+        assert run_cli(["bench", *small, *where, "--json", str(path)]) == 0
+        reports.append(_without_wall_time(json.loads(path.read_text())))
+    err = capsys.readouterr().err
+    assert "4 run(s) of 40 jobs on Ray" in err
+    assert "bench [4/4]" in err  # progress, one line per finished task
+    assert json.dumps(reports[0], sort_keys=True) == json.dumps(reports[1], sort_keys=True)
+
+
+@task
+def parse(x: int) -> int:
+    return x * 3
+
+
+@task
+def finish(x: int) -> str:
+    return f"<{x}>"
+
+
+def crunch(x: int) -> int:
+    total = x
+    for i in range(20_000):  # fixed CPU-bound work
+        total = (total * 31 + i) % 1_000_003
+    return total
+
+
+def _outputs(runner_store: Any) -> dict[Any, Any]:
+    return {row["input"]: (row["state"], row["output"]) for row in results(runner_store)}
+
+
+def test_a_ray_step_gives_the_outputs_of_the_same_step_run_locally(tmp_path: Path) -> None:
+    outputs = []
+    for executor in ("ray", "local"):
+        store = SQLiteStore(tmp_path / f"{executor}.db")
+        steps = pipeline("p", parse, task(crunch, executor=executor), finish)
+        with Runner(store, concurrency=4, handle_signals=False) as runner:
+            report = runner.run(steps.map(range(12)))
+        assert report.by_state == {"succeeded": 12}, report.failures[0]["error"]
+        outputs.append(_outputs(store))
+        store.close()
+    assert outputs[0] == outputs[1]
+    # Where a body runs is not what it computes: the identity (so the checkpoints) is one.
+    assert task(crunch, executor="ray").fingerprint == task(crunch).fingerprint
+    assert outputs[0][5] == ("succeeded", f"<{crunch(15)}>")
+
+
+def test_a_raising_ray_body_is_a_failed_attempt_retried_by_the_tasks_policy(
+    tmp_path: Path,
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def flaky(x: int) -> int:  # fails on its first try for each item, on the worker
+        mark = marks / str(x)
+        if not mark.exists():
+            mark.touch()
+            raise ValueError(f"first try of {x}")
+        return x + 1
+
+    def always(x: int) -> int:
+        raise ValueError(f"never {x}")
+
+    policy = Retrying(max_attempts=2, on=(ValueError,), base=0.01, jitter="none")
+    failed = []
+    for name, body, n, state in [("flaky", flaky, 2, "succeeded"), ("always", always, 1, "failed")]:
+        store = SQLiteStore(tmp_path / f"{name}.db")
+        with Runner(store, concurrency=2, handle_signals=False) as runner:
+            report = runner.run(
+                pipeline(name, task(body, executor="ray", retry=policy)).map(range(n))
+            )
+        assert report.by_state == {state: n}
+        failed += [a for a in store.rows(RowKind.ATTEMPTS) if a["outcome"] == "failed"]
+        store.close()
+    # The first tries of `flaky`'s two items, and both tries of `always`: no more (Ray
+    # retried nothing), each with the body's own error, not Ray's wrapper.
+    assert sorted(a["task"] for a in failed) == ["always", "always", "flaky", "flaky"]
+    assert {a["error_class"] for a in failed} == {"invalid"}
+    assert all(a["error"].startswith("ValueError") for a in failed), failed[0]["error"]
+
+
+def test_a_ray_worker_that_dies_is_a_failed_attempt_with_its_cause_retried_by_policy(
+    tmp_path: Path,
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def dies_once(x: int) -> int:  # the worker process exits mid-body on the first try
+        mark = marks / str(x)
+        if not mark.exists():
+            mark.touch()
+            os._exit(1)
+        return x * 10
+
+    crashed = ("failed", "unknown")
+    cases = [
+        ("no_policy", None, 7, "failed", [crashed]),  # recorded, never retried
+        ("named", Retrying(max_attempts=2, on=(ray.exceptions.WorkerCrashedError,)), 8, "succeeded",
+         [crashed, ("ok", None)]),
+    ]  # fmt: skip
+    for name, policy, item, state, expected in cases:
+        store = SQLiteStore(tmp_path / f"{name}.db")
+        with Runner(store, concurrency=1, handle_signals=False) as runner:
+            steps = pipeline(name, task(dies_once, executor="ray", retry=policy))
+            report = runner.run(steps.map([item]))
+        assert report.by_state == {state: 1}
+        rows = list(store.rows(RowKind.ATTEMPTS))
+        store.close()
+        assert [(a["outcome"], a["error_class"]) for a in rows] == expected
+        assert rows[0]["error"].startswith("WorkerCrashedError"), rows[0]["error"]
+
+
+def _lines(log: Path) -> list[tuple[str, int]]:
+    if not log.exists():
+        return []
+    return [(job, int(x)) for job, x in (line.split() for line in log.read_text().splitlines())]
+
+
+def _crunched(store_path: Path) -> set[int]:
+    """The values the Ray step (seq 1) committed its output for: its inputs, which are
+    ``parse``'s outputs (three times the item), as the child logs them."""
+    store = SQLiteStore(store_path, read_only=True)
+    try:
+        done = {
+            row["pipeline_id"]
+            for row in store.rows(RowKind.TASKS)
+            if row["seq"] == 1 and row["state"] == "succeeded"
+        }
+        return {3 * row["input"] for row in results(store) if row["pipeline_id"] in done}
+    finally:
+        store.close()
+
+
+def _committed_so_far(store_path: Path) -> set[int]:
+    """``_crunched`` while the child writes (nothing yet, or a store being created: none)."""
+    try:
+        return _crunched(store_path) if store_path.exists() else set()
+    except Exception:
+        return set()
+
+
+def test_a_killed_driver_resumes_and_no_committed_ray_step_runs_again(
+    tmp_path: Path, cluster: str
+) -> None:
+    store, log, n = tmp_path / "kill.db", tmp_path / "effects.log", 30
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_ADDRESS": cluster}
+    command = [sys.executable, str(CHILD), str(store), str(log), str(n)]
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    while len(_committed_so_far(store)) < 2 and child.poll() is None:
+        assert time.monotonic() < deadline, "the child committed nothing in 90 s"
+        time.sleep(0.05)  # real time: the child works in other processes
+    assert child.poll() is None, "the child finished (or failed) before it could be killed"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    committed = _crunched(store)
+    killed_job = {job for job, _ in _lines(log)}
+    assert 0 < len(committed) < n
+    resumed = subprocess.run(command, env=env, capture_output=True, timeout=110, check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert resumed.stdout.decode().startswith("succeeded {'succeeded': 30}")
+    resumed_values = [x for job, x in _lines(log) if job not in killed_job]
+    assert [x for x in resumed_values if x in committed] == []  # no committed step ran again
+    assert set(resumed_values) | committed == {3 * x for x in range(n)}  # the rest did
+    reader = SQLiteStore(store, read_only=True)
+    try:
+        outputs = {row["input"]: row["output"] for row in results(reader)}
+    finally:
+        reader.close()
+    assert outputs == {x: f"<{crunch(x * 3)}>" for x in range(n)}
