@@ -1,4 +1,5 @@
-"""What watches a run while it runs: the heartbeat, ``stop_after_s``, signals, pool events.
+"""What watches a run while it runs: the heartbeat (with the leases held, ``run/_leases.py``),
+``stop_after_s``, signals, pool events.
 
 Each is armed when the run begins and disarmed when it ends, whatever way it ends, by the
 one context manager :func:`watch`.
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pyattacker.pool import Pool
 from pyattacker.run._commit import Committer
 from pyattacker.run._execute import Execution
+from pyattacker.run._leases import LeaseLog
 from pyattacker.run._records import STORED_POOL_EVENTS
 
 __all__ = ["watch"]
@@ -32,14 +34,18 @@ def watch(
 ) -> Iterator[None]:
     """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run.
 
-    The heartbeat marks the run alive every ``heartbeat_s``; ``stop_after_s`` stops it
+    The heartbeat marks the run alive every ``heartbeat_s`` and records the leases held
+    when they changed (``run.leases``); ``stop_after_s`` stops it
     gracefully; with ``handle_signals`` (in the main thread), the first SIGINT/SIGTERM
     stops it gracefully and the second cancels what still runs. Pool events worth keeping
     (``STORED_POOL_EVENTS``) are recorded."""
     loop = asyncio.get_running_loop()
     handles: list[asyncio.TimerHandle] = []
+    pools = tuple(pools)
+    leases = LeaseLog(pools, lambda kind, data: execution.records.event(kind, None, None, data))
 
     def beat() -> None:
+        leases.look()  # staged first, so this heartbeat's flush writes it
         committer.heartbeat()
         handles[0] = loop.call_later(heartbeat_s, beat)
 

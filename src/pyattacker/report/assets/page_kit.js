@@ -12,7 +12,7 @@
 var pyattackerKit = (function () {
   "use strict";
 
-  // A report file embeds its payload; the live page (attack --serve) has none, and hands
+  // A report file embeds its payload; a live page (attack --serve, serve STORE) has none, and hands
   // each one it fetches to load() before draw().
   var embedded = document.getElementById("report-data");
   var payload = embedded ? JSON.parse(embedded.textContent) : null;
@@ -250,7 +250,7 @@ var pyattackerKit = (function () {
     root.textContent = "";
     pages[payload.kind]();
     add(root, "footer", "", "Written by pyattacker " + payload.version + ". Every figure " +
-      "here is a value of " + (payload.live ? "the attack's /report.json, fetched when " +
+      "here is a value of " + (payload.live ? "this server's /report.json, fetched when " +
       "drawn." : "the JSON report embedded in this file (view the source)."));
     document.body.setAttribute("data-rendered", "true");
   }

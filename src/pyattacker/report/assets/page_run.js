@@ -10,6 +10,7 @@
   // ------------------------------------------------------------------------ run page
 
   function runPage() {
+    R = k.R; X = k.X; payload = k.payload;  // the live page loads a new one before each draw
     add(root, "h1", "", payload.title);
     add(root, "p", "sub", "Store " + R.store + " · " + R.runs.length + " run(s)");
     tiles(root, [
