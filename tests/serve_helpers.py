@@ -86,9 +86,7 @@ def child(folder: Path, *words: str, out: int = subprocess.PIPE) -> subprocess.P
 
 
 @contextmanager
-def served(
-    folder: Path, store: Path, *flags: str
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def served(folder: Path, store: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``pyattacker serve STORE --port 0 FLAGS`` running; yields its URL (read from stderr)."""
     process = child(folder, "serve", str(store), "--port", "0", *flags, out=subprocess.DEVNULL)
     try:
