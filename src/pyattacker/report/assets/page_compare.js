@@ -159,7 +159,7 @@
       var high = seeds.map(function (v) { return v.length ? Math.max.apply(null, v) : null; });
       var at = series.length;
       series.push({ label: row.figure.slice(m.length + 1, -1), values: [row.a, row.b],
-        points: true, size: 8, color: color });
+        points: true, size: 8, color: color, dash: j % 2 ? [8, 5] : undefined });
       series.push({ label: "highest seed", values: high, color: "rgba(0,0,0,0)",
         noLine: true, noLegend: true });
       series.push({ label: "lowest seed", values: low, color: "rgba(0,0,0,0)",
