@@ -109,6 +109,8 @@ def test_a_live_runs_page_redraws_in_place_as_the_store_gains_rows_then_stops(
             opened.page.wait_for_selector("body[data-done]", timeout=120_000)
             after = _state(opened)
             final = json.loads(fetch(f"{url}/report.json")[2])
+            shown = check_values_match(opened, final["report"], final["extra"])
+            painted = painted_pixels(opened)
             screenshot(opened, "run-served-live")
             draws = after["draws"]
             opened.page.wait_for_timeout(2500)  # two more periods: a finished page asks no more
@@ -117,6 +119,12 @@ def test_a_live_runs_page_redraws_in_place_as_the_store_gains_rows_then_stops(
         if run.poll() is None:
             run.kill()
         run.communicate()
+    assert shown > 30  # the last draw shows the final /report.json's figures
+    # the gated items held k1's two leases past a heartbeat: the run recorded it
+    assert max(final["extra"]["leases"]["in_use"]["llm/k1"]) == 2
+    assert final["extra"]["leases"]["limit"] == {"llm/k1": 2}
+    assert painted["Leases in use per resource"] > 50
+    assert final["extra"]["errors_by_task"] == {"ask": {"retryable": 4, "fatal": 2}}
     assert after["marker"] == "same page"  # redrawn by the script, never reloaded
     assert after["draws"] > before["draws"]
     assert before["attempts"] < after["attempts"] == final["report"]["attempts"]["total"]

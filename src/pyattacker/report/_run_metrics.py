@@ -29,17 +29,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyattacker.report._html_run import LEASES_EVENT
 from pyattacker.report._metrics import Histogram
 from pyattacker.report._run import summarize
 from pyattacker.store import RowKind, Store
 
-__all__ = ["CONTENT_TYPE", "LEASES_EVENT", "metric_lines", "prometheus_text"]
+__all__ = ["CONTENT_TYPE", "metric_lines", "prometheus_text"]
 
 #: the Content-Type of the text exposition format
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-#: the event a live run records its leases with (``pyattacker.run._leases``)
-LEASES_EVENT = "run.leases"
 
 #: a metric: name, type, help, and its samples as ``(labels, value)``
 _Metric = tuple[str, str, str, list[tuple[dict[str, str], float]]]

@@ -46,6 +46,13 @@ class LeaseLog:
             self._last = now
             self._record(LEASES_EVENT, now)
 
+    def last_look(self) -> None:
+        """At the run's end: :meth:`look` again, when the run recorded any leases before
+        (so their chart ends where the run did); a run shorter than a heartbeat records
+        none."""
+        if self._last is not None:
+            self.look()
+
 
 def leases_now(pools: Iterable[Pool]) -> dict[str, dict[str, int]]:
     """``{"in_use": {"pool/resource": n}, "limit": {...}}`` for every resource of ``pools``."""

@@ -31,8 +31,9 @@ def watch(
     heartbeat_s: float,
     stop_after_s: float | None,
     handle_signals: bool,
-) -> Iterator[None]:
-    """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run.
+) -> Iterator[LeaseLog]:
+    """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run; yields
+    the run's :class:`LeaseLog`, for a last look before the final flush.
 
     The heartbeat marks the run alive every ``heartbeat_s`` and records the leases held
     when they changed (``run.leases``); ``stop_after_s`` stops it
@@ -58,7 +59,7 @@ def watch(
     ]
     installed = _install_signals(loop, execution) if handle_signals else []
     try:
-        yield
+        yield leases
     finally:
         for handle in handles:
             handle.cancel()

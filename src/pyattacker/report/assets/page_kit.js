@@ -168,6 +168,7 @@ var pyattackerKit = (function () {
           fill: s.ring ? "rgba(255,255,255,0)" : color, width: s.ring ? 2 : 1 } };
       if (s.dash) spec.dash = s.dash;
       if (s.pointsOnly || s.noLine) spec.paths = function () { return null; };
+      if (s.stepped) spec.paths = uPlot.paths.stepped({ align: 1 });  // holds until the next
       series.push(spec);
       data.push(s.values.map(o.logY ? positive : finite));
     });
