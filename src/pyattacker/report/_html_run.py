@@ -49,7 +49,8 @@ Finished = tuple[float, str]
 
 
 def store_extras(store: Store) -> dict[str, Any]:
-    """The timeline, retry delays and failed items of every run in ``store``."""
+    """The timeline, retry delays, failures by task and class, leases over time and
+    failed items of every run in ``store``: three passes over its attempts."""
 
     def attempts() -> Iterable[Attempt]:
         return _attempt_points(store.rows(RowKind.ATTEMPTS))
@@ -58,11 +59,12 @@ def store_extras(store: Store) -> dict[str, Any]:
         return _finished_points(store.rows(RowKind.PIPELINES))
 
     progress = timeline(attempts, finished)
+    delays, errors_by_task = _failures(store.rows(RowKind.ATTEMPTS))  # one more pass, not two
     return {
         "timeline": progress,
-        "retry_delays_s": _delays(delay for _, _, delay, _ in attempts() if delay is not None),
+        "retry_delays_s": delays,
         "failed_items": _failed_items(store),
-        "errors_by_task": _errors_by_task(store.rows(RowKind.ATTEMPTS)),
+        "errors_by_task": errors_by_task,
         "leases": _leases(store.rows(RowKind.EVENTS), progress["start"]),
     }
 
@@ -123,14 +125,22 @@ def _attempt_points(rows: Iterable[Mapping[str, Any]]) -> Iterable[Attempt]:
         yield float(row["ended_at"]), str(row["outcome"]), delay, throttled
 
 
-def _errors_by_task(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """Failed attempts by task, then by error class (most first within a task)."""
+def _failures(
+    rows: Iterable[Mapping[str, Any]],
+) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
+    """In one pass: the retry delays asked for (:func:`_delays`), and failed attempts by
+    task, then by error class (most first within a task)."""
+    delays: list[float] = []
     counts: dict[str, Counter[str]] = {}
     for row in rows:
+        decision = row.get("decision") or {}
+        if decision.get("retry") and decision.get("delay_s") is not None:
+            delays.append(float(decision["delay_s"]))
         if row["outcome"] == "failed":
             task = counts.setdefault(str(row["task"]), Counter())
             task[str(row.get("error_class") or "unknown")] += 1
-    return {task: dict(c.most_common()) for task, c in sorted(counts.items())}
+    errors = {task: dict(c.most_common()) for task, c in sorted(counts.items())}
+    return _delays(delays), errors
 
 
 def _leases(events: Iterable[Mapping[str, Any]], start: float | None) -> dict[str, Any]:

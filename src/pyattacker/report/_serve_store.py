@@ -20,14 +20,23 @@ Routes (GET and HEAD only):
 - ``/metrics``: Prometheus text (:func:`pyattacker.report.prometheus_text`).
 - ``/healthz``: ``ok``.
 - ``/assets/...``: the page's scripts and styles.
+
+``/report.json`` and ``/metrics`` read the whole store (the summary, then the page's
+extras: a few passes over the attempts), so on a big store each costs seconds. Each is
+built by one request at a time, and a body is reused while younger than
+:data:`REUSE_FACTOR` times what building it cost: however many pages poll and scrapers
+scrape, the server spends at most a third of its time building each, and a small store's
+figures are fresh at every poll.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
+from pyattacker.clock import wall_time
 from pyattacker.report._html import page_payload
 from pyattacker.report._html_run import store_extras
 from pyattacker.report._http import (
@@ -44,7 +53,10 @@ from pyattacker.report._run import summarize
 from pyattacker.report._run_metrics import CONTENT_TYPE, prometheus_text
 from pyattacker.store import Store
 
-__all__ = ["run_payload", "serve_store", "store_routes"]
+__all__ = ["REUSE_FACTOR", "Reused", "run_payload", "serve_store", "store_routes"]
+
+#: a body built from the store is reused while younger than this many times its cost
+REUSE_FACTOR = 2.0
 
 #: what the run's live page loads from /assets/
 _ASSETS = ("uPlot.js", "uPlot.css", "page.css", "page_kit.js", "page_run.js", "page_live.js")
@@ -84,10 +96,13 @@ def store_routes(open_store: Callable[[], Store], *, refresh_s: float) -> dict[s
         body = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=str)
         return 200, JSON, body.encode()
 
+    def metrics(store: Store) -> Response:
+        return 200, CONTENT_TYPE, prometheus_text(store).encode()
+
     return {
         "/": lambda query: (200, HTML, live_page("pyattacker run (live)", "page_run.js")),
-        "/report.json": reading(report),
-        "/metrics": reading(lambda store: (200, CONTENT_TYPE, prometheus_text(store).encode())),
+        "/report.json": Reused(reading(report)).get,
+        "/metrics": Reused(reading(metrics)).get,
         "/healthz": lambda query: (200, TEXT, b"ok\n"),
         **asset_routes(_ASSETS),
     }
@@ -108,6 +123,39 @@ async def serve_store(
     if on_started is not None:
         on_started(url)
     await server.serve_forever()
+
+
+class Reused:
+    """``build`` (a route) run by one caller at a time, its 200 answer reused while younger
+    than ``factor`` times what it cost (see the module docstring). Answers other than 200
+    (a store that could not be read) are never kept. Thread-safe."""
+
+    def __init__(
+        self,
+        build: Handler,
+        *,
+        factor: float = REUSE_FACTOR,
+        clock: Callable[[], float] = wall_time,
+    ) -> None:
+        self._build = build
+        self._factor = factor
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: tuple[float, float, Response] | None = None  # (built at, cost, answer)
+
+    def __repr__(self) -> str:
+        return f"<Reused factor={self._factor} kept={self._last is not None}>"
+
+    def get(self, query: str) -> Response:
+        with self._lock:  # a second caller waits for the build under way, then reuses it
+            start = self._clock()
+            last = self._last
+            if last is not None and start - last[0] < self._factor * last[1]:
+                return last[2]
+            answer = self._build(query)
+            end = self._clock()
+            self._last = (end, end - start, answer) if answer[0] == 200 else None
+            return answer
 
 
 def _unreadable(exc: Exception) -> Response:
