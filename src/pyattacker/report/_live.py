@@ -107,12 +107,12 @@ class LiveServer:
         self._report_cache: tuple[float, float, bytes] | None = None
         self._clock = LoopClock()
         self.routes: dict[str, Handler] = {
-            "/": lambda query: (200, HTML, live_page("pyattacker attack (live)", "page_attack.js")),
-            "/progress": lambda query: (200, HTML, asset("live.html").encode()),
-            "/report.json": lambda query: (200, JSON, self.report_body()),
+            "/": self._report_page,
+            "/progress": self._progress_page,
+            "/report.json": self._report_route,
             "/progress.json": self._progress_route,
             "/metrics": self._metrics_route,
-            "/healthz": lambda query: (200, TEXT, b"ok\n"),
+            "/healthz": self._health,
             **asset_routes(_ASSETS),
         }
         self._server = RouteServer(self.routes)
@@ -216,6 +216,18 @@ class LiveServer:
     def respond(self, method: str, path: str) -> Response:
         """``(status, content type, body)`` for one request; HEAD gets GET's headers."""
         return respond(self.routes, method, path)
+
+    def _report_page(self, query: str) -> Response:
+        return 200, HTML, live_page("pyattacker attack (live)", "page_attack.js")
+
+    def _progress_page(self, query: str) -> Response:
+        return 200, HTML, asset("live.html").encode()
+
+    def _health(self, query: str) -> Response:
+        return 200, TEXT, b"ok\n"
+
+    def _report_route(self, query: str) -> Response:
+        return 200, JSON, self.report_body()
 
     def _progress_route(self, query: str) -> Response:
         body = json.dumps(self.progress_json(_since(query)), allow_nan=False, separators=(",", ":"))

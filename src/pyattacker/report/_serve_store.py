@@ -53,7 +53,7 @@ from pyattacker.report._run import summarize
 from pyattacker.report._run_metrics import CONTENT_TYPE, prometheus_text
 from pyattacker.store import Store
 
-__all__ = ["REUSE_FACTOR", "Reused", "run_payload", "serve_store", "store_routes"]
+__all__ = ["REUSE_FACTOR", "Reused", "StorePages", "run_payload", "serve_store", "store_routes"]
 
 #: a body built from the store is reused while younger than this many times its cost
 REUSE_FACTOR = 2.0
@@ -72,40 +72,57 @@ def run_payload(store: Store, *, every_s: float = 5.0, errors: int = 5) -> dict[
 
 
 def store_routes(open_store: Callable[[], Store], *, refresh_s: float) -> dict[str, Handler]:
-    """The route table of ``pyattacker serve``: ``open_store()`` opens the store
-    read-only for each request (closed after it). Blocking: serve it with
-    ``RouteServer(..., blocking=True)``. A store that cannot be read is a 500 saying why."""
+    """The route table of ``pyattacker serve`` (:class:`StorePages`'s)."""
+    return StorePages(open_store, refresh_s=refresh_s).routes
 
-    def reading(build: Callable[[Store], Response]) -> Handler:
-        def handler(query: str) -> Response:
-            try:
-                store = open_store()
-            except Exception as exc:  # removed or corrupted under us: say so, keep serving
-                return _unreadable(exc)
-            try:
-                return build(store)
-            except Exception as exc:
-                return _unreadable(exc)
-            finally:
-                store.close()
 
-        return handler
+class StorePages:
+    """What ``pyattacker serve`` answers, by path (:attr:`routes`). ``open_store()`` opens
+    the store read-only for each request (closed after it); a store that cannot be read is
+    a 500 saying why. Blocking: serve it with ``RouteServer(..., blocking=True)``."""
 
-    def report(store: Store) -> Response:
-        payload = run_payload(store, every_s=refresh_s)
+    def __init__(self, open_store: Callable[[], Store], *, refresh_s: float) -> None:
+        self._open_store = open_store
+        self.refresh_s = refresh_s
+        self.routes: dict[str, Handler] = {
+            "/": self.page,
+            "/report.json": Reused(self.report).get,
+            "/metrics": Reused(self.metrics).get,
+            "/healthz": self.health,
+            **asset_routes(_ASSETS),
+        }
+
+    def __repr__(self) -> str:
+        return f"<StorePages refresh_s={self.refresh_s} routes={len(self.routes)}>"
+
+    def page(self, query: str) -> Response:
+        return 200, HTML, live_page("pyattacker run (live)", "page_run.js")
+
+    def health(self, query: str) -> Response:
+        return 200, TEXT, b"ok\n"
+
+    def report(self, query: str) -> Response:
+        return self._reading(self._report)
+
+    def metrics(self, query: str) -> Response:
+        return self._reading(lambda store: (200, CONTENT_TYPE, prometheus_text(store).encode()))
+
+    def _report(self, store: Store) -> Response:
+        payload = run_payload(store, every_s=self.refresh_s)
         body = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=str)
         return 200, JSON, body.encode()
 
-    def metrics(store: Store) -> Response:
-        return 200, CONTENT_TYPE, prometheus_text(store).encode()
-
-    return {
-        "/": lambda query: (200, HTML, live_page("pyattacker run (live)", "page_run.js")),
-        "/report.json": Reused(reading(report)).get,
-        "/metrics": Reused(reading(metrics)).get,
-        "/healthz": lambda query: (200, TEXT, b"ok\n"),
-        **asset_routes(_ASSETS),
-    }
+    def _reading(self, build: Callable[[Store], Response]) -> Response:
+        try:
+            store = self._open_store()
+        except Exception as exc:  # removed or corrupted under us: say so, keep serving
+            return _unreadable(exc)
+        try:
+            return build(store)
+        except Exception as exc:
+            return _unreadable(exc)
+        finally:
+            store.close()
 
 
 async def serve_store(
