@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -93,3 +94,17 @@ def test_blocking_handlers_run_off_the_loop_and_a_failure_leaves_the_server_serv
     assert answer.endswith(b"\r\n\r\nhere\n")
     assert threads
     assert threads[0] is not threading.main_thread()
+
+
+def test_both_live_servers_refuse_alike_being_one_server_with_two_route_tables() -> None:
+    from pyattacker.report import LiveServer
+    from pyattacker.report._serve_store import store_routes
+
+    def no_store() -> Any:
+        raise OSError("not read by these requests")
+
+    attack = LiveServer().routes
+    run = store_routes(no_store, refresh_s=5)
+    for method, path in (("POST", "/metrics"), ("GET", "/nothing"), ("DELETE", "/")):
+        assert respond(attack, method, path) == respond(run, method, path)
+    assert respond(attack, "GET", "/healthz") == respond(run, "GET", "/healthz")
