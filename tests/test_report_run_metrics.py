@@ -5,7 +5,10 @@ class; read back with prometheus_client's parser."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pyattacker.pool import Pool, Resource, Selector
 from pyattacker.report import prometheus_text
@@ -21,8 +24,10 @@ from pyattacker.store import (
     PipelineState,
     RunRow,
     RunState,
+    open_store,
+    results,
 )
-from serve_helpers import leases_in_use, samples
+from serve_helpers import finished_store, leases_in_use, samples
 
 OK = {"retry": False, "reason": "ok"}
 NO = {"retry": False, "reason": "policy_declined"}
@@ -153,3 +158,17 @@ def test_a_run_shorter_than_a_heartbeat_records_no_leases_at_its_end() -> None:
 def test_leases_another_run_recorded_do_not_count_as_the_live_runs() -> None:
     text = prometheus_text(_store(_leases(1001.0, 2, run_id="r0")))
     assert leases_in_use(text) == {}
+
+
+def test_the_failed_items_are_those_results_gives_with_their_attempts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path, code = finished_store(tmp_path, range(1, 31))
+    assert code == 1
+    fields = ("key", "state", "step", "error_class", "error", "attempts")
+    with open_store(str(path), read_only=True) as store:
+        wanted = [{k: r[k] for k in fields} for r in results(store) if r["state"] != "succeeded"]
+        items = store_extras(store)["failed_items"]
+    assert items == {"count": 6, "shown": wanted}
+    assert {item["attempts"] for item in items["shown"]} == {2}  # prepare, then a fatal ask

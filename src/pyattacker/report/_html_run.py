@@ -4,9 +4,9 @@ The summary has totals; a page also wants time: attempts (throttled ones too) an
 pipelines per window (progress over time), the leases each resource had out over time (the
 ``run.leases`` events a live run records at its heartbeats), the retry delays the policy
 asked for, failed attempts by task and error class, and the items that failed, by key. All
-of it comes from the store's public readers (``Store.rows``, ``results``), streamed: the
-attempts are read more than once (the span, then the counts) rather than held, so a run of
-millions of attempts costs queries, not memory.
+of it comes from the store's public reader ``Store.rows``, streamed: the attempts are read
+three times (the span, the counts, then the retries and failures) rather than held, so a
+run of millions of attempts costs queries, not memory.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pyattacker.store import RowKind, Store, results
+from pyattacker.store import RowKind, Store
+from pyattacker.store._results import item_key
 
 __all__ = [
     "FAILED_ITEMS_SHOWN",
@@ -59,11 +60,15 @@ def store_extras(store: Store) -> dict[str, Any]:
         return _finished_points(store.rows(RowKind.PIPELINES))
 
     progress = timeline(attempts, finished)
-    delays, errors_by_task = _failures(store.rows(RowKind.ATTEMPTS))  # one more pass, not two
+    items = _failed_items(store)
+    spent = {item["pipeline_id"]: 0 for item in items["shown"]}
+    delays, errors_by_task = _failures(store.rows(RowKind.ATTEMPTS), spent)
+    for item in items["shown"]:
+        item["attempts"] = spent[item.pop("pipeline_id")]
     return {
         "timeline": progress,
         "retry_delays_s": delays,
-        "failed_items": _failed_items(store),
+        "failed_items": items,
         "errors_by_task": errors_by_task,
         "leases": _leases(store.rows(RowKind.EVENTS), progress["start"]),
     }
@@ -126,13 +131,17 @@ def _attempt_points(rows: Iterable[Mapping[str, Any]]) -> Iterable[Attempt]:
 
 
 def _failures(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, Any]], spent: dict[str, int]
 ) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
-    """In one pass: the retry delays asked for (:func:`_delays`), and failed attempts by
-    task, then by error class (most first within a task)."""
+    """In one pass: the retry delays asked for (:func:`_delays`), failed attempts by task,
+    then by error class (most first within a task), and the attempts of each pipeline
+    ``spent`` names (counted into it)."""
     delays: list[float] = []
     counts: dict[str, Counter[str]] = {}
     for row in rows:
+        pid = row["pipeline_id"]
+        if pid in spent:
+            spent[pid] += 1
         decision = row.get("decision") or {}
         if decision.get("retry") and decision.get("delay_s") is not None:
             delays.append(float(decision["delay_s"]))
@@ -181,15 +190,28 @@ def _delays(values: Iterable[float]) -> dict[str, Any]:
 
 
 def _failed_items(store: Store) -> dict[str, Any]:
+    """The pipelines that did not succeed, as ``results`` gives them (key, state, the step
+    they stopped at with its error class, the error), the first
+    :data:`FAILED_ITEMS_SHOWN` with their ``pipeline_id`` (their attempts are counted in
+    the pass over the attempts). Unlike ``results``, it decodes no artifact and does not
+    read the attempts: on a big store those were most of a page's cost."""
+    stopped: dict[str, Mapping[str, Any]] = {}  # the last task that did not succeed
+    for task in store.rows(RowKind.TASKS):
+        found = stopped.get(task["pipeline_id"])
+        if task["state"] != "succeeded" and (found is None or task["seq"] >= found["seq"]):
+            stopped[task["pipeline_id"]] = task
     shown: list[dict[str, Any]] = []
     count = 0
-    for row in results(store):
+    for row in store.rows(RowKind.PIPELINES):
         if row["state"] == "succeeded":
             continue
         count += 1
         if len(shown) < FAILED_ITEMS_SHOWN:
-            shown.append({name: row[name] for name in _ITEM_FIELDS})
+            last = stopped.get(row["pipeline_id"])
+            shown.append({
+                "pipeline_id": row["pipeline_id"], "key": item_key(row), "state": row["state"],
+                "step": None if last is None else last["name"],
+                "error_class": None if last is None else last["error_class"],
+                "error": row["error"],
+            })  # fmt: skip
     return {"count": count, "shown": shown}
-
-
-_ITEM_FIELDS = ("key", "state", "step", "error_class", "error", "attempts")
