@@ -23,7 +23,9 @@ Examples:
 \b
 Routes: / (the run's page, its charts redrawn in place while the run is live),
 /report.json (what the page draws; its "report" is `pyattacker report --json`),
-/metrics (Prometheus text), /healthz. GET and HEAD only; other paths 404.
+/metrics (Prometheus text: pipelines, attempts and their durations by task
+and outcome, errors, retries, attempts, throttles and leases in use per
+resource), /healthz. GET and HEAD only; other paths 404.
 The store is opened read-only for each request: safe beside a live run.
 Ctrl-C stops the server (exit 130).
 """
