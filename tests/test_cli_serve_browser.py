@@ -4,15 +4,22 @@ data; and while a run is live, redrawn in place (no reload) as the store gains r
 
 from __future__ import annotations
 
+import asyncio
 import json
+import queue
+import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from browser_helpers import Opened, browser, check_values_match, painted_pixels, screenshot
+from pyattacker.report._http import RouteServer
+from pyattacker.report._serve_store import StorePages
+from pyattacker.store import open_store
 from serve_helpers import child, fetch, finished_store, run_arguments, served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -133,3 +140,44 @@ def test_a_live_runs_page_redraws_in_place_as_the_store_gains_rows_then_stops(
     assert opened.console == []
     assert _strangers(opened) == []
     assert {u.removeprefix(url) for u in opened.requests} >= {"/", "/report.json"}
+
+
+def test_an_error_answer_keeps_the_last_figures_and_the_page_asks_again(
+    chromium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store, _ = finished_store(tmp_path, range(1, 6))
+    pages = StorePages(partial(open_store, str(store), read_only=True), refresh_s=1)
+    calls: list[int] = []
+
+    def flaky(query: str) -> tuple[int, str, bytes]:
+        """Live, then a 500 (a store busy), then the run's final figures."""
+        calls.append(len(calls) + 1)
+        if len(calls) == 2:
+            return 500, "text/plain; charset=utf-8", b"could not read the store\n"
+        payload = json.loads(pages.report(query)[2])
+        payload["live"]["done"] = len(calls) >= 3
+        return 200, "application/json", json.dumps(payload).encode()
+
+    server = RouteServer({**pages.routes, "/report.json": flaky}, blocking=True)
+    urls: queue.Queue[str] = queue.Queue()
+    stop = threading.Event()
+
+    async def serve() -> None:  # on a thread of its own: Playwright holds this one's loop
+        urls.put(await server.start())
+        await asyncio.to_thread(stop.wait)
+        await server.close()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))
+    thread.start()
+    try:
+        opened = _open(chromium, urls.get(timeout=60).rstrip("/"))
+        opened.page.wait_for_selector("body[data-done]", timeout=60_000)
+        draws = opened.page.get_attribute("body", "data-draws")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert calls == [1, 2, 3]  # it asked again after the error, and stopped once done
+    assert draws == "2"  # the error drew nothing: the first figures stayed until the third
+    assert [m for m in opened.console if "500" not in m] == []  # the browser logs the 500
+    assert _strangers(opened) == []

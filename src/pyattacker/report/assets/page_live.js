@@ -5,7 +5,8 @@
  * recorded so far) every live.every_s seconds (2 unless the server says) and draws the
  * whole page again from it with the kit: the root is cleared and drawn anew, at the same
  * scroll position, with no reload. A status line on top says whether it is live or
- * finished; once finished, polling stops and the final figures stay. Text goes in through
+ * finished; once finished, polling stops and the final figures stay. An error answer keeps
+ * the last figures and asks again; a server gone stops the asking. Text goes in through
  * textContent only. Each draw counts itself in body[data-draws]; the last sets
  * body[data-done].
  */
@@ -44,10 +45,16 @@
   function poll() {
     fetch("/report.json", { cache: "no-store" })
       .then(function (r) {
-        if (!r.ok) throw new Error("status " + r.status);
+        if (!r.ok) {  // the server is up but could not build it (a store busy or moved)
+          status("The server answered " + r.status + "; these are the last figures it " +
+            "gave. Asking again in " + every + " s.");
+          setTimeout(poll, every * 1000);
+          return null;
+        }
         return r.json();
       })
       .then(function (payload) {
+        if (payload === null) return;
         if (payload.live.every_s) every = payload.live.every_s;
         if (payload.kind === "run") what = "the run";
         if (payload.report) render(payload);  // none until the attack has started
