@@ -86,9 +86,9 @@ def child(folder: Path, *words: str, out: int = subprocess.PIPE) -> subprocess.P
 
 
 @contextmanager
-def served(folder: Path, store: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``pyattacker serve STORE --port 0`` running; yields its URL (read from stderr)."""
-    process = child(folder, "serve", str(store), "--port", "0", out=subprocess.DEVNULL)
+def served(folder: Path, store: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``pyattacker serve STORE --port 0 FLAGS`` running; yields its URL (read from stderr)."""
+    process = child(folder, "serve", str(store), "--port", "0", *flags, out=subprocess.DEVNULL)
     try:
         assert process.stderr is not None
         line = process.stderr.readline()
@@ -136,3 +136,20 @@ def assert_metrics_equal_the_report(text: str, report: dict[str, Any]) -> None:
     errors = {labels["class"]: value for labels, value in found["pyattacker_run_errors_total"]}
     assert errors == report["attempts"]["by_error_class"]
     assert found["pyattacker_run_retries_total"] == [({}, report["attempts"]["retries"])]
+    attempts = _by_task_and_outcome(found["pyattacker_run_attempts_total"])
+    name = "pyattacker_run_attempt_duration_seconds"
+    assert _by_task_and_outcome(found[f"{name}_count"]) == attempts  # one per attempt
+    every = [(labels, v) for labels, v in found[f"{name}_bucket"] if labels["le"] == "+Inf"]
+    assert _by_task_and_outcome(every) == attempts
+
+
+def _by_task_and_outcome(
+    samples_: list[tuple[dict[str, str], float]],
+) -> dict[tuple[str, str], float]:
+    return {(labels["task"], labels["outcome"]): value for labels, value in samples_}
+
+
+def leases_in_use(text: str) -> dict[str, float]:
+    """``pyattacker_run_resource_leases_in_use`` of a ``/metrics`` text, by resource."""
+    found = samples(text).get("pyattacker_run_resource_leases_in_use", [])
+    return {labels["resource"]: value for labels, value in found}

@@ -40,22 +40,26 @@ def test_a_served_store_answers_metrics_equal_to_its_report_and_refuses_the_rest
         assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
         assert_metrics_equal_the_report(body.decode(), report)
         assert fetch(f"{url}/healthz")[::2] == (200, b"ok\n")
-        served_json = json.loads(fetch(f"{url}/report.json")[2])
-        assert served_json["pipelines"] == report["pipelines"]
-        assert served_json["attempts"] == report["attempts"]
+        served_json = json.loads(fetch(f"{url}/report.json")[2])  # what the page draws
+        assert served_json["report"]["pipelines"] == report["pipelines"]
+        assert served_json["report"]["attempts"] == report["attempts"]
+        assert served_json["live"]["done"] is True
         assert fetch(f"{url}/nothing-here")[0] == 404
         assert fetch(f"{url}/metrics/")[0] == 404
         status, headers, _ = fetch(f"{url}/metrics", method="POST")
         assert (status, headers["Allow"]) == (405, "GET, HEAD")
         status, headers, body = fetch(f"{url}/", method="HEAD")
         assert (status, body) == (200, b"")
-        assert int(headers["Content-Length"]) > 1000
+        page = fetch(f"{url}/")[2].decode()
+        assert int(headers["Content-Length"]) == len(page.encode())  # HEAD says GET's length
         address = (urlsplit(url).hostname, urlsplit(url).port)
         with socket.create_connection(address, timeout=60) as raw:
             raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
             assert raw.recv(64).startswith(b"HTTP/1.1 400 ")
-        page = fetch(f"{url}/")[2].decode()
-        assert 'http-equiv="refresh"' not in page  # a finished run's page stays still
+        assert 'http-equiv="refresh"' not in page  # redrawn in place, never reloaded
+        assert '<script src="/assets/page_live.js">' in page
+        assert "<script>" not in page  # no inline script: the CSP allows none
+        assert "Content-Security-Policy" in headers
         assert "<b id=injected>" not in page
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 130

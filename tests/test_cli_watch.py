@@ -17,6 +17,7 @@ from serve_helpers import (
     child,
     fetch,
     finished_store,
+    leases_in_use,
     run_arguments,
     samples,
     served,
@@ -100,7 +101,9 @@ def test_a_live_run_is_watched_and_scraped_as_it_goes_then_seen_to_end(
         with served(tmp_path, tmp_path / "eval.db") as (url, _):
             found = samples(fetch(f"{url}/metrics")[2].decode())
             assert found["pyattacker_run_live"] == [({}, 1.0)]
-            assert 'http-equiv="refresh"' in fetch(f"{url}/")[2].decode()
+            assert json.loads(fetch(f"{url}/report.json")[2])["live"]["done"] is False
+            # the gated items hold both of k1's leases: the run records that at a heartbeat
+            _wait_for_leases(url, {"llm/k1": 2.0})
             (tmp_path / "go").touch()
             rest, _ = watch.communicate(timeout=120)
             assert watch.returncode == 1  # item 5 fails on purpose
@@ -109,13 +112,27 @@ def test_a_live_run_is_watched_and_scraped_as_it_goes_then_seen_to_end(
             capsys.readouterr()
             assert run_cli(["report", str(tmp_path / "eval.db"), "--json"]) == 0
             report = json.loads(capsys.readouterr().out)
-            assert_metrics_equal_the_report(fetch(f"{url}/metrics")[2].decode(), report)
+            metrics = fetch(f"{url}/metrics")[2].decode()
+            assert_metrics_equal_the_report(metrics, report)
+            assert leases_in_use(metrics) == {"llm/k1": 0.0}  # no run is live: none out
     finally:
         for process in (run, watch):
             if process is not None and process.poll() is None:
                 process.kill()
             if process is not None:
                 process.communicate()
+
+
+def _wait_for_leases(url: str, expected: dict[str, float]) -> None:
+    """Until ``url``'s /metrics gauge of leases in use reads ``expected`` (the live run
+    records its leases at the first heartbeat after they change); fails after a minute."""
+    found: dict[str, float] = {}
+    for _ in range(1200):
+        found = leases_in_use(fetch(f"{url}/metrics")[2].decode())
+        if found == expected:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"leases in use stayed {found}, never {expected}")
 
 
 def _read_until(stream: IO[str], text: str) -> str:

@@ -115,4 +115,13 @@ def test_two_bench_sweeps_compare_in_a_page_with_a_chart_per_metric(
     opened = open_report(chromium, html)
     _assert_the_page_is_the_comparison(opened, data, html)
     assert "jobs_done: A vs B by algorithm" in painted_pixels(opened)
+    legends = opened.page.eval_on_selector_all(
+        'figure.chart[data-chart$="A vs B by algorithm"]',
+        """figures => figures.map(f => [...f.querySelectorAll(".u-legend .u-series")]
+            .filter(row => row.offsetParent !== null)
+            .map(row => row.querySelector(".u-label").textContent))""",
+    )
+    assert legends
+    for legend in legends:  # one entry per algorithm, however many seeds
+        assert legend == ["wait", "immediate"]
     screenshot(opened, "compare-bench")

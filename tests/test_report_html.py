@@ -151,7 +151,11 @@ def test_a_timeline_never_has_more_windows_than_its_cap(span: float) -> None:
 
 
 def test_a_timeline_counts_each_attempt_and_finished_pipeline_once() -> None:
-    attempts: list[Attempt] = [(100.0, "ok", None), (100.4, "failed", 0.5), (101.2, "ok", None)]
+    attempts: list[Attempt] = [
+        (100.0, "ok", None, False),
+        (100.4, "failed", 0.5, True),  # throttled, and retried after 0.5 s
+        (101.2, "ok", None, False),
+    ]
     finished: list[Finished] = [(100.5, "succeeded"), (101.3, "failed")]
     drawn = timeline(lambda: iter(attempts), lambda: iter(finished))
     windows = drawn["windows"]
@@ -159,6 +163,7 @@ def test_a_timeline_counts_each_attempt_and_finished_pipeline_once() -> None:
     assert sum(w["ok"] for w in windows) == 2
     assert sum(w["failed"] for w in windows) == 1
     assert sum(w["retries"] for w in windows) == 1
+    assert sum(w["throttled"] for w in windows) == 1
     assert sum(w["succeeded"] for w in windows) == 1
     assert sum(w["pipelines_failed"] for w in windows) == 1
 

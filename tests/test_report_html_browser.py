@@ -184,6 +184,15 @@ def test_a_bench_page_shows_each_algorithms_spread_and_the_winners_with_their_re
     shown = {tuple(v["path"]) for v in shown_values(opened)}
     assert ("aggregates", "throughput_rps", "wait", "ci95_low") in shown
     assert ("aggregates", "throughput_rps", "wait", "ci95_high") in shown
+    legends = page.eval_on_selector_all(
+        'figure.chart[data-chart$=" by algorithm"]',
+        """figures => figures.map(f => [...f.querySelectorAll(".u-legend .u-series")]
+            .filter(row => row.offsetParent !== null)
+            .map(row => row.querySelector(".u-label").textContent))""",
+    )
+    assert legends
+    for legend in legends:  # the seeds share one entry, however many there are
+        assert legend == ["one run per seed", "mean"]
     screenshot(opened, "bench")
 
 

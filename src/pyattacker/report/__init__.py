@@ -2,7 +2,8 @@
 
 Also the opinions that gate a run: thresholds and goodput (:class:`Gate`), and the
 comparison of two reports; and what ``attack --serve`` shows live (:class:`LiveServer`,
-its ``/metrics``: :class:`AttackMetrics`).
+its ``/metrics``: :class:`AttackMetrics`) and what ``pyattacker serve STORE`` shows
+(:func:`serve_store`, its ``/metrics``: :func:`prometheus_text`).
 """
 
 from pyattacker.report._attack import attack_json, attack_markdown, attack_text
@@ -13,8 +14,9 @@ from pyattacker.report._html_compare import compare_html
 from pyattacker.report._live import LiveServer, serve_attack
 from pyattacker.report._metrics import AttackMetrics
 from pyattacker.report._run import summarize
-from pyattacker.report._run_metrics import live_run_page, prometheus_text
+from pyattacker.report._run_metrics import prometheus_text
 from pyattacker.report._run_text import render_run_text
+from pyattacker.report._serve_store import serve_store
 from pyattacker.report._sweep import sweep_dict, sweep_html, sweep_json, sweep_markdown, sweep_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
 
@@ -34,12 +36,12 @@ __all__ = [
     "compare_html",
     "compare_reports",
     "comparison_text",
-    "live_run_page",
     "parse_threshold",
     "prometheus_text",
     "render_run_text",
     "run_html",
     "serve_attack",
+    "serve_store",
     "summarize",
     "sweep_dict",
     "sweep_html",

@@ -50,6 +50,7 @@ __all__ = [
     "embeddable",
     "machine",
     "page",
+    "page_payload",
     "run_html",
 ]
 
@@ -78,16 +79,13 @@ def attack_payload(
 ) -> dict[str, Any]:
     """What an attack's page draws (``kind``, ``title``, ``version``, ``report``,
     ``extra``): embedded by :func:`attack_html`, served by ``attack --serve``."""
-    from pyattacker._version import __version__
-
     extra = {
         "warnings": attack_warnings(report),
         "machine": dict(machine() if machine_info is None else machine_info),
     }
     llm = report.get("plan", {}).get("llm")
     title = "pyattacker attack report" + (" (LLM)" if llm else "")
-    return {"kind": "attack", "title": title, "version": __version__, "report": report,
-            "extra": extra}  # fmt: skip
+    return page_payload("attack", title, report, extra)
 
 
 def bench_html(report: BenchmarkReport) -> str:
@@ -119,15 +117,7 @@ def page(kind: str, title: str, report: Mapping[str, Any], extra: Mapping[str, A
     Raises ``ValueError`` for a report holding NaN or infinity (JSON has neither), as the
     JSON writers do.
     """
-    from pyattacker._version import __version__
-
-    payload = {
-        "kind": kind,
-        "title": title,
-        "version": __version__,
-        "report": report,
-        "extra": extra,
-    }
+    payload = page_payload(kind, title, report, extra)
     data = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=str)
     return _TEMPLATE.format(
         title=_text(title),
@@ -138,6 +128,18 @@ def page(kind: str, title: str, report: Mapping[str, Any], extra: Mapping[str, A
         uplot_js=_asset("uPlot.iife.min.js"),
         page_js="\n".join(_asset(name) for name in _SCRIPTS),
     )
+
+
+def page_payload(
+    kind: str, title: str, report: Mapping[str, Any], extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What a page's scripts draw: ``kind``, ``title``, ``version``, ``report`` (the JSON
+    report) and ``extra`` (what the page adds); embedded by :func:`page`, served live as
+    ``/report.json``."""
+    from pyattacker._version import __version__
+
+    return {"kind": kind, "title": title, "version": __version__, "report": report,
+            "extra": extra}  # fmt: skip
 
 
 def embeddable(text: str) -> str:

@@ -14,13 +14,11 @@ Routes (GET and HEAD only, anything else 405; unknown paths 404):
 * ``/metrics`` Prometheus text format 0.0.4 (:class:`AttackMetrics`);
 * ``/healthz`` ``ok``.
 
-The pages' scripts and styles come from ``/assets/``; their CSP allows nothing but this
-server, and they build their DOM with ``textContent`` only.
-
-It binds 127.0.0.1 unless told otherwise. Each connection carries one request (the answer
-says ``Connection: close``); a request head larger than 16 KiB or slower than 10 s is
-dropped. Pages and metrics are rendered when asked for, never per record, so an idle
-server costs the attack nothing but its ``on_record`` count.
+The pages' scripts and styles come from ``/assets/``; the server is
+:class:`~pyattacker.report._http.RouteServer` (the one ``pyattacker serve`` uses too: 404,
+405, head limits and the strict CSP are its). Pages and metrics are rendered when asked
+for, never per record, so an idle server costs the attack nothing but its ``on_record``
+count.
 
 :func:`serve_attack` runs an attack with the server up and, once it has finished, keeps
 serving the final figures for ``linger`` seconds (or until Ctrl-C) so a Prometheus scrape
@@ -37,8 +35,6 @@ import math
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from pyattacker._gc import quiet_gc
@@ -47,6 +43,18 @@ from pyattacker.clock import LoopClock
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
 from pyattacker.report._html import attack_payload
+from pyattacker.report._http import (
+    HTML,
+    JSON,
+    TEXT,
+    Handler,
+    Response,
+    RouteServer,
+    asset,
+    asset_routes,
+    live_page,
+    respond,
+)
 from pyattacker.report._metrics import AttackMetrics
 
 __all__ = ["LiveServer", "serve_attack"]
@@ -56,30 +64,15 @@ __all__ = ["LiveServer", "serve_attack"]
 MAX_POINTS = 20_000
 #: /report.json is built again once its last build is this many times its cost old
 REPORT_BUDGET = 50
-_HEAD_LIMIT = 16 * 1024
-_HEAD_TIMEOUT_S = 10.0
-
-_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-_ASSETS = {
-    "/assets/uPlot.js": ("uPlot.iife.min.js", "text/javascript; charset=utf-8"),
-    "/assets/uPlot.css": ("uPlot.min.css", "text/css; charset=utf-8"),
-    "/assets/page.css": ("page.css", "text/css; charset=utf-8"),
-    "/assets/live.js": ("live.js", "text/javascript; charset=utf-8"),
-    "/assets/page_kit.js": ("page_kit.js", "text/javascript; charset=utf-8"),
-    "/assets/page_attack.js": ("page_attack.js", "text/javascript; charset=utf-8"),
-    "/assets/page_live.js": ("page_live.js", "text/javascript; charset=utf-8"),
-}
-_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request"}
+_METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: what the pages load from /assets/
+_ASSETS = ("uPlot.js", "uPlot.css", "page.css", "live.js", "page_kit.js", "page_attack.js",
+           "page_live.js")  # fmt: skip
 #: the Progress figures the page charts, in this order (see assets/live.js)
 _FIGURES = (
     "elapsed", "completed", "in_flight", "failed", "throttled", "dropped",
     "latency_p50", "latency_p99", "service_p50", "service_p99", "ttft_p50", "ttft_p99",
 )  # fmt: skip
-
-Response = tuple[int, str, bytes]
 
 
 class LiveServer:
@@ -113,7 +106,16 @@ class LiveServer:
         #: the last /report.json body built while running: (when, seconds it took, body)
         self._report_cache: tuple[float, float, bytes] | None = None
         self._clock = LoopClock()
-        self._server: asyncio.Server | None = None
+        self.routes: dict[str, Handler] = {
+            "/": self._report_page,
+            "/progress": self._progress_page,
+            "/report.json": self._report_route,
+            "/progress.json": self._progress_route,
+            "/metrics": self._metrics_route,
+            "/healthz": self._health,
+            **asset_routes(_ASSETS),
+        }
+        self._server = RouteServer(self.routes)
         self.started = False  # whether start() bound its socket
 
     def __repr__(self) -> str:
@@ -122,10 +124,7 @@ class LiveServer:
     @property
     def url(self) -> str | None:
         """``http://host:port/`` once started, else None."""
-        if self._server is None or not self._server.sockets:
-            return None
-        host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}/" if ":" not in host else f"http://[{host}]:{port}/"
+        return self._server.url
 
     def on_record(
         self, inner: Callable[[RequestRecord], None] | None
@@ -216,67 +215,37 @@ class LiveServer:
 
     def respond(self, method: str, path: str) -> Response:
         """``(status, content type, body)`` for one request; HEAD gets GET's headers."""
-        if method not in ("GET", "HEAD"):
-            return 405, "text/plain; charset=utf-8", b"only GET and HEAD\n"
-        path, _, query = path.partition("?")
-        if path == "/":
-            return 200, "text/html; charset=utf-8", _asset("live_report.html").encode()
-        if path == "/progress":
-            return 200, "text/html; charset=utf-8", _asset("live.html").encode()
-        if path == "/report.json":
-            return 200, "application/json", self.report_body()
-        if path == "/progress.json":
-            data = self.progress_json(_since(query))
-            body = json.dumps(data, allow_nan=False, separators=(",", ":"))
-            return 200, "application/json", body.encode()
-        if path == "/metrics":
-            text = self.metrics.exposition(in_flight=self.in_flight, leases=self.leases)
-            return 200, "text/plain; version=0.0.4; charset=utf-8", text.encode()
-        if path == "/healthz":
-            return 200, "text/plain; charset=utf-8", b"ok\n"
-        if path in _ASSETS:
-            name, kind = _ASSETS[path]
-            return 200, kind, _asset(name).encode()
-        return 404, "text/plain; charset=utf-8", b"not found\n"
+        return respond(self.routes, method, path)
+
+    def _report_page(self, query: str) -> Response:
+        return 200, HTML, live_page("pyattacker attack (live)", "page_attack.js")
+
+    def _progress_page(self, query: str) -> Response:
+        return 200, HTML, asset("live.html").encode()
+
+    def _health(self, query: str) -> Response:
+        return 200, TEXT, b"ok\n"
+
+    def _report_route(self, query: str) -> Response:
+        return 200, JSON, self.report_body()
+
+    def _progress_route(self, query: str) -> Response:
+        body = json.dumps(self.progress_json(_since(query)), allow_nan=False, separators=(",", ":"))
+        return 200, JSON, body.encode()
+
+    def _metrics_route(self, query: str) -> Response:
+        text = self.metrics.exposition(in_flight=self.in_flight, leases=self.leases)
+        return 200, _METRICS_TYPE, text.encode()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on ``host:port`` (0: a free port) on the running loop; return the URL.
         ``OSError`` if it cannot bind."""
-        self._server = await asyncio.start_server(self._handle, host, port, limit=_HEAD_LIMIT)
+        url = await self._server.start(host, port)
         self.started = True
-        assert self.url is not None
-        return self.url
+        return url
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 1.0)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await asyncio.wait_for(_read_head(reader), _HEAD_TIMEOUT_S)
-            parts = head[0].split() if head else []
-            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-                status, kind, body = 400, "text/plain; charset=utf-8", b"bad request\n"
-                method = "GET"
-            else:
-                method = parts[0]
-                status, kind, body = self.respond(method, parts[1])
-            writer.write(_head(status, kind, len(body)) + (b"" if method == "HEAD" else body))
-            await writer.drain()
-        except (
-            TimeoutError,
-            ValueError,
-            ConnectionError,
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-        ):
-            pass  # a slow, oversized or vanished client: drop it
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+        await self._server.close()
 
 
 def _since(query: str) -> float | None:
@@ -290,40 +259,6 @@ def _since(query: str) -> float | None:
                 return None
             return number if math.isfinite(number) else None
     return None
-
-
-async def _read_head(reader: asyncio.StreamReader) -> list[str]:
-    """The request line and header lines (ValueError past the size limit)."""
-    lines: list[str] = []
-    while True:
-        line = await reader.readuntil(b"\n")
-        text = line.decode("latin-1").rstrip("\r\n")
-        if not text:
-            return lines
-        lines.append(text)
-        if len(lines) > 100:
-            raise ValueError("too many header lines")
-
-
-def _head(status: int, kind: str, length: int) -> bytes:
-    lines = [
-        f"HTTP/1.1 {status} {_REASONS[status]}",
-        f"Content-Type: {kind}",
-        f"Content-Length: {length}",
-        "Cache-Control: no-store",
-        "X-Content-Type-Options: nosniff",
-        f"Content-Security-Policy: {_CSP}",
-        "Referrer-Policy: no-referrer",
-        "Connection: close",
-    ]
-    if status == 405:
-        lines.append("Allow: GET, HEAD")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-@cache
-def _asset(name: str) -> str:
-    return (resources.files("pyattacker.report") / "assets" / name).read_text(encoding="utf-8")
 
 
 def serve_attack(

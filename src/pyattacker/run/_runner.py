@@ -278,11 +278,12 @@ class Runner:
             stop_after_s=self.stop_after_s,
             handle_signals=self.handle_signals,
         )
-        with watching:
+        with watching as leases:
             try:
                 # Cancelled from outside, it stops and cancels what runs, then drains.
                 await execution.admit_all(as_iterable(specs), resume=resume)
             finally:
+                leases.last_look()  # none out, unless some leaked
                 self._last_events(execution, paced_before)
                 committer.flush()
 

@@ -1,4 +1,5 @@
-"""What watches a run while it runs: the heartbeat, ``stop_after_s``, signals, pool events.
+"""What watches a run while it runs: the heartbeat (with the leases held, ``run/_leases.py``),
+``stop_after_s``, signals, pool events.
 
 Each is armed when the run begins and disarmed when it ends, whatever way it ends, by the
 one context manager :func:`watch`.
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pyattacker.pool import Pool
 from pyattacker.run._commit import Committer
 from pyattacker.run._execute import Execution
+from pyattacker.run._leases import LeaseLog
 from pyattacker.run._records import STORED_POOL_EVENTS
 
 __all__ = ["watch"]
@@ -29,17 +31,22 @@ def watch(
     heartbeat_s: float,
     stop_after_s: float | None,
     handle_signals: bool,
-) -> Iterator[None]:
-    """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run.
+) -> Iterator[LeaseLog]:
+    """Heartbeat, stop_after_s, signal handlers and pool subscriptions, for one run; yields
+    the run's :class:`LeaseLog`, for a last look before the final flush.
 
-    The heartbeat marks the run alive every ``heartbeat_s``; ``stop_after_s`` stops it
+    The heartbeat marks the run alive every ``heartbeat_s`` and records the leases held
+    when they changed (``run.leases``); ``stop_after_s`` stops it
     gracefully; with ``handle_signals`` (in the main thread), the first SIGINT/SIGTERM
     stops it gracefully and the second cancels what still runs. Pool events worth keeping
     (``STORED_POOL_EVENTS``) are recorded."""
     loop = asyncio.get_running_loop()
     handles: list[asyncio.TimerHandle] = []
+    pools = tuple(pools)
+    leases = LeaseLog(pools, lambda kind, data: execution.records.event(kind, None, None, data))
 
     def beat() -> None:
+        leases.look()  # staged first, so this heartbeat's flush writes it
         committer.heartbeat()
         handles[0] = loop.call_later(heartbeat_s, beat)
 
@@ -52,7 +59,7 @@ def watch(
     ]
     installed = _install_signals(loop, execution) if handle_signals else []
     try:
-        yield
+        yield leases
     finally:
         for handle in handles:
             handle.cancel()

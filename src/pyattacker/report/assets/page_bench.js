@@ -96,8 +96,9 @@
     algs.forEach(function (a) { most = Math.max(most, (agg[a].values || []).length); });
     var series = [];
     for (var i = 0; i < most; i++) {
-      series.push({ label: "run " + (i + 1), pointsOnly: true, points: true, size: 6,
-        values: algs.map(function (a) { var v = agg[a].values || []; return i < v.length ? v[i] : null; }) });
+      // one legend entry for every seed's dots: they share a colour
+      series.push({ label: "one run per seed", pointsOnly: true, points: true, size: 6,
+        color: "#1f6fd1", noLegend: i > 0, values: algs.map(function (a) { var v = agg[a].values || []; return i < v.length ? v[i] : null; }) });
     }
     // the mean last, as a large ring, so the runs' dots never hide it
     series.push({ label: "mean", values: algs.map(function (a) { return agg[a].mean; }),

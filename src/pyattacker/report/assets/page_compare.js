@@ -138,34 +138,39 @@
       var m = row.figure.slice(0, row.figure.indexOf("["));
       (metrics[m] = metrics[m] || []).push(i);
     });
-    section("Each algorithm's mean, A against B", "Rings: the mean over the seeds (the " +
-      "table's A and B); dots: one run each. A regression is a ring of B on the bad side " +
-      "of A's beyond what the seeds' spread explains.");
+    section("Each algorithm from A to B", "One line per algorithm: its mean over the " +
+      "seeds in run A (left) and in run B (right), the table's A and B; the shaded band " +
+      "spans its seeds' lowest to highest value. Whether a change is beyond the noise is " +
+      "the table's verdict.");
     var grid = add(root, "div", "grid");
     Object.keys(metrics).forEach(function (m) { benchChart(grid, m, metrics[m]); });
   }
+  // one series per algorithm (A's mean to B's), its seeds summarised as a min-max band
   function benchChart(grid, m, indexes) {
-    var rows = indexes.map(function (i) { return R.rows[i]; });
-    var algs = rows.map(function (r) { return r.figure.slice(m.length + 1, -1); });
-    var x = algs.map(function (a, i) { return i; });
-    var series = [];
-    ["A", "B"].forEach(function (side, s) {
-      var vals = rows.map(function (r) { return X.runs[s].values[r.figure] || []; });
-      var most = Math.max.apply(null, vals.map(function (v) { return v.length; }));
-      for (var i = 0; i < most; i++) {
-        series.push({ label: side + " run " + (i + 1), pointsOnly: true, points: true, size: 5,
-          color: s ? "#d1541f" : "#1f6fd1",
-          values: vals.map(function (v) { return i < v.length ? v[i] : null; }) });
-      }
+    var series = [], bands = [];
+    indexes.forEach(function (index, j) {
+      var row = R.rows[index];
+      var color = k.COLORS[j % k.COLORS.length];
+      var seeds = [0, 1].map(function (s) {
+        return (X.runs[s].values[row.figure] || []).filter(function (v) {
+          return typeof v === "number" && isFinite(v); });
+      });
+      var low = seeds.map(function (v) { return v.length ? Math.min.apply(null, v) : null; });
+      var high = seeds.map(function (v) { return v.length ? Math.max.apply(null, v) : null; });
+      var at = series.length;
+      series.push({ label: row.figure.slice(m.length + 1, -1), values: [row.a, row.b],
+        points: true, size: 8, color: color, dash: j % 2 ? [8, 5] : undefined });
+      series.push({ label: "highest seed", values: high, color: "rgba(0,0,0,0)",
+        noLine: true, noLegend: true });
+      series.push({ label: "lowest seed", values: low, color: "rgba(0,0,0,0)",
+        noLine: true, noLegend: true });
+      bands.push({ upper: at + 1, lower: at + 2, color: color + "2e" });
     });
-    series.push({ label: "A mean", pointsOnly: true, points: true, size: 16, ring: true,
-      color: "#1f6fd1", values: rows.map(function (r) { return r.a; }) });
-    series.push({ label: "B mean", pointsOnly: true, points: true, size: 16, ring: true,
-      color: "#d1541f", values: rows.map(function (r) { return r.b; }) });
-    chart({ parent: grid, title: m + ": A vs B by algorithm", x: x, xLabel: "algorithm",
-      xName: "algorithm", xSplits: x, xValues: function (v) { return algs[v] || ""; },
-      xRange: [-0.5, algs.length - 0.5], yLabel: rows[0].unit, series: series, height: 220,
-      caption: "Blue: A (baseline); orange: B (candidate)." });
+    chart({ parent: grid, title: m + ": A vs B by algorithm", x: [0, 1], xName: "run",
+      xLabel: "run", xSplits: [0, 1], xRange: [-0.25, 1.25],
+      xValues: function (v) { return v === 0 ? "A (baseline)" : v === 1 ? "B (candidate)" : ""; },
+      yLabel: R.rows[indexes[0]].unit, series: series, bands: bands, height: 240,
+      caption: "Lines: each algorithm's mean; bands: its seeds' range." });
   }
 
   k.pages.compare = comparePage;

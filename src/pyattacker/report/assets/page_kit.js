@@ -12,7 +12,7 @@
 var pyattackerKit = (function () {
   "use strict";
 
-  // A report file embeds its payload; the live page (attack --serve) has none, and hands
+  // A report file embeds its payload; a live page (attack --serve, serve STORE) has none, and hands
   // each one it fetches to load() before draw().
   var embedded = document.getElementById("report-data");
   var payload = embedded ? JSON.parse(embedded.textContent) : null;
@@ -151,7 +151,10 @@ var pyattackerKit = (function () {
     return Math.max(320, Math.min(1120, w - 18));
   }
   // o: {title, caption, x, xLabel, yLabel, series: [{label, values, dash, points}], logY,
-  //     xSplits, xValues, points, parent, height}
+  //     xSplits, xValues, points, parent, height, bands}
+  // A series with noLegend draws without a legend entry (a band's edge, or the second of
+  // several series one entry stands for); bands: [{upper, lower, color}] shades between
+  // two series (indexes into o.series).
   function chart(o) {
     var parent = o.parent || root;
     var box = add(parent, "figure", "chart");
@@ -164,7 +167,8 @@ var pyattackerKit = (function () {
         points: { show: !!(o.points || s.points), size: s.size || 6,
           fill: s.ring ? "rgba(255,255,255,0)" : color, width: s.ring ? 2 : 1 } };
       if (s.dash) spec.dash = s.dash;
-      if (s.pointsOnly) spec.paths = function () { return null; };
+      if (s.pointsOnly || s.noLine) spec.paths = function () { return null; };
+      if (s.stepped) spec.paths = uPlot.paths.stepped({ align: 1 });  // holds until the next
       series.push(spec);
       data.push(s.values.map(o.logY ? positive : finite));
     });
@@ -187,7 +191,19 @@ var pyattackerKit = (function () {
       cursor: { drag: { x: true, y: false } },
     };
     if (o.xRange) opts.scales.x.range = function () { return o.xRange; };
-    plots.push(new uPlot(opts, data, box));
+    if (o.bands) {
+      opts.bands = o.bands.map(function (b) {
+        return { series: [b.upper + 1, b.lower + 1], fill: b.color };
+      });
+    }
+    var plot = new uPlot(opts, data, box);
+    plots.push(plot);
+    // the legend lists the x series too only when it shows live values
+    var rows = plot.root.querySelectorAll(".u-legend .u-series");
+    var skip = rows.length - o.series.length;
+    o.series.forEach(function (s, i) {
+      if (s.noLegend && rows[i + skip]) rows[i + skip].style.display = "none";
+    });
     if (o.caption) add(box, "figcaption", "", o.caption);
     return box;
   }
@@ -250,7 +266,7 @@ var pyattackerKit = (function () {
     root.textContent = "";
     pages[payload.kind]();
     add(root, "footer", "", "Written by pyattacker " + payload.version + ". Every figure " +
-      "here is a value of " + (payload.live ? "the attack's /report.json, fetched when " +
+      "here is a value of " + (payload.live ? "this server's /report.json, fetched when " +
       "drawn." : "the JSON report embedded in this file (view the source)."));
     document.body.setAttribute("data-rendered", "true");
   }
@@ -262,6 +278,7 @@ var pyattackerKit = (function () {
 
   var api = {
     pages: pages, draw: draw, load: load, payload: payload, R: R, X: X, root: root, QS: QS, F: F,
+    COLORS: COLORS,
     el: el, add: add, get: get, shown: shown, seconds: seconds, value: value,
     section: section, note: note, table: table, tiles: tiles, kv: kv, chart: chart, hdr: hdr,
     distTable: distTable, countsTable: countsTable, windowsX: windowsX, perSecond: perSecond,

@@ -1,15 +1,20 @@
-/* pyattacker HTML reports, the live part: the attack page of `attack --serve`.
+/* pyattacker HTML reports, the live part: the page of `attack --serve` (an attack) and of
+ * `pyattacker serve STORE` (a run).
  *
- * Fetches /report.json (the payload `attack --html` embeds, for what has been measured so
- * far) every 2 seconds and draws the whole attack page again from it with the kit: the
- * root is cleared and drawn anew, at the same scroll position. A status line on top says
- * whether the attack is live or finished. Text goes in through textContent only. Each
- * draw counts itself in body[data-draws]; the last sets body[data-done].
+ * Fetches /report.json (the payload the report file embeds, for what has been measured or
+ * recorded so far) every live.every_s seconds (2 unless the server says) and draws the
+ * whole page again from it with the kit: the root is cleared and drawn anew, at the same
+ * scroll position, with no reload. A status line on top says whether it is live or
+ * finished; once finished, polling stops and the final figures stay. An error answer keeps
+ * the last figures and asks again; a server gone stops the asking. Text goes in through
+ * textContent only. Each draw counts itself in body[data-draws]; the last sets
+ * body[data-done].
  */
 (function (k) {
   "use strict";
-  var EVERY_MS = 2000;
   var draws = 0;
+  var every = 2;
+  var what = "the attack";
 
   function status(text) {
     var line = document.getElementById("live-status");
@@ -29,8 +34,8 @@
     var live = payload.live;
     status(live.done
       ? "finished" + (live.stop_reason ? " (" + live.stop_reason + ")" : "") +
-        ": the attack's final figures."
-      : "live \u2014 updated every 2 s");
+        ": " + what + "'s final figures."
+      : "live \u2014 updated every " + every + " s");
     window.scrollTo(x, y);
     draws += 1;
     document.body.setAttribute("data-draws", String(draws));
@@ -40,15 +45,23 @@
   function poll() {
     fetch("/report.json", { cache: "no-store" })
       .then(function (r) {
-        if (!r.ok) throw new Error("status " + r.status);
+        if (!r.ok) {  // the server is up but could not build it (a store busy or moved)
+          status("The server answered " + r.status + "; these are the last figures it " +
+            "gave. Asking again in " + every + " s.");
+          setTimeout(poll, every * 1000);
+          return null;
+        }
         return r.json();
       })
       .then(function (payload) {
+        if (payload === null) return;
+        if (payload.live.every_s) every = payload.live.every_s;
+        if (payload.kind === "run") what = "the run";
         if (payload.report) render(payload);  // none until the attack has started
-        if (!payload.live.done) setTimeout(poll, EVERY_MS);
+        if (!payload.live.done) setTimeout(poll, every * 1000);
       })
       .catch(function () {
-        status("The attack's server has stopped: these are its last figures.");
+        status("The server has stopped answering: these are " + what + "'s last figures.");
       });
   }
   poll();

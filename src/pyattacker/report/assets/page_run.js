@@ -10,6 +10,7 @@
   // ------------------------------------------------------------------------ run page
 
   function runPage() {
+    R = k.R; X = k.X; payload = k.payload;  // the live page loads a new one before each draw
     add(root, "h1", "", payload.title);
     add(root, "p", "sub", "Store " + R.store + " · " + R.runs.length + " run(s)");
     tiles(root, [
@@ -52,6 +53,8 @@
         { label: "ok", values: ws.map(function (w) { return w.ok; }) },
         { label: "failed", values: ws.map(function (w) { return w.failed; }) },
         { label: "cancelled", values: ws.map(function (w) { return w.cancelled; }) },
+        { label: "throttled (of failed)", values: ws.map(function (w) { return w.throttled || 0; }),
+          dash: [2, 3] },
         { label: "retries asked for", values: ws.map(function (w) { return w.retries; }), dash: [6, 4] },
       ] });
   }
@@ -72,6 +75,7 @@
     countsTable(cols[0], "Attempts by outcome", ["attempts", "by_outcome"]);
     countsTable(cols[1], "Attempts by error class", ["attempts", "by_error_class"]);
     countsTable(cols[2], "Retry decisions", ["attempts", "decisions"]);
+    errorsByTask();
     add(root, "h3", "", "Retry delays the policy asked for");
     var d = X.retry_delays_s;
     if (!d.count) { note(root, "No retries."); return; }
@@ -84,9 +88,48 @@
       value("td", ["extra", "retry_delays_s", "max"], F.ms)]]);
   }
 
+  // failed attempts by task (rows) and error class (columns), from the store's attempts
+  function errorsByTask() {
+    var byTask = X.errors_by_task || {};
+    var tasks = Object.keys(byTask);
+    add(root, "h3", "", "Failed attempts by task and error class");
+    if (!tasks.length) { note(root, "No attempt failed."); return; }
+    var classes = [];
+    tasks.forEach(function (t) {
+      Object.keys(byTask[t]).forEach(function (c) { if (classes.indexOf(c) < 0) classes.push(c); });
+    });
+    table(root, ["task"].concat(classes), tasks.map(function (t) {
+      return [t].concat(classes.map(function (c) {
+        return value("td", ["extra", "errors_by_task", t, c], F.count);
+      }));
+    }));
+  }
+
+  function leasesChart() {
+    var l = X.leases || { t: [] };
+    var names = Object.keys(l.in_use || {});
+    add(root, "h3", "", "Leases in use over time");
+    if (!l.t.length) {
+      note(root, "No lease counts recorded: a live run records each resource's leases at " +
+        "its heartbeat (every second) when they change, so a run shorter than that has none.");
+      return;
+    }
+    var tl = X.timeline, end = l.t[l.t.length - 1];
+    if (tl.width_s) end = Math.max(end, tl.windows[tl.windows.length - 1].t + tl.width_s);
+    chart({ title: "Leases in use per resource", x: l.t, xLabel: "time since first attempt (s)",
+      xRange: [Math.min(0, l.t[0]), end],
+      yLabel: "leases out", series: names.map(function (n) {
+        var most = l.limit[n];
+        return { label: n + (most !== undefined ? " (limit " + most + ")" : ""),
+          values: l.in_use[n], stepped: true, points: true };
+      }),
+      caption: "As the run recorded them at its heartbeats, when they changed: each value " +
+        "holds until the next point." });
+  }
+
   function runResources() {
-    section("Resources", "Per pool/resource: attempts that leased it, and how the pacer " +
-      "spaced its leases.");
+    section("Resources", "Per pool/resource: attempts that leased it, the leases it had out " +
+      "over time, and how the pacer spaced its leases.");
     var res = R.attempts.by_resource || {};
     table(root, ["resource", "attempts", "ok", "failed", "cancelled", "throttled"],
       Object.keys(res).map(function (r) {
@@ -94,6 +137,7 @@
           return value("td", ["attempts", "by_resource", r, k], F.int);
         }));
       }));
+    leasesChart();
     var pacing = R.pacing || {};
     var names = Object.keys(pacing);
     add(root, "h3", "", "Pacing");
