@@ -36,6 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "_gc",
             "_inputs",
             "_rng",
+            "_plugins",
             "_secrets",
             "_sim",
             "_units",
