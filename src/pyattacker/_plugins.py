@@ -15,6 +15,7 @@ layers each look their own group up through it. See ``docs/run.md`` ("Plugins").
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -103,10 +104,8 @@ def load_all() -> None:
     """Try every entry point once (``pyattacker plugins --check``); errors are recorded."""
     for group in GROUPS:
         for ep, _, _ in _entry_points(group):
-            try:
+            with contextlib.suppress(ConfigError):
                 load(group, ep.name, field=group)
-            except ConfigError:
-                pass
 
 
 def failures() -> dict[tuple[str, str], str]:

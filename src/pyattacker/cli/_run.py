@@ -27,6 +27,13 @@ import click
 from pyattacker.cli._run_commands import print_run_report
 from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_to_run
 from pyattacker.cli._run_progress import RunProgress
+from pyattacker.cli._run_shards import (
+    run_shards,
+    shard_of_flag,
+    shard_options,
+    shard_path,
+    sharded_pools,
+)
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
 from pyattacker.report import summarize
@@ -37,6 +44,7 @@ from pyattacker.run import (
     PipelineTemplate,
     Runner,
     RunReport,
+    Shard,
     Task,
     check_captured_clients,
     not_read,
@@ -158,6 +166,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
     help="Stop gracefully after this long: 90s, 5m, 1.5h (a bare number is seconds).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@shard_options
 def run_command(
     target: str | None,
     config_path: str | None,
@@ -177,8 +186,12 @@ def run_command(
     stop_after_failures: int | None,
     stop_after: str | None,
     as_json: bool,
+    shard: str | None,
+    shards: int | None,
+    jobs: int | None,
 ) -> int:
     """Run a pipeline over every row of a file (or stdin), with a durable record."""
+    sharded = shard_of_flag(shard, shards, jobs)
     if config_path is not None or target is None:
         # imported here: the config path builds on this module's helpers
         from pyattacker.cli._run_config import run_from_config
@@ -197,14 +210,19 @@ def run_command(
             field="--input",
             hint="or --resume with --store to continue a run without its input",
         )
-    path = _store_path(store, template, resume=resume)
+    path = sharded_store(store, template, resume=resume, shard=sharded, shards=shards)
     # Everything is checked before the store is opened for writing: a refusal writes nothing.
     wanted = Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
-    source, repeats, key_field = _flags(lambda: rows_to_run(wanted, path if resume else None))
+    at = None if shards else path if resume else None
+    source, repeats, key_field = _flags(lambda: rows_to_run(wanted, at))
+    if shards is not None:
+        if source is not None:
+            source.close()
+        return run_shards(click.get_current_context(), path, shards, jobs)
     try:
         return _execute(
             template, source, path, pools, target=target, repeats=repeats, key_field=key_field,
-            resume=resume, fresh=fresh, add_pipeline=add_pipeline, as_json=as_json,
+            resume=resume, fresh=fresh, add_pipeline=add_pipeline, as_json=as_json, shard=sharded,
             runner_settings={
                 "concurrency": concurrency, "stop_after_failures": stop_after_failures,
                 "stop_after_s": stop_after_s,
@@ -229,12 +247,14 @@ def _execute(
     add_pipeline: bool,
     as_json: bool,
     runner_settings: dict[str, Any],
+    shard: Shard | None = None,
 ) -> int:
     """Run it, print the report and the outcome; the exit code."""
     specs: Any = template
     if source is not None:
         key_of = None if key_field is None else FieldKey(key_field)
-        specs = template.map(source, repeats=repeats, key_of=key_of)
+        specs = template.map(source, repeats=repeats, key_of=key_of, shard=shard)
+    pools = sharded_pools(pools, shard)
     if not resume:
         _new_store_folder(path)
     again = _again(sys.argv[1:] if _invoked_as_cli() else None, target, path)
@@ -398,6 +418,21 @@ def _store_path(store: str | None, template: PipelineTemplate, *, resume: bool) 
             f"there is no store at {store} to resume", field="--store", hint="drop --resume"
         )
     return path
+
+
+def sharded_store(
+    store: str | None,
+    template: PipelineTemplate,
+    *,
+    resume: bool,
+    shard: Shard | None,
+    shards: int | None,
+) -> Path:
+    """The store path (``_store_path``), a shard's own with ``--shard``; with ``--shards``
+    the base name the children derive theirs from (checked by each child on resume)."""
+    if shard is not None and store is not None:
+        store = str(shard_path(Path(store), shard))
+    return shard_path(_store_path(store, template, resume=resume and not shards), shard)
 
 
 def _new_store_folder(path: Path) -> None:

@@ -126,8 +126,9 @@ class InputTracker:
         if not isinstance(source, FileSource | IterableSource):
             source = IterableSource(specs.rows)
             specs = PipelineSpecs(
-                specs.template, source, repeats=specs.repeats, key_of=specs.key_of
-            )
+                specs.template, source, repeats=specs.repeats, key_of=specs.key_of,
+                shard=specs.shard,
+            )  # fmt: skip
         return specs, cls(specs, source)
 
     def admitted(self, last: PipelineSpec) -> None:
@@ -135,6 +136,11 @@ class InputTracker:
             return
         done = last.row + 1 if last.repeat >= self.repeats - 1 else last.row
         self.source.commit(done)
+
+    def ended(self) -> None:
+        """The input ended and every spec it yielded was admitted: its rows are all read,
+        the rows of other shards (which yield no spec) included."""
+        self.source.commit(2**62)
 
     @property
     def exhausted(self) -> bool:
@@ -172,6 +178,9 @@ class CarriedInput:
 
     def admitted(self, last: PipelineSpec) -> None:
         """Other specs than the input's: they read nothing of it."""
+
+    def ended(self) -> None:
+        """Nothing to read."""
 
 
 #: What follows a run's input for it: a tracked source, or a finished record carried over.

@@ -12,6 +12,7 @@
 
 from pyattacker.store._export import EXPORT_FORMATS, EXPORT_KINDS, export_rows, format_for
 from pyattacker.store._memory import MemoryStore
+from pyattacker.store._merged import STATE_RANK, MergedStore
 from pyattacker.store._open import open_store
 from pyattacker.store._protocol import Store
 from pyattacker.store._results import results
@@ -41,11 +42,13 @@ __all__ = [
     "OK_DECISION",
     "ROW_KINDS",
     "SCHEMA_VERSION",
+    "STATE_RANK",
     "ArtifactRow",
     "AttemptRow",
     "Batch",
     "EventRow",
     "MemoryStore",
+    "MergedStore",
     "PipelineRow",
     "PipelineState",
     "ResourceRow",
