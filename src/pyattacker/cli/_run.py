@@ -65,6 +65,8 @@ Examples:
       --stop-after 30m --stop-after-failures 50
   pyattacker run -c eval.yaml                   (the pipeline, pools and rows from a file)
   pyattacker run -c eval.yaml --store other.db --concurrency 4 --strict-env
+  pyattacker run -c eval.yaml --shards 4 --jobs 2   (4 child processes; merged report)
+  pyattacker run -c eval.yaml --shard 2/4           (one shard: eval.shard-2-of-4.db)
 
 \b
 TARGET is a pipeline template (pyattacker.pipeline(...) or a | b | c) or a single @task.
@@ -210,7 +212,9 @@ def run_command(
             field="--input",
             hint="or --resume with --store to continue a run without its input",
         )
-    path = sharded_store(store, template, resume=resume, shard=sharded, shards=shards)
+    path = sharded_store(
+        store, template, resume=resume, shard=sharded, shards=shards, verbatim=store is not None
+    )
     # Everything is checked before the store is opened for writing: a refusal writes nothing.
     wanted = Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
     at = None if shards else path if resume else None
@@ -427,12 +431,15 @@ def sharded_store(
     resume: bool,
     shard: Shard | None,
     shards: int | None,
+    verbatim: bool,
 ) -> Path:
-    """The store path (``_store_path``), a shard's own with ``--shard``; with ``--shards``
-    the base name the children derive theirs from (checked by each child on resume)."""
-    if shard is not None and store is not None:
+    """The store path (``_store_path``); with ``--shard``, the shard's own
+    (``eval.shard-2-of-4.db``) unless ``verbatim`` (a ``--store`` given on the command
+    line is used as it is); with ``--shards``, the name the children derive theirs from."""
+    if shard is not None and store is not None and not verbatim:
         store = str(shard_path(Path(store), shard))
-    return shard_path(_store_path(store, template, resume=resume and not shards), shard)
+    path = _store_path(store, template, resume=resume and not shards)
+    return path if verbatim or store is not None else shard_path(path, shard)
 
 
 def _new_store_folder(path: Path) -> None:

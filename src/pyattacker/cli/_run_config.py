@@ -96,7 +96,10 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
             field="run.store",
             hint="set run.store in the file, or pass --store PATH",
         )
-    path = sharded_store(loaded.store, loaded.template, resume=resume, shard=sharded, shards=shards)
+    given = ctx.get_parameter_source("store") is ParameterSource.COMMANDLINE
+    path = sharded_store(
+        loaded.store, loaded.template, resume=resume, shard=sharded, shards=shards, verbatim=given
+    )
     wanted = _wanted(loaded.source, bool(params["input_changed"]))
     source, repeats, key = _rows(wanted, path if resume and not shards else None)
     _warn_fields(loaded, source)

@@ -48,7 +48,8 @@ def shard_options(command: F) -> F:
                 "--shard",
                 metavar="I/N",
                 help="Run only shard I of N (1 <= I <= N): the pipelines whose id hashes "
-                "there, into <store>.shard-I-of-N.db, with 1/N of each key's limits.",
+                "there, with 1/N of each key's limits, into <store>.shard-I-of-N.db "
+                "(--store given here: used as it is).",
             ),
             click.option(
                 "--shards",
@@ -106,8 +107,8 @@ def sharded_pools(pools: list[Pool], shard: Shard | None) -> list[Pool]:
 
 def child_argv(ctx: click.Context, store: Path, shard: Shard) -> list[str]:
     """The command line given, as the child of ``shard`` runs it: the flags given, with
-    ``--store`` and ``--shard i/N`` instead of ``--shards``/``--jobs``; ``--json`` so that
-    its report is read, not shown."""
+    ``--store`` (the shard's own file) and ``--shard i/N`` instead of ``--shards``/
+    ``--jobs``; ``--json`` so that its report is read, not shown."""
     words: list[str] = [str(ctx.info_name or "run")]
     assert isinstance(ctx.command, click.Command)
     skip = {"shards", "jobs", "store", "as_json", "shard"}
@@ -123,7 +124,7 @@ def child_argv(ctx: click.Context, store: Path, shard: Shard) -> list[str]:
                 words.append(param.opts[-1] if param.opts[-1].startswith("--") else param.opts[0])
         elif isinstance(param, click.Option):
             words += [_long(param), str(value)]
-    return [*words, "--store", str(store), "--shard", str(shard), "--json"]
+    return [*words, "--store", str(shard_path(store, shard)), "--shard", str(shard), "--json"]
 
 
 def _long(option: click.Option) -> str:
