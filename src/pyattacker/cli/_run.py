@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from pyattacker.cli._run_artifacts import artifacts_option, store_with
 from pyattacker.cli._run_commands import print_run_report
 from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_to_run
 from pyattacker.cli._run_progress import RunProgress
@@ -169,6 +170,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @shard_options
+@artifacts_option
 def run_command(
     target: str | None,
     config_path: str | None,
@@ -191,6 +193,7 @@ def run_command(
     shard: str | None,
     shards: int | None,
     jobs: int | None,
+    artifacts: str | None,
 ) -> int:
     """Run a pipeline over every row of a file (or stdin), with a durable record."""
     sharded = shard_of_flag(shard, shards, jobs)
@@ -227,6 +230,7 @@ def run_command(
         return _execute(
             template, source, path, pools, target=target, repeats=repeats, key_field=key_field,
             resume=resume, fresh=fresh, add_pipeline=add_pipeline, as_json=as_json, shard=sharded,
+            artifacts=artifacts,
             runner_settings={
                 "concurrency": concurrency, "stop_after_failures": stop_after_failures,
                 "stop_after_s": stop_after_s,
@@ -252,6 +256,7 @@ def _execute(
     as_json: bool,
     runner_settings: dict[str, Any],
     shard: Shard | None = None,
+    artifacts: str | None = None,
 ) -> int:
     """Run it, print the report and the outcome; the exit code."""
     specs: Any = template
@@ -262,13 +267,16 @@ def _execute(
     if not resume:
         _new_store_folder(path)
     again = _again(sys.argv[1:] if _invoked_as_cli() else None, target, path)
-    with Runner(
-        path,
-        pools=pools,
-        # recorded for readers, who may be elsewhere: from the folder the paths are relative to
-        command=f"cd {shlex.quote(os.getcwd())} && {again}",
-        **runner_settings,
-    ) as runner:
+    with (
+        store_with(path, artifacts) as opened,
+        Runner(
+            opened,
+            pools=pools,
+            # recorded for readers, who may be elsewhere: from the folder the paths are relative to
+            command=f"cd {shlex.quote(os.getcwd())} && {again}",
+            **runner_settings,
+        ) as runner,
+    ):
         total = pipelines_to_run(source, repeats, runner)
         options = {"resume": resume, "fresh": fresh, "add_pipeline": add_pipeline}
         report: RunReport = _flags(

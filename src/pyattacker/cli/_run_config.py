@@ -44,6 +44,7 @@ OVERRIDES = {
     "limit": "source.limit",
     "key_field": "source.key",
     "repeats": "source.repeats",
+    "artifacts": "run.artifacts",
 }
 
 _VALIDATE_EPILOG = """\b
@@ -123,6 +124,7 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
                 as_json=bool(params["as_json"]),
                 runner_settings={**loaded.runner, "config_file": loaded.effective},
                 shard=sharded,
+                artifacts=loaded.artifacts,
             )
         )
     finally:

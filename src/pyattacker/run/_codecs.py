@@ -193,6 +193,12 @@ class CodecRegistry:
 
     def _by_name(self, name: str) -> Codec:
         found = self._user.get(name) or next((c for c in _BUILTINS if c.name == name), None)
+        if found is None and name.startswith("@null:"):
+            raise CodecError(
+                "this output was not kept (the run's artifacts: null keeps its digest and "
+                "size only)",
+                hint="run the pipeline again (--fresh), with --artifacts inline or file",
+            )
         if found is None:
             found = self._plugin(name)
         if found is None:
