@@ -53,12 +53,30 @@ def _broken(target: Path) -> None:
     )
 
 
+def _store_plugin(target: Path) -> None:
+    """A distribution whose store plugin keeps the record in memory (``mem://NAME``)."""
+    (target / "memstore_plugin.py").write_text(
+        "from pyattacker.store import MemoryStore\n\n\n"
+        "def open_memory(location, *, read_only=False):\n"
+        "    return MemoryStore(read_only=read_only)\n"
+    )
+    info = target / "memstore_plugin-2.0.dist-info"
+    info.mkdir()
+    info.joinpath("METADATA").write_text(
+        "Metadata-Version: 2.1\nName: memstore-plugin\nVersion: 2.0\n"
+    )
+    info.joinpath("entry_points.txt").write_text(
+        "[pyattacker.stores]\nmem = memstore_plugin:open_memory\n"
+    )
+
+
 @pytest.fixture
 def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     target = tmp_path / "site"
     target.mkdir()
     install(PACKAGE, target)
     _broken(target)
+    _store_plugin(target)
     monkeypatch.syspath_prepend(str(target))
     importlib.invalidate_caches()
     monkeypatch.setattr(_plugins, "_LOADED", {})
@@ -145,3 +163,23 @@ def test_pip_installs_the_example_plugin(tmp_path: Path) -> None:
         check=True, capture_output=True,
     )  # fmt: skip
     assert list(target.glob("pyattacker_example_plugin-*.dist-info/entry_points.txt"))
+
+
+def test_a_store_plugin_opens_its_scheme_and_an_unknown_scheme_is_refused(
+    installed: Path,
+) -> None:
+    from pyattacker.errors import ConfigError
+    from pyattacker.run import Runner, pipeline, task
+    from pyattacker.store import MemoryStore, open_store
+
+    @task
+    def twice(x: int) -> int:
+        return 2 * x
+
+    store = open_store("mem://anything")
+    assert isinstance(store, MemoryStore)
+    with Runner(store) as runner:
+        assert runner.run(pipeline("t", twice).map([1, 2])).exit_code == 0
+    with pytest.raises(ConfigError) as caught:
+        open_store("nosuch://x")
+    assert caught.value.field == "store"

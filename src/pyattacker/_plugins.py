@@ -3,8 +3,8 @@
 A distribution declares entry points in one of :data:`GROUPS` (in its ``pyproject.toml``:
 ``[project.entry-points."pyattacker.tasks"] shout = "mypkg:shout"``). Nothing is imported
 until a name is asked for: :func:`load` imports one entry point, by group and name, the
-first time a config's ``use:``, a pool's ``algorithm`` or a codec name needs it, and keeps
-the result. An entry point that fails to import is recorded (:func:`failures`) with its
+first time a config's ``use:``, a pool's ``algorithm``, a codec name or a store location
+``NAME://...`` needs it, and keeps the result. An entry point that fails to import is recorded (:func:`failures`) with its
 error, and raises ``ConfigError`` only for the caller that asked for it: a plugin that is
 broken never stops a run that does not use it. :func:`installed` lists every entry point
 of every group with the distribution that declares it (``pyattacker plugins``).
@@ -30,8 +30,8 @@ GROUPS: dict[str, str] = {
     "pyattacker.tasks": "a task for `use: NAME`: an @task, a task function, or a factory",
     "pyattacker.algorithms": "an AcquireAlgorithm subclass, registered by its `name`",
     "pyattacker.codecs": "a Codec instance (or a zero-argument callable returning one)",
-    "pyattacker.stores": "a store class, opened with a path (`Store(path)`)",
-    "pyattacker.senders": "an attack sender factory",
+    "pyattacker.stores": "a Store class or factory, (location, read_only=...), for NAME://...",
+    "pyattacker.senders": "an attack sender factory (listed; not chosen by name yet)",
 }
 
 
