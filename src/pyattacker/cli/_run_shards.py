@@ -134,6 +134,12 @@ def _long(option: click.Option) -> str:
 def run_shards(ctx: click.Context, store: Path, count: int, jobs: int | None) -> int:
     """Start the ``count`` children (``jobs`` at once), wait, print the merged report of
     their stores; the exit code (the worst of theirs: 2, 130, 1, 0)."""
+    if ctx.params.get("input_path") == "-":
+        raise ConfigError(
+            "the children of --shards cannot share stdin",
+            field="--input",
+            hint="write the rows to a file and pass --input FILE",
+        )
     shards = [Shard(i, count) for i in range(1, count + 1)]
     env = {**os.environ, "PYTHONPATH": _pythonpath()}
     if store.parent == Path("runs"):  # the default folder, as a run without shards makes it
