@@ -4,10 +4,11 @@ A distribution declares entry points in one of :data:`GROUPS` (in its ``pyprojec
 ``[project.entry-points."pyattacker.tasks"] shout = "mypkg:shout"``). Nothing is imported
 until a name is asked for: :func:`load` imports one entry point, by group and name, the
 first time a config's ``use:``, a pool's ``algorithm``, a codec name or a store location
-``NAME://...`` needs it, and keeps the result. An entry point that fails to import is recorded (:func:`failures`) with its
-error, and raises ``ConfigError`` only for the caller that asked for it: a plugin that is
-broken never stops a run that does not use it. :func:`installed` lists every entry point
-of every group with the distribution that declares it (``pyattacker plugins``).
+``NAME://...`` needs it, and keeps the result. An entry point that fails to import is
+recorded (:func:`failures`) with its error, and raises ``ConfigError`` only for the
+caller that asked for it: a plugin that is broken never stops a run that does not use it.
+:func:`installed` lists every entry point of every group with the distribution that
+declares it (``pyattacker plugins``).
 
 This module is kernel code (no pyattacker import but ``errors``): the pool, run and config
 layers each look their own group up through it. See ``docs/run.md`` ("Plugins").
