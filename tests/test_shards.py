@@ -16,7 +16,7 @@ from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool, Resource
 from pyattacker.run import Runner, Shard, divide_pools, pipeline, shard_of, shard_store_name, task
-from pyattacker.store import STATE_RANK, MemoryStore, MergedStore, RowKind
+from pyattacker.store import STATE_RANK, MemoryStore, MergedStore, RowKind, SQLiteStore, results
 
 CONFIG = """\
 run: {store: eval.db, concurrency: 4}
@@ -179,3 +179,53 @@ def test_merged_stores_take_each_pipeline_from_the_store_where_it_ranks_highest(
     assert merged.count_pipelines() == 3
     assert STATE_RANK["succeeded"] > STATE_RANK["failed"] > STATE_RANK["running"]
     assert len(list(merged.rows(RowKind.TASKS))) == 3  # the failed story is not counted
+
+
+JOB = """
+import os
+
+from pyattacker import task
+
+
+@task
+def check(n: int) -> int:
+    if os.environ.get("PYA_FAIL"):
+        raise RuntimeError("not yet")
+    return n
+"""
+
+
+def test_a_stopped_shard_resumes_as_the_same_shard_and_refuses_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("job.py").write_text(JOB)
+    Path("rows.jsonl").write_text("".join(f"{n}\n" for n in range(40)))
+    run = ["run", "job.py:check", "--store", "s.db", "--concurrency", "1"]
+    monkeypatch.setenv("PYA_FAIL", "1")
+    assert (
+        run_cli([*run, "--input", "rows.jsonl", "--shard", "1/2", "--stop-after-failures", "1"])
+        == 130
+    )
+    monkeypatch.delenv("PYA_FAIL")
+    capsys.readouterr()
+    for other in (["--shard", "2/2"], []):
+        assert run_cli([*run, "--resume", *other]) == 2
+        assert "error: --shard:" in capsys.readouterr().err
+    assert run_cli([*run, "--resume", "--shard", "1/2"]) == 0
+    with SQLiteStore("s.db", read_only=True) as store:
+        ids = [r["pipeline_id"] for r in results(store)]
+    mine = [s.prepare().pipeline_id for s in pipeline("check", check_task()).map(range(40))]
+    assert sorted(ids) == sorted(p for p in mine if shard_of(p, 2) == 1)
+
+
+def check_task() -> object:
+    """The same task the job file defines (identity: its name and template's name)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("job_for_ids", "job.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.check

@@ -482,7 +482,7 @@ def _again(argv: list[str] | None, target: str, path: Path) -> str:
 
 
 _FLAGS = {"key": "--key", "key_of": "--key", "resource": "--pools", "store": "--store"}
-_FLAGS.update(add_pipeline="--add-pipeline", resume="--resume")
+_FLAGS.update(add_pipeline="--add-pipeline", resume="--resume", shard="--shard")
 
 
 def _outcome(report: RunReport, path: Path, again: str) -> str:
