@@ -37,6 +37,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "_inputs",
             "_ray",
             "_rng",
+            "_plugins",
             "_secrets",
             "_sim",
             "_units",

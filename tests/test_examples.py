@@ -78,7 +78,7 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
 def test_every_example_has_a_readme_with_commands() -> None:
     folders = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
-    assert [p.name for p in folders] == ["eval", "llm-eval", "python-api"]
+    assert [p.name for p in folders] == ["eval", "llm-eval", "plugin_package", "python-api"]
     for folder in folders:
         assert commands(folder / "README.md"), folder
 

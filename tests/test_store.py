@@ -178,6 +178,11 @@ def begun(store: Store) -> Store:
 def test_store_exports_exactly_the_public_names() -> None:
     assert len(store_module.__all__) == len(set(store_module.__all__))
     assert set(store_module.__all__) == {
+        "ARTIFACT_BACKENDS",
+        "MergedStore",
+        "SPILL_AT",
+        "STATE_RANK",
+        "check_backend",
         "EXPORT_FORMATS",
         "EXPORT_KINDS",
         "OK_DECISION",

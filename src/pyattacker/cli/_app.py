@@ -25,6 +25,7 @@ _COMMANDS = {
     "export": "pyattacker.cli._run_commands:export_command",
     "kernel-demo": "pyattacker.cli._kernel_demo:kernel_demo",
     "llm-server": "pyattacker.cli._llm_server:llm_server",
+    "plugins": "pyattacker.cli._plugins:plugins_command",
     "report": "pyattacker.cli._run_commands:report_command",
     "resume": "pyattacker.cli._run_config:resume_command",
     "run": "pyattacker.cli._run:run_command",

@@ -24,9 +24,17 @@ from typing import Any
 
 import click
 
+from pyattacker.cli._run_artifacts import artifacts_option, store_with
 from pyattacker.cli._run_commands import print_run_report
 from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_to_run
 from pyattacker.cli._run_progress import RunProgress
+from pyattacker.cli._run_shards import (
+    run_shards,
+    shard_of_flag,
+    shard_options,
+    shard_path,
+    sharded_pools,
+)
 from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool
 from pyattacker.report import summarize
@@ -37,6 +45,7 @@ from pyattacker.run import (
     PipelineTemplate,
     Runner,
     RunReport,
+    Shard,
     Task,
     check_captured_clients,
     not_read,
@@ -57,6 +66,8 @@ Examples:
       --stop-after 30m --stop-after-failures 50
   pyattacker run -c eval.yaml                   (the pipeline, pools and rows from a file)
   pyattacker run -c eval.yaml --store other.db --concurrency 4 --strict-env
+  pyattacker run -c eval.yaml --shards 4 --jobs 2   (4 child processes; merged report)
+  pyattacker run -c eval.yaml --shard 2/4           (one shard: eval.shard-2-of-4.db)
 
 \b
 TARGET is a pipeline template (pyattacker.pipeline(...) or a | b | c) or a single @task.
@@ -158,6 +169,8 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
     help="Stop gracefully after this long: 90s, 5m, 1.5h (a bare number is seconds).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@shard_options
+@artifacts_option
 def run_command(
     target: str | None,
     config_path: str | None,
@@ -177,8 +190,13 @@ def run_command(
     stop_after_failures: int | None,
     stop_after: str | None,
     as_json: bool,
+    shard: str | None,
+    shards: int | None,
+    jobs: int | None,
+    artifacts: str | None,
 ) -> int:
     """Run a pipeline over every row of a file (or stdin), with a durable record."""
+    sharded = shard_of_flag(shard, shards, jobs)
     if config_path is not None or target is None:
         # imported here: the config path builds on this module's helpers
         from pyattacker.cli._run_config import run_from_config
@@ -197,14 +215,22 @@ def run_command(
             field="--input",
             hint="or --resume with --store to continue a run without its input",
         )
-    path = _store_path(store, template, resume=resume)
+    path = sharded_store(
+        store, template, resume=resume, shard=sharded, shards=shards, verbatim=store is not None
+    )
     # Everything is checked before the store is opened for writing: a refusal writes nothing.
     wanted = Wanted(input_path, input_format, limit, key_field, repeats, input_changed)
-    source, repeats, key_field = _flags(lambda: rows_to_run(wanted, path if resume else None))
+    at = None if shards else path if resume else None
+    source, repeats, key_field = _flags(lambda: rows_to_run(wanted, at))
+    if shards is not None:
+        if source is not None:
+            source.close()
+        return run_shards(click.get_current_context(), path, shards, jobs)
     try:
         return _execute(
             template, source, path, pools, target=target, repeats=repeats, key_field=key_field,
-            resume=resume, fresh=fresh, add_pipeline=add_pipeline, as_json=as_json,
+            resume=resume, fresh=fresh, add_pipeline=add_pipeline, as_json=as_json, shard=sharded,
+            artifacts=artifacts,
             runner_settings={
                 "concurrency": concurrency, "stop_after_failures": stop_after_failures,
                 "stop_after_s": stop_after_s,
@@ -229,22 +255,28 @@ def _execute(
     add_pipeline: bool,
     as_json: bool,
     runner_settings: dict[str, Any],
+    shard: Shard | None = None,
+    artifacts: str | None = None,
 ) -> int:
     """Run it, print the report and the outcome; the exit code."""
     specs: Any = template
     if source is not None:
         key_of = None if key_field is None else FieldKey(key_field)
-        specs = template.map(source, repeats=repeats, key_of=key_of)
+        specs = template.map(source, repeats=repeats, key_of=key_of, shard=shard)
+    pools = sharded_pools(pools, shard)
     if not resume:
         _new_store_folder(path)
     again = _again(sys.argv[1:] if _invoked_as_cli() else None, target, path)
-    with Runner(
-        path,
-        pools=pools,
-        # recorded for readers, who may be elsewhere: from the folder the paths are relative to
-        command=f"cd {shlex.quote(os.getcwd())} && {again}",
-        **runner_settings,
-    ) as runner:
+    with (
+        store_with(path, artifacts) as opened,
+        Runner(
+            opened,
+            pools=pools,
+            # recorded for readers, who may be elsewhere: from the folder the paths are relative to
+            command=f"cd {shlex.quote(os.getcwd())} && {again}",
+            **runner_settings,
+        ) as runner,
+    ):
         total = pipelines_to_run(source, repeats, runner)
         options = {"resume": resume, "fresh": fresh, "add_pipeline": add_pipeline}
         report: RunReport = _flags(
@@ -400,6 +432,24 @@ def _store_path(store: str | None, template: PipelineTemplate, *, resume: bool) 
     return path
 
 
+def sharded_store(
+    store: str | None,
+    template: PipelineTemplate,
+    *,
+    resume: bool,
+    shard: Shard | None,
+    shards: int | None,
+    verbatim: bool,
+) -> Path:
+    """The store path (``_store_path``); with ``--shard``, the shard's own
+    (``eval.shard-2-of-4.db``) unless ``verbatim`` (a ``--store`` given on the command
+    line is used as it is); with ``--shards``, the name the children derive theirs from."""
+    if shard is not None and store is not None and not verbatim:
+        store = str(shard_path(Path(store), shard))
+    path = _store_path(store, template, resume=resume and not shards)
+    return path if verbatim or store is not None else shard_path(path, shard)
+
+
 def _new_store_folder(path: Path) -> None:
     if path.parent == Path("runs"):
         path.parent.mkdir(exist_ok=True)
@@ -432,7 +482,7 @@ def _again(argv: list[str] | None, target: str, path: Path) -> str:
 
 
 _FLAGS = {"key": "--key", "key_of": "--key", "resource": "--pools", "store": "--store"}
-_FLAGS.update(add_pipeline="--add-pipeline", resume="--resume")
+_FLAGS.update(add_pipeline="--add-pipeline", resume="--resume", shard="--shard")
 
 
 def _outcome(report: RunReport, path: Path, again: str) -> str:

@@ -23,13 +23,20 @@ from pyattacker.report import render_run_text, summarize
 from pyattacker.store import (
     EXPORT_FORMATS,
     EXPORT_KINDS,
+    MergedStore,
     Store,
     export_rows,
     format_for,
     open_store,
 )
 
-__all__ = ["export_command", "open_reader", "print_run_report", "report_command"]
+__all__ = [
+    "export_command",
+    "open_reader",
+    "open_readers",
+    "print_run_report",
+    "report_command",
+]
 
 _REPORT_EPILOG = """\b
 Examples:
@@ -37,11 +44,14 @@ Examples:
   pyattacker report runs/eval.db --json > summary.json
   pyattacker report runs/eval.db --errors 20
   pyattacker report runs/eval.db --html eval.html
+  pyattacker report eval.shard-1-of-2.db eval.shard-2-of-2.db     (shards, merged)
 
 \b
 Safe beside a live run: the store is opened read-only. Every figure is computed from the
 stored rows (runs, pipelines, tasks, attempts, events); nothing is written but the
---html page.
+--html page. Several STOREs (the shards of a run) are read as one: each pipeline from
+the store where its state ranks highest (succeeded > failed > interrupted > running >
+pending; the later STORE between equals).
 """
 
 _EXPORT_EPILOG = """\b
@@ -50,6 +60,7 @@ Examples:
   pyattacker export runs/eval.db attempts.csv --rows attempts --format csv
   pyattacker export runs/eval.db pipelines.jsonl --rows pipelines
   pyattacker export runs/eval.db tasks.parquet --rows tasks     (needs pyattacker[parquet])
+  pyattacker export eval.shard-1-of-2.db eval.shard-2-of-2.db results.csv --rows results
 
 \b
 `results` is one row per item: key (--key value, else the input row index), input,
@@ -61,7 +72,7 @@ parts, see docs/run.md); in csv and parquet, JSON-shaped columns hold JSON text.
 come nested, each with its tasks and their attempts; artifacts with the JSON they hold as
 `value`, other bytes as `data_base64`.
 The count of rows written is printed on stderr. The store is opened read-only, and OUT
-appears whole or not at all.
+appears whole or not at all. Several STOREs are merged as `pyattacker report` merges them.
 """
 
 
@@ -79,6 +90,15 @@ def open_reader(location: str) -> Store:
     return open_store(location, read_only=True)
 
 
+def open_readers(locations: tuple[str, ...]) -> Store:
+    """One store read-only, or several merged (``MergedStore``); all checked first."""
+    if len(locations) == 1:
+        return open_reader(locations[0])
+    for location in locations:
+        open_reader(location).close()  # each one there and a store: before any is kept
+    return MergedStore([open_reader(location) for location in locations])
+
+
 def print_run_report(store: Store, *, as_json: bool, errors: int) -> None:
     """Summarize ``store`` and print it: JSON on stdout, or tables sized to the terminal."""
     summary = summarize(store, errors=errors)
@@ -92,7 +112,7 @@ def print_run_report(store: Store, *, as_json: bool, errors: int) -> None:
 
 
 @click.command("report", epilog=_REPORT_EPILOG)
-@click.argument("store", metavar="STORE")
+@click.argument("stores", metavar="STORE...", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead.")
 @click.option(
     "--errors",
@@ -103,9 +123,12 @@ def print_run_report(store: Store, *, as_json: bool, errors: int) -> None:
     help="Show the N most frequent error messages.",
 )
 @html_option("the report (progress over time, resources, retries, failed items by key)")
-def report_command(store: str, as_json: bool, errors: int, html_path: str | None) -> None:
-    """Summarize a run's store: pipelines, tasks, attempts, retries, resources, errors."""
-    reader = open_reader(store)
+def report_command(
+    stores: tuple[str, ...], as_json: bool, errors: int, html_path: str | None
+) -> None:
+    """Summarize a run's store (or its shards' stores, merged): pipelines, tasks,
+    attempts, retries, resources, errors."""
+    reader = open_readers(stores)
     try:
         print_run_report(reader, as_json=as_json, errors=errors)
         write_run_html(html_path, reader, errors=errors)
@@ -114,7 +137,7 @@ def report_command(store: str, as_json: bool, errors: int, html_path: str | None
 
 
 @click.command("export", epilog=_EXPORT_EPILOG)
-@click.argument("store", metavar="STORE")
+@click.argument("stores", metavar="STORE...", nargs=-1, required=True)
 @click.argument("out", metavar="OUT")
 @click.option(
     "--rows",
@@ -129,11 +152,13 @@ def report_command(store: str, as_json: bool, errors: int, html_path: str | None
     type=click.Choice(EXPORT_FORMATS),
     help="File format (default: from OUT's extension, e.g. .csv; jsonl when it has none).",
 )
-def export_command(store: str, out: str, kind: str, fmt: str | None) -> None:
-    """Write one kind of a store's rows to a file OUT (replaced atomically), or to stdout
-    when OUT is -."""
+def export_command(stores: tuple[str, ...], out: str, kind: str, fmt: str | None) -> None:
+    """Write one kind of a store's rows (several stores: merged) to a file OUT (replaced
+    atomically), or to stdout when OUT is -."""
     fmt = fmt or _format_of(out)
-    reader = open_reader(store)
+    if out != "-" and Path(out).resolve() in {Path(s).resolve() for s in stores}:
+        raise ConfigError(f"{out} is one of the stores", field="OUT", hint="write elsewhere")
+    reader = open_readers(stores)
     try:
         if out == "-":
             written = _to_stdout(reader, kind, fmt)

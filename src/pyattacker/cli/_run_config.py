@@ -18,8 +18,9 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from pyattacker.cli._run import _execute, _flags, _store_path, run_command
+from pyattacker.cli._run import _execute, _flags, run_command, sharded_store
 from pyattacker.cli._run_input import Wanted, rows_to_run
+from pyattacker.cli._run_shards import run_shards, shard_of_flag
 from pyattacker.config import (
     LoadedConfig,
     SourceSpec,
@@ -43,6 +44,7 @@ OVERRIDES = {
     "limit": "source.limit",
     "key_field": "source.key",
     "repeats": "source.repeats",
+    "artifacts": "run.artifacts",
 }
 
 _VALIDATE_EPILOG = """\b
@@ -76,6 +78,8 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
             field="TARGET" if target is not None else "--pools",
             hint="drop them, or run without -c",
         )
+    sharded = shard_of_flag(params.get("shard"), params.get("shards"), params.get("jobs"))
+    shards = params.get("shards")
     loaded = _load(ctx, config)
     fresh, add_pipeline = bool(params["fresh"]), bool(params["add_pipeline"])
     store_exists = loaded.store is not None and Path(loaded.store).is_file()
@@ -93,10 +97,17 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
             field="run.store",
             hint="set run.store in the file, or pass --store PATH",
         )
-    path = _store_path(loaded.store, loaded.template, resume=resume)
+    given = ctx.get_parameter_source("store") is ParameterSource.COMMANDLINE
+    path = sharded_store(
+        loaded.store, loaded.template, resume=resume, shard=sharded, shards=shards, verbatim=given
+    )
     wanted = _wanted(loaded.source, bool(params["input_changed"]))
-    source, repeats, key = _rows(wanted, path if resume else None)
+    source, repeats, key = _rows(wanted, path if resume and not shards else None)
     _warn_fields(loaded, source)
+    if shards is not None:
+        if source is not None:
+            source.close()
+        return run_shards(ctx, path, shards, params.get("jobs"))
     try:
         return int(
             _execute(
@@ -112,6 +123,8 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
                 add_pipeline=add_pipeline,
                 as_json=bool(params["as_json"]),
                 runner_settings={**loaded.runner, "config_file": loaded.effective},
+                shard=sharded,
+                artifacts=loaded.artifacts,
             )
         )
     finally:

@@ -22,6 +22,7 @@ from pyattacker.config._read import read_config, substitute
 from pyattacker.config._schema import RUN, TOP, checked
 from pyattacker.pool import Pool
 from pyattacker.run import PipelineTemplate
+from pyattacker.store import check_backend
 
 __all__ = ["LoadedConfig", "load_config", "render_effective"]
 
@@ -43,6 +44,7 @@ class LoadedConfig:
     source: SourceSpec | None
     effective: dict[str, Any]
     unset: list[tuple[str, str]] = field(default_factory=list)
+    artifacts: str = "inline"  # where outputs are kept (pyattacker.store, ARTIFACT_BACKENDS)
 
 
 def load_config(
@@ -60,6 +62,7 @@ def load_config(
     data = _overridden(found.data, overrides or {})
     top = checked(data, TOP, "")
     run = checked(top.get("run", {}), RUN, "run")
+    artifacts = check_backend(run.get("artifacts", "inline"), "run.artifacts")
     settings = runner_settings(run)
     pools, pools_shown = build_pools(top.get("pools"))
     template, pipeline_shown = build_pipeline(top["pipeline"], pools)
@@ -75,6 +78,7 @@ def load_config(
         source=source,
         effective=_masked(shown),
         unset=found.unset,
+        artifacts=artifacts,
     )
 
 

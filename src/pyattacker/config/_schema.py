@@ -63,6 +63,7 @@ RUN = {
     "history_batch": Field("int", default=1024, at_least=1, help="rows per history batch"),
     "heartbeat_s": Field("number", default=1.0, above=0, help="heartbeat and flush period"),
     "strict_leases": Field("bool", default=False, help="a forgotten lease fails the attempt"),
+    "artifacts": Field("str", default="inline", help="outputs kept: inline, file or null"),
     "label": Field("str", help="a label recorded with the run"),
     "notes": Field("str", help="free text recorded with the run"),
 }

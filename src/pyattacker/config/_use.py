@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pyattacker import _plugins
 from pyattacker.config._schema import did_you_mean
 from pyattacker.errors import ConfigError
 from pyattacker.tasks import BUILT_IN_TASKS
@@ -38,21 +39,36 @@ def at(path: str) -> Iterator[None]:
 
 def resolve_use(use: str, args: Mapping[str, Any] | None, path: str, name: str) -> tuple[Any, Any]:
     """``(task or function, identity)``: identity (JSON-able) for a built-in, else None."""
+    if ":" not in use and use not in BUILT_IN_TASKS:
+        return _plugin(use, args, path)
     if ":" not in use:
-        factory = BUILT_IN_TASKS.get(use)
-        if factory is None:
-            raise ConfigError(
-                f"no built-in task {use!r}{did_you_mean(use, BUILT_IN_TASKS)}",
-                field=f"{path}.use",
-                hint="built-ins: " + ", ".join(BUILT_IN_TASKS) + "; or module:attr for yours",
-            )
+        factory = BUILT_IN_TASKS[use]
         given = dict(args or {})
         _check_args(factory, given, f"{path}.args")
         if "task_name" in inspect.signature(factory).parameters:
             given["task_name"] = name
         with at(f"{path}.args"):
             return factory(**given), {"use": use, "args": dict(args or {})}
-    found = _attribute(use, f"{path}.use")
+    return _called(_attribute(use, f"{path}.use"), use, args, path)
+
+
+def _plugin(use: str, args: Mapping[str, Any] | None, path: str) -> tuple[Any, Any]:
+    """A task an installed plugin declares (entry point group ``pyattacker.tasks``): it is
+    taken as ``module:attr`` is (a task, a function, or a factory called with ``args``)."""
+    found = _plugins.load("pyattacker.tasks", use, field=f"{path}.use")
+    if found is None:
+        known = [*BUILT_IN_TASKS, *_plugins.names("pyattacker.tasks")]
+        raise ConfigError(
+            f"no built-in task or installed plugin {use!r}{did_you_mean(use, known)}",
+            field=f"{path}.use",
+            hint="built-ins: " + ", ".join(BUILT_IN_TASKS) + "; or module:attr for yours "
+            "(`pyattacker plugins` lists the installed ones)",
+        )
+    return _called(found, use, args, path)
+
+
+def _called(found: Any, use: str, args: Mapping[str, Any] | None, path: str) -> tuple[Any, Any]:
+    """``found`` itself without ``args``; else the factory's result for them."""
     if args is None:
         return found, None
     if not callable(found):

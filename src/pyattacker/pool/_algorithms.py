@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
+from pyattacker import _plugins
 from pyattacker._checks import check_seconds
 from pyattacker.clock import Clock
 from pyattacker.errors import AcquireTimeout, ConfigError, ResourceUnavailable
@@ -287,7 +288,7 @@ def _resolve(spec: AlgorithmSpec | None, field: str) -> AcquireAlgorithm:
 
 
 def _build(name: str, params: dict[str, Any], field: str, *, name_field: str) -> AcquireAlgorithm:
-    cls = ALGORITHMS.get(name)
+    cls = ALGORITHMS.get(name) or _plugin_algorithm(name, name_field)
     if cls is None:
         raise ConfigError(
             f"unknown algorithm {name!r}",
@@ -314,3 +315,19 @@ def _build(name: str, params: dict[str, Any], field: str, *, name_field: str) ->
         ) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc), field=field) from None
+
+
+def _plugin_algorithm(name: str, field: str) -> type[AcquireAlgorithm] | None:
+    """The algorithm an installed plugin declares under ``name`` (entry point group
+    ``pyattacker.algorithms``), registered on first use; None when none does."""
+    found = _plugins.load("pyattacker.algorithms", name, field=field)
+    if found is None:
+        return None
+    if not (isinstance(found, type) and issubclass(found, AcquireAlgorithm)):
+        raise ConfigError(
+            f"the plugin algorithm {name!r} is a {type(found).__name__}, "
+            "not an AcquireAlgorithm subclass",
+            field=field,
+        )
+    register_algorithm(found)
+    return found

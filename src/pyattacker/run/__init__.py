@@ -11,6 +11,7 @@ from pyattacker.run._fanout import fanout
 from pyattacker.run._input import FieldKey, latest_input, not_read, resume_source
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate, pipeline
 from pyattacker.run._runner import Runner
+from pyattacker.run._shard import Shard, divide_pools, shard_of, shard_store_name
 from pyattacker.run._sources import FORMATS as INPUT_FORMATS
 from pyattacker.run._sources import FileSource, InputChanged, range_rows, read_rows
 from pyattacker.run._stats import RunReport
@@ -30,8 +31,10 @@ __all__ = [
     "PipelineTemplate",
     "RunReport",
     "Runner",
+    "Shard",
     "Task",
     "check_captured_clients",
+    "divide_pools",
     "fanout",
     "latest_input",
     "not_read",
@@ -40,5 +43,7 @@ __all__ = [
     "read_rows",
     "register_codec",
     "resume_source",
+    "shard_of",
+    "shard_store_name",
     "task",
 ]

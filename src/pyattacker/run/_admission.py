@@ -103,6 +103,8 @@ class Admission:
                 break
             chunk = list(itertools.islice(items, min(room, _CHUNK)))
             if not chunk:
+                if self.tracker is not None and self.input_error is None:
+                    self.tracker.ended()  # a shard's input ends on rows of other shards
                 break
             for item in chunk:
                 template = item if isinstance(item, PipelineTemplate) else item.template

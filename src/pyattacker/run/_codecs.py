@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from pyattacker import _plugins
 from pyattacker.errors import CodecError, ConfigError
 from pyattacker.run._dataclass_codec import DataclassCodec
 from pyattacker.run._json import (
@@ -192,12 +193,32 @@ class CodecRegistry:
 
     def _by_name(self, name: str) -> Codec:
         found = self._user.get(name) or next((c for c in _BUILTINS if c.name == name), None)
+        if found is None and name.startswith("@null:"):
+            raise CodecError(
+                "this output was not kept (the run's artifacts: null keeps its digest and "
+                "size only)",
+                hint="run the pipeline again (--fresh), with --artifacts inline or file",
+            )
+        if found is None:
+            found = self._plugin(name)
         if found is None:
             raise CodecError(
                 f"no codec named {name!r} is registered",
                 hint="register the codec that stored it (pyattacker.register_codec), then resume",
             )
         return found
+
+    def _plugin(self, name: str) -> Codec | None:
+        """The codec an installed plugin declares as ``name`` (entry point group
+        ``pyattacker.codecs``: an instance, or a callable making one), registered here."""
+        try:
+            found = _plugins.load("pyattacker.codecs", name, field="codec")
+        except ConfigError as exc:
+            raise CodecError(exc.message, hint=exc.hint) from exc
+        if found is None:
+            return None
+        codec = found() if isinstance(found, type) or not isinstance(found, Codec) else found
+        return self.register(codec)
 
     def __repr__(self) -> str:
         return f"<CodecRegistry {[codec.name for codec in self.codecs]}>"

@@ -29,6 +29,7 @@ from typing import Any
 
 from pyattacker.errors import ConfigError
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate
+from pyattacker.run._shard import Shard
 from pyattacker.run._sources import FileSource, InputChanged, read_rows
 from pyattacker.store import RunRow, Store
 
@@ -114,6 +115,7 @@ class InputTracker:
         key_of = specs.key_of
         self.key = key_of.field if isinstance(key_of, FieldKey) else None
         self.custom_key = key_of is not None and self.key is None
+        self.shard = specs.shard
         self._taken: tuple[int, bool] | None = None
 
     @classmethod
@@ -126,8 +128,9 @@ class InputTracker:
         if not isinstance(source, FileSource | IterableSource):
             source = IterableSource(specs.rows)
             specs = PipelineSpecs(
-                specs.template, source, repeats=specs.repeats, key_of=specs.key_of
-            )
+                specs.template, source, repeats=specs.repeats, key_of=specs.key_of,
+                shard=specs.shard,
+            )  # fmt: skip
         return specs, cls(specs, source)
 
     def admitted(self, last: PipelineSpec) -> None:
@@ -135,6 +138,11 @@ class InputTracker:
             return
         done = last.row + 1 if last.repeat >= self.repeats - 1 else last.row
         self.source.commit(done)
+
+    def ended(self) -> None:
+        """The input ended and every spec it yielded was admitted: its rows are all read,
+        the rows of other shards (which yield no spec) included."""
+        self.source.commit(2**62)
 
     @property
     def exhausted(self) -> bool:
@@ -145,6 +153,8 @@ class InputTracker:
         record.update(repeats=self.repeats, key=self.key)
         if self.custom_key:
             record["custom_key"] = True
+        if self.shard is not None:
+            record["shard"] = str(self.shard)
         return record
 
     def take(self) -> dict[str, Any] | None:
@@ -173,6 +183,9 @@ class CarriedInput:
     def admitted(self, last: PipelineSpec) -> None:
         """Other specs than the input's: they read nothing of it."""
 
+    def ended(self) -> None:
+        """Nothing to read."""
+
 
 #: What follows a run's input for it: a tracked source, or a finished record carried over.
 Tracked = InputTracker | CarriedInput
@@ -193,6 +206,24 @@ def check_same_keys(tracker: InputTracker, record: Mapping[str, Any] | None) -> 
             field="key",
             hint=f"name the rows by {recorded} as the first run did (CLI: --key FIELD, "
             "or no --key for the row index; Python: key_of=...), or use another store",
+        )
+
+
+def check_same_shard(tracker: InputTracker, record: Mapping[str, Any] | None) -> None:
+    """Refuse a resume that reads the input as another shard than the recorded run did:
+    it would run the pipelines of other shards into this shard's store. ``ConfigError``
+    on ``shard``."""
+    if record is None:
+        return
+    recorded = record.get("shard")
+    given = None if tracker.shard is None else str(tracker.shard)
+    if given != recorded:
+        was = f"shard {recorded}" if recorded else "every pipeline (no shard)"
+        now = f"shard {given}" if given else "every pipeline (no shard)"
+        raise ConfigError(
+            f"the store's run read the input as {was}, this resume as {now}",
+            field="shard",
+            hint=f"resume with --shard {recorded}" if recorded else "resume without --shard",
         )
 
 
@@ -285,6 +316,7 @@ def input_of(
     if tracker is not None:
         if not add_pipeline:
             check_same_keys(tracker, record)
+            check_same_shard(tracker, record)
         return specs, tracker
     if record is None:
         return specs, None
@@ -301,8 +333,12 @@ def input_of(
         )
     source = resume_source(record)
     key = record.get("key")
+    shard = record.get("shard")
     again = specs.map(
-        source, repeats=int(record.get("repeats") or 1), key_of=FieldKey(key) if key else None
+        source,
+        repeats=int(record.get("repeats") or 1),
+        key_of=FieldKey(key) if key else None,
+        shard=Shard.parse(shard, field="shard") if shard else None,
     )
     return InputTracker.of(again)
 

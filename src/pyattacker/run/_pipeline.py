@@ -40,8 +40,11 @@ from pyattacker.run._codecs import CodecRegistry, artifact_digest, canonical_jso
 from pyattacker.run._codecs import default_registry as _default_registry
 from pyattacker.run._step import Step
 
-if TYPE_CHECKING:  # a task builds pipelines (task_a | task_b): the pipeline sees a Step
-    from pyattacker.run._task import Task
+if TYPE_CHECKING:
+    from pyattacker.run._shard import Shard
+    from pyattacker.run._task import (
+        Task,
+    )  # a task builds pipelines (task_a | task_b): the pipeline sees a Step
 
 __all__ = [
     "PipelineSpec",
@@ -83,9 +86,10 @@ class PipelineTemplate:
         *,
         repeats: int = 1,
         key_of: Callable[[Any], str] | None = None,
+        shard: Shard | None = None,
     ) -> PipelineSpecs:
         """``repeats`` specs per row, lazily; see :class:`PipelineSpecs`."""
-        return PipelineSpecs(self, rows, repeats=repeats, key_of=key_of)
+        return PipelineSpecs(self, rows, repeats=repeats, key_of=key_of, shard=shard)
 
     def describe(self) -> dict[str, Any]:
         """Name, chain digest and each task's :meth:`Task.describe`, JSON-able."""
@@ -287,9 +291,11 @@ class PipelineSpecs:
     ``key_of(row)`` names each row's pipelines; a ``key_of`` that raises or returns a
     non-str raises ``ConfigError`` naming the row's ordinal (0-based), while iterating.
     Duplicate keys are not checked here: the Runner sees them as one pipeline.
+    With ``shard``, only the specs whose ``pipeline_id`` falls in it (``run._shard``; the
+    id is computed with the default codecs) are yielded.
     """
 
-    __slots__ = ("key_of", "repeats", "rows", "template")
+    __slots__ = ("key_of", "repeats", "rows", "shard", "template")
 
     def __init__(
         self,
@@ -298,6 +304,7 @@ class PipelineSpecs:
         *,
         repeats: int = 1,
         key_of: Callable[[Any], str] | None = None,
+        shard: Shard | None = None,
     ) -> None:
         if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
             raise ConfigError(
@@ -311,6 +318,7 @@ class PipelineSpecs:
         if key_of is not None and not callable(key_of):
             raise ConfigError("key_of must be a callable row -> str", field="key_of")
         self.key_of = key_of
+        self.shard = shard
 
     def __iter__(self) -> Iterator[PipelineSpec]:
         # A source re-opened by a resume starts after the rows it already read.
@@ -318,7 +326,9 @@ class PipelineSpecs:
         for ordinal, row in enumerate(self.rows, first):
             key = None if self.key_of is None else self._key(row, ordinal)
             for repeat in range(self.repeats):
-                yield PipelineSpec(self.template, row, key, repeat, ordinal)
+                spec = PipelineSpec(self.template, row, key, repeat, ordinal)
+                if self.shard is None or self.shard.holds(spec.prepare().pipeline_id):
+                    yield spec
 
     def _key(self, row: Any, ordinal: int) -> str:
         assert self.key_of is not None
@@ -338,7 +348,10 @@ class PipelineSpecs:
 
     @property
     def total(self) -> int | None:
-        """How many specs iteration will yield, when ``rows`` knows its length."""
+        """How many specs iteration will yield, when ``rows`` knows its length (not known
+        for a shard)."""
+        if self.shard is not None and self.shard.count > 1:
+            return None
         return len(self.rows) * self.repeats if isinstance(self.rows, Sized) else None
 
     def __length_hint__(self) -> int:

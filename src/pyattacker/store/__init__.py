@@ -10,8 +10,10 @@
 * :func:`results` — one row per item: key, input, output, state, error, attempts, usage.
 """
 
+from pyattacker.store._artifact_files import ARTIFACT_BACKENDS, SPILL_AT, check_backend
 from pyattacker.store._export import EXPORT_FORMATS, EXPORT_KINDS, export_rows, format_for
 from pyattacker.store._memory import MemoryStore
+from pyattacker.store._merged import STATE_RANK, MergedStore
 from pyattacker.store._open import open_store
 from pyattacker.store._protocol import Store
 from pyattacker.store._results import results
@@ -36,16 +38,20 @@ from pyattacker.store._schema import SCHEMA_VERSION, user_version
 from pyattacker.store._sqlite import SQLiteStore
 
 __all__ = [
+    "ARTIFACT_BACKENDS",
     "EXPORT_FORMATS",
     "EXPORT_KINDS",
     "OK_DECISION",
     "ROW_KINDS",
     "SCHEMA_VERSION",
+    "SPILL_AT",
+    "STATE_RANK",
     "ArtifactRow",
     "AttemptRow",
     "Batch",
     "EventRow",
     "MemoryStore",
+    "MergedStore",
     "PipelineRow",
     "PipelineState",
     "ResourceRow",
@@ -57,6 +63,7 @@ __all__ = [
     "Superseded",
     "TaskRow",
     "TaskState",
+    "check_backend",
     "export_rows",
     "format_for",
     "open_store",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from pyattacker import _plugins
+from pyattacker.errors import ConfigError
 from pyattacker.store._memory import MemoryStore
 from pyattacker.store._protocol import Store
 from pyattacker.store._sqlite import SQLiteStore
@@ -27,4 +29,26 @@ def open_store(location: str | os.PathLike[str] | Store, *, read_only: bool = Fa
         return location
     if isinstance(location, str) and location == MEMORY:
         return MemoryStore(read_only=read_only)
+    if isinstance(location, str) and "://" in location:
+        return _plugin_store(location, read_only=read_only)
     return SQLiteStore(location, read_only=read_only)
+
+
+def _plugin_store(location: str, *, read_only: bool) -> Store:
+    """``NAME://...``: the store class an installed plugin declares as ``NAME`` (entry point
+    group ``pyattacker.stores``), called with the location and ``read_only``."""
+    scheme = location.split("://", 1)[0]
+    found = _plugins.load("pyattacker.stores", scheme, field="store")
+    if found is None:
+        raise ConfigError(
+            f"no store plugin {scheme!r} is installed for {location!r}",
+            field="store",
+            hint="a path to a SQLite file, :memory:, or NAME://... of an installed "
+            "pyattacker.stores plugin (`pyattacker plugins` lists them)",
+        )
+    store = found(location, read_only=read_only)
+    if not isinstance(store, Store):
+        raise ConfigError(
+            f"the store plugin {scheme!r} made a {type(store).__name__}, not a Store", field="store"
+        )
+    return store

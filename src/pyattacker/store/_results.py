@@ -51,6 +51,9 @@ def readable_value(artifact: ArtifactRow | None) -> Any:
     if artifact is None:
         return None
     data = artifact.data
+    if artifact.codec.startswith("@null:"):  # not kept: what is known of it
+        _, size, codec = artifact.codec.split(":", 2)
+        return {"kept": None, "codec": codec, "size": int(size), "digest": artifact.digest}
     if artifact.codec in ("json", "dataclass"):
         try:
             value = json.loads(data)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pyattacker.errors import ConfigError, StoreError
+from pyattacker.store._artifact_files import ArtifactFiles
 from pyattacker.store._files import check_path, connect, mapped
 from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, not_running, plan_begin
 from pyattacker.store._lock import LOCKS, WriterLock, probe
@@ -117,6 +118,7 @@ class SQLiteStore:
         stale_after_s: float = DEFAULT_STALE_AFTER_S,
         lock_wait_s: float = 0.5,
         migrations: tuple[Migration, ...] = MIGRATIONS,
+        artifacts: str = "inline",
     ) -> None:
         if synchronous not in _SYNCHRONOUS:
             raise ConfigError(
@@ -131,6 +133,7 @@ class SQLiteStore:
         self.stale_after_s = stale_after_s
         self.lock_wait_s = lock_wait_s
         self._lock = WriterLock(self.path)
+        self.artifacts = ArtifactFiles(self.path, artifacts)  # file/null outputs (see there)
         self._owner: str | None = None  # the run begun here and not yet ended
         check_path(self.path, read_only=read_only)
         self._conn: sqlite3.Connection | None = connect(
@@ -219,6 +222,7 @@ class SQLiteStore:
                 self._lock.release()
 
     def write(self, batch: Batch) -> None:
+        batch = self.artifacts.spilled(batch)
         encoded = encoding(lambda: encode_batch(batch), self.location)
         try:
             with self._transaction() as conn:
@@ -281,7 +285,7 @@ class SQLiteStore:
                 return to_artifact(decode(TABLES[RowKind.ARTIFACTS], found))
             task = self._connection().execute(ONE_TASK, (pipeline_id, seq)).fetchone()
         carried = None if task is None else task_artifact(task)
-        return None if carried is None else to_artifact(carried)
+        return None if carried is None else self.artifacts.read(to_artifact(carried))
 
     def unfinished(self, chain_digests: Collection[str]) -> Iterator[PipelineRow]:
         """See :meth:`Store.unfinished`. Paged like :meth:`rows`, so the Runner may write
@@ -339,7 +343,8 @@ class SQLiteStore:
             )
         if table.kind is RowKind.ARTIFACTS:
             tasks = self._paged(*pages_for(RowKind.TASKS, pipeline_id))
-            return with_task_artifacts(stored, tasks, scoped=scoped)
+            found = with_task_artifacts(stored, tasks, scoped=scoped)
+            return map(self.artifacts.read_row, found)
         return stored
 
     def _decoded(self, kind: RowKind, pipeline_id: str | None) -> Iterator[dict[str, Any]]:
