@@ -16,6 +16,7 @@ from pyattacker.attack._mix import Mix, MixLine
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._processes import run_workers, usable_cores
+from pyattacker.attack._ray_workers import run_ray_workers
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
@@ -75,6 +76,7 @@ __all__ = [
     "read_targets",
     "run_attack",
     "run_on_fast_loop",
+    "run_ray_workers",
     "run_worker",
     "run_workers",
     "sweep",
