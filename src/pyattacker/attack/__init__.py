@@ -16,7 +16,13 @@ from pyattacker.attack._mix import Mix, MixLine
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._processes import run_workers, usable_cores
-from pyattacker.attack._ray_workers import run_ray_workers
+from pyattacker.attack._ray_workers import (
+    ClockOffset,
+    WorkerActor,
+    measure_offset,
+    on_common_clock,
+    run_ray_workers,
+)
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
@@ -37,6 +43,7 @@ __all__ = [
     "ORDERS",
     "AttackPlan",
     "AttackResult",
+    "ClockOffset",
     "ClosedModel",
     "DataRows",
     "Engine",
@@ -64,6 +71,7 @@ __all__ = [
     "SweepSpec",
     "Target",
     "Warmup",
+    "WorkerActor",
     "WorkerFacts",
     "WorkerOutcome",
     "WorkersResult",
@@ -72,7 +80,9 @@ __all__ = [
     "lag_is_large",
     "line_from_object",
     "load_scenario",
+    "measure_offset",
     "merge_outcomes",
+    "on_common_clock",
     "read_targets",
     "run_attack",
     "run_on_fast_loop",
