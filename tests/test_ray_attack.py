@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pyattacker.attack import (
+    ACTOR_PREFIX,
     AttackPlan,
     OpenModel,
     Progress,
@@ -143,3 +144,29 @@ def test_a_stop_asked_by_the_driver_stops_every_actor_and_reports_what_ran(
     assert result.sent - result.failed_requests <= answered <= result.sent
     assert result.lost == []
     assert seen
+
+
+def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapshot(
+    server: EchoServerProcess,
+) -> None:
+    before = server.stats()["count"]
+    plan = AttackPlan.build([server.url + "/"], OpenModel(rate=100), duration=3.0)
+    killed: list[str] = []
+
+    def kill_worker_0(progress: Progress) -> None:
+        if killed or progress.sent == 0:
+            return
+        for name in ray.util.list_named_actors():
+            if name.startswith(ACTOR_PREFIX) and name.endswith("-0"):
+                ray.kill(ray.get_actor(name))
+                killed.append(name)
+
+    result = run_ray_workers(plan, 2, on_progress=kill_worker_0, per_worker=True)
+    assert killed
+    assert result.lost == [0]
+    worker = result.to_dict()["workers"]["each"][0]
+    assert worker["state"] == "lost"
+    assert worker["partial"] is True  # kept up to the snapshot fetched before the kill
+    assert result.workers[1].state == "finished"
+    assert result.workers[1].sent == 150
+    assert result.sent <= server.stats()["count"] - before

@@ -17,6 +17,7 @@ from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._processes import run_workers, usable_cores
 from pyattacker.attack._ray_workers import (
+    ACTOR_PREFIX,
     ClockOffset,
     WorkerActor,
     measure_offset,
@@ -34,6 +35,7 @@ from pyattacker.attack._warmup import Warmup
 from pyattacker.attack._workers import WorkerOutcome, run_worker, work, worker_plan
 
 __all__ = [
+    "ACTOR_PREFIX",
     "ARRIVALS",
     "FLOW_CODE",
     "KEY_PLACEHOLDER",

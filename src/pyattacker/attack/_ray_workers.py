@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pickle
+import secrets
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -52,6 +53,8 @@ __all__ = ["ClockOffset", "WorkerActor", "measure_offset", "on_common_clock", "r
 #: How far ahead of the last clock measurement the start instant is set: the time to hand
 #: it to every actor (one call each) and for each to open its first connections.
 START_MARGIN_S = 1.0
+#: How the actors of an attack are named: this, a run's random id, ``-``, the index.
+ACTOR_PREFIX = "pyattacker-attack-"
 #: Clock readings per actor; the one with the shortest round trip is kept.
 ROUND_TRIPS = 7
 #: How long the actors may take to start (a cold node imports Ray and pyattacker first).
@@ -193,10 +196,12 @@ def run_ray_workers(
         _placed(ray, n) as strategies,
     ):
         remote = ray.remote(num_cpus=1, max_concurrency=4, max_restarts=0)(WorkerActor)
+        run = secrets.token_hex(4)  # names that say whose actors these are (`ray list actors`)
         actors = [
-            _Actor(i, remote.options(scheduling_strategy=s).remote(plan, i, n, limits))
+            _Actor(i, remote.options(scheduling_strategy=s, name=f"{ACTOR_PREFIX}{run}-{i}")
+                   .remote(plan, i, n, limits))
             for i, s in enumerate(strategies)
-        ]
+        ]  # fmt: skip
         try:
             return _drive(ray, plan, actors, on_progress, progress_every, per_worker)
         finally:
@@ -255,15 +260,20 @@ def _drive(
         with contextlib.suppress(ValueError):  # not the main thread: the caller's business
             previous[s] = signal.signal(s, on_signal)
     try:
-        _await_ready(ray, actors)
+        _await_ready(ray, actors, stopping)
         for actor in actors:
-            if not actor.lost:
-                actor.offset = measure_offset(_asker(ray, actor.handle))
+            if not (actor.lost or stopping):
+                try:
+                    actor.offset = measure_offset(_asker(ray, actor.handle))
+                except Exception:  # it died since it answered
+                    actor.lost = True
+        if stopping:  # Ctrl-C before the start: nothing ran, nothing to report
+            raise PyAttackerError("interrupted before the Ray workers started")
         start_wall = _wall() + START_MARGIN_S
         running = {
             actor.handle.run.remote(start_wall + actor.offset.offset_s): actor
             for actor in actors
-            if actor.offset is not None
+            if actor.offset is not None and not actor.lost
         }
         _collect(ray, running, actors, stopping, on_progress, every)
     finally:
@@ -280,17 +290,21 @@ def _asker(ray: Any, handle: Any) -> Callable[[], float]:
     return ask
 
 
-def _await_ready(ray: Any, actors: list[_Actor]) -> None:
-    """Wait until every actor answers (one that cannot start is lost)."""
+def _await_ready(ray: Any, actors: list[_Actor], stopping: list[str]) -> None:
+    """Wait until every actor answers (one that cannot start in time is lost), in short
+    waits so that a Ctrl-C is seen."""
     pings = {actor.handle.clock.remote(): actor for actor in actors}
-    done, _ = ray.wait(list(pings), num_returns=len(pings), timeout=READY_TIMEOUT_S)
-    for ref, actor in pings.items():
-        try:
-            if ref not in done:
-                raise TimeoutError
-            ray.get(ref)
-        except Exception:
-            actor.lost = True
+    give_up = _now() + READY_TIMEOUT_S
+    while pings and not stopping and _now() < give_up:
+        done, _ = ray.wait(list(pings), num_returns=1, timeout=0.5)
+        for ref in done:
+            actor = pings.pop(ref)
+            try:
+                ray.get(ref)
+            except Exception:  # its process could not start, or died at once
+                actor.lost = True
+    for actor in pings.values():
+        actor.lost = True
 
 
 def _collect(
@@ -312,7 +326,8 @@ def _collect(
         if kill_at is not None and _now() > kill_at:
             for actor in running.values():  # would not stop: lost, up to its last snapshot
                 actor.lost = True
-                ray.kill(actor.handle)
+                with contextlib.suppress(Exception):
+                    ray.kill(actor.handle)
             return
         wait = max(0.0, min(next_tick - _now(), 0.5))
         done, _ = ray.wait(list(running), num_returns=1, timeout=wait)
