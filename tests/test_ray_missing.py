@@ -82,3 +82,17 @@ def test_bench_ray_at_an_address_nobody_listens_on_exits_2_at_once(
     assert code == 2
     assert "no Ray cluster answers at 127.0.0.1:1" in err
     assert "ray start --head" in err
+
+
+@pytest.mark.usefixtures("no_ray")
+def test_attack_ray_without_ray_exits_2_naming_the_flag_and_the_install_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = tmp_path / "report.json"
+    args = ["attack", "http://127.0.0.1:9/", "--rate", "10/s", "--requests", "4", "--quiet"]
+    code = run_cli([*args, "--workers", "2", "--json", str(report), "--ray"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--ray" in err
+    assert "pip install 'pyattacker[ray]'" in err
+    assert not report.exists()

@@ -16,6 +16,14 @@ from pyattacker.attack._mix import Mix, MixLine
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._processes import run_workers, usable_cores
+from pyattacker.attack._ray_workers import (
+    ACTOR_PREFIX,
+    ClockOffset,
+    WorkerActor,
+    measure_offset,
+    on_common_clock,
+    run_ray_workers,
+)
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
@@ -27,6 +35,7 @@ from pyattacker.attack._warmup import Warmup
 from pyattacker.attack._workers import WorkerOutcome, run_worker, work, worker_plan
 
 __all__ = [
+    "ACTOR_PREFIX",
     "ARRIVALS",
     "FLOW_CODE",
     "KEY_PLACEHOLDER",
@@ -36,6 +45,7 @@ __all__ = [
     "ORDERS",
     "AttackPlan",
     "AttackResult",
+    "ClockOffset",
     "ClosedModel",
     "DataRows",
     "Engine",
@@ -63,6 +73,7 @@ __all__ = [
     "SweepSpec",
     "Target",
     "Warmup",
+    "WorkerActor",
     "WorkerFacts",
     "WorkerOutcome",
     "WorkersResult",
@@ -71,10 +82,13 @@ __all__ = [
     "lag_is_large",
     "line_from_object",
     "load_scenario",
+    "measure_offset",
     "merge_outcomes",
+    "on_common_clock",
     "read_targets",
     "run_attack",
     "run_on_fast_loop",
+    "run_ray_workers",
     "run_worker",
     "run_workers",
     "sweep",

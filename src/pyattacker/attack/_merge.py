@@ -30,7 +30,9 @@ __all__ = ["WorkerFacts", "WorkersResult", "merge_outcomes"]
 class WorkerFacts:
     """One worker's figures beside the whole: ``state`` is ``finished`` or ``lost`` (the
     process died); a lost worker's counts are those of its last snapshot (``partial``),
-    or none (``counted`` False) when it died before sending one."""
+    or none (``counted`` False) when it died before sending one. A worker on Ray also has
+    its clock's offset from the driver's wall clock and that offset's uncertainty (half the
+    shortest round trip it was measured with); None for processes of this machine."""
 
     index: int
     state: str
@@ -41,6 +43,8 @@ class WorkerFacts:
     failed: int
     cpu_s: float
     loop_lag: Histogram | None
+    clock_offset_s: float | None = None
+    clock_uncertainty_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         lag = self.loop_lag
@@ -56,6 +60,14 @@ class WorkerFacts:
             "cpu_s": self.cpu_s,
             "loop_lag_p99_s": lag.percentile(99) if lag is not None and lag.count else None,
             "loop_lag_max_s": lag.max if lag is not None and lag.count else None,
+            **(
+                {}
+                if self.clock_offset_s is None
+                else {
+                    "clock_offset_s": self.clock_offset_s,
+                    "clock_uncertainty_s": self.clock_uncertainty_s,
+                }
+            ),
         }
 
     @classmethod
@@ -96,6 +108,9 @@ class WorkersResult(AttackResult):
     def to_dict(self) -> dict[str, Any]:
         report = super().to_dict()
         section: dict[str, Any] = {"count": len(self.workers), "lost": self.lost}
+        uncertain = [w.clock_uncertainty_s for w in self.workers if w.clock_uncertainty_s]
+        if uncertain:  # workers on Ray: how exact their common start was
+            section["clock_uncertainty_s"] = max(uncertain)
         if self.per_worker:
             section["each"] = [w.to_dict() for w in self.workers]
         report["workers"] = section

@@ -266,17 +266,18 @@ def _tick(
     shown = [w.last.progress for w in workers if w.last is not None and w.last.progress]
     if not shown:
         return None
-    return on_progress(_whole(workers, shown))
+    return on_progress(whole_progress([w.last for w in workers], shown))
 
 
-def _whole(workers: list[_Worker], shown: list[Progress]) -> Progress:
-    """The workers' progress as one: counts summed, percentiles of the merged totals."""
+def whole_progress(lasts: list[WorkerOutcome | None], shown: list[Progress]) -> Progress:
+    """The workers' progress as one (``lasts``: each worker's last snapshot, ``shown``
+    their progress): counts summed, percentiles of the merged totals."""
     from pyattacker.measure import RequestStats
 
     total = RequestStats()
-    for w in workers:
-        if w.last is not None:
-            total.merge(w.last.tally.total)
+    for last in lasts:
+        if last is not None:
+            total.merge(last.tally.total)
 
     def p(name: str, q: float) -> float | None:
         histogram = getattr(total, name)

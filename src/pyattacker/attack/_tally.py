@@ -445,3 +445,16 @@ class Tally:
         self._last_sent = max(self._last_sent, other._last_sent)
         self.errors.merge(other.errors)
         self._phases.merge(other._phases)
+
+    def rebase(self, origin: float) -> None:
+        """Put this tally's times on a clock that reads ``origin`` at its current origin
+        (a worker's counts from another machine's clock, before they are merged): every
+        window keeps its index, so only the origins and the last send move."""
+        self.flush()
+        delta = origin - self._windows.origin
+        self._last_sent += delta
+        for breakdown in (self.targets, self._names):
+            breakdown._window_spec = (breakdown._window_spec[0], origin)
+            for series in breakdown.windows.values():
+                series.origin = origin
+        self._windows.origin = origin

@@ -77,3 +77,4 @@ class AttackFlags:
     # attack --workers and --per-worker (cli/_attack_workers.py)
     workers: int = 1
     per_worker: bool = False
+    ray_address: str | None = None  # attack --ray [ADDRESS]: "" without one

@@ -11,6 +11,9 @@ Refused with ``--workers`` above 1 (exit 2), because they need every request in 
 process: ``--samples``, ``--goodput``, ``--serve``, ``--sweep`` and ``--warmup``.
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
+
+``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``):
+the same refusals whatever ``--workers`` is, and each worker's clock offset on stderr.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from typing import Any, TypeVar
 
 import click
 
+from pyattacker._ray import check_installed
 from pyattacker.attack import (
     AttackPlan,
     AttackResult,
     Progress,
     WorkersResult,
     run_attack,
+    run_ray_workers,
     run_workers,
     usable_cores,
     worker_plan,
@@ -63,7 +68,18 @@ class _Workers(click.ParamType[int]):
 
 
 def workers_options(command: F) -> F:
-    """``--workers`` and ``--per-worker`` on ``attack``."""
+    """``--workers``, ``--per-worker`` and ``--ray`` on ``attack``."""
+    command = click.option(
+        "--ray",
+        "ray_address",
+        is_flag=False,
+        flag_value="",
+        metavar="[ADDRESS]",
+        help="Run the --workers as Ray actors of one CPU each, spread over the nodes (pip "
+        "install 'pyattacker[ray]'): on the cluster at ADDRESS (e.g. 10.0.0.5:6379), else "
+        "the RAY_ADDRESS one, else a local Ray. One start instant by wall clock; each "
+        "worker's clock offset and its uncertainty are reported.",
+    )(command)
     command = click.option(
         "--per-worker",
         is_flag=True,
@@ -82,8 +98,17 @@ def workers_options(command: F) -> F:
 
 
 def workers_checked(flags: AttackFlags) -> AttackFlags:
-    """``flags``, once the flags ``--workers`` cannot go with are refused (ConfigError)."""
-    if flags.workers == 1:
+    """``flags``, once the flags ``--workers`` (or ``--ray``) cannot go with are refused
+    (ConfigError), and ``--ray`` without Ray installed."""
+    if flags.ray_address is not None:
+        if flags.ray_address.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{flags.ray_address!r} is a URL to attack, not a Ray cluster's address",
+                field="--ray",
+                hint="give the URL first, or the address after it: --ray HEAD:6379 (or --ray=)",
+            )
+        check_installed("--ray")
+    if flags.workers == 1 and flags.ray_address is None:
         if flags.per_worker:
             raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                               hint="add --workers 2 (or auto)")  # fmt: skip
@@ -98,10 +123,9 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
     ):
         if value is not None:
             raise ConfigError(
-                f"cannot be used with --workers {flags.workers} (it needs every request in "
-                "one process)",
+                f"cannot be used with {_where(flags)} (it needs every request in one process)",
                 field=name,
-                hint="leave it out, or run one process (--workers 1)",
+                hint="leave it out, or run one process (--workers 1, without --ray)",
             )
     return flags
 
@@ -115,7 +139,7 @@ def run_plan(
 ) -> AttackResult:
     """Run ``plan`` in this process, or on ``--workers`` processes (then each worker's
     figures are printed on stderr, with the lost ones named)."""
-    if flags.workers == 1:
+    if flags.workers == 1 and flags.ray_address is None:
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
     assert on_record is None  # workers_checked refused what needs records
     for index in range(flags.workers):  # a plan the workers cannot share: name the flag
@@ -123,9 +147,14 @@ def run_plan(
             worker_plan(plan, index, flags.workers)
         except ConfigError as exc:
             raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
-    result = run_workers(
-        plan, flags.workers, on_progress=on_progress, per_worker=flags.per_worker, limits=limits
-    )
+    if flags.ray_address is not None:
+        result = run_ray_workers(plan, flags.workers, flags.ray_address or None,
+                                 on_progress=on_progress, per_worker=flags.per_worker,
+                                 limits=limits)  # fmt: skip
+        click.echo(clock_line(result), err=True)
+    else:
+        result = run_workers(plan, flags.workers, on_progress=on_progress,
+                             per_worker=flags.per_worker, limits=limits)  # fmt: skip
     for line in worker_lines(result, every=flags.per_worker):
         click.echo(line, err=True)
     return result
@@ -148,6 +177,25 @@ def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:
             + ("-" if lag is None else f"{lag * 1000:.1f}ms")
         )
     return lines
+
+
+def _where(flags: AttackFlags) -> str:
+    return "--ray" if flags.ray_address is not None else f"--workers {flags.workers}"
+
+
+def clock_line(result: WorkersResult) -> str:
+    """The Ray workers' clock offsets from the driver's wall clock, and how exact they are:
+    a start agreed across machines is no more exact than the largest uncertainty."""
+    measured = [w for w in result.workers if w.clock_offset_s is not None]
+    if not measured:
+        return "Ray workers: no clock measured (every worker was lost before it answered)"
+    offsets = [w.clock_offset_s or 0.0 for w in measured]
+    worst = max(w.clock_uncertainty_s or 0.0 for w in measured)
+    return (
+        f"Ray workers: {len(result.workers)}; clock offsets from this machine "
+        f"{min(offsets) * 1000:+.3f}ms to {max(offsets) * 1000:+.3f}ms, each within "
+        f"±{worst * 1000:.3f}ms: the common start instant is no more exact than that"
+    )
 
 
 def workers_exit(result: AttackResult, code: int) -> int:

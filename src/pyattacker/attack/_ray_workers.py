@@ -1,0 +1,384 @@
+"""``attack --ray``: the workers of ``attack --workers`` as Ray actors, on a cluster.
+
+Each worker is one actor of one CPU, placed by a placement group of one CPU bundle per
+worker with the SPREAD strategy (the bundles go to as many nodes as the cluster has, as
+far as its free CPUs allow), and runs the body every worker runs
+(:func:`~pyattacker.attack._workers.run_worker`). The driver merges their outcomes with
+:func:`~pyattacker.attack._merge.merge_outcomes`, as it merges local processes'.
+
+- **One start instant, by wall clock.** The machines' monotonic clocks have nothing in
+  common, so the driver measures each actor's wall clock against its own
+  (:data:`ROUND_TRIPS` round trips; the one with the shortest round trip wins; the offset
+  is the actor's reading minus the round trip's midpoint, uncertain by half that round
+  trip), then hands each actor the start instant on the actor's own wall clock, which
+  the actor turns into an instant on its monotonic clock. The offsets and their
+  uncertainties are in the report: a schedule split across machines is no more exact.
+- **On one clock.** Each actor counts on its own monotonic clock; the driver moves each
+  outcome onto the common start (the shared start instant reads 0) before merging, so
+  the windows of every worker line up by index.
+- **Snapshots.** Every :data:`~pyattacker.attack._processes` worker sends its count twice
+  a second; an actor keeps its newest one (pickled at once, on its own loop) and the
+  driver asks for it every ``progress_every`` seconds. An actor that dies is *lost*; the
+  report keeps its requests up to the last snapshot the driver fetched, as for a process.
+- **Stopping.** Ctrl-C (SIGINT, SIGTERM) on the driver calls every actor's ``stop``,
+  waits up to :data:`STOP_GRACE_S` for their counts, then kills what still runs (lost,
+  kept up to its last snapshot). Every actor and the placement group go at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pickle
+import secrets
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pyattacker._ray import ray_session
+from pyattacker.attack._engine import Progress
+from pyattacker.attack._merge import WorkersResult, merge_outcomes
+from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._processes import usable_cores, whole_progress
+from pyattacker.attack._result import RunTimes
+from pyattacker.attack._workers import WorkerOutcome, run_worker, worker_plan
+from pyattacker.clock import LoopClock, epoch_time
+from pyattacker.errors import ConfigError, PyAttackerError
+from pyattacker.http import Limits
+
+__all__ = ["ClockOffset", "WorkerActor", "measure_offset", "on_common_clock", "run_ray_workers"]
+
+#: How far ahead of the last clock measurement the start instant is set: the time to hand
+#: it to every actor (one call each) and for each to open its first connections.
+START_MARGIN_S = 1.0
+#: How the actors of an attack are named: this, a run's random id, ``-``, the index.
+ACTOR_PREFIX = "pyattacker-attack-"
+#: Clock readings per actor; the one with the shortest round trip is kept.
+ROUND_TRIPS = 7
+#: How long the actors may take to start (a cold node imports Ray and pyattacker first).
+READY_TIMEOUT_S = 120.0
+#: How long stopped actors may take to send their counts before they are killed.
+STOP_GRACE_S = 10.0
+
+# The clock machines share is the wall clock (each node's kept by NTP, or not): the start
+# instant travels on it, with the offset measured; each process counts on its monotonic
+# clock (outside any loop, what the engines read too).
+_wall = epoch_time
+_now = LoopClock().now
+
+
+@dataclass(frozen=True, slots=True)
+class ClockOffset:
+    """An actor's wall clock minus the driver's (``offset_s``), within ``uncertainty_s``."""
+
+    offset_s: float
+    uncertainty_s: float
+
+
+def measure_offset(
+    ask: Callable[[], float], now: Callable[[], float] = _wall, trips: int = ROUND_TRIPS
+) -> ClockOffset:
+    """The offset of the clock ``ask`` reads (one round trip each call) from ``now``'s:
+    of ``trips`` readings, the one with the shortest round trip, taken at its midpoint,
+    so the true offset lies within half that round trip (if the way out and back may
+    take any share of it)."""
+    best: tuple[float, float] | None = None
+    for _ in range(max(1, trips)):
+        sent = now()
+        theirs = ask()
+        back = now()
+        trip = back - sent
+        if best is None or trip < best[0]:
+            best = (trip, theirs - (sent + back) / 2)
+    assert best is not None
+    return ClockOffset(offset_s=best[1], uncertainty_s=max(0.0, best[0]) / 2)
+
+
+def on_common_clock(outcome: WorkerOutcome) -> WorkerOutcome:
+    """``outcome`` with its times counted from its start instant (which reads 0): the
+    common clock of workers whose own monotonic clocks differ. Consumes ``outcome``."""
+    start = outcome.times.start
+    outcome.tally.rebase(0.0)
+    t = outcome.times
+    times = RunTimes(
+        started_at=t.started_at,
+        start=0.0,
+        schedule_end=t.schedule_end - start,
+        end=t.end - start,
+        last_offset=t.last_offset,
+    )
+    return replace(outcome, times=times)
+
+
+class WorkerActor:
+    """One worker on a Ray node (made a Ray actor by :func:`run_ray_workers`). Its methods
+    run on threads of their own (the actor's ``max_concurrency``): ``run`` blocks one for
+    the attack while ``clock``, ``snapshot`` and ``stop`` answer on the others."""
+
+    def __init__(self, plan: AttackPlan, index: int, n: int, limits: Limits | None) -> None:
+        self._work = (plan, index, n, limits)
+        self._last: bytes | None = None
+        self._lock = threading.Lock()
+        self._stopper: tuple[asyncio.AbstractEventLoop, Callable[[str], None]] | None = None
+        self._stop_reason: str | None = None
+
+    def clock(self) -> float:
+        """This node's wall clock."""
+        return _wall()
+
+    def run(self, start_wall: float) -> WorkerOutcome:
+        """Run this worker's share from ``start_wall`` on this node's wall clock."""
+        plan, index, n, limits = self._work
+        start_at = start_wall - _wall() + _now()
+        return run_worker(plan, index, n, start_at, on_snapshot=self._keep,
+                          on_stop=self._listen, limits=limits)  # fmt: skip
+
+    def snapshot(self) -> bytes | None:
+        """The newest snapshot (a pickled :class:`WorkerOutcome`), or None before one."""
+        return self._last
+
+    def stop(self, reason: str) -> None:
+        """Stop the attack as Ctrl-C stops one process (now, or as soon as it runs)."""
+        with self._lock:
+            self._stop_reason = reason
+            stopper = self._stopper
+        if stopper is not None:
+            loop, stop = stopper
+            with contextlib.suppress(RuntimeError):  # the loop already closed: it ended
+                loop.call_soon_threadsafe(stop, reason)
+
+    def _keep(self, outcome: WorkerOutcome) -> None:
+        # Pickled here, on the worker's loop: the tally must not change while it is read.
+        self._last = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _listen(self, stop: Callable[[str], None]) -> None:
+        with self._lock:
+            self._stopper = (asyncio.get_running_loop(), stop)
+            reason = self._stop_reason
+        if reason is not None:
+            stop(reason)
+
+
+@dataclass
+class _Actor:
+    index: int
+    handle: Any
+    offset: ClockOffset | None = None
+    last: WorkerOutcome | None = None
+    final: bool = False
+    lost: bool = False
+
+
+def run_ray_workers(
+    plan: AttackPlan,
+    n: int,
+    address: str | None = None,
+    *,
+    on_progress: Callable[[Progress], str | None] | None = None,
+    progress_every: float = 0.5,
+    per_worker: bool = False,
+    limits: Limits | None = None,
+) -> WorkersResult:
+    """Run ``plan`` on ``n`` Ray actors and merge what they counted (see the module
+    docstring). ``address``: the cluster's (``None``: the caller's Ray session, else
+    ``RAY_ADDRESS``, else a local Ray of this machine's usable cores). The result's
+    ``workers`` carry each actor's clock offset. ``ConfigError`` for a plan ``n`` workers
+    cannot share, Ray missing, a cluster that cannot be reached or has fewer CPUs than
+    ``n``."""
+    if n < 1:
+        raise ConfigError(f"must be >= 1, got {n}", field="workers", hint="e.g. 2")
+    for index in range(n):
+        worker_plan(plan, index, n)  # refuse a plan that cannot be shared before starting
+    with (
+        ray_session(address, num_cpus=usable_cores(), field="--ray") as ray,
+        _placed(ray, n) as strategies,
+    ):
+        remote = ray.remote(num_cpus=1, max_concurrency=4, max_restarts=0)(WorkerActor)
+        run = secrets.token_hex(4)  # names that say whose actors these are (`ray list actors`)
+        actors = [
+            _Actor(i, remote.options(scheduling_strategy=s, name=f"{ACTOR_PREFIX}{run}-{i}")
+                   .remote(plan, i, n, limits))
+            for i, s in enumerate(strategies)
+        ]  # fmt: skip
+        try:
+            return _drive(ray, plan, actors, on_progress, progress_every, per_worker)
+        finally:
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor.handle)
+
+
+@contextlib.contextmanager
+def _placed(ray: Any, n: int) -> Iterator[list[Any]]:
+    """One scheduling strategy per worker: a bundle of one CPU each, spread over nodes."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    if n > cpus:
+        raise ConfigError(
+            f"{n} workers need one CPU each; the Ray cluster has {cpus}",
+            field="--workers",
+            hint=f"give at most {cpus} workers, or add nodes (ray start --address=HEAD:6379)",
+        )
+    group = placement_group([{"CPU": 1}] * n, strategy="SPREAD")
+    try:
+        ready, _ = ray.wait([group.ready()], timeout=READY_TIMEOUT_S)
+        if not ready:
+            raise ConfigError(
+                f"the Ray cluster found no room for {n} workers of one CPU each in "
+                f"{READY_TIMEOUT_S:.0f}s (its CPUs are busy)",
+                field="--workers",
+                hint="give fewer workers, or wait until the cluster's CPUs are free",
+            )
+        yield [
+            PlacementGroupSchedulingStrategy(placement_group=group, placement_group_bundle_index=i)
+            for i in range(n)
+        ]
+    finally:
+        with contextlib.suppress(Exception):
+            remove_placement_group(group)
+
+
+def _drive(
+    ray: Any,
+    plan: AttackPlan,
+    actors: list[_Actor],
+    on_progress: Callable[[Progress], str | None] | None,
+    every: float,
+    per_worker: bool,
+) -> WorkersResult:
+    stopping: list[str] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopping.append("interrupted")
+
+    previous = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):  # not the main thread: the caller's business
+            previous[s] = signal.signal(s, on_signal)
+    try:
+        _await_ready(ray, actors, stopping)
+        for actor in actors:
+            if not (actor.lost or stopping):
+                try:
+                    actor.offset = measure_offset(_asker(ray, actor.handle))
+                except Exception:  # it died since it answered
+                    actor.lost = True
+        if stopping:  # Ctrl-C before the start: nothing ran, nothing to report
+            raise PyAttackerError("interrupted before the Ray workers started")
+        start_wall = _wall() + START_MARGIN_S
+        running = {
+            actor.handle.run.remote(start_wall + actor.offset.offset_s): actor
+            for actor in actors
+            if actor.offset is not None and not actor.lost
+        }
+        _collect(ray, running, actors, stopping, on_progress, every)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return _merged(plan, actors, stopping, per_worker)
+
+
+def _asker(ray: Any, handle: Any) -> Callable[[], float]:
+    def ask() -> float:
+        theirs: float = ray.get(handle.clock.remote())
+        return theirs
+
+    return ask
+
+
+def _await_ready(ray: Any, actors: list[_Actor], stopping: list[str]) -> None:
+    """Wait until every actor answers (one that cannot start in time is lost), in short
+    waits so that a Ctrl-C is seen."""
+    pings = {actor.handle.clock.remote(): actor for actor in actors}
+    give_up = _now() + READY_TIMEOUT_S
+    while pings and not stopping and _now() < give_up:
+        done, _ = ray.wait(list(pings), num_returns=1, timeout=0.5)
+        for ref in done:
+            actor = pings.pop(ref)
+            try:
+                ray.get(ref)
+            except Exception:  # its process could not start, or died at once
+                actor.lost = True
+    for actor in pings.values():
+        actor.lost = True
+
+
+def _collect(
+    ray: Any,
+    running: dict[Any, _Actor],
+    actors: list[_Actor],
+    stopping: list[str],
+    on_progress: Callable[[Progress], str | None] | None,
+    every: float,
+) -> None:
+    """Wait for every actor's final count, fetching snapshots every ``every`` seconds."""
+    next_tick = _now() + every
+    kill_at: float | None = None
+    while running:
+        if stopping and kill_at is None:
+            kill_at = _now() + STOP_GRACE_S
+            for actor in running.values():
+                actor.handle.stop.remote(stopping[0])
+        if kill_at is not None and _now() > kill_at:
+            for actor in running.values():  # would not stop: lost, up to its last snapshot
+                actor.lost = True
+                with contextlib.suppress(Exception):
+                    ray.kill(actor.handle)
+            return
+        wait = max(0.0, min(next_tick - _now(), 0.5))
+        done, _ = ray.wait(list(running), num_returns=1, timeout=wait)
+        for ref in done:
+            actor = running.pop(ref)
+            try:
+                actor.last, actor.final = ray.get(ref), True
+            except Exception:  # the actor (or its node) died: lost
+                actor.lost = True
+        if _now() >= next_tick:
+            next_tick += every
+            _fetch_snapshots(ray, list(running.values()))
+            reason = _tick(actors, on_progress)
+            if reason is not None and not stopping:
+                stopping.append(reason)
+
+
+def _fetch_snapshots(ray: Any, actors: list[_Actor]) -> None:
+    asks = {actor.handle.snapshot.remote(): actor for actor in actors}
+    done, _ = ray.wait(list(asks), num_returns=len(asks), timeout=1.0)
+    for ref in done:
+        actor = asks[ref]
+        with contextlib.suppress(Exception):  # a dead actor is found by its run's result
+            data = ray.get(ref)
+            if data is not None and not actor.final:
+                actor.last = pickle.loads(data)
+
+
+def _tick(actors: list[_Actor], on_progress: Callable[[Progress], str | None] | None) -> str | None:
+    if on_progress is None:
+        return None
+    lasts = [a.last for a in actors]
+    shown = [o.progress for o in lasts if o is not None and o.progress is not None]
+    return on_progress(whole_progress(lasts, shown)) if shown else None
+
+
+def _merged(
+    plan: AttackPlan, actors: list[_Actor], stopping: list[str], per_worker: bool
+) -> WorkersResult:
+    counted = [on_common_clock(a.last) for a in actors if a.last is not None]
+    if not counted:
+        raise PyAttackerError("every Ray worker was lost before it counted anything")
+    lost = [a.index for a in actors if a.lost]
+    result = merge_outcomes(plan, counted, lost=lost, workers=len(actors), per_worker=per_worker)
+    for a in actors:
+        if a.offset is not None:
+            result.workers[a.index] = replace(
+                result.workers[a.index],
+                clock_offset_s=a.offset.offset_s,
+                clock_uncertainty_s=a.offset.uncertainty_s,
+            )
+    if stopping and result.stop_reason is None:
+        result = replace(result, stop_reason="interrupted")
+    return result

@@ -1,0 +1,172 @@
+"""``attack --ray`` on one local Ray of 2 CPUs (started once for the module): two actors
+against the echo server count what the server counted, the merge is exact, percentiles
+are not below the server's fixed delay, each actor's clock offset comes with its
+uncertainty, and what cannot work is refused with exit 2."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pyattacker.attack import (
+    ACTOR_PREFIX,
+    AttackPlan,
+    OpenModel,
+    Progress,
+    WorkerActor,
+    merge_outcomes,
+    on_common_clock,
+    run_ray_workers,
+)
+from pyattacker.cli import run_cli
+from pyattacker.servers import EchoServerProcess
+
+ray = pytest.importorskip("ray")
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
+DELAY_S = 0.005
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local Ray of 2 CPUs for the module (the caller's session: pyattacker uses it)."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)  # fmt: skip
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EchoServerProcess]:
+    with EchoServerProcess(delay=f"fixed:{DELAY_S * 1000:g}ms") as echo:
+        yield echo
+
+
+def test_two_ray_actors_count_what_the_server_counted_with_their_clock_offsets(
+    server: EchoServerProcess,
+) -> None:
+    before = server.stats()["count"]
+    plan = AttackPlan.build([server.url + "/"], OpenModel(rate=200), requests=200)
+    result = run_ray_workers(plan, 2, per_worker=True)
+    assert result.sent == server.stats()["count"] - before == 200
+    assert result.failed_requests == 0
+    assert result.lost == []
+    assert [w.sent for w in result.workers] == [100, 100]  # arrival k to actor k mod 2
+    for q in (50, 90, 99):
+        assert result.total.service_time.percentile(q) >= DELAY_S
+        assert result.total.latency.percentile(q) >= DELAY_S
+    report = result.to_dict()["workers"]
+    for each in report["each"]:  # one machine: its clocks agree within the uncertainty
+        assert each["clock_uncertainty_s"] > 0
+        assert abs(each["clock_offset_s"]) <= each["clock_uncertainty_s"] + 0.01
+    assert report["clock_uncertainty_s"] == max(e["clock_uncertainty_s"] for e in report["each"])
+    windows = result.to_dict()["windows"]
+    assert sum(w["completed"] for w in windows) == 200  # both actors' windows on one clock
+
+
+def test_ray_actors_started_by_wall_clock_merge_on_their_common_clock_bucket_by_bucket(
+    server: EchoServerProcess,
+) -> None:
+    plan = AttackPlan.build([server.url + "/"], OpenModel(rate=200), requests=60)
+    actor = ray.remote(num_cpus=1, max_concurrency=4)(WorkerActor)
+    actors = [actor.remote(plan, i, 2, None) for i in range(2)]
+    start = max(ray.get([a.clock.remote() for a in actors])) + 1.0
+    outcomes = ray.get([a.run.remote(start) for a in actors])
+    for a in actors:
+        ray.kill(a)
+    # Each actor's requests are in the merge, bucket by bucket (merging consumes them).
+    whole = outcomes[0].tally.total.latency.copy()
+    whole.merge(outcomes[1].tally.total.latency)
+    merged = merge_outcomes(plan, [on_common_clock(o) for o in outcomes])
+    assert merged.sent == 60
+    assert merged.total.latency.to_dict() == whole.to_dict()
+    assert merged.total.latency.count == 60
+    assert sum(w["completed"] for w in merged.to_dict()["windows"]) == 60  # one set of windows
+
+
+def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
+    server: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    args = ["attack", server.url + "/", "--rate", "100/s", "--requests", "60", "--quiet"]
+    code = run_cli([*args, "--workers", "2", "--per-worker", "--json", str(report), "--ray"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "Ray workers: 2; clock offsets from this machine" in err
+    workers = json.loads(report.read_text())["workers"]
+    assert [w["sent"] for w in workers["each"]] == [30, 30]
+    assert all("clock_offset_s" in w and w["clock_uncertainty_s"] > 0 for w in workers["each"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--workers", "3", "--ray"], "--workers"),  # more workers than the 2 CPUs
+        (["--workers", "2", "--samples", "s.jsonl", "--ray"], "--samples"),
+        (["--ray", "http://127.0.0.1:9/"], "--ray"),  # the URL taken as the address
+    ],
+)
+def test_attack_ray_refuses_what_cannot_work_with_exit_2(
+    extra: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    args = ["attack", "http://127.0.0.1:9/", "--rate", "10/s", "--requests", "4", "--quiet"]
+    code = run_cli([*args, "--json", str(report), *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert named in err
+    assert not report.exists()
+
+
+def test_a_stop_asked_by_the_driver_stops_every_actor_and_reports_what_ran(
+    server: EchoServerProcess,
+) -> None:
+    before = server.stats()["count"]
+    plan = AttackPlan.build([server.url + "/"], OpenModel(rate=100), duration=60.0)
+    seen: list[int] = []
+
+    def enough(progress: Progress) -> str | None:  # as Ctrl-C: every actor's stop()
+        seen.append(progress.sent)
+        return "enough" if progress.sent > 0 else None
+
+    result = run_ray_workers(plan, 2, on_progress=enough)
+    assert result.stop_reason == "enough"
+    assert 0 < result.sent < 6000
+    answered = server.stats()["count"] - before
+    # What was in flight at the stop is cancelled and counted as such: the server may
+    # or may not have answered it; every other request it answered.
+    assert result.sent - result.failed_requests <= answered <= result.sent
+    assert result.lost == []
+    assert seen
+
+
+def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapshot(
+    server: EchoServerProcess,
+) -> None:
+    before = server.stats()["count"]
+    plan = AttackPlan.build([server.url + "/"], OpenModel(rate=100), duration=3.0)
+    killed: list[str] = []
+
+    def kill_worker_0(progress: Progress) -> None:
+        if killed or progress.sent == 0:
+            return
+        for name in ray.util.list_named_actors():
+            if name.startswith(ACTOR_PREFIX) and name.endswith("-0"):
+                ray.kill(ray.get_actor(name))
+                killed.append(name)
+
+    result = run_ray_workers(plan, 2, on_progress=kill_worker_0, per_worker=True)
+    assert killed
+    assert result.lost == [0]
+    worker = result.to_dict()["workers"]["each"][0]
+    assert worker["state"] == "lost"
+    assert worker["partial"] is True  # kept up to the snapshot fetched before the kill
+    assert result.workers[1].state == "finished"
+    assert result.workers[1].sent == 150
+    assert result.sent <= server.stats()["count"] - before

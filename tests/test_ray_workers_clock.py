@@ -1,0 +1,113 @@
+"""The clocks of ``attack --ray`` without Ray: an actor's clock offset is measured within
+the uncertainty it states, and workers that counted on different monotonic clocks merge,
+once put on their common start, into the report of one tally of all their requests."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    OpenModel,
+    WorkerOutcome,
+    measure_offset,
+    merge_outcomes,
+    on_common_clock,
+)
+from pyattacker.attack._result import RunTimes
+from pyattacker.attack._tally import Tally
+from pyattacker.measure import Attempt, Outcome
+
+PLAN = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=50), duration=6.0)
+TARGET = PLAN.resolved_targets()[0].id
+GRID = 1 / 1024  # times on a binary grid: shifting them by whole seconds is exact
+ORIGIN = 50.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    offset=st.floats(-5.0, 5.0),
+    trips=st.lists(st.tuples(st.floats(0.0, 0.01), st.floats(0.0, 0.01)), min_size=1, max_size=9),
+)
+def test_a_measured_offset_is_within_half_the_shortest_round_trip_of_the_true_one(
+    offset: float, trips: list[tuple[float, float]]
+) -> None:
+    now = [1000.0]
+    ways = iter(trips)
+
+    def driver() -> float:
+        return now[0]
+
+    def ask() -> float:  # the way out, the actor's reading, the way back
+        out, back = next(ways)
+        now[0] += out
+        theirs = now[0] + offset
+        now[0] += back
+        return theirs
+
+    measured = measure_offset(ask, driver, trips=len(trips))
+    assert measured.uncertainty_s == pytest.approx(min(o + b for o, b in trips) / 2, abs=1e-9)
+    assert abs(measured.offset_s - offset) <= measured.uncertainty_s + 1e-9
+
+
+def _tally(origin: float) -> Tally:
+    return Tally(origin=origin, window=0.5, late_after=0.01, per_target=True, on_record=None)
+
+
+def _times(shift: float) -> RunTimes:
+    return RunTimes(started_at=1.7e9, start=ORIGIN + shift, schedule_end=ORIGIN + shift + 6,
+                    end=ORIGIN + shift + 7, last_offset=5.9)  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    found=st.lists(
+        st.tuples(
+            st.integers(0, 2), st.integers(0, 6 * 1024 - 1), st.integers(0, 600), st.booleans()
+        ),
+        max_size=60,
+    ),
+    shifts=st.lists(st.integers(-10_000, 10_000), min_size=3, max_size=3),
+)
+def test_workers_on_different_clocks_merge_into_the_report_of_one_tally(
+    found: list[tuple[int, int, int, bool]], shifts: list[int]
+) -> None:
+    whole = _tally(ORIGIN)
+    parts = [_tally(ORIGIN + shift) for shift in shifts]  # each machine's monotonic clock
+    for n, (worker, at, took, ok) in enumerate(found):
+        for into, shift in ((whole, 0), (parts[worker], shifts[worker])):
+            scheduled = ORIGIN + shift + at * GRID
+            attempt = Attempt(n, 1, scheduled=scheduled, sent=scheduled, first_byte=None,
+                              end=scheduled + took * GRID, status=200 if ok else 500,
+                              resource=TARGET)  # fmt: skip
+            attempt.outcome = Outcome.OK if ok else Outcome.FAILED
+            into.arrival(scheduled, 1)
+            into.finished([attempt])
+    outcomes = [
+        WorkerOutcome(
+            index=w,
+            tally=t,
+            times=_times(shifts[w]),
+            decisions={},
+            stop_reason=None,
+            loop_lag=None,
+            cpu_s=0.0,
+            final=True,
+        )
+        for w, t in enumerate(parts)
+    ]
+    outcomes = pickle.loads(pickle.dumps(outcomes))  # as they come from the actors
+    merged = merge_outcomes(PLAN, [on_common_clock(o) for o in outcomes])
+    whole.rebase(0.0)
+    common = RunTimes(started_at=1.7e9, start=0.0, schedule_end=6.0, end=7.0, last_offset=5.9)
+    expected = AttackResult.build(PLAN, whole, common, decisions={}, stop_reason=None,
+                                  loop_lag=None)  # fmt: skip
+    assert merged.total.latency.to_dict() == whole.total.latency.to_dict()  # bucket by bucket
+    got, want = merged.to_dict(), expected.to_dict()
+    got.pop("workers"), got.pop("cpu"), want.pop("cpu")
+    assert got == want
