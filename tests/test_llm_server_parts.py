@@ -542,6 +542,8 @@ def test_the_servers_package_exports_both_servers_and_both_ways_to_serve_them() 
         "EchoServerProcess",
         "LlmServer",
         "LlmServerProcess",
+        "check_processes",
+        "serve_llm_fleet",
         "serve_llm_until_signalled",
         "serve_until_signalled",
         "server_tls",

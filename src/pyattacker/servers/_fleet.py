@@ -129,13 +129,17 @@ class _Stop(Exception):
 
 def _reserve(host: str, port: int) -> socket.socket:
     """A socket bound (not listening) to ``host:port`` with SO_REUSEPORT: the port is ours
-    (port 0: the one the system picked) and the members bind it too."""
+    (port 0: the one the system picked) and the members bind it too. A port somebody
+    listens on is refused, even if they set SO_REUSEPORT too (another fleet of ours)."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         sock = socket.socket(family, socket.SOCK_STREAM)
     except OSError as exc:
         raise listen_error(host, port, exc) from None
     try:
+        if port:  # taken by anyone, ours included? SO_REUSEPORT alone would share it
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((host, port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError as exc:

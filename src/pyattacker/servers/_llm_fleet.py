@@ -90,7 +90,7 @@ class _FleetControl:
     """The control paths of one member: its own part, or the whole fleet's answer."""
 
     def __init__(self, server: LlmServer, lane: int, lanes: int, directory: str) -> None:
-        self.server, self.lanes = server, lanes
+        self.server, self.lane, self.lanes = server, lane, lanes
         self.siblings = [member_path(directory, i) for i in range(lanes) if i != lane]
         keys = server.settings.api_keys
         self.headers = {"Authorization": f"Bearer {keys[0]}"} if keys else {}
@@ -112,7 +112,7 @@ class _FleetControl:
     def _part_reply(self, path: bytes, samples: bool) -> bytes:
         if path == b"/reset":
             return _json({"cleared": self.server.reset()})
-        return _json(own_part(self.server, samples=samples))
+        return _json(own_part(self.server, samples=samples, lane=self.lane))
 
     def _reset_all(self) -> Work:
         cleared = self.server.reset()
@@ -120,7 +120,7 @@ class _FleetControl:
         return 200, [_json({"cleared": cleared + sum(p["cleared"] for p in parts)})]
 
     def _stats_all(self, samples: bool, offset: int, limit: int | None) -> Work:
-        mine = own_part(self.server, samples=samples)
+        mine = own_part(self.server, samples=samples, lane=self.lane)
         theirs = yield from self._ask("GET", "/stats?part=1" + ("&samples=1" if samples else ""))
         result = yield from merge_steps([mine, *theirs])
         result["settings"] = self.server.settings.describe()
@@ -152,7 +152,7 @@ class _FleetControl:
         return answers
 
 
-def own_part(server: LlmServer, *, samples: bool) -> dict[str, Any]:
+def own_part(server: LlmServer, *, samples: bool, lane: int = 0) -> dict[str, Any]:
     """This member's raw figures: counts, every distribution's values, records if asked."""
     core = server._core
     ledger = core.ledger
@@ -161,6 +161,7 @@ def own_part(server: LlmServer, *, samples: bool) -> dict[str, Any]:
     part["received"] = core.epoch.received
     part["in_flight"], part["queued"] = tally.in_flight, tally.queued
     part["pending"], part["before_reset"] = tally.pending, tally.earlier
+    part["lane"] = lane
     part["values"] = {name: _pack(v.data()) for name, v in ledger.distributions().items()}
     if samples:
         part["samples"] = [record.as_dict() for record in ledger.records]
@@ -178,6 +179,9 @@ def merge_steps(parts: list[dict[str, Any]]) -> Generator[None, None, dict[str, 
             values.extend(_unpack(part["values"][name]))
         yield from values.steps()
         result[name] = values.summary()
+    # how the kernel spread the requests: completion requests received, by process
+    ordered = sorted(parts, key=lambda p: int(p.get("lane", 0)))
+    result["received_by_process"] = [p["received"] for p in ordered]
     if all("samples" in p for p in parts):
         result["samples"] = list(heapq.merge(*(p["samples"] for p in parts), key=_ended))
     return result
