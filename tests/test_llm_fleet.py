@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.servers import LlmServerProcess
-from pyattacker.servers._llm_fleet import _pack, merge_parts
+from pyattacker.servers._fleet import pack as _pack
+from pyattacker.servers._llm_fleet import merge_parts
 from pyattacker.servers._llm_values import Values
 
 pytestmark = pytest.mark.skipif(

@@ -13,6 +13,9 @@ answer covers every process wherever it lands (see :mod:`pyattacker.servers._llm
 from __future__ import annotations
 
 import asyncio
+import base64
+import http.client
+import json
 import multiprocessing
 import os
 import shutil
@@ -20,7 +23,9 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from array import array
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -28,7 +33,17 @@ from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.servers._listening import ListeningServer, listen_error
 from pyattacker.servers._loops import fastest_loop
 
-__all__ = ["Member", "check_processes", "member_path", "run_member", "serve_fleet"]
+__all__ = [
+    "Asking",
+    "Member",
+    "call",
+    "check_processes",
+    "member_path",
+    "pack",
+    "run_member",
+    "serve_fleet",
+    "unpack",
+]
 
 #: A member's body: ``(lane, lanes, directory, port, ready)``; it calls ``ready(url)`` once
 #: it listens and returns when it is told to stop.
@@ -209,3 +224,82 @@ async def _serve(server: ListeningServer, path: str, ready: Callable[[str], None
             await stopped.wait()
         finally:
             private.close()
+
+
+class Asking(threading.Thread):
+    """Asks every sibling (their private sockets, ``paths``) ``method target`` in a thread,
+    so that the loop of the member that asks keeps turning; :meth:`answers` once
+    :meth:`done`."""
+
+    def __init__(
+        self, paths: list[str], method: str, target: str, headers: Mapping[str, str]
+    ) -> None:
+        super().__init__(daemon=True)
+        self.paths, self.method, self.target, self.headers = paths, method, target, headers
+        self._answers: list[Any] = [None] * len(paths)
+        self.on_done: Callable[[], None] | None = None
+        self.start()
+
+    def run(self) -> None:
+        for index, path in enumerate(self.paths):
+            try:
+                self._answers[index] = call(path, self.method, self.target, self.headers)
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                self._answers[index] = exc
+        if self.on_done is not None:
+            self.on_done()
+
+    def done(self) -> bool:
+        return not self.is_alive()
+
+    def answers(self) -> list[dict[str, Any]]:
+        """Every sibling's JSON answer; ``RuntimeError`` naming one that gave none."""
+        for path, answer in zip(self.paths, self._answers, strict=True):
+            if isinstance(answer, Exception):
+                raise RuntimeError(f"server process at {path} did not answer: {answer!r}")
+        return list(self._answers)
+
+
+def pack(values: array[float]) -> str:
+    """``values`` as base64 of little-endian doubles (8 bytes a value, exact)."""
+    if sys.byteorder != "little":  # pragma: no cover - every platform we run on
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def unpack(text: str) -> array[float]:
+    """The values :func:`pack` packed."""
+    values = array("d", base64.b64decode(text))
+    if sys.byteorder != "little":  # pragma: no cover
+        values.byteswap()
+    return values
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP/1.1 over a Unix socket (a sibling's private control socket)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=60)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def call(path: str, method: str, target: str, headers: Mapping[str, str]) -> dict[str, Any]:
+    connection = _UnixConnection(path)
+    try:
+        connection.request(
+            method, target, body=b"" if method == "POST" else None, headers=dict(headers)
+        )
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise ValueError(f"HTTP {response.status}: {body[:200]!r}")
+        answer: dict[str, Any] = json.loads(body)
+        return answer
+    finally:
+        connection.close()

@@ -21,20 +21,22 @@ keep their timing, at the price of CPU). Poll sparingly during a measurement.
 
 from __future__ import annotations
 
-import base64
 import heapq
-import http.client
 import json
-import socket
-import sys
-import threading
-from array import array
 from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
 from pyattacker.errors import ConfigError
-from pyattacker.servers._fleet import Member, member_path, run_member, serve_fleet
+from pyattacker.servers._fleet import (
+    Asking,
+    Member,
+    member_path,
+    pack,
+    run_member,
+    serve_fleet,
+    unpack,
+)
 from pyattacker.servers._llm_core import Work
 from pyattacker.servers._llm_values import Values
 from pyattacker.servers._llm_wire import error_body
@@ -133,23 +135,10 @@ class _FleetControl:
     def _ask(self, method: str, target: str) -> Generator[None, None, list[dict[str, Any]]]:
         """Every sibling's JSON answer to ``method target``, fetched by a thread while the
         loop keeps turning."""
-        answers: list[Any] = [None] * len(self.siblings)
-
-        def fetch() -> None:
-            for index, path in enumerate(self.siblings):
-                try:
-                    answers[index] = _call(path, method, target, self.headers)
-                except (OSError, ValueError, http.client.HTTPException) as exc:
-                    answers[index] = exc
-
-        thread = threading.Thread(target=fetch, daemon=True)
-        thread.start()
-        while thread.is_alive():
+        thread = Asking(self.siblings, method, target, self.headers)
+        while not thread.done():
             yield
-        for path, answer in zip(self.siblings, answers, strict=True):
-            if isinstance(answer, Exception):
-                raise RuntimeError(f"server process at {path} did not answer: {answer!r}")
-        return answers
+        return thread.answers()
 
 
 def own_part(server: LlmServer, *, samples: bool, lane: int = 0) -> dict[str, Any]:
@@ -162,7 +151,7 @@ def own_part(server: LlmServer, *, samples: bool, lane: int = 0) -> dict[str, An
     part["in_flight"], part["queued"] = tally.in_flight, tally.queued
     part["pending"], part["before_reset"] = tally.pending, tally.earlier
     part["lane"] = lane
-    part["values"] = {name: _pack(v.data()) for name, v in ledger.distributions().items()}
+    part["values"] = {name: pack(v.data()) for name, v in ledger.distributions().items()}
     if samples:
         part["samples"] = [record.as_dict() for record in ledger.records]
     return part
@@ -176,7 +165,7 @@ def merge_steps(parts: list[dict[str, Any]]) -> Generator[None, None, dict[str, 
     for name in _DISTRIBUTIONS:
         values = Values()
         for part in parts:
-            values.extend(_unpack(part["values"][name]))
+            values.extend(unpack(part["values"][name]))
         yield from values.steps()
         result[name] = values.summary()
     # how the kernel spread the requests: completion requests received, by process
@@ -212,19 +201,6 @@ def _ended(sample: Mapping[str, Any]) -> float:
     return float(sample["received"] if end is None else end)
 
 
-def _pack(values: array[float]) -> str:
-    if sys.byteorder != "little":  # pragma: no cover - every platform we run on
-        values.byteswap()
-    return base64.b64encode(values.tobytes()).decode("ascii")
-
-
-def _unpack(text: str) -> array[float]:
-    values = array("d", base64.b64decode(text))
-    if sys.byteorder != "little":  # pragma: no cover
-        values.byteswap()
-    return values
-
-
 def _now(body: bytes, status: int = 200) -> Work:
     yield from ()
     return status, [body]
@@ -236,33 +212,3 @@ def _whole(params: dict[str, list[str]], name: str) -> int | None:
 
 def _json(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP/1.1 over a Unix socket (a sibling's private control socket)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=60)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
-
-
-def _call(path: str, method: str, target: str, headers: Mapping[str, str]) -> dict[str, Any]:
-    connection = _UnixConnection(path)
-    try:
-        connection.request(
-            method, target, body=b"" if method == "POST" else None, headers=dict(headers)
-        )
-        response = connection.getresponse()
-        body = response.read()
-        if response.status != 200:
-            raise ValueError(f"HTTP {response.status}: {body[:200]!r}")
-        answer: dict[str, Any] = json.loads(body)
-        return answer
-    finally:
-        connection.close()
