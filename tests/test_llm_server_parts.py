@@ -543,6 +543,7 @@ def test_the_servers_package_exports_both_servers_and_both_ways_to_serve_them() 
         "LlmServer",
         "LlmServerProcess",
         "check_processes",
+        "serve_echo_fleet",
         "serve_llm_fleet",
         "serve_llm_until_signalled",
         "serve_until_signalled",

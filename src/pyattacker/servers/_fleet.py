@@ -232,13 +232,20 @@ class Asking(threading.Thread):
     :meth:`done`."""
 
     def __init__(
-        self, paths: list[str], method: str, target: str, headers: Mapping[str, str]
+        self,
+        paths: list[str],
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        *,
+        start: bool = True,
     ) -> None:
         super().__init__(daemon=True)
         self.paths, self.method, self.target, self.headers = paths, method, target, headers
         self._answers: list[Any] = [None] * len(paths)
-        self.on_done: Callable[[], None] | None = None
-        self.start()
+        self.on_done: Callable[[], None] | None = None  # set it before start()
+        if start:
+            self.start()
 
     def run(self) -> None:
         for index, path in enumerate(self.paths):
