@@ -16,14 +16,17 @@ between workers).
 It prints, per level: TTFT p50/p95/p99 ours (sent clock, merged histograms) against the
 server's exact merged ``/stats``, the worst absolute error, whether it is within 0.5 ms
 (and the goal max(1 %, 0.5 ms)), counts (ours = the server's), events (tokens) read per
-second in total and per worker. No pinning: workers and server processes share the cores.
-A measurement, not a test.
+second in total and per worker, and the CPU seconds the generator (this process and its
+workers) and the server (all its processes) spent: events per CPU-second is what one free
+core carries, whatever the neighbours take of the machine. No pinning: workers and server
+processes share the cores. A measurement, not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 from typing import Any
 
 from accuracy import GOAL, QUANTILES
@@ -45,6 +48,7 @@ def level(streams: int, workers: int, processes: int, hold: float) -> dict[str, 
         processes=processes,
     )  # fmt: skip
     url = server.start()
+    before = _cpu()
     try:
         plan = AttackPlan.build(
             [url + "/v1"],
@@ -61,9 +65,11 @@ def level(streams: int, workers: int, processes: int, hold: float) -> dict[str, 
         else:
             result = run_workers(plan, workers)
         elapsed = wall_time() - started
+        generator_cpu = _cpu() - before  # this process and its workers, joined by now
         stats = server.stats()
     finally:
         server.stop()
+    server_cpu = _cpu() - before - generator_cpu  # the server and its members, stopped
     total = result.total
     ours = {key: total.ttft.percentile(q) for key, q in QUANTILES}
     truth = {key: float(stats["ttft"][key]) for key, _ in QUANTILES}
@@ -83,8 +89,19 @@ def level(streams: int, workers: int, processes: int, hold: float) -> dict[str, 
         "goal": all(GOAL.passes(ours[k], truth[k]) for k, _ in QUANTILES),
         "events_per_s": total.completion_tokens / elapsed,
         "events_per_s_per_worker": total.completion_tokens / elapsed / workers,
+        "generator_cpu_s": generator_cpu,
+        "server_cpu_s": server_cpu,
+        "events_per_generator_cpu_s": total.completion_tokens / generator_cpu,
+        "events_per_server_cpu_s": total.completion_tokens / server_cpu,
         "by_process": stats.get("received_by_process", [stats["received"]]),
     }
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of every child it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def render(row: dict[str, Any]) -> str:
@@ -95,7 +112,10 @@ def render(row: dict[str, Any]) -> str:
         f"P={row['processes']}  ttft ms ours/truth {cells}  worst {row['worst_ms']:.3f} ms "
         f"{verdict}; requests {row['requests']}/{row['server_requests']} "
         f"(not ok {row['not_ok']}), {row['events_per_s']:,.0f} events/s "
-        f"({row['events_per_s_per_worker']:,.0f} per worker), by process {row['by_process']}"
+        f"({row['events_per_s_per_worker']:,.0f} per worker), by process {row['by_process']}; "
+        f"CPU s generator {row['generator_cpu_s']:.1f} server {row['server_cpu_s']:.1f}: "
+        f"events per CPU-second {row['events_per_generator_cpu_s']:,.0f} generator, "
+        f"{row['events_per_server_cpu_s']:,.0f} server"
     )
 
 
