@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
-from pyattacker.servers import LlmServerProcess
+from pyattacker.servers import LlmServerProcess, check_processes
 from pyattacker.servers._fleet import pack as _pack
 from pyattacker.servers._llm_fleet import merge_parts
 from pyattacker.servers._llm_values import Values
@@ -192,3 +192,14 @@ def test_a_taken_port_is_refused_with_exit_2(fleet: LlmServerProcess) -> None:
     with pytest.raises(ConfigError) as refused:
         LlmServerProcess(processes=2, extra_args=["--port", str(port)]).start()
     assert "port" in str(refused.value)
+
+
+def test_more_than_one_process_is_refused_where_the_kernel_cannot_share_a_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    check_processes(1, "--processes")  # one process needs nothing special
+    with pytest.raises(ConfigError) as refused:
+        check_processes(2, "--processes")
+    assert refused.value.field == "--processes"
+    assert "SO_REUSEPORT" in refused.value.message
