@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import urllib.request
 from array import array
@@ -203,3 +204,13 @@ def test_more_than_one_process_is_refused_where_the_kernel_cannot_share_a_port(
         check_processes(2, "--processes")
     assert refused.value.field == "--processes"
     assert "SO_REUSEPORT" in refused.value.message
+
+
+def test_sigterm_stops_every_process_and_frees_the_port() -> None:
+    server = LlmServerProcess(processes=2)
+    url = server.start()
+    server.stop()
+    assert server.returncode == 0
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as probe:  # nobody listens any more: the port binds again
+        probe.bind(("127.0.0.1", port))

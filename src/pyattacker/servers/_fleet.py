@@ -89,25 +89,23 @@ def serve_fleet(
     children: list[Any] = []
     stopping = _Stopping()
     try:
-        bound = reserved.getsockname()[1]
-        pipes = []
-        for lane in range(processes):
-            ours, theirs = context.Pipe(duplex=False)
-            child = context.Process(
-                target=_member_main,
-                args=(member, lane, processes, directory, bound, theirs),
-                daemon=True,
-            )
-            child.start()
-            theirs.close()
-            children.append(child)
-            pipes.append(ours)
-        urls = [_ready(pipe, lane) for lane, pipe in enumerate(pipes)]
-        announce(urls[0])
-        dead: list[Any] = []
-        with stopping:
+        with stopping:  # from here on a signal stops the members, starting or running
+            bound = reserved.getsockname()[1]
+            pipes = []
+            for lane in range(processes):
+                ours, theirs = context.Pipe(duplex=False)
+                child = context.Process(
+                    target=_member_main,
+                    args=(member, lane, processes, directory, bound, theirs),
+                    daemon=True,
+                )
+                child.start()
+                theirs.close()
+                children.append(child)
+                pipes.append(ours)
+            urls = [_ready(pipe, lane) for lane, pipe in enumerate(pipes)]
+            announce(urls[0])
             dead = wait([child.sentinel for child in children])
-        if dead and not stopping.asked:
             lane = next(i for i, c in enumerate(children) if c.sentinel in dead)
             code = children[lane].exitcode
             raise PyAttackerError(f"server process {lane} exited with code {code}")
@@ -167,6 +165,9 @@ def _member_main(
     member: Member, lane: int, lanes: int, directory: str, port: int, pipe: Connection
 ) -> None:
     """A member process: run ``member``, telling the parent it listens, or why it cannot."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the supervisor's handlers
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _die_with_parent()
     try:
         member(lane, lanes, directory, port, lambda url: pipe.send(("ok", url)))
     except ConfigError as exc:
@@ -175,6 +176,18 @@ def _member_main(
     except BaseException as exc:
         pipe.send(("error", f"{type(exc).__name__}: {exc}"))
         os._exit(1)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux for a SIGTERM when the supervisor dies, even by SIGKILL: no member is
+    left serving a port nobody watches."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux, or no libc
+        pass
 
 
 def _ready(pipe: Connection, lane: int) -> str:
