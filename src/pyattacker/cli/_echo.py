@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from functools import partial
+from typing import Any
 
 import click
 
@@ -115,6 +116,36 @@ def echo_server(
       pyattacker echo-server --port 8080 --delay 20ms &  curl -s 127.0.0.1:8080/stats
       pyattacker echo-server --port 8080 --processes 2   # two cores' worth
     """
+    _check(port, seed, body_size, processes)
+    try:
+        if tls_cert is None and (tls_key is not None or tls_client_ca is not None):
+            raise ConfigError(
+                "needs --tls-cert", field="--tls-key" if tls_key else "--tls-client-ca"
+            )
+        context = None if tls_cert is None else server_tls(tls_cert, tls_key, tls_client_ca)
+        _serve(
+            processes,
+            port,
+            host=host,
+            delay=Delay.parse(delay, field="--delay"),
+            seed=seed,
+            body_size=body_size,
+            fail=parse_fails(fails),
+            max_head_size=max_head_size,
+            max_body_size=max_body_size,
+            request_timeout=request_timeout,
+            max_connections=max_connections,
+            ssl=context,
+        )
+    except ConfigError as exc:  # a library argument (or the address): name the flag
+        if exc.field is not None and not exc.field.startswith("-"):
+            flag = "--" + exc.field.replace("_", "-")
+            raise ConfigError(exc.message, field=flag, hint=exc.hint) from None
+        raise
+
+
+def _check(port: int, seed: int, body_size: int, processes: int) -> None:
+    """Refuse out-of-range numbers, naming the flag."""
     if not 0 <= port <= 65535:
         raise ConfigError(f"must be a port 0..65535, got {port}", field="--port")
     if seed < 0:
@@ -122,39 +153,21 @@ def echo_server(
     if body_size < 0:
         raise ConfigError(f"must be >= 0, got {body_size}", field="--body-size")
     check_processes(processes, "--processes")
-    try:
-        if tls_cert is None and (tls_key is not None or tls_client_ca is not None):
-            raise ConfigError(
-                "needs --tls-cert", field="--tls-key" if tls_key else "--tls-client-ca"
-            )
-        context = None if tls_cert is None else server_tls(tls_cert, tls_key, tls_client_ca)
 
-        def build(bound: int) -> EchoServer:
-            return EchoServer(
-                host=host,
-                port=bound,
-                delay=Delay.parse(delay, field="--delay"),
-                seed=seed,
-                body_size=body_size,
-                fail=parse_fails(fails),
-                max_head_size=max_head_size,
-                max_body_size=max_body_size,
-                request_timeout=request_timeout,
-                max_connections=max_connections,
-                ssl=context,
-            )
 
-        server = build(port)  # checks every argument before anything is forked
-        if processes > 1:
-            say = partial(_announce_url, server=server, processes=processes)
-            serve_echo_fleet(build, processes, host=host, port=port, announce=say)
-        else:
-            serve_until_signalled(server, announce=_announce)
-    except ConfigError as exc:  # a library argument (or the address): name the flag
-        if exc.field is not None and not exc.field.startswith("-"):
-            flag = "--" + exc.field.replace("_", "-")
-            raise ConfigError(exc.message, field=flag, hint=exc.hint) from None
-        raise
+def _serve(processes: int, port: int, **options: Any) -> None:
+    """Serve the echo server ``options`` describe on ``port``, as ``processes`` processes
+    behind it; every argument is checked (one server built) before anything is forked."""
+    server = EchoServer(port=port, **options)
+    if processes == 1:
+        serve_until_signalled(server, announce=_announce)
+        return
+
+    def build(bound: int) -> EchoServer:
+        return EchoServer(port=bound, **options)
+
+    say = partial(_announce_url, server=server, processes=processes)
+    serve_echo_fleet(build, processes, host=options["host"], port=port, announce=say)
 
 
 def parse_fails(
