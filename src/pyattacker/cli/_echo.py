@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
+from typing import Any
 
 import click
 
 from pyattacker._units import format_duration
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
-from pyattacker.servers import Delay, EchoServer, serve_until_signalled, server_tls
+from pyattacker.servers import (
+    Delay,
+    EchoServer,
+    check_processes,
+    serve_echo_fleet,
+    serve_until_signalled,
+    server_tls,
+)
 from pyattacker.servers.echo import BODY_LIMIT, check_fail, check_status
 
 __all__ = ["echo_server"]
@@ -50,6 +59,15 @@ __all__ = ["echo_server"]
     metavar="FILE",
     help="With --tls-cert: require a client certificate signed by a CA in FILE (PEM).",
 )
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Run N server processes behind the one port (SO_REUSEPORT, Linux): the kernel "
+    "spreads connections over them; /stats, /reset and /stall, wherever they land, cover "
+    "all of them (/stats exact). Each process draws its own delays.",
+)
 def echo_server(
     host: str,
     port: int,
@@ -64,6 +82,7 @@ def echo_server(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     tls_client_ca: str | None = None,
+    processes: int = 1,
 ) -> None:
     """Serve HTTP on loopback, holding each request for a delay drawn from SPEC.
 
@@ -95,22 +114,19 @@ def echo_server(
       pyattacker echo-server --port 8080 --delay lognormal:median=20ms,sigma=0.5
       pyattacker echo-server --delay fixed:5ms --fail 429:0.1 --fail 500:0.01
       pyattacker echo-server --port 8080 --delay 20ms &  curl -s 127.0.0.1:8080/stats
+      pyattacker echo-server --port 8080 --processes 2   # two cores' worth
     """
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"must be a port 0..65535, got {port}", field="--port")
-    if seed < 0:
-        raise ConfigError(f"must be >= 0, got {seed}", field="--seed")
-    if body_size < 0:
-        raise ConfigError(f"must be >= 0, got {body_size}", field="--body-size")
+    _check(port, seed, body_size, processes)
     try:
         if tls_cert is None and (tls_key is not None or tls_client_ca is not None):
             raise ConfigError(
                 "needs --tls-cert", field="--tls-key" if tls_key else "--tls-client-ca"
             )
         context = None if tls_cert is None else server_tls(tls_cert, tls_key, tls_client_ca)
-        server = EchoServer(
+        _serve(
+            processes,
+            port,
             host=host,
-            port=port,
             delay=Delay.parse(delay, field="--delay"),
             seed=seed,
             body_size=body_size,
@@ -121,12 +137,37 @@ def echo_server(
             max_connections=max_connections,
             ssl=context,
         )
-        serve_until_signalled(server, announce=_announce)
     except ConfigError as exc:  # a library argument (or the address): name the flag
         if exc.field is not None and not exc.field.startswith("-"):
             flag = "--" + exc.field.replace("_", "-")
             raise ConfigError(exc.message, field=flag, hint=exc.hint) from None
         raise
+
+
+def _check(port: int, seed: int, body_size: int, processes: int) -> None:
+    """Refuse out-of-range numbers, naming the flag."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"must be a port 0..65535, got {port}", field="--port")
+    if seed < 0:
+        raise ConfigError(f"must be >= 0, got {seed}", field="--seed")
+    if body_size < 0:
+        raise ConfigError(f"must be >= 0, got {body_size}", field="--body-size")
+    check_processes(processes, "--processes")
+
+
+def _serve(processes: int, port: int, **options: Any) -> None:
+    """Serve the echo server ``options`` describe on ``port``, as ``processes`` processes
+    behind it; every argument is checked (one server built) before anything is forked."""
+    server = EchoServer(port=port, **options)
+    if processes == 1:
+        serve_until_signalled(server, announce=_announce)
+        return
+
+    def build(bound: int) -> EchoServer:
+        return EchoServer(port=bound, **options)
+
+    say = partial(_announce_url, server=server, processes=processes)
+    serve_echo_fleet(build, processes, host=options["host"], port=port, announce=say)
 
 
 def parse_fails(
@@ -158,8 +199,12 @@ def parse_fails(
 
 
 def _announce(server: EchoServer) -> None:
+    _announce_url(server.url, server=server, processes=1)
+
+
+def _announce_url(url: str, *, server: EchoServer, processes: int) -> None:
     # The URL first and flushed: a script reading our stdout waits for exactly this line.
-    sys.stdout.write(server.url + "\n")
+    sys.stdout.write(url + "\n")
     sys.stdout.flush()
     delay = server.delay
     described = delay.describe()
@@ -169,6 +214,7 @@ def _announce(server: EchoServer) -> None:
     fails = ", ".join(f"{s}: {f:g}" for s, f in server.fail.items()) or "none"
     click.echo(
         f"echo-server: delay {described}, fail {fails}, "
+        f"{f'{processes} processes, ' if processes > 1 else ''}"
         f"seed {server.seed}; GET /stats, POST /reset, POST /stall?seconds=S",
         err=True,
     )

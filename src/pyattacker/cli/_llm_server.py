@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
@@ -11,7 +11,13 @@ import click
 from pyattacker.cli._echo import parse_fails
 from pyattacker.cli._server_limits import limit_options
 from pyattacker.errors import ConfigError
-from pyattacker.servers import Delay, LlmServer, serve_llm_until_signalled
+from pyattacker.servers import (
+    Delay,
+    LlmServer,
+    check_processes,
+    serve_llm_fleet,
+    serve_llm_until_signalled,
+)
 from pyattacker.servers.llm import (
     API_KEYS_ENV,
     BODY_LIMIT,
@@ -138,6 +144,15 @@ _FAIL_HINT = "e.g. --fail 503=0.01,500=0.005"
     is_flag=True,
     help="Send azure-openai-deployment-utilization (in flight / --capacity) on completions.",
 )
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Run N server processes behind the one port (SO_REUSEPORT, Linux): the kernel "
+    "spreads connections over them, and /stats and /reset, wherever they land, cover all "
+    "of them (exact). --capacity, --rpm, --tpm, --storms and the queue are per process.",
+)
 @limit_options(BODY_LIMIT, "a 128k-token prompt is about 0.5 MiB")
 def llm_server(**options: Any) -> None:
     """Serve a mock OpenAI-compatible LLM API that records the truth about every token.
@@ -176,10 +191,21 @@ def llm_server(**options: Any) -> None:
       pyattacker llm-server --capacity 8 --rpm 600 --tpm 100000 --fail 503=0.01
       pyattacker llm-server --output-tokens max --storms rate=0.1,duration=30s,error_rate=0.5
       PYATTACKER_LLM_SERVER_API_KEYS=sk-test pyattacker llm-server --model gpt-4o
+      pyattacker llm-server --processes 2 --ttft 50ms --itl 10ms   # two cores' worth
     """
     flags = _LlmServerFlags(**options)
     flags.check()
     try:
+        if flags.processes > 1:
+            server = flags.server()
+            serve_llm_fleet(
+                lambda port: replace(flags, port=port).server(),
+                flags.processes,
+                host=flags.host,
+                port=flags.port,
+                announce=lambda url: _announce_url(url, server, flags.processes),
+            )
+            return
         serve_llm_until_signalled(flags.server(), announce=_announce)
     except ConfigError as exc:
         raise _in_our_words(exc) from None
@@ -209,6 +235,7 @@ class _LlmServerFlags:
     max_body_size: int
     request_timeout: str
     max_connections: int
+    processes: int
 
     def check(self) -> None:
         """Refuse out-of-range numbers before the server is built, naming the flag as the
@@ -221,6 +248,7 @@ class _LlmServerFlags:
         for option, value, least in checks:
             if value < least:
                 raise ConfigError(f"must be >= {least}, got {value}", field=option)
+        check_processes(self.processes, "--processes")
         if self.port > 65535:
             raise ConfigError(f"must be a port 0..65535, got {self.port}", field="--port")
         limits = (("--capacity", self.capacity), ("--rpm", self.rpm), ("--tpm", self.tpm))
@@ -265,7 +293,12 @@ def _in_our_words(exc: ConfigError) -> ConfigError:
 
 
 def _announce(server: LlmServer) -> None:
+    _announce_url(server.url, server, 1)
+
+
+def _announce_url(url: str, server: LlmServer, processes: int) -> None:
     # The URL first and flushed: a script reading our stdout waits for exactly this line.
-    sys.stdout.write(server.url + "\n")
+    sys.stdout.write(url + "\n")
     sys.stdout.flush()
-    click.echo(f"llm-server: {server.describe()}; GET /stats, POST /reset", err=True)
+    many = f"{processes} processes (limits per process); " if processes > 1 else ""
+    click.echo(f"llm-server: {server.describe()}; {many}GET /stats, POST /reset", err=True)

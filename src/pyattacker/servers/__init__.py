@@ -11,10 +11,15 @@ API, streamed or not, on a configured timing model (TTFT, inter-token latency, l
 capacity, RPM/TPM limits, failures, storms) and records when it wrote every token:
 :class:`LlmServer` on the current loop, :class:`LlmServerProcess` as its own process
 (``pyattacker llm-server``); :func:`serve_llm_until_signalled` runs one as the whole
-process, as :func:`serve_until_signalled` does the echo server.
+process, as :func:`serve_until_signalled` does the echo server, and
+:func:`serve_llm_fleet` (:func:`serve_echo_fleet`) runs several processes behind one
+port with one ``/stats``.
 """
 
 from pyattacker.servers._delays import Delay
+from pyattacker.servers._echo_fleet import serve_echo_fleet
+from pyattacker.servers._fleet import check_processes
+from pyattacker.servers._llm_fleet import serve_llm_fleet
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers._tls import server_tls
 from pyattacker.servers.echo import EchoServer, serve_until_signalled
@@ -26,6 +31,9 @@ __all__ = [
     "EchoServerProcess",
     "LlmServer",
     "LlmServerProcess",
+    "check_processes",
+    "serve_echo_fleet",
+    "serve_llm_fleet",
     "serve_llm_until_signalled",
     "serve_until_signalled",
     "server_tls",

@@ -33,8 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Control", "Core", "check_fail", "check_status"]
 
-# (method, path, query) -> (status, JSON body), or None when it is not a control request.
-Control = Callable[[bytes, bytes, bytes], "tuple[int, bytes] | None"]
+# (method, path, query) -> (status, JSON body), or None when it is not a control request;
+# a future of the reply when it is computed later (the processes of one port asking each other).
+Control = Callable[
+    [bytes, bytes, bytes], "tuple[int, bytes] | asyncio.Future[tuple[int, bytes]] | None"
+]
 
 _RETRY_AFTER = re.compile(rb"[0-9]+(?:\.[0-9]+)?")
 _NO_BODY_STATUSES = frozenset({204, 304})

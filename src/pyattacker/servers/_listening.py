@@ -43,6 +43,8 @@ class ListeningServer:
         self.port = check_whole(port, "port", at_least=0)
         if self.port > 65535:
             raise ConfigError(f"must be a port 0..65535, got {port}", field="port")
+        # SO_REUSEPORT: several processes listen on one port, the kernel spreads connections.
+        self.reuse_port = False
         self._server: asyncio.Server | None = None
         self._sweeper: Sweeper | None = None
         self._url: str | None = None
@@ -64,7 +66,12 @@ class ListeningServer:
         self._bind(loop)
         try:
             self._server = await loop.create_server(
-                self._protocol, self.host, self.port, backlog=self.backlog, ssl=self.ssl
+                self._protocol,
+                self.host,
+                self.port,
+                backlog=self.backlog,
+                ssl=self.ssl,
+                reuse_port=self.reuse_port or None,
             )
         except OSError as exc:
             raise listen_error(self.host, self.port, exc) from None

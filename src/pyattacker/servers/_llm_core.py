@@ -128,6 +128,9 @@ class LlmCore:
         self.connections: set[LlmProtocol] = set()
         self._prefix = os.urandom(4).hex()  # ids unique across servers, not just requests
         self._sequence = 0
+        # One of ``lanes`` processes behind one port (llm-server --processes): this one
+        # numbers its dice streams lane, lane + lanes, ... so no two processes share one.
+        self.lane, self.lanes = 0, 1
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Serve on ``loop`` (the running one): its timers, its clock, and t = 0 now."""
@@ -153,10 +156,11 @@ class LlmCore:
 
     def rng(self, model: str, epoch: Epoch) -> LazyRandom:
         """The random stream of ``model``'s next request received in ``epoch``:
-        ``f"{seed}:{model}:{n}"``, ``n`` counting that model's requests of that epoch."""
+        ``f"{seed}:{model}:{n}"``, ``n`` counting that model's requests of that epoch (with
+        several processes, process ``lane`` of ``lanes`` takes ``n = lane + k * lanes``)."""
         n = epoch.ordinals.get(model, 0)
         epoch.ordinals[model] = n + 1
-        return LazyRandom(f"{self.settings.seed}:{model}:{n}")
+        return LazyRandom(f"{self.settings.seed}:{model}:{n * self.lanes + self.lane}")
 
     def headers(self, request_id: str, now: float) -> list[tuple[bytes, bytes]]:
         """The headers of every completion response: id, rate limits, utilisation."""

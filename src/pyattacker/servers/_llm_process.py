@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.servers._delays import Delay, spec_duration
+from pyattacker.servers._fleet import check_processes
 from pyattacker.servers._llm_dice import TokenCount
 from pyattacker.servers._llm_settings import MAX_OUTPUT_TOKENS, Settings, settings
 from pyattacker.servers._process import ServerProcess
@@ -26,7 +27,9 @@ class LlmServerProcess(ServerProcess):
     ``start()`` returns the URL; ``stats()``, ``reset()`` and ``stop()`` as for
     :class:`~pyattacker.servers.EchoServerProcess` (with the first API key, when keys are
     required). ``command_prefix`` goes before the Python executable (``["taskset", "-c",
-    "1"]`` pins the server to a core). The keys reach the child through
+    "1"]`` pins the server to a core). ``processes``: that many server processes behind
+    the one port (``--processes``; Linux), ``stats()`` and ``reset()`` covering them all.
+    The keys reach the child through
     ``$PYATTACKER_LLM_SERVER_API_KEYS``, which is set for it, or removed when there are
     none: a value the parent happens to have never applies.
     """
@@ -51,6 +54,7 @@ class LlmServerProcess(ServerProcess):
         api_keys: str | Sequence[str] = (),
         seed: int = 0,
         utilization_header: bool = False,
+        processes: int = 1,
         extra_args: Sequence[str] = (),
         command_prefix: Sequence[str] = (),
     ) -> None:
@@ -70,7 +74,11 @@ class LlmServerProcess(ServerProcess):
             seed=seed,
             utilization_header=utilization_header,
         )
+        check_processes(processes, "processes")
+        self.processes = processes
         command = [*command_prefix, sys.executable, "-m", "pyattacker", "llm-server"]
+        if processes > 1:
+            command += ["--processes", str(processes)]
         command += ["--host", host, "--port", "0", *arguments(self.settings), *extra_args]
         # Keys go through the environment: a command line shows in ps and in our messages.
         keys = " ".join(self.settings.api_keys)

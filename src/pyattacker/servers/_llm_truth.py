@@ -207,6 +207,13 @@ class Ledger:
         """Counts by status and outcome, throttled (429s), token totals, records discarded
         after a reset, and the exact distributions of TTFT, e2e, ITL and TPOT (see the
         module docstring). Cheap once :meth:`steps` ran; does what is left otherwise."""
+        result = self.counts()
+        for name, values in self.distributions().items():
+            result[name] = values.summary()
+        return result
+
+    def counts(self) -> dict[str, Any]:
+        """:meth:`summary` without the distributions: costs nothing."""
         statuses, outcomes = self._statuses, self._outcomes
         return {
             "requests": len(self.records),
@@ -216,11 +223,11 @@ class Ledger:
             "prompt_tokens": self._prompt,
             "completion_tokens": self._completion,
             "discarded_after_reset": self.discarded,
-            "ttft": self.ttft.summary(),
-            "e2e": self.e2e.summary(),
-            "itl": self.itl.summary(),
-            "tpot": self.tpot.summary(),
         }
+
+    def distributions(self) -> dict[str, Values]:
+        """The four distributions by their /stats key."""
+        return {"ttft": self.ttft, "e2e": self.e2e, "itl": self.itl, "tpot": self.tpot}
 
     def __repr__(self) -> str:
         return f"<Ledger epoch {self.epoch.number}: {len(self.records)} records>"

@@ -65,6 +65,14 @@ class Values:
     def extend(self, values: Iterable[float]) -> None:
         self._fresh.extend(values)
 
+    def data(self) -> array[float]:
+        """A copy of every value added, in no particular order (for merging servers)."""
+        every = array("d")
+        for run in self._runs:
+            every.extend(run)
+        every.extend(self._fresh)
+        return every
+
     def __len__(self) -> int:
         return len(self._fresh) + sum(len(run) for run in self._runs)
 

@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from pyattacker.errors import ConfigError, PyAttackerError
+from pyattacker.servers._fleet import check_processes
 
 __all__ = ["EchoServerProcess", "ServerProcess"]
 
@@ -175,8 +176,10 @@ class EchoServerProcess(ServerProcess):
     """``python -m pyattacker echo-server ...`` in a child process.
 
     ``fail`` is the CLI's text (``"429:0.1,500:0.01"``); ``command_prefix`` goes before the
-    Python executable (``["taskset", "-c", "0"]`` pins the server to a core). Not
-    thread-safe. ``stop()`` is idempotent and also runs on ``__exit__``.
+    Python executable (``["taskset", "-c", "0"]`` pins the server to a core).
+    ``processes``: that many server processes behind the one port (``--processes``;
+    Linux), ``stats()``, ``reset()`` and ``stall()`` covering them all.
+    Not thread-safe. ``stop()`` is idempotent and also runs on ``__exit__``.
     """
 
     what = "echo server"
@@ -189,9 +192,12 @@ class EchoServerProcess(ServerProcess):
         host: str = "127.0.0.1",
         body_size: int = 2,
         fail: str | None = None,
+        processes: int = 1,
         extra_args: Sequence[str] = (),
         command_prefix: Sequence[str] = (),
     ) -> None:
+        check_processes(processes, "processes")
+        self.processes = processes
         fails = [part for part in (fail or "").split(",") if part.strip()]
         super().__init__(
             [
@@ -203,6 +209,7 @@ class EchoServerProcess(ServerProcess):
                 *("--host", host, "--port", "0", "--delay", delay),
                 *("--seed", str(seed), "--body-size", str(body_size)),
                 *(arg for part in fails for arg in ("--fail", part.strip())),
+                *(("--processes", str(processes)) if processes > 1 else ()),
                 *extra_args,
             ]
         )

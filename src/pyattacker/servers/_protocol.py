@@ -225,7 +225,11 @@ class EchoProtocol(Guarded):
         path, _, query = url.partition(b"?")
         method = parser.get_method()
         control = core.control(method, path, query)
-        if control is not None:
+        if isinstance(control, asyncio.Future):  # answered later (several processes)
+            held = _Held(start, 0.0, b"", None, keep_alive)
+            held.ready = False
+            control.add_done_callback(lambda done: self._answered(held, done))
+        elif control is not None:
             status, payload = control
             response = core.response(status, payload, keep_alive, b"application/json")
             held = _Held(start, 0.0, response, None, keep_alive)
@@ -238,7 +242,7 @@ class EchoProtocol(Guarded):
         self._queue.append(held)
         if held.ready:
             self._flush()
-        else:
+        elif held.response:  # not a control reply still being computed (see _answered)
             held.timer = core.loop.call_later(held.delay, self._due, held)
 
     def _echo(
@@ -274,6 +278,15 @@ class EchoProtocol(Guarded):
         location = b"Location: " + to.encode("ascii") + b"\r\n"
         response = core.response(int(code), b"", keep_alive, b"text/plain", location)
         return _Held(start, delay, response, int(code), keep_alive)
+
+    def _answered(self, held: _Held, done: asyncio.Future[tuple[int, bytes]]) -> None:
+        """A control reply that was computed later is ready: write it in its turn."""
+        if self._closed or done.cancelled():
+            return
+        status, payload = done.result()
+        held.response = self._core.response(status, payload, held.keep_alive, b"application/json")
+        held.ready = True
+        self._flush()
 
     def _due(self, held: _Held) -> None:
         if self._closed:
