@@ -54,6 +54,19 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def blocking_sender(conn: Connection) -> Callable[[object], None]:
+    """``conn.send`` that waits for room in the pipe. The worker's loop watches the same
+    socket for the driver's stop (``add_reader``), which makes it non-blocking; a large
+    snapshot then does not fit at once and ``send`` would fail with ``BlockingIOError``."""
+    fd = conn.fileno()
+
+    def send(message: object) -> None:
+        os.set_blocking(fd, True)
+        conn.send(message)
+
+    return send
+
+
 def _child(conn: Connection, plan: AttackPlan, index: int, n: int, limits: Limits | None) -> None:
     """A worker process: say ready, wait for the start instant, run, send the outcome."""
     # Until its loop handles signals, Ctrl-C is the driver's business (it says stop).
@@ -63,7 +76,7 @@ def _child(conn: Connection, plan: AttackPlan, index: int, n: int, limits: Limit
     if kind != "start":
         conn.send(("done", None))
         return
-    send = conn.send
+    send = blocking_sender(conn)
 
     def listen(stop: Callable[[str], None]) -> None:
         import asyncio
