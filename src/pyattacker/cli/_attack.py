@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import click
 
-from pyattacker._atomic import check_output, write_atomically
 from pyattacker._inputs import loads, read_bounded
 from pyattacker._secrets import mask_url
 from pyattacker._units import parse_duration, parse_rate
@@ -44,8 +41,9 @@ from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
 from pyattacker.cli._attack_workers import run_plan, workers_checked, workers_exit, workers_options
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
+from pyattacker.cli._report_files import check_report_path, write_report
 from pyattacker.cli._serve import Serving, serve_options
-from pyattacker.errors import ConfigError, PyAttackerError
+from pyattacker.errors import ConfigError
 from pyattacker.http import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, Timeouts, parse_size
 from pyattacker.pool import ALGORITHMS
 from pyattacker.report import Gate, attack_json, attack_markdown, attack_text
@@ -376,8 +374,7 @@ def _check_outputs(f: AttackFlags) -> None:
         (f.markdown_path, "--markdown"),
         (f.samples_path, "--samples"),
     ):
-        if path is not None and path != "-":
-            _check_writable(path, field)
+        check_report_path(path, field)
 
 
 def _close(live: LiveProgress | None, samples: SampleWriter | None) -> None:
@@ -405,9 +402,9 @@ def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
     each with the gate's verdicts when thresholds or goodput were asked for."""
     click.echo(gate.text(result, attack_text(result)), err=f.json_path == "-")
     if f.json_path:
-        _write(f.json_path, gate.json(result, attack_json(result)))
+        write_report(f.json_path, gate.json(result, attack_json(result)))
     if f.markdown_path:
-        _write(f.markdown_path, gate.markdown(result, attack_markdown(result)))
+        write_report(f.markdown_path, gate.markdown(result, attack_markdown(result)))
     write_attack_html(f.html_path, {**result.to_dict(), **gate.sections(result)})
 
 
@@ -527,26 +524,3 @@ def _retry(text: str) -> Retrying:
             raise ConfigError(f"not valid JSON: {exc.msg}", field="--retry") from None
         return resolve_retry(spec)
     return resolve_retry(stripped)
-
-
-def _check_writable(path: str, field: str) -> None:
-    """Refuse, before any traffic, an output path the report could not be written to."""
-    check_output(_output(path), field, path)
-
-
-def _output(path: str) -> Path:
-    """Where a report named ``path`` goes: ``~`` expanded and symlinks followed, so the
-    rename replaces the file a link points to, as writing through the link would."""
-    return Path(path).expanduser().resolve()
-
-
-def _write(path: str, text: str) -> None:
-    """The report on stdout for ``-``; else replaced atomically (a Ctrl-C or a full disk
-    mid-write leaves the previous report whole)."""
-    if path == "-":
-        sys.stdout.write(text + "\n")
-        return
-    try:
-        write_atomically(_output(path), lambda t: t.write_text(text + "\n", encoding="utf-8"))
-    except OSError as exc:
-        raise PyAttackerError(f"could not write the report to {path!r}: {exc.strerror}") from None

@@ -16,15 +16,12 @@ some did not, 130 interrupted (the levels done are reported).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from pyattacker._atomic import check_output, write_atomically
 from pyattacker.attack import (
     AttackPlan,
     AttackResult,
@@ -39,7 +36,8 @@ from pyattacker.attack import (
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._html import write_html
 from pyattacker.cli._progress import LiveProgress
-from pyattacker.errors import ConfigError, PyAttackerError
+from pyattacker.cli._report_files import check_report_path, write_report
+from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 
 __all__ = ["sweep_command", "sweep_options", "warmup_of"]
@@ -115,9 +113,9 @@ def sweep_command(
     data = sweep_dict(result)
     click.echo(sweep_text(result, data), err=flags.json_path == "-")
     if flags.json_path:
-        _write(flags.json_path, sweep_json(result, data))
+        write_report(flags.json_path, sweep_json(result, data))
     if flags.markdown_path:
-        _write(flags.markdown_path, sweep_markdown(result, data))
+        write_report(flags.markdown_path, sweep_markdown(result, data))
     if flags.html_path is not None:
         write_html(flags.html_path, sweep_html(data))
     if result.interrupted:
@@ -200,21 +198,5 @@ def _level_flags(flags: AttackFlags, load: LoadModel) -> AttackFlags:
 
 
 def _check_outputs(flags: AttackFlags) -> None:
-    for path, field in ((flags.json_path, "--json"), (flags.markdown_path, "--markdown")):
-        if path is not None and path != "-":
-            check_output(_output(path), field, path)
-
-
-def _output(path: str) -> Path:
-    return Path(path).expanduser().resolve()
-
-
-def _write(path: str, text: str) -> None:
-    """The report on stdout for ``-``; else replaced atomically."""
-    if path == "-":
-        sys.stdout.write(text + "\n")
-        return
-    try:
-        write_atomically(_output(path), lambda t: t.write_text(text + "\n", encoding="utf-8"))
-    except OSError as exc:
-        raise PyAttackerError(f"could not write the report to {path!r}: {exc.strerror}") from None
+    check_report_path(flags.json_path, "--json")
+    check_report_path(flags.markdown_path, "--markdown")
