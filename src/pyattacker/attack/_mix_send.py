@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pyattacker.attack._mix import Prepared, prepare
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._redirects import Hop
-from pyattacker.attack._send import HttpSender, OnEnd, _copy, _raise_for, _Waiter
+from pyattacker.attack._send import HttpSender, OnEnd, _Waiter
 from pyattacker.http import URL, HttpClient, Timing
 from pyattacker.measure import Attempt
 
@@ -60,18 +60,7 @@ class MixSender(HttpSender):
             attempt.name = self._prepared[target.id][self._draw(attempt.request)].name
             await super().send(target, attempt, hop)
             return
-        method, url, headers, body = self._request(target, attempt)
-        timing = Timing(0.0)
-        try:
-            response = await self.client.request(
-                method, url, headers=headers, body=body, timing=timing
-            )
-        finally:
-            _copy(timing, attempt)
-        attempt.status = response.status
-        attempt.bytes_received = response.body_size
-        if response.status >= 300:
-            _raise_for(response)
+        await self._exchange(attempt, *self._request(target, attempt))
 
     def start(self, target: Target, attempt: Attempt, on_end: OnEnd) -> Callable[[], None] | None:
         method, url, headers, body = self._request(target, attempt)

@@ -21,7 +21,7 @@ from typing import Protocol
 from pyattacker.attack._plan import Target
 from pyattacker.attack._redirects import Hop, redirect_error
 from pyattacker.errors import HttpStatusError, RedirectError
-from pyattacker.http import HttpClient, Response, Timing
+from pyattacker.http import URL, HttpClient, Response, Timing
 from pyattacker.measure import Attempt
 
 __all__ = ["HttpSender", "OnEnd", "Sender"]
@@ -58,10 +58,22 @@ class HttpSender:
         else:
             target, method, body = hop.target, hop.method, hop.body
         attempt.bytes_sent = len(body) if body else 0
+        await self._exchange(attempt, method, target.url, target.headers, body)
+
+    async def _exchange(
+        self,
+        attempt: Attempt,
+        method: str,
+        url: URL,
+        headers: tuple[tuple[str, str], ...],
+        body: bytes | None,
+    ) -> None:
+        """One request and its answer, recorded on ``attempt``; raises a status of 400
+        or more and a redirect, as :meth:`send` promises."""
         timing = Timing(0.0)  # ours, so a cancelled request still tells when it was sent
         try:
             response = await self.client.request(
-                method, target.url, headers=target.headers, body=body, timing=timing
+                method, url, headers=headers, body=body, timing=timing
             )
         finally:
             _copy(timing, attempt)
