@@ -156,13 +156,48 @@ def _pip_can_build() -> bool:
 
 @pytest.mark.skipif(not _pip_can_build(), reason="pip needs wheel or setuptools>=70.1 offline")
 def test_pip_installs_the_example_plugin(tmp_path: Path) -> None:
-    target = tmp_path / "site"
+    target, source = tmp_path / "site", tmp_path / "plugin_package"
+    shutil.copytree(PACKAGE, source)  # pip builds in place: not in the repository
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(PACKAGE)],
+         "--no-index", "--target", str(target), str(source)],
         check=True, capture_output=True,
     )  # fmt: skip
-    assert list(target.glob("pyattacker_example_plugin-*.dist-info/entry_points.txt"))
+    points = list(target.glob("pyattacker_example_plugin-*.dist-info/entry_points.txt"))
+    assert points
+    assert "example.tagged" in points[0].read_text()
+
+
+def test_an_attack_sends_with_the_plugin_sender_it_names(
+    installed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pyattacker.servers import EchoServerProcess
+
+    with EchoServerProcess(delay="fixed:1ms") as echo:
+        argv = ["attack", echo.url, "--sender", "example.tagged", "--rate", "100/s"]
+        assert run_cli([*argv, "--requests", "20", "--json", "r.json", "-q"]) == 0
+        assert echo.stats()["statuses"] == {"299": 20}  # only the plugin's sender asks for it
+    report = json.loads((installed.parent / "r.json").read_text())
+    assert report["plan"]["sender"] == "example.tagged"
+    assert report["total"]["status"] == {"299": 20}
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--sender", "example.taged"], "did you mean 'example.tagged'"),
+        (["--sender", "example.tagged", "--targets", "mix.jsonl"], "--targets"),
+    ],
+)
+def test_a_sender_that_is_not_installed_or_cannot_apply_exits_2(
+    installed: Path, capsys: pytest.CaptureFixture[str], extra: list[str], words: str
+) -> None:
+    (installed.parent / "mix.jsonl").write_text('{"url": "/a"}\n')
+    argv = ["attack", "http://127.0.0.1:9/", "--rate", "10/s", "--requests", "1", *extra]
+    assert run_cli([*argv, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--sender" in err
+    assert words in err
 
 
 def test_a_store_plugin_opens_its_scheme_and_an_unknown_scheme_is_refused(

@@ -32,7 +32,7 @@ GROUPS: dict[str, str] = {
     "pyattacker.algorithms": "an AcquireAlgorithm subclass, registered by its `name`",
     "pyattacker.codecs": "a Codec instance (or a zero-argument callable returning one)",
     "pyattacker.stores": "a Store class or factory, (location, read_only=...), for NAME://...",
-    "pyattacker.senders": "an attack sender factory (listed; not chosen by name yet)",
+    "pyattacker.senders": "an attack sender factory (client, plan) -> Sender: attack --sender NAME",
 }
 
 

@@ -25,7 +25,7 @@ from pyattacker.attack._ray_workers import (
     run_ray_workers,
 )
 from pyattacker.attack._result import AttackResult
-from pyattacker.attack._run import attack, run_attack, run_on_fast_loop
+from pyattacker.attack._run import attack, plugin_sender, run_attack, run_on_fast_loop
 from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
@@ -85,6 +85,7 @@ __all__ = [
     "measure_offset",
     "merge_outcomes",
     "on_common_clock",
+    "plugin_sender",
     "read_targets",
     "run_attack",
     "run_on_fast_loop",

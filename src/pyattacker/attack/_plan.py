@@ -90,6 +90,10 @@ class AttackPlan:
     - ``mix``: a :class:`~pyattacker.attack._mix.Mix` makes each arrival send one of its
       lines, drawn by weight from ``seed`` (``--targets``; ``--data`` fills its templates);
       ``method``, ``headers`` and ``body`` are then every line's defaults.
+    - ``sender``: the name of a plugin's sender (entry point group ``pyattacker.senders``:
+      a factory called with the attack's ``HttpClient`` and this plan, returning a
+      :class:`~pyattacker.attack.Sender`) that sends each attempt instead of plain HTTP;
+      not with ``llm``, ``mix`` or ``scenario``, which bring their own.
     """
 
     targets: tuple[URL, ...]
@@ -115,6 +119,7 @@ class AttackPlan:
     tls: TlsOptions | None = None
     follow_redirects: int = 0
     mix: Mix | None = None
+    sender: str | None = None
 
     def __post_init__(self) -> None:
         if not self.targets:
@@ -173,6 +178,19 @@ class AttackPlan:
                                    self.requests)  # fmt: skip
         if self.mix is not None:
             check_mix(self, self.mix)
+        if self.sender is not None:
+            self._check_sender()
+
+    def _check_sender(self) -> None:
+        """A plugin's sender replaces plain HTTP only: the other ways of sending have their own."""
+        for other, flag in ((self.llm, "--llm"), (self.mix, "--targets/--data"),
+                            (self.scenario, "--scenario")):  # fmt: skip
+            if other is not None:
+                raise ConfigError(
+                    f"a plugin's sender cannot be combined with {flag}",
+                    field="sender",
+                    hint=f"leave out --sender, or {flag}",
+                )
 
     def _check_numbers(self) -> None:
         """Every number within its range of the one table (``_limits.LIMITS``)."""

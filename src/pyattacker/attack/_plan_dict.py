@@ -80,6 +80,8 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         data["warmup"] = plan.warmup.to_dict()
     if plan.mix is not None:
         data["mix"] = plan.mix.describe(plan.method)
+    if plan.sender is not None:
+        data["sender"] = plan.sender
     return data
 
 

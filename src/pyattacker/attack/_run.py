@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import signal
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from pyattacker import _plugins
 from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Engine, Progress
 from pyattacker.attack._mix_send import MixSender
@@ -159,7 +161,31 @@ def _client_for(plan: AttackPlan, clock: Clock | None, limits: Limits | None) ->
 def _http_sender(plan: AttackPlan, client: HttpClient) -> Sender:
     if plan.mix is not None:
         return MixSender(client, plan)
+    if plan.sender is not None:
+        return plugin_sender(plan.sender)(client, plan)
     return HttpSender(client, method=plan.method, body=plan.body)
+
+
+def plugin_sender(name: str) -> Callable[[HttpClient, AttackPlan], Sender]:
+    """The factory of the plugin sender ``name`` (entry point group ``pyattacker.senders``);
+    a ``ConfigError`` naming ``--sender`` when none is installed or it fails to load."""
+    factory = _plugins.load("pyattacker.senders", name, field="--sender")
+    if factory is None:
+        known = _plugins.names("pyattacker.senders")
+        close = difflib.get_close_matches(name, known, n=1)
+        raise ConfigError(
+            f"no plugin sender named {name!r}"
+            + (f" — did you mean {close[0]!r}?" if close else ""),
+            field="--sender",
+            hint="installed: " + (", ".join(known) or "none") + " (`pyattacker plugins`)",
+        )
+    if not callable(factory):
+        raise ConfigError(
+            f"the plugin sender {name!r} is a {type(factory).__name__}, not a factory",
+            field="--sender",
+            hint="its entry point must name a callable (client, plan) -> Sender",
+        )
+    return factory  # type: ignore[no-any-return]
 
 
 async def _preconnect(plan: AttackPlan, client: HttpClient) -> None:

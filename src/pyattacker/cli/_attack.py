@@ -336,7 +336,9 @@ def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
             keys=_keys(f.keys, f.keys_file),
             llm=llm_spec,
             warmup=warmup_of(f),
-            **http_plan_options(f.insecure, f.cacert, f.cert, f.cert_key, f.follow_redirects),
+            **http_plan_options(
+                f.insecure, f.cacert, f.cert, f.cert_key, f.follow_redirects, f.sender
+            ),
             mix=mix,
         )
     except ConfigError as exc:

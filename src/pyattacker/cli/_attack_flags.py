@@ -78,3 +78,4 @@ class AttackFlags:
     workers: int = 1
     per_worker: bool = False
     ray_address: str | None = None  # attack --ray [ADDRESS]: "" without one
+    sender: str | None = None  # --sender NAME: a plugin's sender (cli/_attack_http.py)

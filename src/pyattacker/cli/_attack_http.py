@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from pyattacker.attack import plugin_sender
 from pyattacker.errors import ConfigError
 from pyattacker.http import TlsOptions
 
@@ -23,8 +24,15 @@ _FLAGS = {"cacert": "--cacert", "cert": "--cert", "key": "--cert-key", "insecure
 
 
 def http_options(command: F) -> F:
-    """The TLS and redirect options of ``attack`` (for plain and ``--llm`` attacks alike)."""
+    """The TLS, redirect and sender options of ``attack`` (TLS and redirects for plain and
+    ``--llm`` attacks alike)."""
     options = [
+        click.option(
+            "--sender",
+            metavar="NAME",
+            help="Send each attempt with the installed plugin sender NAME (entry point group "
+            "pyattacker.senders; `pyattacker plugins` lists them) instead of plain HTTP.",
+        ),
         click.option(
             "--follow-redirects",
             "follow_redirects",
@@ -66,10 +74,18 @@ def http_options(command: F) -> F:
 
 
 def http_plan_options(
-    insecure: bool, cacert: str | None, cert: str | None, cert_key: str | None, follow: int
+    insecure: bool,
+    cacert: str | None,
+    cert: str | None,
+    cert_key: str | None,
+    follow: int,
+    sender: str | None = None,
 ) -> dict[str, Any]:
-    """The plan's ``tls`` (``None`` when no TLS flag was given) and ``follow_redirects``;
-    a ``ConfigError`` names the flag (a file that cannot be read or used included)."""
+    """The plan's ``tls`` (``None`` when no TLS flag was given), ``follow_redirects`` and
+    ``sender`` (its plugin loaded now, before any traffic); a ``ConfigError`` names the
+    flag (a file that cannot be read or used included)."""
+    if sender is not None:
+        plugin_sender(sender)
     tls = None
     if insecure or cacert is not None or cert is not None or cert_key is not None:
         try:
@@ -82,4 +98,4 @@ def http_plan_options(
             elif exc.field == "cacert" and insecure:
                 hint = "give one of --insecure or --cacert"
             raise ConfigError(exc.message, field=field, hint=hint) from None
-    return {"tls": tls, "follow_redirects": follow}
+    return {"tls": tls, "follow_redirects": follow, "sender": sender}

@@ -1,8 +1,10 @@
-"""An example pyattacker plugin: one task and one acquire algorithm, by entry point.
+"""An example pyattacker plugin: a task, an acquire algorithm and an attack sender, by
+entry point.
 
 ``use: example.shout`` in a config file runs :func:`shout` (a factory: its ``args`` are
-its keywords); ``algorithm: example_first`` in a pool uses :class:`FirstFree`. Neither is
-imported until a config names it.
+its keywords); ``algorithm: example_first`` in a pool uses :class:`FirstFree`;
+``pyattacker attack URL --sender example.tagged`` sends every attempt with
+:func:`tagged`'s sender. None is imported until something names it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, ClassVar
 
 from pyattacker.pool import AcquireAlgorithm
 
-__all__ = ["FirstFree", "shout"]
+__all__ = ["FirstFree", "shout", "tagged"]
 
 
 def shout(suffix: str = "!") -> Any:
@@ -38,3 +40,18 @@ class FirstFree(AcquireAlgorithm):
         from pyattacker.pool import resolve_algorithm
 
         return await resolve_algorithm("wait").acquire(request)
+
+
+def tagged(client: Any, plan: Any) -> Any:
+    """An attack sender (a factory of ``(client, plan)``): plain HTTP through the attack's
+    client, each request carrying ``x-plugin: example.tagged`` and asking pyattacker's
+    echo server to answer with status 299 (so a test can tell it was this sender)."""
+    from pyattacker.attack import HttpSender, Target
+
+    class Tagged(HttpSender):
+        async def send(self, target: Target, attempt: Any, hop: Any = None) -> None:
+            extra = (("x-plugin", "example.tagged"), ("x-echo-status", "299"))
+            tagged = Target(target.id, target.url, (*target.headers, *extra))
+            await super().send(tagged, attempt, hop)
+
+    return Tagged(client, method=plan.method, body=plan.body)
