@@ -128,3 +128,26 @@ def test_the_rate_and_the_eta_fit_on_an_80_column_terminal() -> None:
         out = io.StringIO()
         Console(file=out, width=width, color_system=None).print(progress.render())
         assert "2500/20000 pipelines  12.5 s  200.0/s  ETA 1m28s" in out.getvalue(), width
+
+
+def test_an_estimated_total_that_falls_short_never_shows_more_done_than_total() -> None:
+    text = _pictures(_stats(0.0, 0), _stats(10.0, 110), total=100)  # one shard's estimate
+    assert "110/110 pipelines" in text
+
+
+def test_one_shards_bar_counts_to_its_share_of_the_rows_ahead() -> None:
+    from pyattacker.cli._run_input import pipelines_to_run
+
+    class Source:
+        rows_total, limit, first_row = 1000, None, 0
+
+    class Store:
+        def count_pipelines(self) -> int:
+            return 10
+
+    class FakeRunner:
+        store = Store()
+
+    runner: Any = FakeRunner()
+    assert pipelines_to_run(Source(), 2, runner) == 2010  # type: ignore[arg-type]
+    assert pipelines_to_run(Source(), 2, runner, 4) == 510  # type: ignore[arg-type]

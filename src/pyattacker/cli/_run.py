@@ -277,10 +277,13 @@ def _execute(
             **runner_settings,
         ) as runner,
     ):
-        total = pipelines_to_run(source, repeats, runner)
+        label, count = "run", 1
+        if shard is not None and shard.count > 1:
+            label, count = f"shard {shard.index}/{shard.count} (total estimated)", shard.count
+        total = pipelines_to_run(source, repeats, runner, count)
         options = {"resume": resume, "fresh": fresh, "add_pipeline": add_pipeline}
         report: RunReport = _flags(
-            lambda: _run(runner, specs, total=total, quiet=as_json, **options)
+            lambda: _run(runner, specs, total=total, quiet=as_json, label=label, **options)
         )
         if as_json:
             click.echo(json.dumps({"run": report.to_dict(), "report": summarize(runner.store)}))
@@ -459,8 +462,10 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name) or "run"
 
 
-def _run(runner: Runner, specs: Any, *, total: int, quiet: bool, **options: bool) -> RunReport:
-    progress = None if quiet else RunProgress.for_stderr(runner.stats, total=total, label="run")
+def _run(
+    runner: Runner, specs: Any, *, total: int, quiet: bool, label: str = "run", **options: bool
+) -> RunReport:
+    progress = None if quiet else RunProgress.for_stderr(runner.stats, total=total, label=label)
     if progress is None:
         return runner.run(specs, **options)
     with progress:

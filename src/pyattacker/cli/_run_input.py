@@ -210,10 +210,14 @@ def duration(text: str) -> float:
     return float(found.group(1)) * _UNIT_S[found.group(2)]
 
 
-def pipelines_to_run(source: FileSource | None, repeats: int, runner: Runner) -> int:
-    """Pipelines the progress bar counts to."""
+def pipelines_to_run(
+    source: FileSource | None, repeats: int, runner: Runner, shard_count: int = 1
+) -> int:
+    """Pipelines the progress bar counts to. For one shard of ``shard_count``, the rows
+    ahead are its expected share (pipeline ids hash evenly over the shards): an estimate,
+    which the bar says it is."""
     stored = runner.store.count_pipelines()
     if source is None or source.rows_total is None:
         return stored
     ahead = source.rows_total if source.limit is None else min(source.limit, source.rows_total)
-    return max(stored, (ahead - source.first_row) * repeats + stored)
+    return max(stored, round((ahead - source.first_row) * repeats / shard_count) + stored)

@@ -146,12 +146,14 @@ class RunProgress:
         stats = self._stats()
         counts = progress_counts(stats)
         self._samples.append((float(counts["elapsed_s"]), int(counts["ended"])))
-        rate, eta = pace(self._samples, remaining=self._total - int(counts["done"]))
+        # an estimated total (one shard's share) may fall short: never show done > total
+        total = max(self._total, int(counts["done"]))
+        rate, eta = pace(self._samples, remaining=total - int(counts["done"]))
         speed = "" if rate is None else f"  {rate:.1f}/s  ETA {_duration(eta)}"
         bar = _BarLine(
             Text(self._label, style="bold"),
-            ProgressBar(total=max(1, self._total), completed=counts["done"]),
-            Text(f"{counts['done']}/{self._total} pipelines  {counts['elapsed_s']:.1f} s{speed}"),
+            ProgressBar(total=max(1, total), completed=counts["done"]),
+            Text(f"{counts['done']}/{total} pipelines  {counts['elapsed_s']:.1f} s{speed}"),
         )
         line = Text("  ")
         for name, style in (
