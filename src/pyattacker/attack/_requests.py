@@ -188,15 +188,10 @@ class Requests:
     async def _attempt(self, attempt: Attempt, hop: Hop | None = None) -> BaseException | None:
         """One attempt (to ``hop``'s target if given, else to the lease's): lease, send,
         settle. Returns the error, or None if it went OK."""
-        lease = self._pool.try_acquire(algorithm=self._name) if self._try_first else None
-        if lease is None:
-            lease_or_error = await self._acquire(attempt)
-            if isinstance(lease_or_error, BaseException):
-                return lease_or_error
-            lease = lease_or_error
-        attempt.acquired = lease.acquired_at
-        self._flight.leased += 1
-        resource_id = attempt.resource = lease.resource.id
+        lease = await self.lease(attempt)
+        if isinstance(lease, BaseException):
+            return lease
+        resource_id = lease.resource.id
         try:
             if hop is None:
                 await self._sender.send(self._targets[resource_id], attempt)

@@ -167,6 +167,20 @@ class Breakdown:
         self.stats[key] = RequestStats()
         self.windows[key] = WindowSeries(*self._window_spec)
 
+    def merge(self, other: Breakdown) -> None:
+        """Add ``other``'s counts key by key (same window and origin)."""
+        for key, stats in other.stats.items():
+            if key not in self.stats:
+                self.open(key)
+            self.stats[key].merge(stats)
+            self.windows[key].merge(other.windows[key])
+
+    def rebase(self, origin: float) -> None:
+        """Move every key's windows (and those of keys still to come) to ``origin``."""
+        self._window_spec = (self._window_spec[0], origin)
+        for series in self.windows.values():
+            series.origin = origin
+
     def add_ok_batch(self, key: str, batch: OkBatch) -> None:
         """Count ``batch`` (plain OK answers, see :class:`OkBatch`) under ``key``, as
         :meth:`add` of each would."""
@@ -220,8 +234,7 @@ class Tally:
         # batched too (a request mix names every request): `_named` says the batch has one.
         self._ok: list[Attempt] = []
         self._named = False
-        self._one_by_one = on_record is not None or per_target
-        self._batching = not self._one_by_one
+        self._batching = on_record is None and not per_target
         self._phases = Phases()  # the timing breakdown of every attempt
 
     @property
@@ -325,7 +338,7 @@ class Tally:
         error = attempts[-1].error
         if error is not None:
             self.errors.note(error)
-        if len(attempts) == 1 and not self._one_by_one and attempts[0].name is None:
+        if len(attempts) == 1 and self._batching and attempts[0].name is None:
             self._one_attempt(attempts[0])
         else:
             self._record(RequestRecord.from_attempts(attempts))
@@ -433,12 +446,8 @@ class Tally:
         self.flush()
         self._total.merge(other._total)
         self._windows.merge(other._windows)
-        for mine, theirs in ((self.targets, other.targets), (self.names, other.names)):
-            for key, stats in theirs.stats.items():
-                if key not in mine.stats:
-                    mine.open(key)
-                mine.stats[key].merge(stats)
-                mine.windows[key].merge(theirs.windows[key])
+        self.targets.merge(other.targets)
+        self.names.merge(other.names)
         self.scheduled += other.scheduled
         self._sent += other._sent
         self._late += other._late
@@ -453,8 +462,6 @@ class Tally:
         self.flush()
         delta = origin - self._windows.origin
         self._last_sent += delta
-        for breakdown in (self.targets, self._names):
-            breakdown._window_spec = (breakdown._window_spec[0], origin)
-            for series in breakdown.windows.values():
-                series.origin = origin
+        self.targets.rebase(origin)
+        self._names.rebase(origin)
         self._windows.origin = origin

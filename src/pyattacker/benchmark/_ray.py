@@ -15,6 +15,7 @@ from typing import Any
 
 from pyattacker._ray import ray_session
 from pyattacker.benchmark._harness import Harness
+from pyattacker.benchmark._plan_order import PlanOrder
 from pyattacker.benchmark._result import RunResult
 
 __all__ = ["on_ray"]
@@ -55,21 +56,9 @@ def on_ray(
 def _collect(
     ray: Any, pending: dict[Any, int], total: int, on_result: OnResult | None
 ) -> list[RunResult]:
-    results: dict[int, RunResult] = {}
-    failures: dict[int, BaseException] = {}
+    done = PlanOrder(total, on_result)
     while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            index = pending.pop(ref)
-            outcome = ray.get(ref)
-            if isinstance(outcome, BaseException):
-                failures[index] = outcome
-            else:
-                results[index] = outcome
-                if on_result is not None:
-                    on_result(outcome)
-        if failures:
-            first = min(failures)
-            if all(i in results for i in range(first)):
-                raise failures[first]
-    return [results[index] for index in range(total)]
+        finished, _ = ray.wait(list(pending), num_returns=1)
+        for ref in finished:
+            done.add(pending.pop(ref), ray.get(ref))
+    return done.results()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pyattacker._checks import check_whole
 from pyattacker.benchmark._harness import ClockKind, Harness
+from pyattacker.benchmark._plan_order import PlanOrder
 from pyattacker.benchmark._ray import on_ray
 from pyattacker.benchmark._report import BenchmarkReport, default_algorithms
 from pyattacker.benchmark._result import RunResult
@@ -150,18 +151,8 @@ def _in_processes(
     """Run on ``workers`` processes; results in plan order. The first failure *in plan
     order* is raised (what the serial sweep would have met), once every run before it has
     finished; on any error or Ctrl-C the worker processes are terminated at once."""
-    results: dict[int, RunResult] = {}
-    failures: dict[int, BaseException] = {}
+    done = PlanOrder(len(harnesses), on_result)
     with _process_context().Pool(workers, initializer=_ignore_sigint) as pool:
         for index, outcome in pool.imap_unordered(_run_indexed, enumerate(harnesses)):
-            if isinstance(outcome, BaseException):
-                failures[index] = outcome
-            else:
-                results[index] = outcome
-                if on_result is not None:
-                    on_result(outcome)
-            if failures:
-                first = min(failures)
-                if all(i in results for i in range(first)):
-                    raise failures[first]  # leaving the block terminates the workers
-    return [results[index] for index in range(len(harnesses))]
+            done.add(index, outcome)  # a failure raised leaves the block: workers terminated
+    return done.results()
