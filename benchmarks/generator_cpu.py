@@ -1,7 +1,7 @@
 """How much CPU the open model's generator uses per request, at rates far below its capacity.
 
 Usage: ``.venv/bin/python benchmarks/generator_cpu.py [--rates 100,1000,4000] [--hold 5]
-[--delay fixed:1ms] [--repeat 1] [--no-pin]``
+[--delay fixed:1ms] [--repeat 1] [--no-pin] [--early-us N]``
 
 One echo server process (CPU 0) and, for each rate, a fresh open-model attack from this
 process (CPU 1; the public API, uvloop, default plan) for ``--hold`` seconds. Each line is
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import resource
 
+from _early_wake import wake_early
 from accuracy import cpu_pair, pin_generator, pin_server
 
 from pyattacker.attack import AttackPlan, OpenModel, run_attack
@@ -36,7 +37,11 @@ def main() -> None:
     parser.add_argument("--delay", default="fixed:1ms", help="the echo server's delay")
     parser.add_argument("--repeat", type=int, default=1, help="runs per rate")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to CPUs")
+    parser.add_argument(
+        "--early-us", type=float, default=0.0, help="wake N us early, poll the rest"
+    )
     args = parser.parse_args()
+    wake_early(args.early_us)
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:
         pin_generator(cpus)
