@@ -3,8 +3,10 @@ timer, for measuring only (the package does not ship it).
 
 The open model sleeps on a kernel timer (``pyattacker.clock.PreciseTimer``) armed for each
 arrival's instant. This variant arms it ``N`` microseconds early and polls the clock for
-the rest: less dispatch delay for more CPU. benchmarks/README.md ("Session end") has the
-figures that decided against it.
+the rest: less dispatch delay for more CPU. Where the schedule has its own setting
+(``WAKE_EARLY_S``) that is set, and the rest is polled by loop turns that serve I/O;
+on older trees the timer itself is patched to spin through the last stretch.
+benchmarks/README.md ("Session end" and "a schedule driven by its timer") has the figures.
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ __all__ = ["wake_early"]
 
 
 def wake_early(microseconds: float) -> None:
-    """From now on, in this process, every ``PreciseTimer`` wakes ``microseconds`` before
-    each instant and polls the clock up to it (0: leave the timer as shipped)."""
+    """From now on, in this process, the open model's timer wakes ``microseconds`` before
+    each instant and polls the clock up to it (where the schedule has ``WAKE_EARLY_S``:
+    at most that early, 0 for never; elsewhere 0 leaves the timer as shipped)."""
+    try:  # a tree whose schedule has the timer call it back: its own early wake
+        from pyattacker.attack import _schedule
+
+        if hasattr(_schedule, "WAKE_EARLY_S"):
+            _schedule.WAKE_EARLY_S = microseconds / 1e6  # type: ignore[attr-defined]
+            return
+    except ImportError:
+        pass
     if microseconds <= 0:
         return
     from pyattacker.clock import PreciseTimer

@@ -438,11 +438,9 @@ def main() -> None:
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and generator")
     parser.add_argument("--delay", help="the server's delay for --only's case (e.g. fixed:10ms)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument(
-        "--early-us", type=float, default=0.0, help="wake N us early, poll the rest"
-    )
+    parser.add_argument("--early-us", type=float, help="wake (at most) N us early, poll the rest")
     args = parser.parse_args()
-    if args.early_us:
+    if args.early_us is not None:
         from _early_wake import wake_early  # only then: the script runs against older trees
 
         wake_early(args.early_us)

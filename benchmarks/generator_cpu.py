@@ -37,11 +37,10 @@ def main() -> None:
     parser.add_argument("--delay", default="fixed:1ms", help="the echo server's delay")
     parser.add_argument("--repeat", type=int, default=1, help="runs per rate")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to CPUs")
-    parser.add_argument(
-        "--early-us", type=float, default=0.0, help="wake N us early, poll the rest"
-    )
+    parser.add_argument("--early-us", type=float, help="wake (at most) N us early, poll the rest")
     args = parser.parse_args()
-    wake_early(args.early_us)
+    if args.early_us is not None:
+        wake_early(args.early_us)
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:
         pin_generator(cpus)

@@ -29,6 +29,7 @@ __all__ = [
     "Clock",
     "LoopClock",
     "PreciseTimer",
+    "TimerEntry",
     "block_for",
     "cpu_time",
     "epoch_time",
@@ -158,8 +159,8 @@ class PreciseTimer:
         # once): only its ``it_value`` changes, set on every arming.
         self._loop, self._fd, self._set, self._ref = loop, fd, settime, ref
         self._arm_at: Any = spec.it_value
-        self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._order = itertools.count()  # ties broken by arrival, never by the futures
+        self._heap: list[tuple[float, int, TimerEntry]] = []
+        self._order = itertools.count()  # ties broken by arrival, never by the entries
         self._armed = math.inf  # the instant the kernel timer is set for
         loop.add_reader(fd, self._fire)
 
@@ -195,10 +196,18 @@ class PreciseTimer:
     def at(self, deadline: float) -> asyncio.Future[None]:
         """A future done at ``deadline`` (a ``time.monotonic()`` reading), never before."""
         future: asyncio.Future[None] = self._loop.create_future()
-        heapq.heappush(self._heap, (deadline, next(self._order), future))
+        self.call_at(deadline, _Wake(future))
+        return future
+
+    def call_at(self, deadline: float, callback: Callable[[], object]) -> TimerEntry:
+        """Call ``callback()`` from the loop at ``deadline``, never before; the returned
+        entry's ``cancel()`` forgets it. The cheap way for a loop's own callbacks (the
+        open model's schedule): no future, and no task to resume a loop turn later."""
+        entry = TimerEntry(callback)
+        heapq.heappush(self._heap, (deadline, next(self._order), entry))
         if deadline < self._armed:
             self._arm(deadline)
-        return future
+        return entry
 
     def _arm(self, deadline: float) -> None:
         # An all-zero value disarms a timerfd: an instant is never that, but say so.
@@ -208,18 +217,28 @@ class PreciseTimer:
         self._armed = deadline
 
     def _fire(self) -> None:
+        now, heap = time.monotonic(), self._heap
+        self._armed = math.inf  # it has expired: armed for nothing until set again
+        while heap and heap[0][0] <= now:
+            callback, heap[0][2].callback = heap[0][2].callback, None
+            heapq.heappop(heap)
+            if callback is not None:  # (a cancelled entry leaves with its instant)
+                try:
+                    callback()
+                except Exception as exc:  # one waiter's bug must not stop the others'
+                    self._loop.call_exception_handler(
+                        {"message": "a PreciseTimer callback failed", "exception": exc}
+                    )
+        if heap:
+            if heap[0][0] < self._armed:  # (a callback may have armed it already)
+                self._arm(heap[0][0])
+            # Setting the timer clears its expiry, so the descriptor is no longer ready:
+            # no read needed (each system call costs a wake-up here).
+            return
         try:  # noqa: SIM105  (no context manager on a path taken once per arrival)
             os.read(self._fd, 8)  # the expiry count: read, so the descriptor is not ready
         except (BlockingIOError, InterruptedError):
             pass  # a wake-up the timer's re-arming made stale
-        now, heap = time.monotonic(), self._heap
-        while heap and heap[0][0] <= now:
-            future = heapq.heappop(heap)[2]
-            if not future.done():  # a cancelled waiter's entry leaves with its instant
-                future.set_result(None)
-        self._armed = math.inf
-        if heap:
-            self._arm(heap[0][0])
 
     def close(self) -> None:
         """Stop watching the timer, close it, cancel every waiter (idempotent)."""
@@ -228,9 +247,37 @@ class PreciseTimer:
         self._loop.remove_reader(self._fd)
         os.close(self._fd)
         self._fd = -1
-        for _, _, future in self._heap:
-            future.cancel()
+        for _, _, entry in self._heap:
+            callback, entry.callback = entry.callback, None
+            if isinstance(callback, _Wake):  # an ``at`` future: its waiter must not hang
+                callback.future.cancel()
         self._heap.clear()
+
+
+class TimerEntry:
+    """A call :meth:`PreciseTimer.call_at` will make; :meth:`cancel` forgets it."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.callback: Callable[[], object] | None = callback
+
+    def cancel(self) -> None:
+        """Forget the call (a no-op once made)."""
+        self.callback = None
+
+
+class _Wake:
+    """What ``at`` asks the timer to call: done the future, unless cancelled meanwhile."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        self.future = future
+
+    def __call__(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
 
 
 def _ctypes_errno() -> int:

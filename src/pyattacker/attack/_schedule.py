@@ -20,14 +20,36 @@ from pyattacker.attack._overrun import drop_rest, schedule_end
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._requests import Requests
 from pyattacker.attack._time import RunTime
+from pyattacker.clock import TimerEntry
 
 __all__ = ["ClosedSchedule", "OpenSchedule"]
 
 _YIELD_EVERY = 64  # overdue arrivals dispatched between two yields to the loop
+_YIELD = -math.inf  # what ``_advance`` returns to let the loop run before it goes on
+
+#: A wait shorter than this polls (one loop turn at a time, serving I/O) rather than
+#: sleeping on the kernel timer: setting the timer and being woken by it cost more CPU
+#: than a turn of the loop, so a wait this short is cheaper spent turning it (and is not
+#: late by the wake-up). See benchmarks/README.md, "a schedule driven by its timer".
+POLL_BELOW_S = 40e-6
+#: At most how long before an arrival the timer is set for, the rest polled: the kernel's
+#: wake-up comes tens to hundreds of microseconds late (later the longer the CPU slept),
+#: and waking early takes that out of the dispatch delay. Never more than
+#: ``POLL_SHARE`` of the wait, so polling costs at most that share of a core at any rate.
+#: Both are read on every wait (a benchmark may change them).
+WAKE_EARLY_S = 250e-6
+POLL_SHARE = 0.05
 
 
 class OpenSchedule:
-    """The open model's arrivals from ``start``; ``last_offset`` is the last one's offset."""
+    """The open model's arrivals from ``start``; ``last_offset`` is the last one's offset.
+
+    :meth:`_advance` starts every arrival that is due and says what to wait for next. On a
+    real loop with a :class:`~pyattacker.clock.PreciseTimer` the timer calls the schedule
+    back at that instant (:meth:`_step`): no future and no task to resume, which would add
+    a loop turn to every wake-up. Elsewhere (simulated time, no kernel timer) a coroutine
+    awaits each instant (:meth:`_run_awaiting`).
+    """
 
     def __init__(
         self,
@@ -47,43 +69,99 @@ class OpenSchedule:
         self.flight, self.requests, self.dispatcher = flight, requests, dispatcher
         self.capacity = flight.capacity if queue_when_full else math.inf
         self.last_offset = 0.0
-
-    async def run(self) -> None:
-        plan, start, flight, time = self.plan, self.start, self.flight, self.time
         arrivals: Iterator[float] = self.load.arrivals(seed=plan.seed, duration=plan.duration)
         if plan.requests is not None:
             arrivals = islice(arrivals, plan.requests)
-        numbered: Iterator[tuple[int, float]] = enumerate(arrivals)
-        if self.part[1] > 1:  # one draw stream for all workers: each takes its share
-            numbered = islice(numbered, self.part[0], None, self.part[1])
-        over = start + schedule_end(plan)
-        now, at, behind = time.now, time.at, 0
+        self._arrivals: Iterator[tuple[int, float]] = enumerate(arrivals)
+        if part[1] > 1:  # one draw stream for all workers: each takes its share
+            self._arrivals = islice(self._arrivals, part[0], None, part[1])
+        self._next: tuple[int, float] | None = None  # the arrival waited for, if any
+        self._behind = 0  # arrivals dispatched late since the last wait
+        self._over = start + schedule_end(plan)
+        self._done: asyncio.Future[None] | None = None
+        self._pending: asyncio.Handle | TimerEntry | None = None
+        self._woken_for = math.nan  # the instant the timer was last set to wake us for
+
+    async def run(self) -> None:
+        timer = self.time.timer
+        if timer is None:
+            await self._run_awaiting()
+            return
+        loop = asyncio.get_running_loop()
+        self._done = loop.create_future()
+        self._call_soon, self._call_at = loop.call_soon, timer.call_at
+        self._step()
+        try:
+            await self._done
+        finally:  # cancelled (a stop): no step after this
+            if self._pending is not None:
+                self._pending.cancel()
+
+    def _step(self) -> None:
+        """Start what is due, then have the loop or the timer call again (on the timer's
+        callback, or a loop turn's)."""
+        done = self._done
+        assert done is not None
+        self._pending = None
+        if done.done():
+            return
+        try:
+            deadline = self._advance()
+        except Exception as exc:  # the schedule's error is its run's, as a task's would be
+            done.set_exception(exc)
+            return
+        if deadline is None:
+            done.set_result(None)
+            return
+        wait = deadline - self.time.now()
+        if wait < POLL_BELOW_S or deadline == self._woken_for:  # (or _YIELD: -inf)
+            self._pending = self._call_soon(self._step)  # woken early: poll the rest
+        else:
+            self._woken_for = deadline
+            early = min(WAKE_EARLY_S, POLL_SHARE * wait)
+            self._pending = self._call_at(deadline - early, self._step)
+
+    async def _run_awaiting(self) -> None:
+        time = self.time
+        while (deadline := self._advance()) is not None:
+            if deadline == _YIELD:
+                await time.clock.sleep(0)
+            else:
+                await time.wait_until(deadline)
+
+    def _advance(self) -> float | None:
+        """Start every arrival due by now, each on its own scheduled time. Returns the next
+        arrival's instant (not yet due), ``_YIELD`` after a run of late ones (sends,
+        answers, the progress ticker and Ctrl-C wait while this runs), or None: the
+        schedule is over, or the rest could not start in time (then counted as dropped).
+
+        Woken late, every arrival due by then goes out at once: a late wake-up is dispatch
+        delay, measured and reported, never a shifted schedule."""
+        plan, start, flight, now = self.plan, self.start, self.flight, self.time.now
         tally, backlog, start_request = self.requests.tally, flight.backlog, self.dispatcher.start
-        most, capacity = self.load.max_in_flight, self.capacity
-        for n, offset in numbered:
+        most, capacity, arrivals = self.load.max_in_flight, self.capacity, self._arrivals
+        upcoming, self._next = self._next, None
+        while True:
+            if upcoming is None:
+                upcoming = next(arrivals, None)
+                if upcoming is None:
+                    return None
             if flight.stopping is not None:  # stopped from inside this step (an on_record)
-                return
+                return None
+            n, offset = upcoming
             self.last_offset = offset
             scheduled = start + offset
             if now() < scheduled:
-                behind = 0
-                # Asleep until the instant (the kernel's timer, awaited directly: no chain
-                # of coroutines). Woken late, every arrival due by then goes out in the
-                # loop below at once, each on its own scheduled time: a late wake-up is
-                # dispatch delay, measured and reported, never a shifted schedule.
-                if at is not None:
-                    await at(scheduled)
-                else:
-                    await time.wait_until(scheduled)
-            else:
-                # Late: dispatch at once, but let the loop breathe now and then (sends,
-                # answers, the progress ticker and Ctrl-C all wait while we run).
-                behind += 1
-                if behind % _YIELD_EVERY == 0:
-                    if now() >= over:  # past the schedule's end: the rest cannot start in time
-                        drop_rest(tally, plan, n, offset, start, part=self.part)
-                        return
-                    await time.clock.sleep(0)
+                self._next, self._behind = upcoming, 0
+                return scheduled
+            self._behind += 1
+            if self._behind % _YIELD_EVERY == 0:
+                if now() >= self._over:  # past the schedule's end: none can start in time
+                    drop_rest(tally, plan, n, offset, start, part=self.part)
+                    return None
+                self._next = upcoming  # dispatched when the loop calls again
+                return _YIELD
+            upcoming = None
             busy = flight.leased + len(flight.unstarted)
             verdict = admit(flight.in_flight, most, len(backlog), busy, capacity)
             if verdict is Admit.DROP:

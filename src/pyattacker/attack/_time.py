@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from pyattacker.clock import Clock, LoopClock, PreciseTimer, is_simulated
 
@@ -21,13 +21,13 @@ class RunTime:
     worth probing. A simulated loop's timers, and any other clock's sleep, are exact.
 
     ``timer`` is a :class:`~pyattacker.clock.PreciseTimer` when the clock is ``precise``
-    and the platform has one (Linux): waits then sleep to the instant, with no polling,
-    and ``at`` is its :meth:`~pyattacker.clock.PreciseTimer.at` (the open model's
-    schedule awaits it directly). Elsewhere ``sleep_until`` polls its last moments.
+    and the platform has one (Linux): waits then sleep to the instant, with no polling
+    (the open model's schedule has the timer call it back directly). Elsewhere
+    ``sleep_until`` polls its last moments.
     :meth:`close` when the run ends.
     """
 
-    __slots__ = ("at", "clock", "now", "precise", "timer")
+    __slots__ = ("clock", "now", "precise", "timer")
 
     def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         self.clock = clock
@@ -36,9 +36,6 @@ class RunTime:
             clock if isinstance(clock, LoopClock) and not is_simulated(loop) else None
         )
         self.timer = PreciseTimer.open(loop) if self.precise is not None else None
-        self.at: Callable[[float], Awaitable[None]] | None = (
-            None if self.timer is None else self.timer.at
-        )
 
     async def wait_until(self, deadline: float) -> None:
         """Return at ``deadline`` on this clock, never before it."""
