@@ -119,3 +119,41 @@ def test_a_constant_segment_inverts_to_the_general_root_bit_for_bit(
     general = 2 * u / (rate + math.sqrt(rate * rate))  # the ramp's root with no slope
     expected = start + min(general, duration) if u > 0 else start
     assert segment.invert(u) == expected
+
+
+@given(
+    rate=st.floats(min_value=0.5, max_value=1e6),
+    duration=st.none() | st.floats(min_value=0.0, max_value=0.01),
+    requests=st.none() | st.integers(min_value=0, max_value=300),
+    workers=st.integers(min_value=1, max_value=9),
+    poisson=st.booleans(),
+    staged=st.booleans(),
+)
+def test_each_workers_numbered_share_is_exactly_its_part_of_the_whole_schedule(
+    rate: float,
+    duration: float | None,
+    requests: int | None,
+    workers: int,
+    poisson: bool,
+    staged: bool,
+) -> None:
+    # A constant rate computes its share; every other plan draws all and skips: both must
+    # give each worker exactly the arrivals k mod N == index of the one schedule, bit for bit.
+    if duration is None and requests is None:
+        requests = 200  # (an open-ended constant rate never ends)
+    model = OpenModel(
+        rate=rate,
+        stages=(Stage(0.005, rate * 2), Stage(0.005, rate)) if staged else (),
+        arrival="poisson" if poisson else "constant",
+    )
+    whole = list(model.numbered(seed=7, duration=duration, requests=requests))
+    assert whole == list(
+        itertools.islice(enumerate(model.arrivals(seed=7, duration=duration)), requests)
+    )
+    shares = [
+        list(model.numbered(seed=7, duration=duration, requests=requests, part=(i, workers)))
+        for i in range(workers)
+    ]
+    assert sorted(itertools.chain.from_iterable(shares)) == whole
+    for index, share in enumerate(shares):
+        assert all(k % workers == index for k, _ in share)

@@ -1,4 +1,5 @@
-"""``PreciseTimer``: the kernel timer the open model sleeps on instead of polling (its\nschedule is called back by ``call_at``; other waits await ``at``).
+"""``PreciseTimer``: the kernel timer the open model sleeps on instead of polling (its
+schedule is called back by ``call_at``; other waits await ``at``).
 
 Real time on uvloop (the timer exists for real loops only), asserting order and "never
 before", never how late: the machine is shared.

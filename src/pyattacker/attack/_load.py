@@ -24,6 +24,7 @@ import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Literal
 
 from pyattacker._checks import check_number
@@ -190,6 +191,46 @@ class OpenModel:
                     return
                 yield t
                 u += rng.expovariate(1.0) if rng is not None else 1.0
+
+    def numbered(
+        self,
+        *,
+        seed: int = 0,
+        duration: float | None = None,
+        requests: int | None = None,
+        part: tuple[int, int] = (0, 1),
+    ) -> Iterator[tuple[int, float]]:
+        """``(k, offset)`` of arrival k of :meth:`arrivals` (the first ``requests`` only),
+        for every k with ``k mod n == index`` (``part = (index, n)``: one worker's share).
+
+        A constant rate without stages computes its own share (arrival k is at
+        ``k / rate``); any other plan draws every arrival and skips the others' (each
+        Poisson draw depends on the one before), so each of N workers pays for all N
+        shares' draws there."""
+        index, n = part
+        if self.stages or self.arrival == "poisson":
+            numbered: Iterator[tuple[int, float]] = enumerate(
+                self.arrivals(seed=seed, duration=duration)
+            )
+            if requests is not None:
+                numbered = islice(numbered, requests)
+            return numbered if n == 1 else islice(numbered, index, None, n)
+        return _constant_share(self.rate, _end_of(duration, None), requests, index, n)
+
+
+def _constant_share(
+    rate: float, end: float, requests: int | None, index: int, n: int
+) -> Iterator[tuple[int, float]]:
+    """What ``arrivals`` gives a constant rate (arrival k at ``k / rate``), worker
+    ``index`` of ``n``'s share only, numbered."""
+    stop = math.inf if requests is None else requests
+    k = index
+    while k < stop:
+        t = k / rate if k > 0 else 0.0
+        if t >= end:
+            return
+        yield k, t
+        k += n
 
 
 def _end_of(duration: float | None, plan: float | None) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Iterator
-from itertools import count, islice
+from itertools import count
 
 from pyattacker.attack._dispatch import Dispatcher
 from pyattacker.attack._load import ClosedModel, OpenModel
@@ -69,12 +69,10 @@ class OpenSchedule:
         self.flight, self.requests, self.dispatcher = flight, requests, dispatcher
         self.capacity = flight.capacity if queue_when_full else math.inf
         self.last_offset = 0.0
-        arrivals: Iterator[float] = self.load.arrivals(seed=plan.seed, duration=plan.duration)
-        if plan.requests is not None:
-            arrivals = islice(arrivals, plan.requests)
-        self._arrivals: Iterator[tuple[int, float]] = enumerate(arrivals)
-        if part[1] > 1:  # one draw stream for all workers: each takes its share
-            self._arrivals = islice(self._arrivals, part[0], None, part[1])
+        # one draw stream for all workers: each takes its share
+        self._arrivals = self.load.numbered(
+            seed=plan.seed, duration=plan.duration, requests=plan.requests, part=part
+        )
         self._next: tuple[int, float] | None = None  # the arrival waited for, if any
         self._behind = 0  # arrivals dispatched late since the last wait
         self._over = start + schedule_end(plan)
