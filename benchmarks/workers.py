@@ -19,9 +19,10 @@ reset before each run) twice, in alternating order: from this process
 
 ``--clients N`` runs a closed model instead (N clients, no think time, ``--rate`` x
 ``--duration`` requests in all): no schedule to keep, so no waiting for an arrival (the open
-model polls for an arrival due within the timer's slack, a cost per arrival that depends
-on each process's own rate): what is left is the cost of the requests and the workers'
-machinery.
+model sleeps on a kernel timer for each arrival that is not due yet, and a wake-up costs
+more the emptier the loop: at the same total rate each of N workers has 1/N of the
+arrivals and answers to share it with): what is left is the cost of the requests and the
+workers' machinery.
 
 The generator and the server share this machine's cores, unpinned: a measurement of the
 cost per request, not of the highest rate. Run it beside another load, several rounds,
