@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,7 +138,6 @@ def test_a_bad_workers_value_exits_2_and_sends_nothing(
         (["--samples", "rows.csv"], "--samples"),
         (["--goodput", "e2e<1s"], "--goodput"),
         (["--warmup", "2"], "--warmup"),
-        (["--scenario", "flows.py:checkout"], "--scenario"),
         (["--connections", "1"], "--workers"),
     ],
 )
@@ -170,3 +170,47 @@ def test_a_plan_is_shared_clients_connections_and_requests_divided() -> None:
     assert worker_plan(opened, 1, 2).requests == 7  # the whole schedule, every other arrival
     with pytest.raises(ConfigError, match="clients"):
         worker_plan(closed, 0, 6)
+
+
+# Each step asks the echo server for a status of its own (the server's count per status is
+# its count per step); every fourth flow (by arrival index) fails at browse.
+FLOWS = textwrap.dedent(
+    """
+    async def shop(client):
+        await client.post("/login", name="login", headers={"x-echo-status": "201"})
+        browse = "500" if client.flow % 4 == 3 else "202"
+        await client.get("items", name="browse", headers={"x-echo-status": browse})
+        await client.post("/cart", name="checkout", headers={"x-echo-status": "203"})
+    """
+)
+
+
+def _flows_run(echo: EchoServerProcess, tmp_path: Path, workers: int) -> tuple[dict, dict]:
+    """One --scenario run on ``workers`` processes: its report and the server's counts."""
+    echo.reset()
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOWS)
+    out = tmp_path / f"flows-{workers}.json"
+    argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "200/s", "--arrival",
+            "poisson", "--seed", "7", "--requests", "41", "--workers", str(workers), "-q",
+            "--json", str(out)]  # fmt: skip
+    assert run_cli(argv) == 1  # some steps failed
+    return json.loads(out.read_text()), echo.stats()["statuses"]
+
+
+def test_a_scenario_on_two_workers_counts_the_flows_and_steps_of_one_process_and_the_server(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    one, served_one = _flows_run(echo, tmp_path, 1)
+    two, served_two = _flows_run(echo, tmp_path, 2)
+    assert served_one == served_two == {"201": 41, "202": 31, "203": 31, "500": 10}
+    for report in (one, two):
+        names = {name: stats["requests"] for name, stats in report["names"].items()}
+        assert names == {"login": 41, "browse": 41, "checkout": 31}
+        assert report["summary"]["sent"] == report["total"]["requests"] == 113
+    flows = [dict(r["flows"]) for r in (one, two)]
+    assert [f.pop("duration_s")["count"] for f in flows] == [31, 31]
+    assert flows[0] == flows[1]
+    assert flows[1]["failed_by_step"] == {"browse": 10}
+    assert (flows[1]["scheduled"], flows[1]["started"], flows[1]["completed"]) == (41, 41, 31)
+    assert two["workers"] == {"count": 2, "lost": []}

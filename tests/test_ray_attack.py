@@ -109,6 +109,7 @@ def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
     [
         (["--workers", "3", "--ray"], "--workers"),  # more workers than the 2 CPUs
         (["--workers", "2", "--samples", "s.jsonl", "--ray"], "--samples"),
+        (["--workers", "2", "--scenario", "flows.py:shop", "--ray"], "--scenario"),
         (["--ray", "http://127.0.0.1:9/"], "--ray"),  # the URL taken as the address
     ],
 )

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pyattacker.attack._dispatch import DirectDispatcher, Dispatcher, TaskDispatcher
+from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._flows import FlowDispatcher, flow_mode, steps_for
 from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import OpenModel
@@ -212,7 +213,7 @@ class Engine:
                 queue_when_full=mode.queue_when_full, part=self._part,
             )
             if mode.open
-            else ClosedSchedule(plan, self._start, time, flight, requests,
+            else ClosedSchedule(plan, self._start, time, flight, requests, part=self._part,
                                 one=None if self._flows is None else self._flows.run)
         )  # fmt: skip
         self._schedule_task = loop.create_task(self._schedule.run())
@@ -324,6 +325,12 @@ class Engine:
         """The tally with every finished request counted, and the run's times so far: what
         a worker process hands back to be merged (attack/_merge.py)."""
         return self._counted(), self._times()
+
+    @property
+    def flows(self) -> FlowTally | None:
+        """The flows counted so far (a plan with a scenario, once :meth:`run` began), else
+        None: what a worker hands back beside its tally."""
+        return None if self._flows is None else self._flows.tally
 
     def _times(self) -> RunTimes:
         now = self.clock.now()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._result import RunTimes
@@ -51,7 +52,8 @@ class WorkerOutcome:
     """What one worker counted: its tally (every finished request counted), its run's
     times on the shared clock, its retry decisions, why it stopped (None: the plan ran to
     its end), its loop's lag, the CPU seconds it spent, and whether this is its final
-    count (``final``) or a snapshot taken while it ran. Picklable."""
+    count (``final``) or a snapshot taken while it ran; ``flows``, a scenario's flows it
+    ran (None without a scenario). Picklable."""
 
     index: int
     tally: Tally
@@ -62,6 +64,7 @@ class WorkerOutcome:
     cpu_s: float
     final: bool
     progress: Progress | None = field(default=None)
+    flows: FlowTally | None = field(default=None)
 
 
 def share(total: int, index: int, n: int) -> int:
@@ -155,6 +158,7 @@ async def work(
             cpu_s=time.process_time() - cpu0,
             final=final,
             progress=None if final else engine.progress(),
+            flows=engine.flows,
         )
 
     def tick(_: Progress) -> None:

@@ -7,13 +7,15 @@ states. ``--workers auto`` takes one process per usable core (the CPU affinity o
 process) for a generator on its own machine; the report says when one process's loop
 fell behind (generator loop lag), the sign that more workers are needed.
 
-Refused with ``--workers`` above 1 (exit 2), because they need every request in this
-process: ``--samples``, ``--goodput``, ``--serve``, ``--sweep`` and ``--warmup``.
+Works with workers: a request mix, ``--scenario`` (each worker runs the flows of its
+arrivals; the ``flows`` section merges exactly). Refused with ``--workers`` above 1
+(exit 2), because they need every request in this process: :data:`ONE_PROCESS`.
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
 
 ``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``):
-the same refusals whatever ``--workers`` is, and each worker's clock offset on stderr.
+the same refusals whatever ``--workers`` is, and ``--scenario`` (:data:`NOT_ON_RAY`),
+and each worker's clock offset on stderr.
 """
 
 from __future__ import annotations
@@ -47,6 +49,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
+#: The flags (attribute, name) that need every request in one process: refused with
+#: --workers above 1 and with --ray.
+ONE_PROCESS = (
+    ("samples_path", "--samples"),
+    ("goodput", "--goodput"),
+    ("serve", "--serve"),
+    ("sweep", "--sweep"),
+    ("warmup", "--warmup"),
+)
+#: Refused with --ray only: a scenario's file is loaded in the driver, not on the nodes.
+NOT_ON_RAY = (("scenario", "--scenario"),)
 
 
 class _Workers(click.ParamType[int]):
@@ -93,7 +106,8 @@ def workers_options(command: F) -> F:
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
-        "per usable core (for a generator on its own machine). Exit 3 if a worker died.",
+        "per usable core (for a generator on its own machine). Works with --scenario; not "
+        "with --samples, --goodput, --serve, --sweep, --warmup. Exit 3 if a worker died.",
     )(command)
 
 
@@ -113,17 +127,11 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
             raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                               hint="add --workers 2 (or auto)")  # fmt: skip
         return flags
-    for value, name in (
-        (flags.samples_path, "--samples"),
-        (flags.goodput, "--goodput"),
-        (flags.serve, "--serve"),
-        (flags.sweep, "--sweep"),
-        (flags.warmup, "--warmup"),
-        (flags.scenario, "--scenario"),
-    ):
-        if value is not None:
+    refused = ONE_PROCESS if flags.ray_address is None else ONE_PROCESS + NOT_ON_RAY
+    for attribute, name in refused:
+        if getattr(flags, attribute) is not None:
             raise ConfigError(
-                f"cannot be used with {_where(flags)} (it needs every request in one process)",
+                f"cannot be used with {_where(flags)} yet (it needs every request in one process)",
                 field=name,
                 hint="leave it out, or run one process (--workers 1, without --ray)",
             )
