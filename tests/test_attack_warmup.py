@@ -7,9 +7,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Warmup
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    ClosedModel,
+    Engine,
+    OpenModel,
+    Warmup,
+    WorkerOutcome,
+    merge_outcomes,
+    worker_plan,
+)
 from pyattacker.errors import ConfigError
+from pyattacker.measure import RequestRecord
 from pyattacker.report import Gate
+from pyattacker.testing import run_virtual
 from test_attack_engine import A, B, FakeServer, attack
 
 
@@ -149,3 +161,50 @@ def test_thresholds_judge_the_measured_requests_only() -> None:
     assert gate.exit_code(result, output_failed=False) == 0
     assert result.warmup is not None
     assert result.warmup.outcomes == {"failed": 5}
+
+
+def _on_workers(plan: AttackPlan, n: int) -> tuple[AttackResult, list[int]]:
+    """``plan`` on ``n`` workers (each an engine on virtual time from one start instant),
+    merged; and the numbers of the requests measured (the ones ``on_record`` saw)."""
+    records: list[RequestRecord] = []
+
+    async def worker(index: int) -> WorkerOutcome:
+        mine = worker_plan(plan, index, n)
+        engine = Engine(mine, FakeServer(), on_record=records.append, part=(index, n),
+                        start_at=0.0)  # fmt: skip
+        await engine.run()
+        tally, times = engine.counted()
+        return WorkerOutcome(index=index, tally=tally, times=times, decisions={},
+                             stop_reason=None, loop_lag=None, cpu_s=0.0, final=True)  # fmt: skip
+
+    outcomes = [run_virtual(worker(index), start=0.0) for index in range(n)]
+    return merge_outcomes(plan, outcomes), sorted(r.request for r in records)
+
+
+@pytest.mark.parametrize(
+    "warmup", [Warmup(requests=7), Warmup(requests=1), Warmup(seconds=0.35)], ids=str
+)
+@pytest.mark.parametrize(
+    "load",
+    [OpenModel(rate=20, arrival="poisson"), ClosedModel(clients=4, think_time=0.03)],
+    ids=["open", "closed"],
+)
+@pytest.mark.parametrize("n", [2, 3])
+def test_workers_set_apart_the_same_warmup_arrivals_as_one_process(
+    warmup: Warmup, load: OpenModel | ClosedModel, n: int
+) -> None:
+    plan = AttackPlan.build([A], load, requests=30, connections=4, warmup=warmup, seed=3)
+    one, records = attack(plan, FakeServer())
+    merged, measured = _on_workers(plan, n)
+    # the same arrivals left out (a closed model's turns in the first span are numbered
+    # by which client made them, and the clients are divided: there, the same count)
+    if isinstance(load, OpenModel) or warmup.requests is not None:
+        assert measured == [r.request for r in records]
+    assert len(measured) == len(records)
+    assert one.warmup is not None
+    assert merged.warmup == one.warmup  # scheduled, sent, attempts, outcomes, skipped span
+    assert merged.scheduled == one.scheduled == 30 - one.warmup.scheduled
+    assert merged.total.requests == one.total.requests
+    if isinstance(load, OpenModel):  # a closed model's turns depend on how clients are split
+        assert merged.total.latency.to_dict() == one.total.latency.to_dict()
+        assert (merged.schedule_s, merged.elapsed) == (one.schedule_s, one.elapsed)

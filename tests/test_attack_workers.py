@@ -137,7 +137,6 @@ def test_a_bad_workers_value_exits_2_and_sends_nothing(
     [
         (["--samples", "rows.csv"], "--samples"),
         (["--goodput", "e2e<1s"], "--goodput"),
-        (["--warmup", "2"], "--warmup"),
         (["--connections", "1"], "--workers"),
     ],
 )
@@ -214,3 +213,43 @@ def test_a_scenario_on_two_workers_counts_the_flows_and_steps_of_one_process_and
     assert flows[1]["failed_by_step"] == {"browse": 10}
     assert (flows[1]["scheduled"], flows[1]["started"], flows[1]["completed"]) == (41, 41, 31)
     assert two["workers"] == {"count": 2, "lost": []}
+
+
+@pytest.mark.parametrize("warmup", ["12", "0.1s"])
+def test_a_warmup_on_two_workers_leaves_out_the_arrivals_one_process_leaves_out(
+    warmup: str, echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    reports = []
+    for workers in ("1", "2"):
+        echo.reset()
+        out = tmp_path / f"w{workers}.json"
+        argv = ["attack", echo.url, "--rate", "200/s", "--arrival", "poisson", "--seed", "5",
+                "--requests", "60", "--warmup", warmup, "--workers", workers, "-q",
+                "--json", str(out)]  # fmt: skip
+        assert run_cli(argv) == 0
+        report = json.loads(out.read_text())
+        served = echo.stats()["count"]
+        assert report["warmup"]["sent_attempts"] + report["total"]["sent_attempts"] == served
+        reports.append(report)
+    one, two = (r["warmup"] for r in reports)
+    assert one.pop("skipped_s") == pytest.approx(two.pop("skipped_s"))
+    assert one == two
+    assert one["scheduled"] == (12 if warmup == "12" else one["scheduled"]) > 0
+    assert (
+        reports[0]["total"]["requests"] == reports[1]["total"]["requests"] == 60 - one["scheduled"]
+    )
+
+
+def test_a_warmup_of_n_requests_with_a_scenario_on_workers_is_refused_naming_the_fix(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOWS)
+    argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "10/s", "--requests",
+            "5", "--warmup", "2", "--workers", "2"]  # fmt: skip
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: --workers: a warmup of N requests cannot be shared" in err
+    assert "--warmup 10s" in err
+    assert echo.stats()["count"] == 0

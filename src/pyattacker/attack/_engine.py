@@ -129,7 +129,7 @@ class Engine:
     def _new_tally(self, origin: float) -> Tally:
         plan = self.plan
         if plan.warmup is not None:  # the warmup's requests are counted apart
-            return WarmupTally(plan.warmup, origin=origin, window=plan.window,
+            return WarmupTally(plan.warmup, origin=origin, part=self._part, window=plan.window,
                                late_after=plan.late_after, per_target=len(self._targets) > 1,
                                on_record=self.on_record)  # fmt: skip
         return Tally(

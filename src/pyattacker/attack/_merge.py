@@ -10,7 +10,9 @@ checks it field by field). Two figures are not sums of the workers' own:
 - the error messages keep :data:`~pyattacker.attack._tally.MAX_MESSAGES` kinds in all, the
   first kept by the workers in index order.
 
-A scenario's flows (``flows``: started, completed, failed by step, cancelled, the
+A warmup's facts add up too (:meth:`WarmupTally.merge`: each worker set apart the
+arrivals among the plan's first ones, or scheduled in its first span, that one process
+would have). A scenario's flows (``flows``: started, completed, failed by step, cancelled, the
 durations' histogram) add up the same way (:meth:`FlowTally.merge`); its steps are named
 requests, merged with the tally's per-name figures.
 """
@@ -24,7 +26,8 @@ from typing import Any
 
 from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._plan import AttackPlan
-from pyattacker.attack._result import AttackResult, RunTimes
+from pyattacker.attack._result import AttackResult, RunTimes, schedule_span
+from pyattacker.attack._warmup import WarmupTally, without_warmup
 from pyattacker.attack._workers import WorkerOutcome
 from pyattacker.measure import Histogram, Outcome
 
@@ -166,6 +169,10 @@ def merge_outcomes(
     flows = _merged_flows([o.flows for o in ordered if o.flows is not None])
     if flows is not None:  # a scenario's flows, as one process counts them
         base.flows = flows.stats(tally.scheduled)
+    if isinstance(tally, WarmupTally):  # the spans start where the measured part starts
+        full = schedule_span(plan, times, tally.scheduled + tally.warm_scheduled,
+                             stopped=bool(reasons))  # fmt: skip
+        base = without_warmup(base, tally, full)
     return WorkersResult(
         **{name: getattr(base, name) for name in AttackResult.__dataclass_fields__},
         workers=[facts.get(i) or WorkerFacts.nothing(i) for i in range(count)],

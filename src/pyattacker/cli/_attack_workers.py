@@ -8,14 +8,15 @@ process) for a generator on its own machine; the report says when one process's 
 fell behind (generator loop lag), the sign that more workers are needed.
 
 Works with workers: a request mix, ``--scenario`` (each worker runs the flows of its
-arrivals; the ``flows`` section merges exactly). Refused with ``--workers`` above 1
+arrivals; the ``flows`` section merges exactly), ``--warmup`` (the arrivals one process
+sets apart; a number of requests not with ``--scenario``). Refused with ``--workers`` above 1
 (exit 2), because they need every request in this process: :data:`ONE_PROCESS`.
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
 
 ``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``):
-the same refusals whatever ``--workers`` is, and ``--scenario`` (:data:`NOT_ON_RAY`),
-and each worker's clock offset on stderr.
+the same refusals whatever ``--workers`` is, and ``--scenario`` (:data:`NOT_ON_RAY`);
+each worker's clock offset on stderr.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ ONE_PROCESS = (
     ("goodput", "--goodput"),
     ("serve", "--serve"),
     ("sweep", "--sweep"),
-    ("warmup", "--warmup"),
 )
 #: Refused with --ray only: a scenario's file is loaded in the driver, not on the nodes.
 NOT_ON_RAY = (("scenario", "--scenario"),)
@@ -106,8 +106,8 @@ def workers_options(command: F) -> F:
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
-        "per usable core (for a generator on its own machine). Works with --scenario; not "
-        "with --samples, --goodput, --serve, --sweep, --warmup. Exit 3 if a worker died.",
+        "per usable core (for a generator on its own machine). Works with --scenario and "
+        "--warmup; not with --samples, --goodput, --serve, --sweep. Exit 3 if a worker died.",
     )(command)
 
 
