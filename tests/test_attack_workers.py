@@ -8,6 +8,7 @@ long), since how late a busy machine reads an answer is the benchmark's business
 
 from __future__ import annotations
 
+import csv
 import json
 import multiprocessing
 import os
@@ -25,6 +26,7 @@ from pyattacker.attack import (
     AttackPlan,
     ClosedModel,
     OpenModel,
+    SampleParts,
     WorkerOutcome,
     run_workers,
     worker_plan,
@@ -32,7 +34,7 @@ from pyattacker.attack import (
 from pyattacker.cli import run_cli
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError
-from pyattacker.servers import EchoServerProcess
+from pyattacker.servers import EchoServerProcess, LlmServerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -135,8 +137,7 @@ def test_a_bad_workers_value_exits_2_and_sends_nothing(
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        (["--samples", "rows.csv"], "--samples"),
-        (["--goodput", "e2e<1s"], "--goodput"),
+        (["--serve", "0"], "--serve"),
         (["--connections", "1"], "--workers"),
     ],
 )
@@ -253,3 +254,74 @@ def test_a_warmup_of_n_requests_with_a_scenario_on_workers_is_refused_naming_the
     assert "error: --workers: a warmup of N requests cannot be shared" in err
     assert "--warmup 10s" in err
     assert echo.stats()["count"] == 0
+
+
+def test_samples_from_two_workers_are_joined_into_one_file_in_worker_order(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    rows = tmp_path / "rows.csv"
+    argv = ["attack", echo.url, "--rate", "200/s", "--requests", "61", "--workers", "2", "-q",
+            "--samples", str(rows)]  # fmt: skip
+    assert run_cli(argv) == 0
+    with rows.open(newline="") as f:
+        numbers = [int(row["request"]) for row in csv.DictReader(f)]
+    # worker 0's rows (even arrivals), then worker 1's (odd), each in the order they ended
+    assert sorted(numbers[:31]) == list(range(0, 61, 2))
+    assert sorted(numbers[31:]) == list(range(1, 61, 2))
+    assert len(numbers) == echo.stats()["count"] == 61
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]  # the parts are removed
+    assert "--samples" not in capsys.readouterr().err
+
+
+def test_a_lost_workers_samples_are_kept_as_far_as_written_and_named(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    echo.reset()
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=60), duration=4.0)
+    samples = SampleParts(tmp_path / "rows.jsonl")
+    killed: list[int] = []
+
+    def kill_worker_1(last: list[WorkerOutcome | None]) -> None:
+        if killed or any(o is None or o.tally.total.requests == 0 for o in last):
+            return  # kill once, after each worker has counted something
+        for child in multiprocessing.active_children():
+            if child.name == "pyattacker-worker-1" and child.pid is not None:
+                os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+
+    result = run_workers(plan, 2, on_worker_progress=kill_worker_1, taps=[samples])
+    assert result.lost == [1]
+    lines = samples.path.read_text().splitlines()
+    numbers = [json.loads(line)["request"] for line in lines]
+    odd = [n for n in numbers if n % 2]
+    # its rows were flushed with each snapshot: at least those its last snapshot counted
+    assert len(odd) >= result.workers[1].completed > 0
+    assert len(numbers) - len(odd) == result.workers[0].completed == 120
+    assert samples.notes == [
+        f"--samples: worker 1 was lost: its {len(odd)} rows written before it died are in "
+        f"{samples.path}; the rows it had not written yet are missing"
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
+
+
+def test_goodput_on_two_workers_counts_what_one_process_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "sk-test-0123456789"
+    with LlmServerProcess(models="m", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=4,
+                          api_keys=key) as llm:  # fmt: skip
+        sections = []
+        for workers in ("1", "2"):
+            out = tmp_path / f"g{workers}.json"
+            argv = ["attack", "--llm", f"{llm.url}/v1", "--model", "m", "--shape", "30:4",
+                    "--key", key, "--rate", "50/s", "--requests", "30", "-q", "--json",
+                    str(out), "--workers", workers, "--goodput", "ttft<10s,e2e<1us"]  # fmt: skip
+            assert run_cli(argv) == 0
+            sections.append(json.loads(out.read_text())["goodput"])
+    one, two = sections
+    for section in sections:
+        assert (section["requests"], section["good"], section["not_ok"]) == (30, 0, 0)
+        assert section["missed"] == {"ttft < 10s": 0, "e2e < 1us": 30}
+    one.pop("span_s"), two.pop("span_s"), one.pop("rate_per_s"), two.pop("rate_per_s")
+    assert one == two

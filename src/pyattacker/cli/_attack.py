@@ -38,7 +38,14 @@ from pyattacker.cli._attack_plan_file import from_plan_file
 from pyattacker.cli._attack_scenario import flows_of, scenario_option
 from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
-from pyattacker.cli._attack_workers import run_plan, workers_checked, workers_exit, workers_options
+from pyattacker.cli._attack_workers import (
+    Samples,
+    open_samples,
+    run_plan,
+    workers_checked,
+    workers_exit,
+    workers_options,
+)
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._report_files import check_report_path, write_report
@@ -280,16 +287,16 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
     _check_outputs(flags)
-    samples = SampleWriter.open(flags.samples_path, llm=flags.llm) if flags.samples_path else None
+    samples = open_samples(flags)  # one file, or a part per worker (cli/_attack_workers.py)
     live = None if flags.quiet else LiveProgress.for_stderr()
     shown = ", ".join(mask_url(url) for url in urls)
     click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
-    on_record = gate.on_record(None if samples is None else samples.write)
+    on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
     try:
         if serving is None:
-            result = run_plan(flags, plan, on_record, on_progress, limits)  # maybe --workers
+            result = run_plan(flags, plan, on_record, on_progress, limits, gate.goodput, samples)
         else:  # the report is printed when the attack ends, before the server's linger
             result = serving.run(plan, on_record=on_record, on_progress=on_progress,
                                  limits=limits, on_finish=finish,
@@ -379,7 +386,7 @@ def _check_outputs(f: AttackFlags) -> None:
         check_report_path(path, field)
 
 
-def _close(live: LiveProgress | None, samples: SampleWriter | None) -> None:
+def _close(live: LiveProgress | None, samples: Samples | None) -> None:
     """Stop the progress display and flush the samples (again is harmless)."""
     if live is not None:
         live.close()
@@ -391,7 +398,7 @@ def _finish(
     f: AttackFlags,
     gate: Gate,
     live: LiveProgress | None,
-    samples: SampleWriter | None,
+    samples: Samples | None,
     result: AttackResult,
 ) -> None:
     """The attack is over: progress and samples closed, then the reports."""
@@ -410,7 +417,7 @@ def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
     write_attack_html(f.html_path, {**result.to_dict(), **gate.sections(result)})
 
 
-def _samples_failed(samples: SampleWriter, path: str | None) -> bool:
+def _samples_failed(samples: Samples, path: str | None) -> bool:
     """Whether writing the samples failed; if so, says so on stderr (the run went on)."""
     if samples.failed is None:
         return False

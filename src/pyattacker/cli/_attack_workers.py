@@ -9,14 +9,16 @@ fell behind (generator loop lag), the sign that more workers are needed.
 
 Works with workers: a request mix, ``--scenario`` (each worker runs the flows of its
 arrivals; the ``flows`` section merges exactly), ``--warmup`` (the arrivals one process
-sets apart; a number of requests not with ``--scenario``). Refused with ``--workers`` above 1
-(exit 2), because they need every request in this process: :data:`ONE_PROCESS`.
+sets apart; a number of requests not with ``--scenario``), ``--goodput`` (each worker
+counts, the driver adds up) and ``--samples`` (a part per worker, joined in worker order:
+:class:`~pyattacker.attack.SampleParts`). Not supported with ``--workers`` above 1 yet
+(exit 2): :data:`ONE_PROCESS`.
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
 
 ``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``):
-the same refusals whatever ``--workers`` is, and ``--scenario`` (:data:`NOT_ON_RAY`);
-each worker's clock offset on stderr.
+the same refusals whatever ``--workers`` is, and :data:`NOT_ON_RAY`; each worker's clock
+offset on stderr.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from pyattacker.attack import (
     AttackPlan,
     AttackResult,
     Progress,
+    SampleParts,
+    SampleWriter,
     WorkersResult,
+    WorkerTap,
     run_attack,
     run_ray_workers,
     run_workers,
@@ -50,16 +55,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
-#: The flags (attribute, name) that need every request in one process: refused with
-#: --workers above 1 and with --ray.
+#: The flags (attribute, name) not supported with workers yet: refused with --workers
+#: above 1 and with --ray.
 ONE_PROCESS = (
-    ("samples_path", "--samples"),
-    ("goodput", "--goodput"),
     ("serve", "--serve"),
     ("sweep", "--sweep"),
 )
-#: Refused with --ray only: a scenario's file is loaded in the driver, not on the nodes.
-NOT_ON_RAY = (("scenario", "--scenario"),)
+#: Refused with --ray only: a scenario's file is loaded in the driver, not on the nodes;
+#: each worker's samples would be written on its node; goodput is counted by local workers only.
+NOT_ON_RAY = (("scenario", "--scenario"), ("samples_path", "--samples"), ("goodput", "--goodput"))
+#: --samples, one file or a part per worker (see SampleParts)
+Samples = SampleWriter | SampleParts
 
 
 class _Workers(click.ParamType[int]):
@@ -106,8 +112,8 @@ def workers_options(command: F) -> F:
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
-        "per usable core (for a generator on its own machine). Works with --scenario and "
-        "--warmup; not with --samples, --goodput, --serve, --sweep. Exit 3 if a worker died.",
+        "per usable core (for a generator on its own machine). Works with --scenario, "
+        "--warmup, --goodput, --samples; not with --serve, --sweep. Exit 3 if a worker died.",
     )(command)
 
 
@@ -131,11 +137,21 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
     for attribute, name in refused:
         if getattr(flags, attribute) is not None:
             raise ConfigError(
-                f"cannot be used with {_where(flags)} yet (it needs every request in one process)",
+                f"cannot be used with {_where(flags)} yet",
                 field=name,
                 hint="leave it out, or run one process (--workers 1, without --ray)",
             )
     return flags
+
+
+def open_samples(flags: AttackFlags) -> Samples | None:
+    """Where ``--samples`` rows go: one file this process writes, or with workers a part
+    per worker joined into the file at the end (None without ``--samples``)."""
+    if flags.samples_path is None:
+        return None
+    if flags.workers == 1 and flags.ray_address is None:
+        return SampleWriter.open(flags.samples_path, llm=flags.llm)
+    return SampleParts(flags.samples_path, llm=flags.llm)
 
 
 def run_plan(
@@ -144,12 +160,16 @@ def run_plan(
     on_record: Callable[[RequestRecord], None] | None,
     on_progress: Callable[[Progress], str | None] | None,
     limits: Limits,
+    goodput: WorkerTap | None = None,
+    samples: Samples | None = None,
 ) -> AttackResult:
-    """Run ``plan`` in this process, or on ``--workers`` processes (then each worker's
-    figures are printed on stderr, with the lost ones named)."""
+    """Run ``plan`` in this process (``on_record`` sees every record), or on ``--workers``
+    processes, where ``goodput`` and ``samples`` count and write each worker's records
+    (then each worker's figures are printed on stderr, with the lost ones named)."""
     if flags.workers == 1 and flags.ray_address is None:
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
-    assert on_record is None  # workers_checked refused what needs records
+    parts = samples if isinstance(samples, SampleParts) else None  # open_samples made it so
+    taps: list[WorkerTap] = [tap for tap in (goodput, parts) if tap is not None]
     for index in range(flags.workers):  # a plan the workers cannot share: name the flag
         try:
             worker_plan(plan, index, flags.workers)
@@ -162,8 +182,10 @@ def run_plan(
         click.echo(clock_line(result), err=True)
     else:
         result = run_workers(plan, flags.workers, on_progress=on_progress,
-                             per_worker=flags.per_worker, limits=limits)  # fmt: skip
+                             per_worker=flags.per_worker, limits=limits, taps=taps)  # fmt: skip
     for line in worker_lines(result, every=flags.per_worker):
+        click.echo(line, err=True)
+    for line in parts.notes if parts is not None else ():
         click.echo(line, err=True)
     return result
 
