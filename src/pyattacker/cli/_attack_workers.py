@@ -10,9 +10,10 @@ fell behind (generator loop lag), the sign that more workers are needed.
 Works with workers: a request mix, ``--scenario`` (each worker runs the flows of its
 arrivals; the ``flows`` section merges exactly), ``--warmup`` (the arrivals one process
 sets apart; a number of requests not with ``--scenario``), ``--goodput`` (each worker
-counts, the driver adds up) and ``--samples`` (a part per worker, joined in worker order:
-:class:`~pyattacker.attack.SampleParts`). Not supported with ``--workers`` above 1 yet
-(exit 2): :data:`ONE_PROCESS`.
+counts, the driver adds up), ``--samples`` (a part per worker, joined in worker order:
+:class:`~pyattacker.attack.SampleParts`) and ``--sweep`` (each level on
+:func:`level_workers` workers). Not supported with ``--workers`` above 1 yet (exit 2):
+:data:`ONE_PROCESS`.
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
 
@@ -24,6 +25,7 @@ offset on stderr.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
@@ -32,6 +34,7 @@ from pyattacker._ray import check_installed
 from pyattacker.attack import (
     AttackPlan,
     AttackResult,
+    ClosedModel,
     Progress,
     SampleParts,
     SampleWriter,
@@ -48,7 +51,16 @@ from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
 
-__all__ = ["LOST_EXIT", "run_plan", "workers_checked", "workers_exit", "workers_options"]
+__all__ = [
+    "LOST_EXIT",
+    "Samples",
+    "open_samples",
+    "run_level",
+    "run_plan",
+    "workers_checked",
+    "workers_exit",
+    "workers_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,10 +69,7 @@ LOST_EXIT = 3
 MAX_WORKERS = 1024
 #: The flags (attribute, name) not supported with workers yet: refused with --workers
 #: above 1 and with --ray.
-ONE_PROCESS = (
-    ("serve", "--serve"),
-    ("sweep", "--sweep"),
-)
+ONE_PROCESS = (("serve", "--serve"),)
 #: Refused with --ray only: a scenario's file is loaded in the driver, not on the nodes;
 #: each worker's samples would be written on its node; goodput is counted by local workers only.
 NOT_ON_RAY = (("scenario", "--scenario"), ("samples_path", "--samples"), ("goodput", "--goodput"))
@@ -113,7 +122,7 @@ def workers_options(command: F) -> F:
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
         "per usable core (for a generator on its own machine). Works with --scenario, "
-        "--warmup, --goodput, --samples; not with --serve, --sweep. Exit 3 if a worker died.",
+        "--warmup, --goodput, --samples, --sweep; not --serve. Exit 3 if a worker died.",
     )(command)
 
 
@@ -170,11 +179,7 @@ def run_plan(
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
     parts = samples if isinstance(samples, SampleParts) else None  # open_samples made it so
     taps: list[WorkerTap] = [tap for tap in (goodput, parts) if tap is not None]
-    for index in range(flags.workers):  # a plan the workers cannot share: name the flag
-        try:
-            worker_plan(plan, index, flags.workers)
-        except ConfigError as exc:
-            raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
+    check_shared(plan, flags.workers)
     if flags.ray_address is not None:
         result = run_ray_workers(plan, flags.workers, flags.ray_address or None,
                                  on_progress=on_progress, per_worker=flags.per_worker,
@@ -188,6 +193,34 @@ def run_plan(
     for line in parts.notes if parts is not None else ():
         click.echo(line, err=True)
     return result
+
+
+def check_shared(plan: AttackPlan, n: int) -> None:
+    """Refuse (``ConfigError`` naming ``--workers``) a plan ``n`` workers cannot share."""
+    for index in range(n):
+        try:
+            worker_plan(plan, index, n)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
+
+
+def level_workers(flags: AttackFlags, plan: AttackPlan) -> int:
+    """How many of the ``--workers`` run one ``--sweep`` level of ``plan``: all of them,
+    but no more than a closed level's clients (a synchronous level runs on one) nor the
+    connections per target, which are divided between them."""
+    n = min(flags.workers, plan.connections)
+    return min(n, plan.load.clients) if isinstance(plan.load, ClosedModel) else n
+
+
+def run_level(
+    flags: AttackFlags,
+    plan: AttackPlan,
+    on_progress: Callable[[Progress], str | None] | None,
+    limits: Limits,
+) -> AttackResult:
+    """One ``--sweep`` level: ``plan`` on :func:`level_workers` workers (or this process)."""
+    n = level_workers(flags, plan)
+    return run_plan(replace(flags, workers=n), plan, None, on_progress, limits)
 
 
 def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:
