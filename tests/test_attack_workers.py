@@ -137,11 +137,11 @@ def test_a_bad_workers_value_exits_2_and_sends_nothing(
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        (["--serve", "0"], "--serve"),
-        (["--connections", "1"], "--workers"),
+        (["--connections", "1"], "--workers"),  # fewer connections than workers
+        (["--warmup", "1", "--requests", "1"], "--warmup"),  # as in one process
     ],
 )
-def test_flags_that_need_one_process_are_refused_with_workers(
+def test_a_plan_the_workers_cannot_share_is_refused_naming_the_flag(
     extra: list[str],
     field: str,
     echo: EchoServerProcess,

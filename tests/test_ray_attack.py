@@ -110,6 +110,8 @@ def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
         (["--workers", "3", "--ray"], "--workers"),  # more workers than the 2 CPUs
         (["--workers", "2", "--samples", "s.jsonl", "--ray"], "--samples"),
         (["--workers", "2", "--scenario", "flows.py:shop", "--ray"], "--scenario"),
+        (["--workers", "2", "--serve", "0", "--ray"], "--serve"),
+        (["--workers", "2", "--llm", "--model", "m", "--goodput", "e2e<1s", "--ray"], "--goodput"),
         (["--ray", "http://127.0.0.1:9/"], "--ray"),  # the URL taken as the address
     ],
 )

@@ -11,21 +11,21 @@ Works with workers: a request mix, ``--scenario`` (each worker runs the flows of
 arrivals; the ``flows`` section merges exactly), ``--warmup`` (the arrivals one process
 sets apart; a number of requests not with ``--scenario``), ``--goodput`` (each worker
 counts, the driver adds up), ``--samples`` (a part per worker, joined in worker order:
-:class:`~pyattacker.attack.SampleParts`) and ``--sweep`` (each level on
-:func:`level_workers` workers). Not supported with ``--workers`` above 1 yet (exit 2):
-:data:`ONE_PROCESS`.
+:class:`~pyattacker.attack.SampleParts`), ``--sweep`` (each level on
+:func:`level_workers` workers) and ``--serve`` (the live page fed by the merged
+snapshots: :func:`~pyattacker.report.serve_workers`).
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
 
-``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``):
-the same refusals whatever ``--workers`` is, and :data:`NOT_ON_RAY`; each worker's clock
+``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``),
+whatever ``--workers`` is, refusing :data:`NOT_ON_RAY` (exit 2); each worker's clock
 offset on stderr.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import click
@@ -54,6 +54,7 @@ from pyattacker.measure import RequestRecord
 __all__ = [
     "LOST_EXIT",
     "Samples",
+    "Shared",
     "open_samples",
     "run_level",
     "run_plan",
@@ -67,12 +68,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
-#: The flags (attribute, name) not supported with workers yet: refused with --workers
-#: above 1 and with --ray.
-ONE_PROCESS = (("serve", "--serve"),)
-#: Refused with --ray only: a scenario's file is loaded in the driver, not on the nodes;
-#: each worker's samples would be written on its node; goodput is counted by local workers only.
-NOT_ON_RAY = (("scenario", "--scenario"), ("samples_path", "--samples"), ("goodput", "--goodput"))
+#: The flags (attribute, name) refused with --ray: a scenario's file is loaded in the
+#: driver, not on the nodes; each worker's samples would be written on its node; goodput
+#: and the live page's metrics are counted by the taps of local workers only.
+NOT_ON_RAY = (
+    ("scenario", "--scenario"),
+    ("samples_path", "--samples"),
+    ("goodput", "--goodput"),
+    ("serve", "--serve"),
+)
 #: --samples, one file or a part per worker (see SampleParts)
 Samples = SampleWriter | SampleParts
 
@@ -121,8 +125,8 @@ def workers_options(command: F) -> F:
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
-        "per usable core (for a generator on its own machine). Works with --scenario, "
-        "--warmup, --goodput, --samples, --sweep; not --serve. Exit 3 if a worker died.",
+        "per usable core (for a generator on its own machine). Works with every flag "
+        "(with --ray: not --scenario, --samples, --goodput, --serve). Exit 3 if a worker died.",
     )(command)
 
 
@@ -142,15 +146,55 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
             raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                               hint="add --workers 2 (or auto)")  # fmt: skip
         return flags
-    refused = ONE_PROCESS if flags.ray_address is None else ONE_PROCESS + NOT_ON_RAY
-    for attribute, name in refused:
+    for attribute, name in NOT_ON_RAY if flags.ray_address is not None else ():
         if getattr(flags, attribute) is not None:
             raise ConfigError(
-                f"cannot be used with {_where(flags)} yet",
+                "cannot be used with --ray yet",
                 field=name,
-                hint="leave it out, or run one process (--workers 1, without --ray)",
+                hint="leave it out, or run the workers on this machine (--workers N, "
+                "without --ray)",
             )
     return flags
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An attack on ``n`` local worker processes, and what taps their records."""
+
+    n: int
+    per_worker: bool
+    taps: tuple[WorkerTap, ...]
+    samples: SampleParts | None
+
+    @classmethod
+    def of(
+        cls, flags: AttackFlags, goodput: WorkerTap | None, samples: Samples | None
+    ) -> Shared | None:
+        """How the flags share a run (None: one process, or Ray); ``goodput`` and
+        ``samples`` (as :func:`open_samples` made them) tap each worker's records."""
+        if flags.workers == 1 or flags.ray_address is not None:
+            return None
+        parts = samples if isinstance(samples, SampleParts) else None
+        taps = tuple(tap for tap in (goodput, parts) if tap is not None)
+        return cls(flags.workers, flags.per_worker, taps, parts)
+
+    def told(self, result: WorkersResult) -> None:
+        """Each worker's figures (every one with ``--per-worker``, else the lost ones)
+        and the samples' notes, on stderr."""
+        for line in worker_lines(result, every=self.per_worker):
+            click.echo(line, err=True)
+        for line in self.samples.notes if self.samples is not None else ():
+            click.echo(line, err=True)
+
+    def finished(self, on_finish: Callable[[AttackResult], None]) -> Callable[[AttackResult], None]:
+        """``on_finish``, once :meth:`told` what the workers did."""
+
+        def finish(result: AttackResult) -> None:
+            if isinstance(result, WorkersResult):
+                self.told(result)
+            on_finish(result)
+
+        return finish
 
 
 def open_samples(flags: AttackFlags) -> Samples | None:
@@ -169,29 +213,26 @@ def run_plan(
     on_record: Callable[[RequestRecord], None] | None,
     on_progress: Callable[[Progress], str | None] | None,
     limits: Limits,
-    goodput: WorkerTap | None = None,
-    samples: Samples | None = None,
+    shared: Shared | None = None,
 ) -> AttackResult:
     """Run ``plan`` in this process (``on_record`` sees every record), or on ``--workers``
-    processes, where ``goodput`` and ``samples`` count and write each worker's records
-    (then each worker's figures are printed on stderr, with the lost ones named)."""
+    processes (``shared``, default: with no tap) or Ray actors; then each worker's figures
+    are printed on stderr, with the lost ones named."""
     if flags.workers == 1 and flags.ray_address is None:
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
-    parts = samples if isinstance(samples, SampleParts) else None  # open_samples made it so
-    taps: list[WorkerTap] = [tap for tap in (goodput, parts) if tap is not None]
     check_shared(plan, flags.workers)
-    if flags.ray_address is not None:
+    shared = shared or Shared.of(flags, None, None)
+    if shared is None:  # on Ray
         result = run_ray_workers(plan, flags.workers, flags.ray_address or None,
                                  on_progress=on_progress, per_worker=flags.per_worker,
                                  limits=limits)  # fmt: skip
         click.echo(clock_line(result), err=True)
-    else:
-        result = run_workers(plan, flags.workers, on_progress=on_progress,
-                             per_worker=flags.per_worker, limits=limits, taps=taps)  # fmt: skip
-    for line in worker_lines(result, every=flags.per_worker):
-        click.echo(line, err=True)
-    for line in parts.notes if parts is not None else ():
-        click.echo(line, err=True)
+        for line in worker_lines(result, every=flags.per_worker):
+            click.echo(line, err=True)
+        return result
+    result = run_workers(plan, shared.n, on_progress=on_progress, per_worker=shared.per_worker,
+                         limits=limits, taps=shared.taps)  # fmt: skip
+    shared.told(result)
     return result
 
 
