@@ -287,7 +287,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
-    shared = workers.Shared.of(flags, gate.goodput, samples)  # None: one process, or Ray
+    shared = workers.Shared.of(flags, gate.goodput, samples)  # None: one process
     try:
         if serving is None:
             result = workers.run_plan(flags, plan, on_record, on_progress, limits, shared)

@@ -18,8 +18,9 @@ Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (
 thresholds (their own codes) decide.
 
 ``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``),
-whatever ``--workers`` is, refusing :data:`NOT_ON_RAY` (exit 2); each worker's clock
-offset on stderr.
+whatever ``--workers`` is, with the same flags but :data:`NOT_ON_RAY` (exit 2: a part
+file on each node, a page served for local workers); each worker's clock offset on
+stderr.
 """
 
 from __future__ import annotations
@@ -68,15 +69,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
-#: The flags (attribute, name) refused with --ray: a scenario's file is loaded in the
-#: driver, not on the nodes; each worker's samples would be written on its node; goodput
-#: and the live page's metrics are counted by the taps of local workers only.
-NOT_ON_RAY = (
-    ("scenario", "--scenario"),
-    ("samples_path", "--samples"),
-    ("goodput", "--goodput"),
-    ("serve", "--serve"),
-)
+#: The flags (attribute, name) refused with --ray: each worker's samples would be written
+#: on its node; the live page is served for local workers only.
+NOT_ON_RAY = (("samples_path", "--samples"), ("serve", "--serve"))
 #: --samples, one file or a part per worker (see SampleParts)
 Samples = SampleWriter | SampleParts
 
@@ -126,7 +121,7 @@ def workers_options(command: F) -> F:
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
         "per usable core (for a generator on its own machine). Works with every flag "
-        "(with --ray: not --scenario, --samples, --goodput, --serve). Exit 3 if a worker died.",
+        "(with --ray: not --samples, --serve). Exit 3 if a worker died.",
     )(command)
 
 
@@ -159,24 +154,45 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
 
 @dataclass(frozen=True)
 class Shared:
-    """An attack on ``n`` local worker processes, and what taps their records."""
+    """An attack on ``n`` workers (local processes, or Ray actors at ``ray_address``,
+    ``""`` for the default cluster), and what taps their records."""
 
     n: int
     per_worker: bool
     taps: tuple[WorkerTap, ...]
     samples: SampleParts | None
+    ray_address: str | None = None
 
     @classmethod
     def of(
         cls, flags: AttackFlags, goodput: WorkerTap | None, samples: Samples | None
     ) -> Shared | None:
-        """How the flags share a run (None: one process, or Ray); ``goodput`` and
-        ``samples`` (as :func:`open_samples` made them) tap each worker's records."""
-        if flags.workers == 1 or flags.ray_address is not None:
+        """How the flags share a run (None: one process); ``goodput`` and ``samples`` (as
+        :func:`open_samples` made them) tap each worker's records."""
+        if flags.workers == 1 and flags.ray_address is None:
             return None
         parts = samples if isinstance(samples, SampleParts) else None
         taps = tuple(tap for tap in (goodput, parts) if tap is not None)
-        return cls(flags.workers, flags.per_worker, taps, parts)
+        return cls(flags.workers, flags.per_worker, taps, parts, flags.ray_address)
+
+    def run(
+        self,
+        plan: AttackPlan,
+        on_progress: Callable[[Progress], str | None] | None,
+        limits: Limits,
+    ) -> WorkersResult:
+        """Run ``plan`` on the workers, and tell what they did (:meth:`told`)."""
+        if self.ray_address is None:
+            result = run_workers(plan, self.n, on_progress=on_progress,
+                                 per_worker=self.per_worker, limits=limits,
+                                 taps=self.taps)  # fmt: skip
+        else:
+            result = run_ray_workers(plan, self.n, self.ray_address or None,
+                                     on_progress=on_progress, per_worker=self.per_worker,
+                                     limits=limits, taps=self.taps)  # fmt: skip
+            click.echo(clock_line(result), err=True)
+        self.told(result)
+        return result
 
     def told(self, result: WorkersResult) -> None:
         """Each worker's figures (every one with ``--per-worker``, else the lost ones)
@@ -215,25 +231,14 @@ def run_plan(
     limits: Limits,
     shared: Shared | None = None,
 ) -> AttackResult:
-    """Run ``plan`` in this process (``on_record`` sees every record), or on ``--workers``
-    processes (``shared``, default: with no tap) or Ray actors; then each worker's figures
-    are printed on stderr, with the lost ones named."""
-    if flags.workers == 1 and flags.ray_address is None:
-        return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
-    check_shared(plan, flags.workers)
+    """Run ``plan`` in this process (``on_record`` sees every record), or on the workers
+    ``shared`` says (default: the flags', with no tap); then each worker's figures are
+    printed on stderr, with the lost ones named."""
     shared = shared or Shared.of(flags, None, None)
-    if shared is None:  # on Ray
-        result = run_ray_workers(plan, flags.workers, flags.ray_address or None,
-                                 on_progress=on_progress, per_worker=flags.per_worker,
-                                 limits=limits)  # fmt: skip
-        click.echo(clock_line(result), err=True)
-        for line in worker_lines(result, every=flags.per_worker):
-            click.echo(line, err=True)
-        return result
-    result = run_workers(plan, shared.n, on_progress=on_progress, per_worker=shared.per_worker,
-                         limits=limits, taps=shared.taps)  # fmt: skip
-    shared.told(result)
-    return result
+    if shared is None:
+        return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
+    check_shared(plan, shared.n)
+    return shared.run(plan, on_progress, limits)
 
 
 def check_shared(plan: AttackPlan, n: int) -> None:

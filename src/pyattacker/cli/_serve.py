@@ -111,6 +111,7 @@ class Serving:
         server = LiveServer(llm=plan.llm is not None, targets=targets, sections=sections)
         try:
             if workers is not None:
+                assert workers.ray_address is None  # workers_checked refuses it with --ray
                 return serve_workers(
                     plan, workers.n, server, host=self.host, port=self.port,
                     linger=self.linger, on_progress=on_progress, limits=limits,
