@@ -186,15 +186,18 @@ FLOWS = textwrap.dedent(
 
 
 def _flows_run(echo: EchoServerProcess, tmp_path: Path, workers: int) -> tuple[dict, dict]:
-    """One --scenario run on ``workers`` processes: its report and the server's counts."""
+    """One --scenario run on ``workers`` processes: its report and the server's counts;
+    every step's sample row has a number of its own."""
     echo.reset()
     flows = tmp_path / "flows.py"
     flows.write_text(FLOWS)
-    out = tmp_path / f"flows-{workers}.json"
+    out, rows = tmp_path / f"flows-{workers}.json", tmp_path / f"rows-{workers}.jsonl"
     argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "200/s", "--arrival",
             "poisson", "--seed", "7", "--requests", "41", "--workers", str(workers), "-q",
-            "--json", str(out)]  # fmt: skip
+            "--json", str(out), "--samples", str(rows)]  # fmt: skip
     assert run_cli(argv) == 1  # some steps failed
+    numbers = [json.loads(line)["request"] for line in rows.read_text().splitlines()]
+    assert len(set(numbers)) == len(numbers) == 113
     return json.loads(out.read_text()), echo.stats()["statuses"]
 
 

@@ -223,7 +223,8 @@ class Engine:
         sender, scenario = self.sender, self.plan.scenario
         if scenario is not None:
             steps = steps_for(sender)
-            self._flows = FlowDispatcher(self.plan, scenario, requests, self._flight, steps, time)
+            self._flows = FlowDispatcher(self.plan, scenario, requests, self._flight, steps, time,
+                                         part=self._part)  # fmt: skip
             return self._flows
         if self._mode.direct and isinstance(sender, HttpSender):
             return DirectDispatcher(requests, self._flight, self.pool, self.algorithm.name, sender)

@@ -6,7 +6,8 @@ a second), so that a worker that dies leaves its rows on disk up to then at leas
 every worker has ended, the driver joins the parts into FILE, streaming (memory stays
 flat), in worker order: worker 0's rows, then worker 1's, and so on, each worker's in the
 order its requests finished (a row's ``request`` is its arrival's number in the one
-schedule); a CSV file has one header. Then it removes the parts.
+schedule, or a scenario step's, never the same in two workers); a CSV file has one
+header. Then it removes the parts.
 
 A lost worker's part is joined as far as it was written (an unfinished last row is left
 out) and :attr:`SampleParts.notes` says so: the rows it had not written yet are missing.
@@ -102,6 +103,7 @@ class SampleParts:
             out = self.path.open("wb")
         except OSError as exc:
             self._failed(exc)
+            self.notes.append(f"--samples: the workers' rows stay in {self.path}.worker-*")
             return
         header: bytes | None = None
         with out:
