@@ -1,5 +1,6 @@
 """``attack --serve --workers 2``: the live page and ``/metrics`` of an attack run by
-worker processes, fed by their merged snapshots, end equal to the final report."""
+worker processes, fed by their merged snapshots, end equal to the final report; the
+gate's sections come with the final report only."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_a_served_attack_on_two_workers_shows_the_merged_snapshots_then_the_fina
     echo: EchoServerProcess, tmp_path: Path
 ) -> None:
     echo.reset()
-    flags = ("--rate", "200/s", "--duration", "3s", "--workers", "2")
+    flags = ("--rate", "200/s", "--duration", "3s", "--workers", "2", "--threshold",
+             "error_rate < 90%")  # fmt: skip
     with served_attack(echo.url, tmp_path, *flags) as served:
         seen, scrapes = [], []
         while not served.report.exists():
@@ -59,5 +61,8 @@ def test_a_served_attack_on_two_workers_shows_the_merged_snapshots_then_the_fina
     assert counts == sorted(counts)
     assert counts[0] < counts[-1] <= report["total"]["requests"]
     assert all(r["workers"]["count"] == 2 for r in running)
+    # the gate's sections come with the final report (goodput is added up at the end)
+    assert "thresholds" in report
+    assert not any("thresholds" in r for r in running)
     assert scrapes == sorted(scrapes)
     assert scrapes[-1] <= report["total"]["requests"]

@@ -12,8 +12,11 @@ through that loop (so that the server's state changes only on its own thread):
 - the workers' ``/metrics`` counts added up (each worker counts its own records in an
   :class:`AttackMetrics`, a tap of ``attack/_taps.py``).
 
-Once every worker has ended, the server shows the final result and metrics, ``on_finish``
-prints the report, and the server lingers as :func:`serve_attack`'s does.
+The gate's sections (thresholds, goodput) are shown with the final result only: goodput
+is counted in the workers and added up once they have ended, so a verdict on the
+snapshots would judge an empty count. Once every worker has ended, the server shows the
+final result and metrics, ``on_finish`` prints the report, and the server lingers as
+:func:`serve_attack`'s does.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import asyncio
 import copy
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -102,6 +105,7 @@ def serve_workers(
     """``run_workers(plan, n)`` with ``server`` listening on ``host:port`` (see the module
     docstring); the arguments mean what :func:`serve_attack`'s and :func:`run_workers`'s
     do. ``OSError`` if it cannot bind (before any worker starts)."""
+    sections, server.sections = server.sections, None  # the gate's: at the end only
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="pyattacker-serve", daemon=True)
     thread.start()
@@ -114,7 +118,7 @@ def serve_workers(
         result = run_workers(plan, n, on_progress=feed.progress(on_progress),
                              on_worker_progress=feed.snapshots, per_worker=per_worker,
                              limits=limits, taps=[metrics, *taps])  # fmt: skip
-        _on(loop, _finish(server, metrics, result))
+        _on(loop, _finish(server, metrics, result, sections))
         if on_finish is not None:
             on_finish(result)
         if linger > 0 and not result.interrupted:
@@ -128,8 +132,13 @@ def serve_workers(
         loop.close()
 
 
-async def _finish(server: LiveServer, metrics: AttackMetrics, result: AttackResult) -> None:
-    server.metrics = metrics
+async def _finish(
+    server: LiveServer,
+    metrics: AttackMetrics,
+    result: AttackResult,
+    sections: Callable[[AttackResult], Mapping[str, Any]] | None,
+) -> None:
+    server.metrics, server.sections = metrics, sections
     server.finish(result)
 
 
