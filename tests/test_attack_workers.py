@@ -100,9 +100,10 @@ def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
     echo: EchoServerProcess, tmp_path: Path
 ) -> None:
     echo.reset()
-    out = tmp_path / "r.json"
+    out, rows = tmp_path / "r.json", tmp_path / "rows.csv"
     command = [sys.executable, "-m", "pyattacker", "attack", echo.url, "--rate", "100/s"]
     command += ["--duration", "60s", "--workers", "2", "--json", str(out), "-q"]
+    command += ["--samples", str(rows)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = wall_time() + PATIENCE_S
     while echo.stats()["count"] < 20:  # both workers under way (arrivals alternate)
@@ -119,6 +120,10 @@ def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
     # What was in flight was cancelled and counted; every answer counted OK was served.
     assert report["summary"]["sent"] >= 20
     assert report["total"]["outcomes"].get("ok", 0) <= echo.stats()["count"]
+    # every request counted has its row, the workers' parts joined and removed
+    with rows.open(newline="") as f:
+        assert len(list(csv.DictReader(f))) == report["total"]["requests"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "rows.csv"]
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "100000"])
