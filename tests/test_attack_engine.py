@@ -26,6 +26,7 @@ from pyattacker.attack import (
     OpenModel,
     Progress,
     Target,
+    worker_plan,
 )
 from pyattacker.attack._tally import ErrorGroup
 from pyattacker.clock import LoopClock
@@ -542,3 +543,18 @@ def test_one_target_has_no_windows_of_its_own_beside_the_attacks() -> None:
     result, _ = attack(AttackPlan.build([A], OpenModel(rate=10), duration=0.5), FakeServer())
     assert result.target_windows == {}
     assert result.to_dict()["target_windows"] == {}
+
+
+def test_closed_model_workers_number_their_requests_apart_and_use_each_number_once() -> None:
+    plan = AttackPlan.build([A], ClosedModel(clients=4), requests=11, connections=4)
+    numbers: list[list[int]] = []
+
+    async def main(server: FakeServer, part: tuple[int, int]) -> AttackResult:
+        return await Engine(worker_plan(plan, *part), server, part=part).run()
+
+    for index in range(2):
+        server = FakeServer()
+        run_virtual(main(server, (index, 2)), start=0.0)
+        numbers.append(sorted(call[0] for call in server.calls))
+    # worker i sends numbers i, i + 2, ...: a request's row of data is one process's
+    assert numbers == [[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9]]

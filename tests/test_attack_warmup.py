@@ -4,12 +4,25 @@ them (virtual time: every boundary is exact)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Warmup
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    ClosedModel,
+    Engine,
+    OpenModel,
+    Warmup,
+    WorkerOutcome,
+    merge_outcomes,
+    worker_plan,
+)
+from pyattacker.attack._warmup import WarmupTally
 from pyattacker.errors import ConfigError
+from pyattacker.measure import Attempt, Outcome, RequestRecord
 from pyattacker.report import Gate
+from pyattacker.testing import run_virtual
 from test_attack_engine import A, B, FakeServer, attack
 
 
@@ -149,3 +162,88 @@ def test_thresholds_judge_the_measured_requests_only() -> None:
     assert gate.exit_code(result, output_failed=False) == 0
     assert result.warmup is not None
     assert result.warmup.outcomes == {"failed": 5}
+
+
+def _on_workers(plan: AttackPlan, n: int) -> tuple[AttackResult, list[int]]:
+    """``plan`` on ``n`` workers (each an engine on virtual time from one start instant),
+    merged; and the numbers of the requests measured (the ones ``on_record`` saw)."""
+    records: list[RequestRecord] = []
+
+    async def worker(index: int) -> WorkerOutcome:
+        mine = worker_plan(plan, index, n)
+        engine = Engine(mine, FakeServer(), on_record=records.append, part=(index, n),
+                        start_at=0.0)  # fmt: skip
+        await engine.run()
+        tally, times = engine.counted()
+        return WorkerOutcome(index=index, tally=tally, times=times, decisions={},
+                             stop_reason=None, loop_lag=None, cpu_s=0.0, final=True)  # fmt: skip
+
+    outcomes = [run_virtual(worker(index), start=0.0) for index in range(n)]
+    return merge_outcomes(plan, outcomes), sorted(r.request for r in records)
+
+
+@pytest.mark.parametrize(
+    "warmup", [Warmup(requests=7), Warmup(requests=1), Warmup(seconds=0.35)], ids=str
+)
+@pytest.mark.parametrize(
+    "load",
+    [OpenModel(rate=20, arrival="poisson"), ClosedModel(clients=4, think_time=0.03)],
+    ids=["open", "closed"],
+)
+@pytest.mark.parametrize("n", [2, 3])
+def test_workers_set_apart_the_same_warmup_arrivals_as_one_process(
+    warmup: Warmup, load: OpenModel | ClosedModel, n: int
+) -> None:
+    plan = AttackPlan.build([A], load, requests=30, connections=4, warmup=warmup, seed=3)
+    one, records = attack(plan, FakeServer())
+    merged, measured = _on_workers(plan, n)
+    # the same arrivals left out (a closed model's turns in the first span are numbered
+    # by which client made them, and the clients are divided: there, the same count)
+    if isinstance(load, OpenModel) or warmup.requests is not None:
+        assert measured == [r.request for r in records]
+    assert len(measured) == len(records)
+    assert one.warmup is not None
+    assert merged.warmup == one.warmup  # scheduled, sent, attempts, outcomes, skipped span
+    assert merged.scheduled == one.scheduled == 30 - one.warmup.scheduled
+    assert merged.total.requests == one.total.requests
+    if isinstance(load, OpenModel):  # a closed model's turns depend on how clients are split
+        assert merged.total.latency.to_dict() == one.total.latency.to_dict()
+        assert (merged.schedule_s, merged.elapsed) == (one.schedule_s, one.elapsed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    warm=st.integers(1, 40),
+    n=st.integers(1, 4),
+    plain=st.integers(0, 40),
+    rest=st.integers(0, 30),
+)
+def test_a_warmup_of_n_split_by_arrival_index_sets_apart_what_one_tally_does(
+    warm: int, n: int, plain: int, rest: int
+) -> None:
+    """Arrivals 0..plain-1 one by one, then the rest dropped in bulk (an overrun): each
+    worker's tally sees its share, in order, and the merge equals one tally's count."""
+
+    def tally(part: tuple[int, int]) -> WarmupTally:
+        return WarmupTally(Warmup(requests=warm), origin=0.0, part=part, window=1.0,
+                           late_after=0.01, per_target=False, on_record=None)  # fmt: skip
+
+    whole, parts = tally((0, 1)), [tally((i, n)) for i in range(n)]
+    for k in range(plain):
+        for into in (whole, parts[k % n]):
+            into.arrival(k / 10, 1)
+            attempt = Attempt(k, 1, k / 10, sent=k / 10, end=k / 10 + 0.01, status=200)
+            attempt.outcome = Outcome.OK
+            into.finished([attempt])
+    whole.dropped(plain / 10, rest, "dropped: the schedule overran")
+    for i, part in enumerate(parts):
+        mine = len(range(plain, plain + rest)[(i - plain) % n :: n])
+        part.dropped(plain / 10, mine, "dropped: the schedule overran")
+    for part in parts[1:]:
+        parts[0].merge(part)
+    merged = parts[0]
+    assert whole.warm_scheduled == min(warm, plain + rest)
+    assert merged.warm_scheduled == whole.warm_scheduled
+    assert merged.facts(0.0) == whole.facts(0.0)
+    assert merged.scheduled == whole.scheduled
+    assert merged.total.by_outcome == whole.total.by_outcome

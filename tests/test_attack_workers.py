@@ -8,12 +8,14 @@ long), since how late a busy machine reads an answer is the benchmark's business
 
 from __future__ import annotations
 
+import csv
 import json
 import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,7 @@ from pyattacker.attack import (
     AttackPlan,
     ClosedModel,
     OpenModel,
+    SampleParts,
     WorkerOutcome,
     run_workers,
     worker_plan,
@@ -31,7 +34,7 @@ from pyattacker.attack import (
 from pyattacker.cli import run_cli
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError
-from pyattacker.servers import EchoServerProcess
+from pyattacker.servers import EchoServerProcess, LlmServerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -97,9 +100,10 @@ def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
     echo: EchoServerProcess, tmp_path: Path
 ) -> None:
     echo.reset()
-    out = tmp_path / "r.json"
+    out, rows = tmp_path / "r.json", tmp_path / "rows.csv"
     command = [sys.executable, "-m", "pyattacker", "attack", echo.url, "--rate", "100/s"]
     command += ["--duration", "60s", "--workers", "2", "--json", str(out), "-q"]
+    command += ["--samples", str(rows)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = wall_time() + PATIENCE_S
     while echo.stats()["count"] < 20:  # both workers under way (arrivals alternate)
@@ -116,6 +120,10 @@ def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
     # What was in flight was cancelled and counted; every answer counted OK was served.
     assert report["summary"]["sent"] >= 20
     assert report["total"]["outcomes"].get("ok", 0) <= echo.stats()["count"]
+    # every request counted has its row, the workers' parts joined and removed
+    with rows.open(newline="") as f:
+        assert len(list(csv.DictReader(f))) == report["total"]["requests"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "rows.csv"]
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "100000"])
@@ -134,14 +142,11 @@ def test_a_bad_workers_value_exits_2_and_sends_nothing(
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        (["--samples", "rows.csv"], "--samples"),
-        (["--goodput", "e2e<1s"], "--goodput"),
-        (["--warmup", "2"], "--warmup"),
-        (["--scenario", "flows.py:checkout"], "--scenario"),
-        (["--connections", "1"], "--workers"),
+        (["--connections", "1"], "--workers"),  # fewer connections than workers
+        (["--warmup", "1", "--requests", "1"], "--warmup"),  # as in one process
     ],
 )
-def test_flags_that_need_one_process_are_refused_with_workers(
+def test_a_plan_the_workers_cannot_share_is_refused_naming_the_flag(
     extra: list[str],
     field: str,
     echo: EchoServerProcess,
@@ -170,3 +175,161 @@ def test_a_plan_is_shared_clients_connections_and_requests_divided() -> None:
     assert worker_plan(opened, 1, 2).requests == 7  # the whole schedule, every other arrival
     with pytest.raises(ConfigError, match="clients"):
         worker_plan(closed, 0, 6)
+
+
+# Each step asks the echo server for a status of its own (the server's count per status is
+# its count per step); every fourth flow (by arrival index) fails at browse.
+FLOWS = textwrap.dedent(
+    """
+    async def shop(client):
+        await client.post("/login", name="login", headers={"x-echo-status": "201"})
+        browse = "500" if client.flow % 4 == 3 else "202"
+        await client.get("items", name="browse", headers={"x-echo-status": browse})
+        await client.post("/cart", name="checkout", headers={"x-echo-status": "203"})
+    """
+)
+
+
+def _flows_run(echo: EchoServerProcess, tmp_path: Path, workers: int) -> tuple[dict, dict]:
+    """One --scenario run on ``workers`` processes: its report and the server's counts;
+    every step's sample row has a number of its own."""
+    echo.reset()
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOWS)
+    out, rows = tmp_path / f"flows-{workers}.json", tmp_path / f"rows-{workers}.jsonl"
+    argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "200/s", "--arrival",
+            "poisson", "--seed", "7", "--requests", "41", "--workers", str(workers), "-q",
+            "--json", str(out), "--samples", str(rows)]  # fmt: skip
+    assert run_cli(argv) == 1  # some steps failed
+    numbers = [json.loads(line)["request"] for line in rows.read_text().splitlines()]
+    assert len(set(numbers)) == len(numbers) == 113
+    return json.loads(out.read_text()), echo.stats()["statuses"]
+
+
+def test_a_scenario_on_two_workers_counts_the_flows_and_steps_of_one_process_and_the_server(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    one, served_one = _flows_run(echo, tmp_path, 1)
+    two, served_two = _flows_run(echo, tmp_path, 2)
+    assert served_one == served_two == {"201": 41, "202": 31, "203": 31, "500": 10}
+    for report in (one, two):
+        names = {name: stats["requests"] for name, stats in report["names"].items()}
+        assert names == {"login": 41, "browse": 41, "checkout": 31}
+        assert report["summary"]["sent"] == report["total"]["requests"] == 113
+    flows = [dict(r["flows"]) for r in (one, two)]
+    assert [f.pop("duration_s")["count"] for f in flows] == [31, 31]
+    assert flows[0] == flows[1]
+    assert flows[1]["failed_by_step"] == {"browse": 10}
+    assert (flows[1]["scheduled"], flows[1]["started"], flows[1]["completed"]) == (41, 41, 31)
+    assert two["workers"] == {"count": 2, "lost": []}
+
+
+@pytest.mark.parametrize("warmup", ["12", "0.1s"])
+def test_a_warmup_on_two_workers_leaves_out_the_arrivals_one_process_leaves_out(
+    warmup: str, echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    reports = []
+    for workers in ("1", "2"):
+        echo.reset()
+        out = tmp_path / f"w{workers}.json"
+        argv = ["attack", echo.url, "--rate", "200/s", "--arrival", "poisson", "--seed", "5",
+                "--requests", "60", "--warmup", warmup, "--workers", workers, "-q",
+                "--json", str(out)]  # fmt: skip
+        assert run_cli(argv) == 0
+        report = json.loads(out.read_text())
+        served = echo.stats()["count"]
+        assert report["warmup"]["sent_attempts"] + report["total"]["sent_attempts"] == served
+        reports.append(report)
+    one, two = (r["warmup"] for r in reports)
+    assert one.pop("skipped_s") == pytest.approx(two.pop("skipped_s"))
+    assert one == two
+    assert one["scheduled"] == (12 if warmup == "12" else one["scheduled"]) > 0
+    assert (
+        reports[0]["total"]["requests"] == reports[1]["total"]["requests"] == 60 - one["scheduled"]
+    )
+
+
+def test_a_warmup_of_n_requests_with_a_scenario_on_workers_is_refused_naming_the_fix(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOWS)
+    argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "10/s", "--requests",
+            "5", "--warmup", "2", "--workers", "2"]  # fmt: skip
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: --workers: a warmup of N requests cannot be shared" in err
+    assert "--warmup 10s" in err
+    assert echo.stats()["count"] == 0
+
+
+def test_samples_from_two_workers_are_joined_into_one_file_in_worker_order(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    echo.reset()
+    rows = tmp_path / "rows.csv"
+    argv = ["attack", echo.url, "--rate", "200/s", "--requests", "61", "--workers", "2", "-q",
+            "--samples", str(rows)]  # fmt: skip
+    assert run_cli(argv) == 0
+    with rows.open(newline="") as f:
+        numbers = [int(row["request"]) for row in csv.DictReader(f)]
+    # worker 0's rows (even arrivals), then worker 1's (odd), each in the order they ended
+    assert sorted(numbers[:31]) == list(range(0, 61, 2))
+    assert sorted(numbers[31:]) == list(range(1, 61, 2))
+    assert len(numbers) == echo.stats()["count"] == 61
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]  # the parts are removed
+    assert "--samples" not in capsys.readouterr().err
+
+
+def test_a_lost_workers_samples_are_kept_as_far_as_written_and_named(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    echo.reset()
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=60), duration=4.0)
+    samples = SampleParts(tmp_path / "rows.jsonl")
+    killed: list[int] = []
+
+    def kill_worker_1(last: list[WorkerOutcome | None]) -> None:
+        if killed or any(o is None or o.tally.total.requests == 0 for o in last):
+            return  # kill once, after each worker has counted something
+        for child in multiprocessing.active_children():
+            if child.name == "pyattacker-worker-1" and child.pid is not None:
+                os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+
+    result = run_workers(plan, 2, on_worker_progress=kill_worker_1, taps=[samples])
+    assert result.lost == [1]
+    lines = samples.path.read_text().splitlines()
+    numbers = [json.loads(line)["request"] for line in lines]
+    odd = [n for n in numbers if n % 2]
+    # its rows were flushed with each snapshot: at least those its last snapshot counted
+    assert len(odd) >= result.workers[1].completed > 0
+    assert len(numbers) - len(odd) == result.workers[0].completed == 120
+    assert samples.notes == [
+        f"--samples: worker 1 was lost: its {len(odd)} rows written before it died are in "
+        f"{samples.path}; the rows it had not written yet are missing"
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
+
+
+def test_goodput_on_two_workers_counts_what_one_process_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "sk-test-0123456789"
+    with LlmServerProcess(models="m", ttft="fixed:5ms", itl="fixed:1ms", output_tokens=4,
+                          api_keys=key) as llm:  # fmt: skip
+        sections = []
+        for workers in ("1", "2"):
+            out = tmp_path / f"g{workers}.json"
+            argv = ["attack", "--llm", f"{llm.url}/v1", "--model", "m", "--shape", "30:4",
+                    "--key", key, "--rate", "50/s", "--requests", "30", "-q", "--json",
+                    str(out), "--workers", workers, "--goodput", "ttft<10s,e2e<1us"]  # fmt: skip
+            assert run_cli(argv) == 0
+            sections.append(json.loads(out.read_text())["goodput"])
+    one, two = sections
+    for section in sections:
+        assert (section["requests"], section["good"], section["not_ok"]) == (30, 0, 0)
+        assert section["missed"] == {"ttft < 10s": 0, "e2e < 1us": 30}
+    one.pop("span_s"), two.pop("span_s"), one.pop("rate_per_s"), two.pop("rate_per_s")
+    assert one == two

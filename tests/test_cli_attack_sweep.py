@@ -198,3 +198,22 @@ def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: P
     assert data["rows"][1]["stop_reason"] == "interrupted"
     assert sum(level["report"]["total"]["sent_attempts"] for level in data["levels"]) == served
     assert "Interrupted" in text
+
+
+def test_a_sweep_on_workers_runs_each_level_on_the_workers_its_load_can_be_shared_by(
+    llm: LlmServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.reset()
+    out = tmp_path / "s.json"
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--sweep", "concurrency=1,4"]
+    argv += ["--requests", "12", "--warmup", "2", "--workers", "2", "--per-worker", "-q"]
+    assert run_cli([*argv, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [row["requests"] for row in data["rows"]] == [10, 10]
+    reports = [level["report"] for level in data["levels"]]
+    assert "workers" not in reports[0]  # one client: one process
+    assert reports[1]["workers"]["count"] == 2
+    assert [w["scheduled"] for w in reports[1]["workers"]["each"]] == [5, 5]
+    sent = sum(r["total"]["sent_attempts"] + r["warmup"]["sent_attempts"] for r in reports)
+    assert sent == llm.stats()["requests"] == 24
+    assert "worker 1: finished" in capsys.readouterr().err

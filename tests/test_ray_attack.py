@@ -6,6 +6,7 @@ uncertainty, and what cannot work is refused with exit 2."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from pyattacker.attack import (
     run_ray_workers,
 )
 from pyattacker.cli import run_cli
+from pyattacker.report._metrics import AttackMetrics
 from pyattacker.servers import EchoServerProcess
 
 ray = pytest.importorskip("ray")
@@ -109,6 +111,7 @@ def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
     [
         (["--workers", "3", "--ray"], "--workers"),  # more workers than the 2 CPUs
         (["--workers", "2", "--samples", "s.jsonl", "--ray"], "--samples"),
+        (["--workers", "2", "--serve", "0", "--ray"], "--serve"),
         (["--ray", "http://127.0.0.1:9/"], "--ray"),  # the URL taken as the address
     ],
 )
@@ -170,3 +173,46 @@ def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapsh
     assert result.workers[1].state == "finished"
     assert result.workers[1].sent == 150
     assert result.sent <= server.stats()["count"] - before
+
+
+FLOWS = textwrap.dedent(
+    """
+    async def shop(client):
+        await client.post("/login", name="login", headers={"x-echo-status": "201"})
+        browse = "500" if client.flow % 4 == 3 else "202"
+        await client.get("items", name="browse", headers={"x-echo-status": browse})
+    """
+)
+
+
+def test_a_scenario_and_a_warmup_run_on_ray_actors_as_in_one_process(
+    server: EchoServerProcess, tmp_path: Path
+) -> None:
+    flows = tmp_path / "flows.py"  # on this machine only: its code travels with the plan
+    flows.write_text(FLOWS)
+    reports = []
+    for where in (["--workers", "1"], ["--workers", "2", "--ray"]):
+        server.reset()
+        out = tmp_path / f"{len(where)}.json"
+        argv = ["attack", server.url, "--scenario", f"{flows}:shop", "--rate", "200/s",
+                "--requests", "40", "--warmup", "0.05s", "-q", "--json", str(out)]  # fmt: skip
+        argv += where
+        assert run_cli(argv) == 1  # some steps failed
+        reports.append((json.loads(out.read_text()), server.stats()["statuses"]))
+    (one, served_one), (two, served_two) = reports
+    assert served_one == served_two == {"201": 40, "202": 30, "500": 10}
+    assert two["workers"]["count"] == 2
+    for key in ("scheduled", "started", "completed", "failed_by_step", "cancelled"):
+        assert one["flows"][key] == two["flows"][key], key
+    assert one["warmup"]["scheduled"] == two["warmup"]["scheduled"] == 10  # 0 .. 45 ms
+    steps = [{n: s["requests"] for n, s in r["names"].items()} for r in (one, two)]
+    assert steps[0] == steps[1]
+
+
+def test_taps_travel_to_ray_actors_and_their_counts_come_back_added_up(
+    server: EchoServerProcess,
+) -> None:
+    plan = AttackPlan.build([server.url + "/"], OpenModel(rate=200), requests=40)
+    metrics = AttackMetrics()
+    result = run_ray_workers(plan, 2, taps=[metrics])
+    assert dict(metrics.requests) == {"ok": 40} == result.total.by_outcome

@@ -14,6 +14,7 @@ from pyattacker.attack import (
     AttackPlan,
     AttackResult,
     OpenModel,
+    Warmup,
     WorkerOutcome,
     measure_offset,
     merge_outcomes,
@@ -21,6 +22,7 @@ from pyattacker.attack import (
 )
 from pyattacker.attack._result import RunTimes
 from pyattacker.attack._tally import Tally
+from pyattacker.attack._warmup import WarmupTally
 from pyattacker.measure import Attempt, Outcome
 
 PLAN = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=50), duration=6.0)
@@ -111,3 +113,36 @@ def test_workers_on_different_clocks_merge_into_the_report_of_one_tally(
     got, want = merged.to_dict(), expected.to_dict()
     got.pop("workers"), got.pop("cpu"), want.pop("cpu")
     assert got == want
+
+
+def test_a_warmup_span_counted_on_different_clocks_merges_into_one_tallys_warmup() -> None:
+    warmup = Warmup(seconds=1.0)
+    plan = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=50), duration=6.0,
+                            warmup=warmup)  # fmt: skip
+    shifts = [0.0, -3.5, 7.25]  # each machine's monotonic clock; worker 0's is the driver's
+
+    def tally(shift: float) -> WarmupTally:
+        return WarmupTally(warmup, origin=ORIGIN + shift, window=0.5, late_after=0.01,
+                           per_target=False, on_record=None)  # fmt: skip
+
+    def outcome(index: int, counted: Tally, shift: float) -> WorkerOutcome:
+        return WorkerOutcome(index=index, tally=counted, times=_times(shift), decisions={},
+                             stop_reason=None, loop_lag=None, cpu_s=0.0, final=True)  # fmt: skip
+
+    whole, parts = tally(0.0), [tally(shift) for shift in shifts]
+    for n in range(24):  # arrival n at n / 4 s, on worker n mod 3: the first 4 are warm
+        for into, shift in ((whole, 0.0), (parts[n % 3], shifts[n % 3])):
+            scheduled = ORIGIN + shift + n / 4
+            attempt = Attempt(n, 1, scheduled=scheduled, sent=scheduled, end=scheduled + 0.25,
+                              status=200, resource=TARGET)  # fmt: skip
+            attempt.outcome = Outcome.OK
+            into.arrival(scheduled, 1)
+            into.finished([attempt])
+    outcomes = [outcome(w, t, shifts[w]) for w, t in enumerate(parts)]
+    outcomes = pickle.loads(pickle.dumps(outcomes))  # as they come from the actors
+    merged = merge_outcomes(plan, [on_common_clock(o) for o in outcomes])
+    one = merge_outcomes(plan, [on_common_clock(outcome(0, whole, 0.0))])
+    assert one.warmup is not None
+    assert (one.warmup.scheduled, one.warmup.skipped_s) == (4, 1.0)
+    assert merged.warmup == one.warmup
+    assert merged.total.latency.to_dict() == one.total.latency.to_dict()

@@ -9,10 +9,11 @@ percentile is an extreme).
 from __future__ import annotations
 
 import json
+import pickle
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_helpers import streamed_attempt
@@ -263,3 +264,32 @@ def test_an_slo_is_met_exactly_as_its_operator_says_at_the_bound(
     counter = GoodputCounter((slo,))
     counter.add(record)
     assert counter.good == (op in ("<=", ">="))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # the worker that counted it
+            st.sampled_from([0.25, 0.5, 0.625, 1.0]),  # first token
+            st.sampled_from([1.0, 1.5, 1.625, 3.0]),  # end
+            st.sampled_from([Outcome.OK] * 3 + [Outcome.FAILED, Outcome.THROTTLED]),
+        ),
+        max_size=40,
+    )
+)
+def test_goodput_counted_by_workers_and_gathered_equals_one_counters(
+    found: list[tuple[int, float, float, Outcome]],
+) -> None:
+    slos = parse_slos("ttft<=625ms,tpot<500ms,e2e<1.625s")
+    whole, driver = GoodputCounter(slos), GoodputCounter(slos)
+    parts = [driver.open(index) for index in range(4)]  # each in its worker
+    for n, (worker, first, end, outcome) in enumerate(found):
+        record = RequestRecord.from_attempts(
+            [streamed_attempt(n, first=first, end=end, outcome=outcome)]
+        )
+        whole.add(record)
+        parts[worker].add(record)
+    words = [pickle.loads(pickle.dumps(p.part(final=True))) for p in parts]  # as sent
+    driver.gather([*words, None], lost=[4])  # a fifth worker lost before it said anything
+    assert driver.summary(2.0, dropped=1) == whole.summary(2.0, dropped=1)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyattacker.attack import AttackPlan, AttackResult, OpenModel, WorkerOutcome, merge_outcomes
+from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._result import RunTimes
 from pyattacker.attack._tally import Tally
 from pyattacker.errors import ErrorClass
@@ -149,3 +151,71 @@ def test_an_attack_with_a_lost_worker_exits_3_and_one_without_keeps_its_code() -
     whole = merge_outcomes(PLAN, [outcome(0, tally()), outcome(1, tally())])
     assert workers_exit(lost, 0) == LOST_EXIT == 3
     assert workers_exit(whole, 1) == 1
+
+
+@st.composite
+def flows(draw: st.DrawFn) -> list[tuple[int, str, str, float]]:
+    """(worker, how it ended, where, duration) of a scenario's flows: completed, failed at
+    a step, failed in the flow's own code (messages of a few kinds), cancelled, or still in
+    progress."""
+    workers = draw(st.integers(1, 4))
+    kinds = st.sampled_from(["completed"] * 3 + ["step", "code", "cancelled", "in_progress"])
+    return [
+        (
+            draw(st.integers(0, workers - 1)),
+            draw(kinds),
+            draw(st.sampled_from(["login", "browse", "checkout"])),
+            draw(st.floats(0.0, 5.0)),
+        )
+        for _ in range(draw(st.integers(0, 60)))
+    ]
+
+
+def count_flow(into: FlowTally, steps: Tally, flow: tuple[int, str, str, float], n: int) -> None:
+    """Count one flow as the flow dispatcher does, its last step a named request."""
+    _, kind, where, seconds = flow
+    into.admitted += 1
+    into.started += 1
+    step = Attempt(n, 1, scheduled=ORIGIN + seconds / 2, sent=ORIGIN + seconds / 2,
+                   first_byte=ORIGIN + seconds, end=ORIGIN + seconds, status=200)  # fmt: skip
+    step.outcome, step.name = Outcome.OK, where
+    if kind == "completed":
+        into.finished(seconds)
+    elif kind == "step":
+        into.failed_at(where)
+        step.outcome, step.status, step.error = Outcome.FAILED, 500, "HTTP 500"
+    elif kind == "code":
+        into.failed_in_code(f"KeyError: 'item-{n % 3}' in {where}")
+    elif kind == "cancelled":
+        into.cancelled += 1
+    steps.arrival(step.scheduled, 1)
+    steps.finished([step])
+
+
+@settings(max_examples=30, deadline=None)
+@given(flows(), st.booleans())
+def test_a_scenarios_flows_split_among_workers_merge_into_the_unsplit_flows(
+    found: list[tuple[int, str, str, float]], through_pickle: bool
+) -> None:
+    whole, whole_steps = FlowTally("flows.py:shop"), tally()
+    parts = {w: (FlowTally("flows.py:shop"), tally()) for w in range(4)}
+    for n, flow in enumerate(found):
+        count_flow(whole, whole_steps, flow, n)
+        count_flow(*parts[flow[0]], flow, n)
+    outcomes = [replace(outcome(w, steps), flows=f) for w, (f, steps) in parts.items()]
+    if through_pickle:  # as they come from worker processes
+        outcomes = pickle.loads(pickle.dumps(outcomes))
+    merged = merge_outcomes(PLAN, outcomes)
+    expected = whole.stats(whole_steps.scheduled)
+    assert merged.flows is not None
+    assert merged.flows.duration.to_dict() == expected.duration.to_dict()  # bucket by bucket
+    got, want = merged.flows.to_dict(), expected.to_dict()
+    # each error kind's example is the first seen, which one process may have seen later
+    assert [(e["key"], e["count"]) for e in got.pop("errors")] == [
+        (e["key"], e["count"]) for e in want.pop("errors")
+    ]
+    assert got == want
+    one = AttackResult.build(PLAN, whole_steps, TIMES, decisions={}, stop_reason=None,
+                             loop_lag=None)  # fmt: skip
+    assert merged.by_name == one.by_name  # the steps' own figures, by step name
+    assert merged.name_windows == one.name_windows

@@ -22,7 +22,14 @@ from typing import Any
 
 from pyattacker.errors import ConfigError
 
-__all__ = ["INSTALL_HINT", "check_installed", "connect", "import_ray", "ray_session"]
+__all__ = [
+    "INSTALL_HINT",
+    "by_value",
+    "check_installed",
+    "connect",
+    "import_ray",
+    "ray_session",
+]
 
 INSTALL_HINT = "pip install 'pyattacker[ray]'"
 START_HINT = "start a cluster with `ray start --head` and pass the address it prints"
@@ -106,3 +113,23 @@ def ray_session(address: str | None, *, num_cpus: int | None, field: str) -> Ite
     finally:
         if opened:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def by_value(module_name: str | None) -> Iterator[None]:
+    """For the block, Ray pickles what module ``module_name`` defines by value (its code
+    travels with the task or actor) rather than by name: for a module loaded from a
+    user's file (an attack's scenario), which no node can import. None: nothing to do."""
+    import importlib
+    import sys
+
+    cloudpickle: Any = importlib.import_module("ray.cloudpickle")
+    module = None if module_name is None else sys.modules.get(module_name)
+    if module is None:
+        yield
+        return
+    cloudpickle.register_pickle_by_value(module)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)

@@ -26,10 +26,12 @@ from pyattacker.attack._ray_workers import (
 )
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, plugin_sender, run_attack, run_on_fast_loop
+from pyattacker.attack._sample_parts import SampleParts
 from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
+from pyattacker.attack._taps import RecordTap, WorkerTap
 from pyattacker.attack._targets_file import line_from_object, read_targets
 from pyattacker.attack._warmup import Warmup
 from pyattacker.attack._workers import WorkerOutcome, run_worker, work, worker_plan
@@ -60,7 +62,9 @@ __all__ = [
     "MixSender",
     "OpenModel",
     "Progress",
+    "RecordTap",
     "RowProvider",
+    "SampleParts",
     "SampleWriter",
     "Scenario",
     "Sender",
@@ -76,6 +80,7 @@ __all__ = [
     "WorkerActor",
     "WorkerFacts",
     "WorkerOutcome",
+    "WorkerTap",
     "WorkersResult",
     "attack",
     "flag_of",

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pyattacker.attack._dispatch import DirectDispatcher, Dispatcher, TaskDispatcher
+from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._flows import FlowDispatcher, flow_mode, steps_for
 from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import OpenModel
@@ -128,7 +129,7 @@ class Engine:
     def _new_tally(self, origin: float) -> Tally:
         plan = self.plan
         if plan.warmup is not None:  # the warmup's requests are counted apart
-            return WarmupTally(plan.warmup, origin=origin, window=plan.window,
+            return WarmupTally(plan.warmup, origin=origin, part=self._part, window=plan.window,
                                late_after=plan.late_after, per_target=len(self._targets) > 1,
                                on_record=self.on_record)  # fmt: skip
         return Tally(
@@ -212,7 +213,7 @@ class Engine:
                 queue_when_full=mode.queue_when_full, part=self._part,
             )
             if mode.open
-            else ClosedSchedule(plan, self._start, time, flight, requests,
+            else ClosedSchedule(plan, self._start, time, flight, requests, part=self._part,
                                 one=None if self._flows is None else self._flows.run)
         )  # fmt: skip
         self._schedule_task = loop.create_task(self._schedule.run())
@@ -222,7 +223,8 @@ class Engine:
         sender, scenario = self.sender, self.plan.scenario
         if scenario is not None:
             steps = steps_for(sender)
-            self._flows = FlowDispatcher(self.plan, scenario, requests, self._flight, steps, time)
+            self._flows = FlowDispatcher(self.plan, scenario, requests, self._flight, steps, time,
+                                         part=self._part)  # fmt: skip
             return self._flows
         if self._mode.direct and isinstance(sender, HttpSender):
             return DirectDispatcher(requests, self._flight, self.pool, self.algorithm.name, sender)
@@ -324,6 +326,12 @@ class Engine:
         """The tally with every finished request counted, and the run's times so far: what
         a worker process hands back to be merged (attack/_merge.py)."""
         return self._counted(), self._times()
+
+    @property
+    def flows(self) -> FlowTally | None:
+        """The flows counted so far (a plan with a scenario, once :meth:`run` began), else
+        None: what a worker hands back beside its tally."""
+        return None if self._flows is None else self._flows.tally
 
     def _times(self) -> RunTimes:
         now = self.clock.now()

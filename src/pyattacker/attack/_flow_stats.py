@@ -95,6 +95,18 @@ class FlowTally:
         self._failed[FLOW_CODE] += 1
         self._errors.note(message)
 
+    def merge(self, other: FlowTally) -> None:
+        """Add ``other``'s counts (another worker's flows of the same scenario): the stats
+        then equal one tally's of both sets of flows, count by count and bucket by bucket.
+        The error kinds merge as :meth:`ErrorMessages.merge` says."""
+        self.admitted += other.admitted
+        self.started += other.started
+        self.completed += other.completed
+        self.cancelled += other.cancelled
+        self._failed.update(other._failed)
+        self._errors.merge(other._errors)
+        self.duration.merge(other.duration)
+
     def stats(self, scheduled: int) -> FlowStats:
         """What was counted, with ``scheduled`` arrivals (the engine's tally's count)."""
         return FlowStats(

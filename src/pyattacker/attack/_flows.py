@@ -69,7 +69,8 @@ class FlowDispatcher:
     """Flows of ``scenario``, their steps sent through ``steps`` (see the module docstring).
 
     ``tally`` counts the flows; the requests' own tally (``requests.tally``) counts the
-    steps, by name."""
+    steps, by name. ``part``: this worker's (index, n), whose steps are numbered apart
+    from the other workers'."""
 
     def __init__(
         self,
@@ -79,6 +80,8 @@ class FlowDispatcher:
         flight: Flight,
         steps: StepSender,
         time: RunTime,
+        *,
+        part: tuple[int, int] = (0, 1),
     ) -> None:
         self._scenario, self._requests, self._flight, self._steps = (
             scenario,
@@ -89,7 +92,9 @@ class FlowDispatcher:
         self._now, self._wait_until = time.now, time.wait_until
         self._secrets = secrets_of(plan.keys, plan.resolved_targets())
         self._create_task = asyncio.get_running_loop().create_task
-        self._numbers = itertools.count()  # steps are numbered apart from arrivals
+        # Steps are numbered apart from arrivals; a worker's (index, n) as index + k * n,
+        # so that no two workers give one number (a sample row's ``request``).
+        self._numbers = itertools.count(*part)
         self.tally = FlowTally(scenario.label)
 
     # -- the Dispatcher protocol (open model) -----------------------------------------------

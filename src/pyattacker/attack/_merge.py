@@ -9,6 +9,12 @@ checks it field by field). Two figures are not sums of the workers' own:
   only its own requests in flight): the whole's peak lies between it and their sum;
 - the error messages keep :data:`~pyattacker.attack._tally.MAX_MESSAGES` kinds in all, the
   first kept by the workers in index order.
+
+A warmup's facts add up too (:meth:`WarmupTally.merge`: each worker set apart the
+arrivals among the plan's first ones, or scheduled in its first span, that one process
+would have). A scenario's flows (``flows``: started, completed, failed by step, cancelled, the
+durations' histogram) add up the same way (:meth:`FlowTally.merge`); its steps are named
+requests, merged with the tally's per-name figures.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._plan import AttackPlan
-from pyattacker.attack._result import AttackResult, RunTimes
+from pyattacker.attack._result import AttackResult, RunTimes, schedule_span
+from pyattacker.attack._warmup import WarmupTally, without_warmup
 from pyattacker.attack._workers import WorkerOutcome
 from pyattacker.measure import Histogram, Outcome
 
@@ -158,11 +166,28 @@ def merge_outcomes(
         loop_lag=_merged(lags),
     )
     base.cpu_s = sum(o.cpu_s for o in ordered)  # every worker's CPU: the report's per request
+    flows = _merged_flows([o.flows for o in ordered if o.flows is not None])
+    if flows is not None:  # a scenario's flows, as one process counts them
+        base.flows = flows.stats(tally.scheduled)
+    if isinstance(tally, WarmupTally):  # the spans start where the measured part starts
+        full = schedule_span(plan, times, tally.scheduled + tally.warm_scheduled,
+                             stopped=bool(reasons))  # fmt: skip
+        base = without_warmup(base, tally, full)
     return WorkersResult(
         **{name: getattr(base, name) for name in AttackResult.__dataclass_fields__},
         workers=[facts.get(i) or WorkerFacts.nothing(i) for i in range(count)],
         per_worker=per_worker,
     )
+
+
+def _merged_flows(tallies: Sequence[FlowTally]) -> FlowTally | None:
+    """The workers' flow tallies added into the first one (None when there are none)."""
+    if not tallies:
+        return None
+    whole = tallies[0]
+    for other in tallies[1:]:
+        whole.merge(other)
+    return whole
 
 
 def _merged(histograms: Sequence[Histogram]) -> Histogram | None:

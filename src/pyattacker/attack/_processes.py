@@ -20,7 +20,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -29,6 +29,7 @@ from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
+from pyattacker.attack._taps import WorkerTap, gather_taps
 from pyattacker.attack._workers import WorkerOutcome, run_worker, worker_plan
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError, PyAttackerError
@@ -67,7 +68,14 @@ def blocking_sender(conn: Connection) -> Callable[[object], None]:
     return send
 
 
-def _child(conn: Connection, plan: AttackPlan, index: int, n: int, limits: Limits | None) -> None:
+def _child(
+    conn: Connection,
+    plan: AttackPlan,
+    index: int,
+    n: int,
+    limits: Limits | None,
+    taps: Sequence[WorkerTap],
+) -> None:
     """A worker process: say ready, wait for the start instant, run, send the outcome."""
     # Until its loop handles signals, Ctrl-C is the driver's business (it says stop).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -97,7 +105,7 @@ def _child(conn: Connection, plan: AttackPlan, index: int, n: int, limits: Limit
 
     outcome = run_worker(plan, index, n, value,
                          on_snapshot=lambda o: send(("snapshot", o)), on_stop=listen,
-                         limits=limits)  # fmt: skip
+                         limits=limits, taps=taps)  # fmt: skip
     send(("done", outcome))
 
 
@@ -122,13 +130,15 @@ def run_workers(
     per_worker: bool = False,
     on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None = None,
     limits: Limits | None = None,
+    taps: Sequence[WorkerTap] = (),
 ) -> WorkersResult:
     """Run ``plan`` on ``n`` worker processes and merge what they counted (see the module
     docstring). ``on_progress`` sees the whole every ``progress_every`` seconds (counts
     summed, percentiles of the merged snapshots); a string it returns stops every worker
     with that reason. ``on_worker_progress`` sees each worker's last snapshot (None before
-    its first); ``limits`` bound what each worker's client reads. ``ConfigError`` for a
-    plan ``n`` workers cannot share."""
+    its first); ``limits`` bound what each worker's client reads; ``taps`` see every
+    record, each worker's part apart, gathered once every worker ended
+    (``attack/_taps.py``). ``ConfigError`` for a plan ``n`` workers cannot share."""
     if n < 1:
         raise ConfigError(f"must be >= 1, got {n}", field="workers", hint="e.g. 2 or auto")
     for index in range(n):
@@ -136,7 +146,8 @@ def run_workers(
     # Frozen before the fork: a child's collections then never walk (and so never copy,
     # page by page) the objects it shares with the driver.
     with quiet_gc():
-        return _run(plan, n, on_progress, progress_every, per_worker, on_worker_progress, limits)
+        return _run(plan, n, on_progress, progress_every, per_worker, on_worker_progress, limits,
+                    taps)  # fmt: skip
 
 
 def _run(
@@ -147,6 +158,7 @@ def _run(
     per_worker: bool,
     on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None,
     limits: Limits | None,
+    taps: Sequence[WorkerTap],
 ) -> WorkersResult:
     context = multiprocessing.get_context("fork")
     workers: list[_Worker] = []
@@ -154,7 +166,7 @@ def _run(
         mine, theirs = context.Pipe()
         process = context.Process(
             target=_child,
-            args=(theirs, plan, index, n, limits),
+            args=(theirs, plan, index, n, limits, taps),
             daemon=True,
             name=f"pyattacker-worker-{index}",
         )
@@ -181,10 +193,11 @@ def _run(
             if w.process.is_alive():  # pragma: no cover - a worker that will not end
                 w.process.kill()
             w.conn.close()
+    lost = [w.index for w in workers if w.lost]
+    gather_taps(taps, [None if w.last is None else w.last.taps for w in workers], lost)
     counted = [w.last for w in workers if w.last is not None]
     if not counted:
         raise PyAttackerError("every worker was lost before it counted anything")
-    lost = [w.index for w in workers if w.lost]
     result = merge_outcomes(plan, counted, lost=lost, workers=n, per_worker=per_worker)
     if stopping and result.stop_reason is None:
         result = replace(result, stop_reason="interrupted")

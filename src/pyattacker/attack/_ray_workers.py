@@ -33,16 +33,17 @@ import pickle
 import secrets
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyattacker._ray import ray_session
+from pyattacker._ray import by_value, ray_session
 from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._processes import usable_cores, whole_progress
 from pyattacker.attack._result import RunTimes
+from pyattacker.attack._taps import WorkerTap, gather_taps
 from pyattacker.attack._workers import WorkerOutcome, run_worker, worker_plan
 from pyattacker.clock import LoopClock, epoch_time
 from pyattacker.errors import ConfigError, PyAttackerError
@@ -117,8 +118,16 @@ class WorkerActor:
     run on threads of their own (the actor's ``max_concurrency``): ``run`` blocks one for
     the attack while ``clock``, ``snapshot`` and ``stop`` answer on the others."""
 
-    def __init__(self, plan: AttackPlan, index: int, n: int, limits: Limits | None) -> None:
+    def __init__(
+        self,
+        plan: AttackPlan,
+        index: int,
+        n: int,
+        limits: Limits | None,
+        taps: Sequence[WorkerTap] = (),
+    ) -> None:
         self._work = (plan, index, n, limits)
+        self._taps = taps
         self._last: bytes | None = None
         self._lock = threading.Lock()
         self._stopper: tuple[asyncio.AbstractEventLoop, Callable[[str], None]] | None = None
@@ -133,7 +142,7 @@ class WorkerActor:
         plan, index, n, limits = self._work
         start_at = start_wall - _wall() + _now()
         return run_worker(plan, index, n, start_at, on_snapshot=self._keep,
-                          on_stop=self._listen, limits=limits)  # fmt: skip
+                          on_stop=self._listen, limits=limits, taps=self._taps)  # fmt: skip
 
     def snapshot(self) -> bytes | None:
         """The newest snapshot (a pickled :class:`WorkerOutcome`), or None before one."""
@@ -180,30 +189,38 @@ def run_ray_workers(
     progress_every: float = 0.5,
     per_worker: bool = False,
     limits: Limits | None = None,
+    taps: Sequence[WorkerTap] = (),
 ) -> WorkersResult:
     """Run ``plan`` on ``n`` Ray actors and merge what they counted (see the module
     docstring). ``address``: the cluster's (``None``: the caller's Ray session, else
     ``RAY_ADDRESS``, else a local Ray of this machine's usable cores). The result's
-    ``workers`` carry each actor's clock offset. ``ConfigError`` for a plan ``n`` workers
-    cannot share, Ray missing, a cluster that cannot be reached or has fewer CPUs than
-    ``n``."""
+    ``workers`` carry each actor's clock offset. ``taps`` travel to each actor (picklable,
+    and gathered as :func:`~pyattacker.attack.run_workers` gathers them: a tap whose part
+    writes files writes them on the actor's node). A scenario's code travels with the
+    plan. ``ConfigError`` for a plan ``n`` workers cannot share, Ray missing, a cluster
+    that cannot be reached or has fewer CPUs than ``n``."""
     if n < 1:
         raise ConfigError(f"must be >= 1, got {n}", field="workers", hint="e.g. 2")
     for index in range(n):
         worker_plan(plan, index, n)  # refuse a plan that cannot be shared before starting
+    scenario = None if plan.scenario is None else plan.scenario.function.__module__
     with (
         ray_session(address, num_cpus=usable_cores(), field="--ray") as ray,
         _placed(ray, n) as strategies,
+        by_value(scenario),  # the user's file is on this machine only
     ):
         remote = ray.remote(num_cpus=1, max_concurrency=4, max_restarts=0)(WorkerActor)
         run = secrets.token_hex(4)  # names that say whose actors these are (`ray list actors`)
         actors = [
             _Actor(i, remote.options(scheduling_strategy=s, name=f"{ACTOR_PREFIX}{run}-{i}")
-                   .remote(plan, i, n, limits))
+                   .remote(plan, i, n, limits, taps))
             for i, s in enumerate(strategies)
         ]  # fmt: skip
         try:
-            return _drive(ray, plan, actors, on_progress, progress_every, per_worker)
+            result = _drive(ray, plan, actors, on_progress, progress_every, per_worker)
+            words = [None if a.last is None else a.last.taps for a in actors]
+            gather_taps(taps, words, result.lost)
+            return result
         finally:
             for actor in actors:
                 with contextlib.suppress(Exception):

@@ -19,10 +19,22 @@ from typing import IO, Any
 from pyattacker.errors import ConfigError
 from pyattacker.measure import LLM_SAMPLE_COLUMNS, SAMPLE_COLUMNS, RequestRecord
 
-__all__ = ["SampleWriter"]
+__all__ = ["SampleWriter", "samples_kind"]
 
 _FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _OBJECT_COLUMNS = ("rate_limit_headers",)  # JSON text in a CSV cell
+
+
+def samples_kind(path: Path) -> str:
+    """``csv`` or ``jsonl``, as ``path``'s suffix says; ``ConfigError`` otherwise."""
+    kind = _FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ConfigError(
+            f"cannot tell the format of {str(path)!r}",
+            field="--samples",
+            hint="name the file .csv or .jsonl",
+        )
+    return kind
 
 
 class SampleWriter:
@@ -50,13 +62,7 @@ class SampleWriter:
     def open(cls, path: str | Path, *, llm: bool = False) -> SampleWriter:
         """A writer for ``path``; its suffix picks the format (.csv, .jsonl, .ndjson)."""
         target = Path(path)
-        kind = _FORMATS.get(target.suffix.lower())
-        if kind is None:
-            raise ConfigError(
-                f"cannot tell the format of {str(target)!r}",
-                field="--samples",
-                hint="name the file .csv or .jsonl",
-            )
+        kind = samples_kind(target)
         try:
             stream = target.open("w", encoding="utf-8", newline="")
         except OSError as exc:

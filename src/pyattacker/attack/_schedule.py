@@ -188,8 +188,12 @@ class ClosedSchedule:
         requests: Requests,
         *,
         one: Callable[[int, float], Awaitable[None]] | None = None,
+        part: tuple[int, int] = (0, 1),
     ) -> None:
         assert isinstance(plan.load, ClosedModel)
+        # (index, n): this worker's requests are numbered index, index + n, ... so that the
+        # workers' numbers (a request's row of data, a warmup's first N) are one process's
+        self.part = part
         self.plan, self.load, self.start, self.time = plan, plan.load, start, time
         self.flight, self.requests = flight, requests
         # what one turn of a client runs: a request, or a scenario's flow
@@ -197,7 +201,8 @@ class ClosedSchedule:
         self.last_offset = 0.0  # the open model's figure: unused here
 
     async def run(self) -> None:
-        ordinals = count()
+        index, n = self.part
+        ordinals = count(index, n)
         duration = self.plan.duration
         deadline = None if duration is None else self.start + duration
         clients = (self._client(ordinals, deadline) for _ in range(self.load.clients))
@@ -205,6 +210,8 @@ class ClosedSchedule:
 
     async def _client(self, ordinals: Iterator[int], deadline: float | None) -> None:
         flight, tally, limit = self.flight, self.requests.tally, self.plan.requests
+        if limit is not None:  # a worker's plan holds its share k: its numbers index + i * n, i < k
+            limit = self.part[0] + limit * self.part[1]
         now, think = self.time.now, self.load.think_time
         scheduled = now()
         while flight.stopping is None:

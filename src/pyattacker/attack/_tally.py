@@ -237,6 +237,13 @@ class Tally:
         self._batching = on_record is None and not per_target
         self._phases = Phases()  # the timing breakdown of every attempt
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps (a worker's tally on its way to the driver): everything but
+        ``on_record``, which belongs to the process that counted."""
+        state = self.__dict__.copy()
+        state["_on_record"] = None
+        return state
+
     @property
     def names(self) -> Breakdown:
         """Each request name's figures (the batch of plain OK answers counted first)."""

@@ -153,14 +153,24 @@ class WarmupTally(Tally):
     number the schedules give it); a request is the warmup's when its first attempt's
     ``request`` is below ``warmup.requests``, or its first ``scheduled`` time is within
     ``warmup.seconds`` of ``origin``.
+
+    A worker's tally (``part``: its index of n workers, whose arrivals are the global
+    ones ``index + i * n``) counts its ``i``-th arrival as the warmup's when ``index + i
+    * n`` is below ``warmup.requests``: the same arrivals one process would set apart, so
+    the workers' tallies :meth:`merge` into one process's.
     """
 
-    def __init__(self, warmup: Warmup, *, origin: float, **options: Any) -> None:
+    def __init__(
+        self, warmup: Warmup, *, origin: float, part: tuple[int, int] = (0, 1), **options: Any
+    ) -> None:
         super().__init__(origin=origin, **options)
         self.warmup = warmup
         self._cut = origin + (warmup.seconds or 0.0)
         self._origin = origin
         self._arrivals = 0
+        index, n = part
+        # how many of this worker's arrivals are among the first warmup.requests of all
+        self._warm_arrivals = max(0, -(-((warmup.requests or 0) - index) // n))
         self.warm_scheduled = 0
         self._warm_outcomes: Counter[str] = Counter()
         self._warm_sent = self._warm_attempts = 0
@@ -171,10 +181,16 @@ class WarmupTally(Tally):
             return n < self.warmup.requests
         return scheduled < self._cut
 
+    def _warm_arrival(self, i: int, scheduled: float) -> bool:
+        """Whether this tally's ``i``-th arrival is the warmup's."""
+        if self.warmup.requests is not None:
+            return i < self._warm_arrivals
+        return scheduled < self._cut
+
     def arrival(self, scheduled: float, in_flight: int) -> None:
-        n = self._arrivals
+        i = self._arrivals
         self._arrivals += 1
-        if self._warm(n, scheduled):
+        if self._warm_arrival(i, scheduled):
             self.warm_scheduled += 1
             return
         if self._first_measured is None:
@@ -185,7 +201,7 @@ class WarmupTally(Tally):
         first = self._arrivals
         self._arrivals += count
         if self.warmup.requests is not None:
-            warm = max(0, min(count, self.warmup.requests - first))
+            warm = max(0, min(count, self._warm_arrivals - first))
         else:
             warm = count if scheduled < self._cut else 0
         if warm:
@@ -212,6 +228,28 @@ class WarmupTally(Tally):
         sent = sum(1 for a in attempts if a.sent is not None)
         self._warm_attempts += sent
         self._warm_sent += 1 if sent else 0
+
+    def merge(self, other: Tally) -> None:
+        """Add ``other``'s counts, its warmup's too (another worker's tally of the same
+        plan): the warmup facts then equal one tally's of both sets of arrivals."""
+        super().merge(other)
+        if not isinstance(other, WarmupTally):
+            return
+        self._arrivals += other._arrivals
+        self.warm_scheduled += other.warm_scheduled
+        self._warm_outcomes.update(other._warm_outcomes)
+        self._warm_sent += other._warm_sent
+        self._warm_attempts += other._warm_attempts
+        firsts = [f for f in (self._first_measured, other._first_measured) if f is not None]
+        self._first_measured = min(firsts) if firsts else None
+
+    def rebase(self, origin: float) -> None:
+        """As :meth:`Tally.rebase`, the warmup's span and first measured arrival too."""
+        delta = origin - self._origin
+        super().rebase(origin)
+        self._origin, self._cut = origin, self._cut + delta
+        if self._first_measured is not None:
+            self._first_measured += delta
 
     def skipped_s(self, schedule_s: float) -> float:
         """The span at the start the measured figures leave out: the warmup's span, or

@@ -23,11 +23,12 @@ adds up.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Engine, Progress
+from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._load import ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._result import RunTimes
@@ -39,6 +40,7 @@ from pyattacker.attack._run import (
     run_on_fast_loop,
 )
 from pyattacker.attack._tally import Tally
+from pyattacker.attack._taps import WorkerTap, on_record_of
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import Histogram
@@ -51,7 +53,9 @@ class WorkerOutcome:
     """What one worker counted: its tally (every finished request counted), its run's
     times on the shared clock, its retry decisions, why it stopped (None: the plan ran to
     its end), its loop's lag, the CPU seconds it spent, and whether this is its final
-    count (``final``) or a snapshot taken while it ran. Picklable."""
+    count (``final``) or a snapshot taken while it ran; ``flows``, a scenario's flows it
+    ran (None without a scenario); ``taps``, what each of its taps' parts said
+    (:meth:`~pyattacker.attack._taps.RecordTap.part`, in the order of the taps). Picklable."""
 
     index: int
     tally: Tally
@@ -62,6 +66,8 @@ class WorkerOutcome:
     cpu_s: float
     final: bool
     progress: Progress | None = field(default=None)
+    flows: FlowTally | None = field(default=None)
+    taps: list[object] = field(default_factory=list)
 
 
 def share(total: int, index: int, n: int) -> int:
@@ -74,7 +80,8 @@ def worker_plan(plan: AttackPlan, index: int, n: int) -> AttackPlan:
     """The plan worker ``index`` of ``n`` runs (see the module docstring for the shares).
 
     ``ConfigError`` when a divided figure would leave a worker with nothing: fewer
-    connections (or closed-model clients) than workers."""
+    connections (or closed-model clients) than workers; and for a warmup of N requests
+    with a scenario (whose steps are numbered as they start, in each process apart)."""
     if n == 1:
         return plan
     if plan.connections < n:
@@ -83,11 +90,12 @@ def worker_plan(plan: AttackPlan, index: int, n: int) -> AttackPlan:
             field="workers",
             hint=f"give at most {plan.connections} workers, or more --connections",
         )
-    if plan.warmup is not None:
+    if plan.warmup is not None and plan.warmup.requests is not None and plan.scenario is not None:
+        # a flow's steps are numbered as they start, which no two processes can agree on
         raise ConfigError(
-            "a warmup is not shared between workers yet",
+            "a warmup of N requests cannot be shared between workers running a scenario",
             field="workers",
-            hint="leave out --warmup, or run one process (--workers 1)",
+            hint="give the warmup as a duration (--warmup 10s), or run one process",
         )
     load = plan.load
     requests = plan.requests
@@ -123,6 +131,7 @@ async def work(
     snapshot_every: float = 0.5,
     on_stop: Callable[[Callable[[str], None]], None] | None = None,
     limits: Limits | None = None,
+    taps: Sequence[WorkerTap] = (),
 ) -> WorkerOutcome:
     """Run worker ``index`` of ``n`` of ``plan`` (the whole plan: its share is taken here)
     from ``start_at`` on the monotonic clock, and return what it counted.
@@ -131,12 +140,15 @@ async def work(
     ``snapshot_every`` seconds (how a worker that dies later still hands over what it
     counted); ``on_stop`` is handed a function that stops the worker gracefully with a
     reason (how a driver asks its workers to stop). SIGINT and SIGTERM stop it too.
-    ``limits`` bound what the client reads, as :func:`~pyattacker.attack.attack`'s."""
+    ``limits`` bound what the client reads, as :func:`~pyattacker.attack.attack`'s. Each
+    of ``taps`` opens its part here, which sees every record this worker counts."""
     mine = worker_plan(plan, index, n)
     cpu0 = time.process_time()
     client = _client_for(mine, None, limits)
     sender = _llm_sender(mine, client) if mine.llm else _http_sender(mine, client)
-    engine = Engine(mine, sender, part=(index, n) if n > 1 else (0, 1), start_at=start_at)
+    parts = [tap.open(index) for tap in taps]
+    engine = Engine(mine, sender, on_record=on_record_of(parts),
+                    part=(index, n) if n > 1 else (0, 1), start_at=start_at)  # fmt: skip
     session = _Session(mine, engine, client)
     session.handle_signals()
     if on_stop is not None:
@@ -155,6 +167,8 @@ async def work(
             cpu_s=time.process_time() - cpu0,
             final=final,
             progress=None if final else engine.progress(),
+            flows=engine.flows,
+            taps=[p.part(final=final) for p in parts],
         )
 
     def tick(_: Progress) -> None:
@@ -181,6 +195,7 @@ def run_worker(
     snapshot_every: float = 0.5,
     on_stop: Callable[[Callable[[str], None]], None] | None = None,
     limits: Limits | None = None,
+    taps: Sequence[WorkerTap] = (),
 ) -> WorkerOutcome:
     """:func:`work` on a fresh fast loop, with the garbage collector quiet (as
     :func:`~pyattacker.attack.run_attack` runs one process's attack)."""
@@ -195,5 +210,6 @@ def run_worker(
                 snapshot_every=snapshot_every,
                 on_stop=on_stop,
                 limits=limits,
+                taps=taps,
             )
         )

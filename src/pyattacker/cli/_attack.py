@@ -29,6 +29,7 @@ from pyattacker.attack import (
     SampleWriter,
     flag_of,
 )
+from pyattacker.cli import _attack_workers as workers  # --workers, --ray
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_help import EPILOG
 from pyattacker.cli._attack_http import http_options, http_plan_options
@@ -38,7 +39,6 @@ from pyattacker.cli._attack_plan_file import from_plan_file
 from pyattacker.cli._attack_scenario import flows_of, scenario_option
 from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
-from pyattacker.cli._attack_workers import run_plan, workers_checked, workers_exit, workers_options
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._report_files import check_report_path, write_report
@@ -263,7 +263,7 @@ __all__ = ["attack_command"]
 @sweep_options
 @scenario_option
 @mix_options
-@workers_options
+@workers.workers_options
 @click.option("-q", "--quiet", is_flag=True, help="No live progress.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
@@ -271,7 +271,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     time series. Several URLs form one pool; --algorithm picks a target per attempt.
     """
     urls, options = from_plan_file(urls, options)  # -c PLAN: the flags not typed
-    flags = workers_checked(AttackFlags(**options))  # --workers: cli/_attack_workers.py
+    flags = workers.workers_checked(AttackFlags(**options))  # --workers, --ray
     urls, mix = mix_for(urls, flags.targets_path, flags.data_path, flags.data_order, flags.seed)
     if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
         return sweep_command(flags, functools.partial(_plan, urls, mix=mix), _limits(flags))
@@ -280,20 +280,21 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
     _check_outputs(flags)
-    samples = SampleWriter.open(flags.samples_path, llm=flags.llm) if flags.samples_path else None
+    samples = workers.open_samples(flags)  # one file, or a part per worker
     live = None if flags.quiet else LiveProgress.for_stderr()
     shown = ", ".join(mask_url(url) for url in urls)
     click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
-    on_record = gate.on_record(None if samples is None else samples.write)
+    on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
+    shared = workers.Shared.of(flags, gate.goodput, samples)  # None: one process
     try:
         if serving is None:
-            result = run_plan(flags, plan, on_record, on_progress, limits)  # maybe --workers
+            result = workers.run_plan(flags, plan, on_record, on_progress, limits, shared)
         else:  # the report is printed when the attack ends, before the server's linger
             result = serving.run(plan, on_record=on_record, on_progress=on_progress,
-                                 limits=limits, on_finish=finish,
-                                 sections=gate.sections)  # fmt: skip
+                                 limits=limits, on_finish=finish, sections=gate.sections,
+                                 workers=shared)  # fmt: skip
     finally:
         _close(live, samples)
     if serving is None:
@@ -306,7 +307,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
         return 130
     if samples_failed:
         return 1
-    return workers_exit(result, 0 if result.failed_requests == 0 else 1)  # 3: a worker died
+    return workers.workers_exit(result, 0 if result.failed_requests == 0 else 1)  # 3: one died
 
 
 def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
@@ -379,7 +380,7 @@ def _check_outputs(f: AttackFlags) -> None:
         check_report_path(path, field)
 
 
-def _close(live: LiveProgress | None, samples: SampleWriter | None) -> None:
+def _close(live: LiveProgress | None, samples: workers.Samples | None) -> None:
     """Stop the progress display and flush the samples (again is harmless)."""
     if live is not None:
         live.close()
@@ -391,7 +392,7 @@ def _finish(
     f: AttackFlags,
     gate: Gate,
     live: LiveProgress | None,
-    samples: SampleWriter | None,
+    samples: workers.Samples | None,
     result: AttackResult,
 ) -> None:
     """The attack is over: progress and samples closed, then the reports."""
@@ -410,7 +411,7 @@ def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
     write_attack_html(f.html_path, {**result.to_dict(), **gate.sections(result)})
 
 
-def _samples_failed(samples: SampleWriter, path: str | None) -> bool:
+def _samples_failed(samples: workers.Samples, path: str | None) -> bool:
     """Whether writing the samples failed; if so, says so on stderr (the run went on)."""
     if samples.failed is None:
         return False

@@ -10,12 +10,15 @@ and the output paths.
 Refused with ``--sweep`` (exit 2), because they mean one load or one verdict:
 ``--rate``, ``--stages``, ``--think``, ``--threshold``, ``--abort-on-fail``,
 ``--goodput``, ``--serve`` and ``--samples``. ``--clients`` sets the throughput level of
-``--sweep`` alone (default 64). Exit codes: 0 every request of every level succeeded, 1
-some did not, 130 interrupted (the levels done are reported).
+``--sweep`` alone (default 64). With ``--workers``, each level runs on the workers its
+load can be shared by (``level_workers``). Exit codes: 0 every request of every level
+succeeded, 1 some did not, 3 a worker died during a level, 130 interrupted (the levels
+done are reported).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -30,10 +33,16 @@ from pyattacker.attack import (
     SweepLevel,
     SweepSpec,
     Warmup,
-    run_attack,
     sweep,
 )
 from pyattacker.cli._attack_flags import AttackFlags
+from pyattacker.cli._attack_workers import (
+    LOST_EXIT,
+    check_shared,
+    level_workers,
+    run_level,
+    workers_exit,
+)
 from pyattacker.cli._html import write_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._report_files import check_report_path, write_report
@@ -107,8 +116,10 @@ def sweep_command(
     def plan_for(load: LoadModel) -> AttackPlan:
         return plan_of(_level_flags(flags, load))
 
-    plan_for(spec.first_levels()[0].load)  # every flag checked before any traffic
-    runner = _Runner(flags.quiet, limits)
+    for level in spec.first_levels():  # every flag checked before any traffic
+        plan = plan_for(level.load)
+        check_shared(plan, level_workers(flags, plan))
+    runner = _Runner(flags.quiet, functools.partial(run_level, flags, limits=limits))
     result = sweep(spec, plan_for, runner.run, on_level=runner.announce(spec.planned()))
     data = sweep_dict(result)
     click.echo(sweep_text(result, data), err=flags.json_path == "-")
@@ -121,14 +132,17 @@ def sweep_command(
     if result.interrupted:
         click.echo("interrupted: the report covers the levels that ran", err=True)
         return 130
+    if any(workers_exit(r, 0) == LOST_EXIT for _, r in result.runs):
+        return LOST_EXIT  # a worker died during a level
     return 0 if all(r.failed_requests == 0 for _, r in result.runs) else 1
 
 
 class _Runner:
     """Runs each level with live progress on a terminal (none when ``quiet``)."""
 
-    def __init__(self, quiet: bool, limits: Limits) -> None:
-        self._quiet, self._limits = quiet, limits
+    def __init__(self, quiet: bool, run: Callable[..., AttackResult]) -> None:
+        """``run(plan, on_progress=...)`` runs one level (in this process or on workers)."""
+        self._quiet, self._run = quiet, run
 
     def announce(self, planned: int) -> Callable[[int, SweepLevel], None]:
         def on_level(i: int, level: SweepLevel) -> None:
@@ -141,11 +155,7 @@ class _Runner:
     def run(self, plan: AttackPlan) -> AttackResult:
         live = None if self._quiet else LiveProgress.for_stderr()
         try:
-            return run_attack(
-                plan,
-                on_progress=None if live is None else live.update,
-                limits=self._limits,
-            )
+            return self._run(plan, on_progress=None if live is None else live.update)
         finally:
             if live is not None:
                 live.close()

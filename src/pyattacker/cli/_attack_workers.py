@@ -7,18 +7,26 @@ states. ``--workers auto`` takes one process per usable core (the CPU affinity o
 process) for a generator on its own machine; the report says when one process's loop
 fell behind (generator loop lag), the sign that more workers are needed.
 
-Refused with ``--workers`` above 1 (exit 2), because they need every request in this
-process: ``--samples``, ``--goodput``, ``--serve``, ``--sweep`` and ``--warmup``.
+Works with workers: a request mix, ``--scenario`` (each worker runs the flows of its
+arrivals; the ``flows`` section merges exactly), ``--warmup`` (the arrivals one process
+sets apart; a number of requests not with ``--scenario``), ``--goodput`` (each worker
+counts, the driver adds up), ``--samples`` (a part per worker, joined in worker order:
+:class:`~pyattacker.attack.SampleParts`), ``--sweep`` (each level on
+:func:`level_workers` workers) and ``--serve`` (the live page fed by the merged
+snapshots: :func:`~pyattacker.report.serve_workers`).
 Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (130) or
 thresholds (their own codes) decide.
 
-``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``):
-the same refusals whatever ``--workers`` is, and each worker's clock offset on stderr.
+``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``),
+whatever ``--workers`` is, with the same flags but :data:`NOT_ON_RAY` (exit 2: a part
+file on each node, a page served for local workers); each worker's clock offset on
+stderr.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import click
@@ -27,8 +35,12 @@ from pyattacker._ray import check_installed
 from pyattacker.attack import (
     AttackPlan,
     AttackResult,
+    ClosedModel,
     Progress,
+    SampleParts,
+    SampleWriter,
     WorkersResult,
+    WorkerTap,
     run_attack,
     run_ray_workers,
     run_workers,
@@ -40,13 +52,28 @@ from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
 
-__all__ = ["LOST_EXIT", "run_plan", "workers_checked", "workers_exit", "workers_options"]
+__all__ = [
+    "LOST_EXIT",
+    "Samples",
+    "Shared",
+    "open_samples",
+    "run_level",
+    "run_plan",
+    "workers_checked",
+    "workers_exit",
+    "workers_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
+#: The flags (attribute, name) refused with --ray: each worker's samples would be written
+#: on its node; the live page is served for local workers only.
+NOT_ON_RAY = (("samples_path", "--samples"), ("serve", "--serve"))
+#: --samples, one file or a part per worker (see SampleParts)
+Samples = SampleWriter | SampleParts
 
 
 class _Workers(click.ParamType[int]):
@@ -93,7 +120,8 @@ def workers_options(command: F) -> F:
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
-        "per usable core (for a generator on its own machine). Exit 3 if a worker died.",
+        "per usable core (for a generator on its own machine). Works with every flag "
+        "(with --ray: not --samples, --serve). Exit 3 if a worker died.",
     )(command)
 
 
@@ -113,21 +141,86 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
             raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                               hint="add --workers 2 (or auto)")  # fmt: skip
         return flags
-    for value, name in (
-        (flags.samples_path, "--samples"),
-        (flags.goodput, "--goodput"),
-        (flags.serve, "--serve"),
-        (flags.sweep, "--sweep"),
-        (flags.warmup, "--warmup"),
-        (flags.scenario, "--scenario"),
-    ):
-        if value is not None:
+    for attribute, name in NOT_ON_RAY if flags.ray_address is not None else ():
+        if getattr(flags, attribute) is not None:
             raise ConfigError(
-                f"cannot be used with {_where(flags)} (it needs every request in one process)",
+                "cannot be used with --ray yet",
                 field=name,
-                hint="leave it out, or run one process (--workers 1, without --ray)",
+                hint="leave it out, or run the workers on this machine (--workers N, "
+                "without --ray)",
             )
     return flags
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An attack on ``n`` workers (local processes, or Ray actors at ``ray_address``,
+    ``""`` for the default cluster), and what taps their records."""
+
+    n: int
+    per_worker: bool
+    taps: tuple[WorkerTap, ...]
+    samples: SampleParts | None
+    ray_address: str | None = None
+
+    @classmethod
+    def of(
+        cls, flags: AttackFlags, goodput: WorkerTap | None, samples: Samples | None
+    ) -> Shared | None:
+        """How the flags share a run (None: one process); ``goodput`` and ``samples`` (as
+        :func:`open_samples` made them) tap each worker's records."""
+        if flags.workers == 1 and flags.ray_address is None:
+            return None
+        parts = samples if isinstance(samples, SampleParts) else None
+        taps = tuple(tap for tap in (goodput, parts) if tap is not None)
+        return cls(flags.workers, flags.per_worker, taps, parts, flags.ray_address)
+
+    def run(
+        self,
+        plan: AttackPlan,
+        on_progress: Callable[[Progress], str | None] | None,
+        limits: Limits,
+    ) -> WorkersResult:
+        """Run ``plan`` on the workers, and tell what they did (:meth:`told`)."""
+        if self.ray_address is None:
+            result = run_workers(plan, self.n, on_progress=on_progress,
+                                 per_worker=self.per_worker, limits=limits,
+                                 taps=self.taps)  # fmt: skip
+        else:
+            result = run_ray_workers(plan, self.n, self.ray_address or None,
+                                     on_progress=on_progress, per_worker=self.per_worker,
+                                     limits=limits, taps=self.taps)  # fmt: skip
+            click.echo(clock_line(result), err=True)
+        self.told(result)
+        return result
+
+    def told(self, result: WorkersResult) -> None:
+        """Each worker's figures (every one with ``--per-worker``, else the lost ones)
+        and the samples' notes, on stderr."""
+        for line in worker_lines(result, every=self.per_worker):
+            click.echo(line, err=True)
+        for line in self.samples.notes if self.samples is not None else ():
+            click.echo(line, err=True)
+
+    def finished(self, on_finish: Callable[[AttackResult], None]) -> Callable[[AttackResult], None]:
+        """``on_finish``, once :meth:`told` what the workers did."""
+
+        def finish(result: AttackResult) -> None:
+            if isinstance(result, WorkersResult):
+                self.told(result)
+            on_finish(result)
+
+        return finish
+
+
+def open_samples(flags: AttackFlags) -> Samples | None:
+    """Where ``--samples`` rows go: one file this process writes, or with workers a part
+    per worker joined into the file at the end (None without ``--samples``)."""
+    if flags.samples_path is None:
+        return None
+    if flags.workers == 1 and flags.ray_address is None:
+        return SampleWriter.open(flags.samples_path, llm=flags.llm)
+    return SampleParts(flags.samples_path, llm=flags.llm)
 
 
 def run_plan(
@@ -136,28 +229,44 @@ def run_plan(
     on_record: Callable[[RequestRecord], None] | None,
     on_progress: Callable[[Progress], str | None] | None,
     limits: Limits,
+    shared: Shared | None = None,
 ) -> AttackResult:
-    """Run ``plan`` in this process, or on ``--workers`` processes (then each worker's
-    figures are printed on stderr, with the lost ones named)."""
-    if flags.workers == 1 and flags.ray_address is None:
+    """Run ``plan`` in this process (``on_record`` sees every record), or on the workers
+    ``shared`` says (default: the flags', with no tap); then each worker's figures are
+    printed on stderr, with the lost ones named."""
+    shared = shared or Shared.of(flags, None, None)
+    if shared is None:
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
-    assert on_record is None  # workers_checked refused what needs records
-    for index in range(flags.workers):  # a plan the workers cannot share: name the flag
+    check_shared(plan, shared.n)
+    return shared.run(plan, on_progress, limits)
+
+
+def check_shared(plan: AttackPlan, n: int) -> None:
+    """Refuse (``ConfigError`` naming ``--workers``) a plan ``n`` workers cannot share."""
+    for index in range(n):
         try:
-            worker_plan(plan, index, flags.workers)
+            worker_plan(plan, index, n)
         except ConfigError as exc:
             raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
-    if flags.ray_address is not None:
-        result = run_ray_workers(plan, flags.workers, flags.ray_address or None,
-                                 on_progress=on_progress, per_worker=flags.per_worker,
-                                 limits=limits)  # fmt: skip
-        click.echo(clock_line(result), err=True)
-    else:
-        result = run_workers(plan, flags.workers, on_progress=on_progress,
-                             per_worker=flags.per_worker, limits=limits)  # fmt: skip
-    for line in worker_lines(result, every=flags.per_worker):
-        click.echo(line, err=True)
-    return result
+
+
+def level_workers(flags: AttackFlags, plan: AttackPlan) -> int:
+    """How many of the ``--workers`` run one ``--sweep`` level of ``plan``: all of them,
+    but no more than a closed level's clients (a synchronous level runs on one) nor the
+    connections per target, which are divided between them."""
+    n = min(flags.workers, plan.connections)
+    return min(n, plan.load.clients) if isinstance(plan.load, ClosedModel) else n
+
+
+def run_level(
+    flags: AttackFlags,
+    plan: AttackPlan,
+    on_progress: Callable[[Progress], str | None] | None,
+    limits: Limits,
+) -> AttackResult:
+    """One ``--sweep`` level: ``plan`` on :func:`level_workers` workers (or this process)."""
+    n = level_workers(flags, plan)
+    return run_plan(replace(flags, workers=n), plan, None, on_progress, limits)
 
 
 def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:

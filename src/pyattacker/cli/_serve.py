@@ -17,10 +17,11 @@ import click
 
 from pyattacker._units import parse_duration
 from pyattacker.attack import AttackPlan, AttackResult, Progress
+from pyattacker.cli._attack_workers import Shared
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
-from pyattacker.report import LiveServer, serve_attack
+from pyattacker.report import LiveServer, serve_attack, serve_workers
 
 __all__ = ["Serving", "serve_options"]
 
@@ -100,13 +101,23 @@ class Serving:
         limits: Limits,
         on_finish: Callable[[AttackResult], None],
         sections: Callable[[AttackResult], Mapping[str, Any]] | None = None,
+        workers: Shared | None = None,
     ) -> AttackResult:
         """Run ``plan`` served (see the module docstring); ``on_finish`` prints the report
-        before the linger; ``sections`` adds the gate's to the page's report. A port that
-        cannot be bound is an error before any request."""
+        before the linger; ``sections`` adds the gate's to the page's report; ``workers``
+        runs it on worker processes instead of this one (``on_record`` is then unused).
+        A port that cannot be bound is an error before any request."""
         targets = tuple(t.id for t in plan.resolved_targets())  # ids hold no key
         server = LiveServer(llm=plan.llm is not None, targets=targets, sections=sections)
         try:
+            if workers is not None:
+                assert workers.ray_address is None  # workers_checked refuses it with --ray
+                return serve_workers(
+                    plan, workers.n, server, host=self.host, port=self.port,
+                    linger=self.linger, on_progress=on_progress, limits=limits,
+                    on_started=self._announce, on_finish=workers.finished(on_finish),
+                    per_worker=workers.per_worker, taps=workers.taps,
+                )  # fmt: skip
             return serve_attack(
                 plan, server, host=self.host, port=self.port, linger=self.linger,
                 on_record=on_record, on_progress=on_progress, limits=limits,

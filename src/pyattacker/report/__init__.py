@@ -12,6 +12,7 @@ from pyattacker.report._gate import EXIT_BREACHED, Gate
 from pyattacker.report._html import attack_html, bench_html, run_html
 from pyattacker.report._html_compare import compare_html
 from pyattacker.report._live import LiveServer, serve_attack
+from pyattacker.report._live_workers import serve_workers
 from pyattacker.report._metrics import AttackMetrics
 from pyattacker.report._run import summarize
 from pyattacker.report._run_metrics import prometheus_text
@@ -42,6 +43,7 @@ __all__ = [
     "run_html",
     "serve_attack",
     "serve_store",
+    "serve_workers",
     "summarize",
     "sweep_dict",
     "sweep_html",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -147,6 +147,31 @@ class GoodputCounter:
                 self.missed[slo.text] += 1
                 good = False
         self.good += good
+
+    def merge(self, other: GoodputCounter) -> None:
+        """Add ``other``'s counts (of the same SLOs): then equal to one counter's of both
+        sets of records."""
+        self.requests += other.requests
+        self.good += other.good
+        self.not_ok += other.not_ok
+        self.missed.update(other.missed)
+
+    # A tap of ``attack --workers`` (attack/_taps.py): each worker counts its own records
+    # in a counter of the same SLOs, and the driver adds them into this one.
+
+    def open(self, index: int) -> GoodputCounter:
+        """An empty counter of the same SLOs, for worker ``index``."""
+        return GoodputCounter(self.slos)
+
+    def part(self, *, final: bool) -> GoodputCounter:
+        """What a worker's counter hands back: itself (copied on its way to the driver)."""
+        return self
+
+    def gather(self, parts: Sequence[object | None], lost: Sequence[int]) -> None:
+        """Add every worker's counter (a lost one's, as of its last snapshot)."""
+        for part in parts:
+            if isinstance(part, GoodputCounter):
+                self.merge(part)
 
     def share(self, dropped: int = 0) -> Fraction | None:
         """Good requests / requests that ended, ``dropped`` included (arrivals dropped

@@ -63,6 +63,11 @@ class Histogram:
     def count(self) -> int:
         return sum(self.counts)
 
+    def merge(self, other: Histogram) -> None:
+        """Add ``other``'s observations (bucket by bucket)."""
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.sum += other.sum
+
     def lines(self, name: str, labels: str) -> list[str]:
         """The ``_bucket``, ``_sum`` and ``_count`` samples; ``labels`` is ``k="v"`` or ""."""
         sep = "," if labels else ""
@@ -113,6 +118,34 @@ class AttackMetrics:
             self.latency["sent"].observe(max(service, 0.0))
         if self.llm and last.first_token is not None and last.sent is not None:
             self.ttft.observe(max(last.first_token - last.sent, 0.0))
+
+    def merge(self, other: AttackMetrics) -> None:
+        """Add ``other``'s counts (another worker's, of the same attack): then equal to one
+        accumulator's of both sets of records."""
+        self.requests.update(other.requests)
+        self.attempts += other.attempts
+        self.status.update(other.status)
+        self.errors.update(other.errors)
+        for clock, histogram in self.latency.items():
+            histogram.merge(other.latency[clock])
+        self.ttft.merge(other.ttft)
+
+    # A tap of ``attack --workers --serve`` (attack/_taps.py): each worker counts its own
+    # records, and the driver adds them up (at every snapshot for the live page).
+
+    def open(self, index: int) -> AttackMetrics:
+        """An empty accumulator of the same kind, for worker ``index``."""
+        return AttackMetrics(llm=self.llm)
+
+    def part(self, *, final: bool) -> AttackMetrics:
+        """What a worker's accumulator hands back: itself (copied on its way)."""
+        return self
+
+    def gather(self, parts: Sequence[object | None], lost: Sequence[int]) -> None:
+        """Add every worker's counts (a lost one's, as of its last snapshot)."""
+        for part in parts:
+            if isinstance(part, AttackMetrics):
+                self.merge(part)
 
     def exposition(
         self,
