@@ -25,7 +25,7 @@ def wake_early(microseconds: float) -> None:
         from pyattacker.attack import _schedule
 
         if hasattr(_schedule, "WAKE_EARLY_S"):
-            _schedule.WAKE_EARLY_S = microseconds / 1e6  # type: ignore[attr-defined]
+            _schedule.WAKE_EARLY_S = microseconds / 1e6
             return
     except ImportError:
         pass

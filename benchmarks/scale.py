@@ -1,7 +1,8 @@
 """The highest open-model rate one generator process sustains cleanly, against Locust's.
 
 Usage: ``.venv/bin/python benchmarks/scale.py [--levels 1000,2000,...] [--hold 5]
-[--tries 3] [--out scale.json] [--no-pin] [--no-peer] [--peer-seconds 10] [--cold]``
+[--tries 3] [--out scale.json] [--no-pin] [--no-peer] [--peer-seconds 10] [--cold]
+[--workers N]``
 
 One echo server process (``--delay fixed:1ms``) serves every level. Each level is a fresh
 attack from this process (the public API, uvloop, constant arrivals, default plan: 256
@@ -43,6 +44,13 @@ alone; before issue 21 the scheduler polled for each arrival's instant, so at le
 its capacity this was mostly polling),
 the share of a CPU other processes (and hypervisor steal) used meanwhile, and a speed
 probe (see :func:`speed_probe`). A measurement, not a test: run it on an idle machine.
+
+``--workers N`` runs each level on N worker processes (``run_workers``) instead, forked
+from this process and so pinned to the same one CPU: beside a one-process run it shows
+what splitting the schedule costs where it matters, at the core's capacity (N workers on
+one core clean at about one process's highest level means their CPU per request is about
+one process's, so N free cores give about N times the rate). The CPU per request then
+counts every worker (this process's children, reaped at the end of each level).
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ from pathlib import Path
 
 from accuracy import Cpus, Neighbours, cpu_pair, pin_generator, pin_server
 
-from pyattacker.attack import AttackPlan, OpenModel, run_attack
+from pyattacker.attack import AttackPlan, OpenModel, run_attack, run_workers
 from pyattacker.clock import wall_time
 from pyattacker.measure import Outcome
 from pyattacker.selftest import level_problems
@@ -127,11 +135,18 @@ class Level:
 
 
 def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """This process's CPU seconds and its reaped children's (``--workers``' processes,
+    joined by the end of their level; the server is reaped only at the very end)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
-def run_level(server: EchoServerProcess, rate: float, hold: float, preconnect: int) -> Level:
+def run_level(
+    server: EchoServerProcess, rate: float, hold: float, preconnect: int, workers: int = 1
+) -> Level:
     """One fresh attack at ``rate`` for ``hold`` seconds against ``server``.
 
     The achieved rate is ``AttackResult.achieved_rate``: sends over the planned span, or
@@ -145,7 +160,10 @@ def run_level(server: EchoServerProcess, rate: float, hold: float, preconnect: i
     neighbours = Neighbours(server.pid)
     neighbours.start()
     cpu = cpu_seconds()
-    result = run_attack(plan, stop_on_signals=False)
+    if workers == 1:
+        result = run_attack(plan, stop_on_signals=False)
+    else:  # forked: the workers keep this process's CPU (the generator's core)
+        result = run_workers(plan, workers)
     cpu = cpu_seconds() - cpu
     neighbours.stop()
     total = result.total
@@ -243,7 +261,12 @@ def peer_prefix(cpus: Cpus | None) -> list[str]:
 
 
 def climb(
-    server: EchoServerProcess, levels: list[float], hold: float, tries: int, preconnect: int
+    server: EchoServerProcess,
+    levels: list[float],
+    hold: float,
+    tries: int,
+    preconnect: int,
+    workers: int = 1,
 ) -> list[Level]:
     """Run the levels in order up to and including the first one that is not clean in
     any of ``tries`` tries; every try is in the result."""
@@ -251,7 +274,7 @@ def climb(
     for rate in levels:
         for attempt in range(1, tries + 1):
             probe = speed_probe()
-            level = run_level(server, rate, hold, preconnect)
+            level = run_level(server, rate, hold, preconnect, workers)
             results.append(level)
             print(f"{render(level)}  (try {attempt}, probe {probe:.0f} ms)", flush=True)
             if not level.problems():
@@ -277,6 +300,12 @@ def main() -> None:
     )
     parser.add_argument("--no-peer", action="store_true", help="skip the Locust runs")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="run each level on N worker processes (run_workers), all on the generator's CPU",
+    )
+    parser.add_argument(
         "--peer-seconds",
         type=int,
         default=10,
@@ -301,7 +330,7 @@ def main() -> None:
         if not args.no_peer:
             server.reset()
             peers.append(run_peer(server.url, args.peer_seconds, peer_prefix(cpus)))
-        results = climb(server, levels, args.hold, max(1, args.tries), preconnect)
+        results = climb(server, levels, args.hold, max(1, args.tries), preconnect, args.workers)
         if not args.no_peer:
             server.reset()
             peers.append(run_peer(server.url, args.peer_seconds, peer_prefix(cpus)))
