@@ -27,6 +27,7 @@ from pyattacker.attack import (
     Step,
     StepFailed,
     Target,
+    Warmup,
 )
 from pyattacker.attack._flow_client import resolve
 from pyattacker.clock import LoopClock
@@ -317,3 +318,16 @@ def test_a_full_url_is_refused_before_anything_is_sent_or_counted() -> None:
     assert (steps.calls, records) == ([], [])
     assert result.flows is not None
     assert result.flows.failed == {FLOW_CODE: 1}
+
+
+@pytest.mark.parametrize(("warmup", "apart"), [(Warmup(seconds=1.0), 2), (Warmup(requests=3), 3)])
+def test_a_warmups_flows_are_set_apart_from_every_flow_figure(warmup: Warmup, apart: int) -> None:
+    # 2 flows a second for 3 s: the warmup's arrivals (the first second's, or the first
+    # three) are in no `scheduled`, and their flows in no flow figure but `warmup`.
+    result, _ = attack(plan_of(checkout, duration=3.0, warmup=warmup), FakeSteps())
+    flows = result.flows
+    assert flows is not None
+    assert flows.warmup == apart
+    assert flows.scheduled == 6 - apart
+    assert (flows.started, flows.completed, flows.duration.count) == (6 - apart,) * 3
+    assert flows.to_dict()["warmup"] == apart

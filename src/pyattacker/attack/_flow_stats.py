@@ -12,6 +12,10 @@ a cancelled request; or stopped before it began). An arrival dropped before it b
 
 ``duration_s``: completed flows, from the scheduled start (the arrival) to the function's
 return: the scheduled clock, as a user waiting for the whole flow sees it.
+
+With a warmup, a flow whose arrival is the warmup's (as the requests' tally judges an
+arrival) is set apart: counted in ``warmup`` only, in no other figure, as its arrival is
+in no ``scheduled``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class FlowStats:
     cancelled: int = 0
     duration: Histogram = field(default_factory=Histogram)
     errors: list[ErrorGroup] = field(default_factory=list)
+    warmup: int = 0
 
     @property
     def dropped(self) -> int:
@@ -65,6 +70,7 @@ class FlowStats:
             "in_progress": self.in_progress,
             "duration_s": self.duration.summary().to_dict(),
             "errors": [group.to_dict() for group in self.errors],
+            "warmup": self.warmup,
         }
 
 
@@ -72,11 +78,12 @@ class FlowTally:
     """The flows' counts as they happen (the dispatcher's; no clock, no I/O)."""
 
     __slots__ = ("_errors", "_failed", "admitted", "cancelled", "completed", "duration", "label",
-                 "started")  # fmt: skip
+                 "started", "warm")  # fmt: skip
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.admitted = self.started = self.completed = self.cancelled = 0
+        self.warm = 0  # flows the warmup set apart (counted in nothing else)
         self._failed: Counter[str] = Counter()
         self._errors = ErrorMessages()
         self.duration = Histogram()
@@ -103,6 +110,7 @@ class FlowTally:
         self.started += other.started
         self.completed += other.completed
         self.cancelled += other.cancelled
+        self.warm += other.warm
         self._failed.update(other._failed)
         self._errors.merge(other._errors)
         self.duration.merge(other.duration)
@@ -119,4 +127,5 @@ class FlowTally:
             cancelled=self.cancelled,
             duration=self.duration.copy(),
             errors=self._errors.groups(),
+            warmup=self.warm,
         )

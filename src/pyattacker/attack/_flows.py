@@ -37,6 +37,7 @@ from pyattacker.attack._requests import Requests, one_line, secrets_of
 from pyattacker.attack._scenario import Scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._time import RunTime
+from pyattacker.attack._warmup import WarmupTally
 from pyattacker.errors import ConfigError, ErrorClass
 from pyattacker.http import Response
 from pyattacker.measure import Attempt, Outcome
@@ -96,6 +97,11 @@ class FlowDispatcher:
         # so that no two workers give one number (a sample row's ``request``).
         self._numbers = itertools.count(*part)
         self.tally = FlowTally(scenario.label)
+        # A warmup's flows are counted apart, in a tally nobody reports: its arrivals are
+        # in no figure, and its flows must not be either (FlowStats.warmup says how many).
+        self._apart = FlowTally(scenario.label)
+        counted = requests.tally
+        self._warm = counted.warm_arrival if isinstance(counted, WarmupTally) else None
 
     # -- the Dispatcher protocol (open model) -----------------------------------------------
 
@@ -136,6 +142,9 @@ class FlowDispatcher:
         if spawned:
             del self._flight.unstarted[n]  # it runs now: it asks for its own connections
         tally, scenario = self.tally, self._scenario
+        if self._warm is not None and self._warm(n, scheduled):
+            tally.warm += 1
+            tally = self._apart
         tally.admitted += 1
         tally.started += 1
         client = FlowClient(self._step, (self._now, self._wait_until), n, scheduled, None)
@@ -150,9 +159,9 @@ class FlowDispatcher:
             if self._flight.stopping is None:
                 raise
         except StepFailed as exc:
-            self._failed(client, exc.step, None)
+            self._failed(tally, client, exc.step, None)
         except Exception as exc:  # the flow's own code: counted, the attack goes on
-            self._failed(client, None, exc)
+            self._failed(tally, client, None, exc)
         else:
             if client.cancelled:  # its code caught the stop's cancellation, then returned
                 tally.cancelled += 1
@@ -161,13 +170,15 @@ class FlowDispatcher:
         finally:
             self._flight.in_flight -= 1
 
-    def _failed(self, client: FlowClient, step: str | None, error: Exception | None) -> None:
+    def _failed(
+        self, tally: FlowTally, client: FlowClient, step: str | None, error: Exception | None
+    ) -> None:
         if client.cancelled:  # the stop's cancellation, turned into an error by its code
-            self.tally.cancelled += 1
+            tally.cancelled += 1
         elif step is not None:
-            self.tally.failed_at(step)
+            tally.failed_at(step)
         else:
-            self.tally.failed_in_code(one_line(error or Exception(), self._secrets))
+            tally.failed_in_code(one_line(error or Exception(), self._secrets))
 
     # -- one step ---------------------------------------------------------------------------
 

@@ -181,6 +181,11 @@ class WarmupTally(Tally):
             return n < self.warmup.requests
         return scheduled < self._cut
 
+    def warm_arrival(self, n: int, scheduled: float) -> bool:
+        """Whether arrival number ``n`` (of the one schedule), scheduled at ``scheduled``,
+        is the warmup's: what a scenario's flow is judged by (``attack/_flows.py``)."""
+        return self._warm(n, scheduled)
+
     def _warm_arrival(self, i: int, scheduled: float) -> bool:
         """Whether this tally's ``i``-th arrival is the warmup's."""
         if self.warmup.requests is not None:

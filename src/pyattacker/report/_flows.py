@@ -52,6 +52,8 @@ def _facts(flows: Mapping[str, Any], schedule_s: float) -> list[str]:
             f"duration of the {duration['count']} completed (scheduled start to end, ms): "
             + figures
         )
+    if flows.get("warmup"):
+        lines.append(f"the warmup's {flows['warmup']} flows are set apart, in none of these")
     for group in flows["errors"][:5]:
         if group["example"] is not None:
             lines.append(f"error in the flow's code ({group['count']}): {group['example']}")
