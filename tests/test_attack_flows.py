@@ -331,3 +331,7 @@ def test_a_warmups_flows_are_set_apart_from_every_flow_figure(warmup: Warmup, ap
     assert flows.scheduled == 6 - apart
     assert (flows.started, flows.completed, flows.duration.count) == (6 - apart,) * 3
     assert flows.to_dict()["warmup"] == apart
+    # and every step of theirs, the ones sent after the warmup's span too (a flow's steps
+    # go with it: its think time of 1 s puts two of its three steps past a 1 s span)
+    assert result.total.requests == 3 * (6 - apart)
+    assert result.to_dict()["warmup"]["sent_attempts"] == 3 * apart

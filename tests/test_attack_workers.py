@@ -249,19 +249,37 @@ def test_a_warmup_on_two_workers_leaves_out_the_arrivals_one_process_leaves_out(
     )
 
 
-def test_a_warmup_of_n_requests_with_a_scenario_on_workers_is_refused_naming_the_fix(
-    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("warmup", ["3", "0.25s"])
+def test_a_scenarios_warmup_on_two_workers_sets_apart_the_flows_one_process_sets_apart(
+    warmup: str, echo: EchoServerProcess, tmp_path: Path
 ) -> None:
-    echo.reset()
+    # A warmup's flows (the first N arrivals, or those in its span) are set apart with
+    # every step they send, on one process and on two workers alike.
     flows = tmp_path / "flows.py"
     flows.write_text(FLOWS)
-    argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "10/s", "--requests",
-            "5", "--warmup", "2", "--workers", "2"]  # fmt: skip
-    assert run_cli(argv) == 2
-    err = capsys.readouterr().err
-    assert "error: --workers: a warmup of N requests cannot be shared" in err
-    assert "--warmup 10s" in err
-    assert echo.stats()["count"] == 0
+    reports = []
+    for workers in ("1", "2"):
+        echo.reset()
+        out = tmp_path / f"w{workers}.json"
+        argv = ["attack", echo.url, "--scenario", f"{flows}:shop", "--rate", "20/s",
+                "--requests", "10", "--warmup", warmup, "--workers", workers, "-q",
+                "--json", str(out)]  # fmt: skip
+        assert run_cli(argv) in (0, 1)  # (one flow in four fails its browse step: exit 1)
+        report = json.loads(out.read_text())
+        assert (
+            report["warmup"]["sent_attempts"] + report["total"]["sent_attempts"]
+            == (echo.stats()["count"])
+        )
+        reports.append(report)
+    for report in reports:
+        apart = report["flows"]["warmup"]
+        assert apart == (3 if warmup == "3" else apart) > 0
+        assert report["flows"]["scheduled"] == report["flows"]["started"] == 10 - apart
+        assert report["warmup"]["scheduled"] == apart
+    one, two = reports
+    assert one["flows"]["warmup"] == two["flows"]["warmup"]
+    assert one["total"]["requests"] == two["total"]["requests"]
+    assert one["warmup"]["sent_attempts"] == two["warmup"]["sent_attempts"]
 
 
 def test_samples_from_two_workers_are_joined_into_one_file_in_worker_order(

@@ -102,6 +102,7 @@ class FlowDispatcher:
         self._apart = FlowTally(scenario.label)
         counted = requests.tally
         self._warm = counted.warm_arrival if isinstance(counted, WarmupTally) else None
+        self._warm_flows: set[int] = set()  # the warmup's flows in progress: their steps too
 
     # -- the Dispatcher protocol (open model) -----------------------------------------------
 
@@ -145,6 +146,7 @@ class FlowDispatcher:
         if self._warm is not None and self._warm(n, scheduled):
             tally.warm += 1
             tally = self._apart
+            self._warm_flows.add(n)
         tally.admitted += 1
         tally.started += 1
         client = FlowClient(self._step, (self._now, self._wait_until), n, scheduled, None)
@@ -169,6 +171,7 @@ class FlowDispatcher:
                 tally.finished(self._now() - scheduled)
         finally:
             self._flight.in_flight -= 1
+            self._warm_flows.discard(n)
 
     def _failed(
         self, tally: FlowTally, client: FlowClient, step: str | None, error: Exception | None
@@ -200,8 +203,9 @@ class FlowDispatcher:
                 last.error_class = ErrorClass.CANCELLED.value
             raise
         finally:
-            if attempts:
-                self._requests.count(attempts)
+            if attempts:  # a warmup's flow's steps are the warmup's, whatever their time
+                warm = None if self._warm is None else client.flow in self._warm_flows
+                self._requests.count(attempts, warm)
 
     async def _attempts(
         self, step: Step, n: int, scheduled: float, attempts: list[Attempt]

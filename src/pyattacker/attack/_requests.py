@@ -284,14 +284,18 @@ class Requests:
         attempt.error_class = ErrorClass.CANCELLED.value
         self.count([attempt])
 
-    def count(self, attempts: list[Attempt]) -> None:
-        """Count a finished request. The tally counts it before it calls the user's
-        ``on_record``; if that raises (``--samples`` on a full disk), the error goes to the
-        loop's exception handler, as a callback's would, and the run goes on: one failed
-        write must not lose the other requests' records or the result. So does a request
-        the tally refuses (a time from another clock than the engine's)."""
+    def count(self, attempts: list[Attempt], warm: bool | None = None) -> None:
+        """Count a finished request (``warm``: whether it is the warmup's, when its caller
+        judged it, as a scenario's flow does for its steps). The tally counts it before it
+        calls the user's ``on_record``; if that raises (``--samples`` on a full disk), the
+        error goes to the loop's exception handler, as a callback's would, and the run goes
+        on: one failed write must not lose the other requests' records or the result. So
+        does a request the tally refuses (a time from another clock than the engine's)."""
         try:
-            self.tally.finished(attempts)
+            if warm is None:
+                self.tally.finished(attempts)
+            else:
+                self.tally.finished_as(attempts, warm=warm)
         except Exception as exc:
             report(exc, "counting a finished request (or on_record) failed")
 

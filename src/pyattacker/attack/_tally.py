@@ -313,6 +313,11 @@ class Tally:
         else:
             self._alone(attempts)
 
+    def finished_as(self, attempts: list[Attempt], *, warm: bool) -> None:
+        """Count a finished request whose caller judged whether it is a warmup's (a
+        scenario's step goes with its flow): without a warmup, :meth:`finished`."""
+        self.finished(attempts)
+
     def finished_one(self, attempt: Attempt) -> None:
         """``finished([attempt])``: a one-attempt request (the engine's direct path)."""
         if (

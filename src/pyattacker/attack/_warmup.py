@@ -222,6 +222,15 @@ class WarmupTally(Tally):
         else:
             super().finished(attempts)
 
+    def finished_as(self, attempts: list[Attempt], *, warm: bool) -> None:
+        """Count a finished request as the warmup's (``warm``) or as measured, as its
+        caller judged: a scenario's step goes with its flow, whose arrival decides
+        (:meth:`warm_arrival`), whatever the step's own number or time."""
+        if warm:
+            self._count_warm(attempts)
+        else:
+            super().finished(attempts)
+
     def finished_one(self, attempt: Attempt) -> None:
         if self._warm(attempt.request, attempt.scheduled):
             self._count_warm([attempt])

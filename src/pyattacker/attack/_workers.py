@@ -80,8 +80,7 @@ def worker_plan(plan: AttackPlan, index: int, n: int) -> AttackPlan:
     """The plan worker ``index`` of ``n`` runs (see the module docstring for the shares).
 
     ``ConfigError`` when a divided figure would leave a worker with nothing: fewer
-    connections (or closed-model clients) than workers; and for a warmup of N requests
-    with a scenario (whose steps are numbered as they start, in each process apart)."""
+    connections (or closed-model clients) than workers."""
     if n == 1:
         return plan
     if plan.connections < n:
@@ -89,13 +88,6 @@ def worker_plan(plan: AttackPlan, index: int, n: int) -> AttackPlan:
             f"{n} workers cannot share {plan.connections} connections per target",
             field="workers",
             hint=f"give at most {plan.connections} workers, or more --connections",
-        )
-    if plan.warmup is not None and plan.warmup.requests is not None and plan.scenario is not None:
-        # a flow's steps are numbered as they start, which no two processes can agree on
-        raise ConfigError(
-            "a warmup of N requests cannot be shared between workers running a scenario",
-            field="workers",
-            hint="give the warmup as a duration (--warmup 10s), or run one process",
         )
     load = plan.load
     requests = plan.requests

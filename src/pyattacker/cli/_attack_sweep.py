@@ -70,7 +70,8 @@ def sweep_options(command: F) -> F:
             "--warmup",
             metavar="DURATION|N",
             help="Send the requests scheduled in the first DURATION (e.g. 10s), or the "
-            "first N requests, but leave them out of every figure (totals, percentiles, "
+            "first N requests (with --scenario: flows, with all their steps), but leave them "
+            "out of every figure (totals, percentiles, "
             "windows, targets, samples, thresholds); the report says how many were sent. "
             "Part of --duration/--requests.",
         ),

@@ -9,7 +9,7 @@ fell behind (generator loop lag), the sign that more workers are needed.
 
 Works with workers: a request mix, ``--scenario`` (each worker runs the flows of its
 arrivals; the ``flows`` section merges exactly), ``--warmup`` (the arrivals one process
-sets apart; a number of requests not with ``--scenario``), ``--goodput`` (each worker
+sets apart; with ``--scenario`` its flows, with all their steps), ``--goodput`` (each worker
 counts, the driver adds up), ``--samples`` (a part per worker, joined in worker order:
 :class:`~pyattacker.attack.SampleParts`), ``--sweep`` (each level on
 :func:`level_workers` workers) and ``--serve`` (the live page fed by the merged
