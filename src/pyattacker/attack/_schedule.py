@@ -69,7 +69,7 @@ class OpenSchedule:
         self.flight, self.requests, self.dispatcher = flight, requests, dispatcher
         self.capacity = flight.capacity if queue_when_full else math.inf
         self.last_offset = 0.0
-        # one draw stream for all workers: each takes its share
+        # this worker's share of the one schedule (OpenModel.numbered says how it is drawn)
         self._arrivals = self.load.numbered(
             seed=plan.seed, duration=plan.duration, requests=plan.requests, part=part
         )
