@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from engine_helpers import attack
 from pyattacker._gc import quiet_gc
 from pyattacker.attack import (
     AttackPlan,
@@ -69,22 +70,6 @@ class FakeServer:
         attempt.status = code
         if code >= 400:
             raise Refused(code, self.retry_after if code == 429 else None)
-
-
-def attack(
-    plan: AttackPlan, server: FakeServer, stop_at: float | None = None
-) -> tuple[AttackResult, list[RequestRecord]]:
-    records: list[RequestRecord] = []
-
-    async def main() -> AttackResult:
-        engine = Engine(plan, server, on_record=records.append)
-        if stop_at is not None:
-            asyncio.get_running_loop().call_later(stop_at, engine.stop, "test stop")
-        return await engine.run()
-
-    result = run_virtual(main(), start=0.0)
-    records.sort(key=lambda r: r.request)
-    return result, records
 
 
 def test_an_open_model_sends_each_request_at_its_scheduled_instant() -> None:

@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 
+from engine_helpers import attack
 from pyattacker.attack import (
     FLOW_CODE,
     AttackPlan,
-    AttackResult,
     ClosedModel,
-    Engine,
     FlowClient,
     OpenModel,
     Scenario,
@@ -33,9 +32,8 @@ from pyattacker.attack._flow_client import resolve
 from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.http import URL, Response, Timing
-from pyattacker.measure import Attempt, RequestRecord
+from pyattacker.measure import Attempt
 from pyattacker.report import attack_markdown, attack_text
-from pyattacker.testing import run_virtual
 
 A = "http://127.0.0.1:9/shop/"
 
@@ -67,22 +65,6 @@ async def checkout(client: FlowClient, row: Mapping[str, Any] | None) -> None:
     await client.sleep(1.0)
     await client.get("items", name="browse")
     await client.post("/cart", name="checkout", json={"item": 1})
-
-
-def attack(
-    plan: AttackPlan, steps: FakeSteps, stop_at: float | None = None
-) -> tuple[AttackResult, list[RequestRecord]]:
-    records: list[RequestRecord] = []
-
-    async def main() -> AttackResult:
-        engine = Engine(plan, steps, on_record=records.append)
-        if stop_at is not None:
-            asyncio.get_running_loop().call_later(stop_at, engine.stop, "test stop")
-        return await engine.run()
-
-    result = run_virtual(main(), start=0.0)
-    records.sort(key=lambda r: r.request)
-    return result, records
 
 
 def plan_of(function: Any, **options: Any) -> AttackPlan:

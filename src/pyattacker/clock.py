@@ -220,8 +220,8 @@ class PreciseTimer:
         now, heap = time.monotonic(), self._heap
         self._armed = math.inf  # it has expired: armed for nothing until set again
         while heap and heap[0][0] <= now:
-            callback, heap[0][2].callback = heap[0][2].callback, None
-            heapq.heappop(heap)
+            entry = heapq.heappop(heap)[2]
+            callback, entry.callback = entry.callback, None
             if callback is not None:  # (a cancelled entry leaves with its instant)
                 try:
                     callback()
