@@ -17,15 +17,18 @@ from typing import Any
 __all__ = ["wake_early"]
 
 
-def wake_early(microseconds: float) -> None:
+def wake_early(microseconds: float, share: float | None = None) -> None:
     """From now on, in this process, the open model's timer wakes ``microseconds`` before
     each instant and polls the clock up to it (where the schedule has ``WAKE_EARLY_S``:
-    at most that early, 0 for never; elsewhere 0 leaves the timer as shipped)."""
+    at most that early, 0 for never, and with ``share`` its ``POLL_SHARE``, the most of a
+    wait it may poll; elsewhere 0 leaves the timer as shipped and ``share`` is ignored)."""
     try:  # a tree whose schedule has the timer call it back: its own early wake
         from pyattacker.attack import _schedule
 
         if hasattr(_schedule, "WAKE_EARLY_S"):
             _schedule.WAKE_EARLY_S = microseconds / 1e6
+            if share is not None:
+                _schedule.POLL_SHARE = share
             return
     except ImportError:
         pass

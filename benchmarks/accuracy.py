@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/accuracy.py [--quick] [--only NAME] [--rate 300]
 [--duration 30] [--out results.json] [--no-pin] [--delay SPEC]
-[--workers N] [--early-us N]``
+[--workers N] [--early-us N [--poll-share F]]``
 
 For each case the calibrated echo server runs as its own process with one delay
 distribution (``fixed``, ``uniform``, ``lognormal``, ``bimodal``); the attack engine drives
@@ -439,11 +439,14 @@ def main() -> None:
     parser.add_argument("--delay", help="the server's delay for --only's case (e.g. fixed:10ms)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--early-us", type=float, help="wake (at most) N us early, poll the rest")
+    parser.add_argument(
+        "--poll-share", type=float, help="with --early-us: poll at most this share of a wait"
+    )
     args = parser.parse_args()
     if args.early_us is not None:
         from _early_wake import wake_early  # only then: the script runs against older trees
 
-        wake_early(args.early_us)
+        wake_early(args.early_us, args.poll_share)
     duration = args.duration if args.duration is not None else 5.0 if args.quick else 30.0
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:

@@ -1,7 +1,7 @@
 """How much CPU the open model's generator uses per request, at rates far below its capacity.
 
 Usage: ``.venv/bin/python benchmarks/generator_cpu.py [--rates 100,1000,4000] [--hold 5]
-[--delay fixed:1ms] [--repeat 1] [--no-pin] [--early-us N]``
+[--delay fixed:1ms] [--repeat 1] [--no-pin] [--early-us N [--poll-share F]]``
 
 One echo server process (CPU 0) and, for each rate, a fresh open-model attack from this
 process (CPU 1; the public API, uvloop, default plan) for ``--hold`` seconds. Each line is
@@ -38,9 +38,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per rate")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to CPUs")
     parser.add_argument("--early-us", type=float, help="wake (at most) N us early, poll the rest")
+    parser.add_argument(
+        "--poll-share", type=float, help="with --early-us: poll at most this share of a wait"
+    )
     args = parser.parse_args()
     if args.early_us is not None:
-        wake_early(args.early_us)
+        wake_early(args.early_us, args.poll_share)
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:
         pin_generator(cpus)

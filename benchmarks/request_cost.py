@@ -1,7 +1,7 @@
 """The attack engine's Python cost per request, without sockets: a steadier gauge than scale.py.
 
 Usage: ``.venv/bin/python benchmarks/request_cost.py [--requests 100000] [--runs 3]
-[--rate R]``
+[--rate R] [--gc]``
 
 ``scale.py`` is the budget's measure, but on this VM its levels move by 20-30 % from
 minute to minute (the host lends our vCPUs more or less of a core), so it cannot show a
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import time
 from typing import Any
 
@@ -183,7 +184,11 @@ def main() -> None:
     parser.add_argument("--flow", type=int, metavar="STEPS", help="flows of STEPS steps each")
     parser.add_argument("--closed", action="store_true", help="--connections closed clients")
     parser.add_argument("--mix", choices=["none", "lines", "templated"], default="none")
+    parser.add_argument(
+        "--gc", action="store_true", help="also print the garbage collections and their time"
+    )
     args = parser.parse_args()
+    collections = watch_gc() if args.gc else None
     with quiet_gc():
         costs = [
             uvloop.run(
@@ -198,6 +203,25 @@ def main() -> None:
         + ", ".join(f"{c:.2f}" for c in costs)
         + ")"
     )
+    if collections is not None:
+        count, seconds = collections
+        print(f"garbage collections: {count[0]}, {seconds[0] * 1e3:.1f} ms in all, "
+              f"{seconds[0] / (args.requests * args.runs) * 1e6:.3f} us a request")  # fmt: skip
+
+
+def watch_gc() -> tuple[list[int], list[float]]:
+    """Count the garbage collections from now on, and their time (lists updated in place)."""
+    count, seconds, began = [0], [0.0], [0.0]
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            count[0] += 1
+            seconds[0] += time.perf_counter() - began[0]
+
+    gc.callbacks.append(callback)
+    return count, seconds
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """CPU per request with ``--workers N`` against one process, at the same rate.
 
 Usage: ``.venv/bin/python benchmarks/workers.py [--rate 2000] [--duration 5] [--rounds 3]
-[--workers 2] [--delay fixed:1ms] [--clients N] [--out results.json]``
+[--workers 2] [--delay fixed:1ms] [--clients N] [--out results.json] [--probe-every S]``
 
 Each round runs the same open-model plan against one echo server process (started once,
 reset before each run) twice, in alternating order: from this process
@@ -96,6 +96,19 @@ def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[s
     }
 
 
+def probe_every(seconds: float) -> None:
+    """From now on, in this process and the workers it forks, every ``LagProbe`` fires
+    every ``seconds`` (a measurement's knob, not the package's)."""
+    from pyattacker.attack import _lag
+
+    made = _lag.LagProbe.__init__
+
+    def init(self: Any, loop: Any, now: Any, every: float = seconds) -> None:
+        made(self, loop, now, every)
+
+    _lag.LagProbe.__init__ = init  # type: ignore[method-assign]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=2000.0, help="arrivals per second")
@@ -105,7 +118,15 @@ def main() -> None:
     parser.add_argument("--delay", default="fixed:1ms", help="the echo server's delay")
     parser.add_argument("--clients", type=int, help="a closed model of N clients instead")
     parser.add_argument("--out", help="write every run as JSON to this path")
+    parser.add_argument(
+        "--probe-every",
+        type=float,
+        help="the loop-lag probe's period in seconds (default: the engine's, 0.01), set in "
+        "this process before the workers fork: what the probe adds to each process's CPU",
+    )
     args = parser.parse_args()
+    if args.probe_every is not None:
+        probe_every(args.probe_every)
     print(f"cores {len(os.sched_getaffinity(0))}; rate {args.rate:g}/s for {args.duration:g}s; "
           f"server delay {args.delay}; rule max(1 %, 0.5 ms) on the sent clock")  # fmt: skip
     runs = []
