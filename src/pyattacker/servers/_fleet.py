@@ -4,7 +4,9 @@ The parent (the supervisor) reserves the port with ``SO_REUSEPORT`` (Linux: the 
 spreads new connections over every socket listening on the port), forks N members, each
 running the server on its own loop on that port, waits until every one listens, prints the
 URL, and then only watches: SIGINT or SIGTERM stops them all (exit 0); a member that dies
-stops the others (exit 1). Each member also listens on a private Unix socket,
+stops the others (exit 1); started by ``ServerProcess``, the death of that parent stops
+them all as SIGTERM does (:mod:`._parent`), and a member whose supervisor died gets
+SIGTERM from Linux (``PR_SET_PDEATHSIG``). Each member also listens on a private Unix socket,
 ``DIRECTORY/LANE.sock``, through which a sibling that received a control request
 (``/stats``, ``/reset``) asks for the member's raw figures or passes the reset on, so the
 answer covers every process wherever it lands (see :mod:`pyattacker.servers._llm_fleet`).
@@ -32,6 +34,7 @@ from typing import Any
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.servers._listening import ListeningServer, listen_error
 from pyattacker.servers._loops import fastest_loop
+from pyattacker.servers._parent import stop_when_parent_dies
 
 __all__ = [
     "Asking",
@@ -103,6 +106,9 @@ def serve_fleet(
                 theirs.close()
                 children.append(child)
                 pipes.append(ours)
+            # After the forks: no member inherits the watching thread (nor, on Pythons
+            # that warn of it, forks a process with threads).
+            stop_when_parent_dies()
             urls = [_ready(pipe, lane) for lane, pipe in enumerate(pipes)]
             announce(urls[0])
             dead = wait([child.sentinel for child in children])

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
+from pyattacker.servers._parent import stop_when_parent_dies
+
 __all__ = ["fastest_loop", "run_until_signalled"]
 
 S = TypeVar("S", bound=AbstractAsyncContextManager[object])
@@ -24,7 +26,9 @@ def fastest_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def run_until_signalled(server: S, announce: Callable[[S], None]) -> None:
     """Run ``server`` (``async with`` starts and stops it) on the fastest loop until SIGINT
-    or SIGTERM; ``announce(server)`` once it is started. Raises what starting raises."""
+    or SIGTERM; ``announce(server)`` once it is started. Raises what starting raises.
+    Started by ``ServerProcess``, it also stops when that parent dies (:mod:`._parent`)."""
+    stop_when_parent_dies()
     with asyncio.Runner(loop_factory=fastest_loop()) as runner:
         runner.run(_serve(server, announce))
 

@@ -7,6 +7,15 @@ spawns such a command, waits for the line, and talks to ``/stats``, ``/reset`` (
 echo server's ``/stall``) with ``urllib`` (never through a proxy: the server is on
 loopback). Synchronous on purpose: it is called from benchmark scripts and tests, outside
 any event loop.
+
+**A server never outlives its parent.** The child gets a pipe on stdin that the parent
+keeps open and never writes, and ``PYATTACKER_PARENT_PIPE=stdin`` in its environment; when
+the parent dies without calling :meth:`ServerProcess.stop` (SIGKILL, a CI timeout, ``pkill``),
+the kernel closes the pipe, and the server stops as on SIGTERM (:mod:`._parent` says why
+this and not ``PR_SET_PDEATHSIG``). A process this one forks closes its copy of the pipe
+(``os.register_at_fork``), so only this process's life counts. A ``ServerProcess`` that is
+garbage-collected unstopped closes the pipe as well: keep a reference while the server is
+needed.
 """
 
 from __future__ import annotations
@@ -21,12 +30,14 @@ import sys
 import tempfile
 import threading
 import urllib.request
+import weakref
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Self
 
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.servers._fleet import check_processes
+from pyattacker.servers._parent import PARENT_PIPE_ENV
 
 __all__ = ["EchoServerProcess", "ServerProcess"]
 
@@ -38,6 +49,10 @@ _TLS_OPENER = urllib.request.build_opener(
     urllib.request.ProxyHandler({}),
     urllib.request.HTTPSHandler(context=ssl._create_unverified_context()),
 )
+
+# The started, unstopped servers whose pipe a forked child must close (see the docstring).
+_RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+_AT_FORK: list[bool] = []  # one registration, on the first start(): no import side effect
 
 
 class ServerProcess:
@@ -85,13 +100,15 @@ class ServerProcess:
             raise RuntimeError(f"the {self.what} process is already started")
         # Lives as long as the child (closed by stop()); a file, so a chatty child never blocks.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        _close_pipes_in_forks()
         self._process = subprocess.Popen(
             self.command,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # never written: its EOF tells the child we are gone
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env=None if self._env is None else _environment(self._env),
+            env=_environment({**(self._env or {}), PARENT_PIPE_ENV: "stdin"}),
         )
+        _RUNNING.add(self)
         assert self._process.stdout is not None
         line = _first_line(self._process.stdout, timeout)
         if line is None or not line.startswith("http://"):
@@ -114,8 +131,10 @@ class ServerProcess:
                 process.kill()
                 process.wait()
         self.returncode = process.returncode
-        if process.stdout is not None:
-            process.stdout.close()
+        _RUNNING.discard(self)
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
         self._said = self.stderr()
         if self._stderr is not None:
             self._stderr.close()
@@ -232,6 +251,22 @@ def _environment(changes: Mapping[str, str | None]) -> dict[str, str]:
         else:
             env[name] = value
     return env
+
+
+def _close_pipes_in_forks() -> None:
+    """Once per process: a forked child closes its copy of every running server's stdin
+    pipe, so that the server's life hangs on this process alone (not on a worker it
+    forked, which may outlive it)."""
+    if not _AT_FORK and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_close_inherited_pipes)
+        _AT_FORK.append(True)
+
+
+def _close_inherited_pipes() -> None:
+    for server in list(_RUNNING):
+        process = server._process
+        if process is not None and process.stdin is not None:
+            process.stdin.close()
 
 
 def _first_line(stream: IO[bytes], timeout: float) -> str | None:
