@@ -31,7 +31,7 @@ from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
-from pyattacker.attack._taps import RecordTap, WorkerTap
+from pyattacker.attack._taps import FetchedTap, HeldTap, RecordTap, WorkerTap
 from pyattacker.attack._targets_file import line_from_object, read_targets
 from pyattacker.attack._warmup import Warmup
 from pyattacker.attack._workers import WorkerOutcome, run_worker, work, worker_plan
@@ -51,8 +51,10 @@ __all__ = [
     "ClosedModel",
     "DataRows",
     "Engine",
+    "FetchedTap",
     "FlowClient",
     "FlowStats",
+    "HeldTap",
     "HttpSender",
     "HttpSteps",
     "LlmSpec",
