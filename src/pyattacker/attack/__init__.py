@@ -16,14 +16,8 @@ from pyattacker.attack._mix import Mix, MixLine
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._processes import run_workers, usable_cores
-from pyattacker.attack._ray_workers import (
-    ACTOR_PREFIX,
-    ClockOffset,
-    WorkerActor,
-    measure_offset,
-    on_common_clock,
-    run_ray_workers,
-)
+from pyattacker.attack._ray_clock import ClockOffset, measure_offset, on_common_clock
+from pyattacker.attack._ray_workers import ACTOR_PREFIX, WorkerActor, run_ray_workers
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, plugin_sender, run_attack, run_on_fast_loop
 from pyattacker.attack._sample_parts import SampleParts

@@ -8,13 +8,13 @@ far as its free CPUs allow), and runs the body every worker runs
 
 - **One start instant, by wall clock.** The machines' monotonic clocks have nothing in
   common, so the driver measures each actor's wall clock against its own
-  (:data:`ROUND_TRIPS` round trips; the one with the shortest round trip wins; the offset
-  is the actor's reading minus the round trip's midpoint, uncertain by half that round
-  trip), then hands each actor the start instant on the actor's own wall clock, which
-  the actor turns into an instant on its monotonic clock. The offsets and their
+  (:func:`~pyattacker.attack._ray_clock.measure_offset`: the round trip with the
+  shortest time wins; the offset is the actor's reading minus its midpoint, uncertain by
+  half of it), then hands each actor the start instant on the actor's own wall clock,
+  which the actor turns into an instant on its monotonic clock. The offsets and their
   uncertainties are in the report: a schedule split across machines is no more exact.
 - **On one clock.** Each actor counts on its own monotonic clock; the driver moves each
-  outcome onto the common start (the shared start instant reads 0) before merging, so
+  outcome onto the common start (the shared start instant reads 0) as it arrives, so
   the windows of every worker line up by index.
 - **Snapshots.** Every :data:`~pyattacker.attack._processes` worker sends its count twice
   a second; an actor keeps its newest one (pickled at once, on its own loop) and the
@@ -48,22 +48,20 @@ from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._processes import usable_cores, whole_progress
-from pyattacker.attack._result import RunTimes
+from pyattacker.attack._ray_clock import ClockOffset, measure_offset, on_common_clock
 from pyattacker.attack._taps import FetchedTap, HeldTap, WorkerTap, gather_taps
 from pyattacker.attack._workers import WorkerOutcome, run_worker, worker_plan
 from pyattacker.clock import LoopClock, epoch_time
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Limits
 
-__all__ = ["ClockOffset", "WorkerActor", "measure_offset", "on_common_clock", "run_ray_workers"]
+__all__ = ["WorkerActor", "run_ray_workers"]
 
 #: How far ahead of the last clock measurement the start instant is set: the time to hand
 #: it to every actor (one call each) and for each to open its first connections.
 START_MARGIN_S = 1.0
 #: How the actors of an attack are named: this, a run's random id, ``-``, the index.
 ACTOR_PREFIX = "pyattacker-attack-"
-#: Clock readings per actor; the one with the shortest round trip is kept.
-ROUND_TRIPS = 7
 #: How long the actors may take to start (a cold node imports Ray and pyattacker first).
 READY_TIMEOUT_S = 120.0
 #: How long stopped actors may take to send their counts before they are killed.
@@ -74,49 +72,6 @@ STOP_GRACE_S = 10.0
 # clock (outside any loop, what the engines read too).
 _wall = epoch_time
 _now = LoopClock().now
-
-
-@dataclass(frozen=True, slots=True)
-class ClockOffset:
-    """An actor's wall clock minus the driver's (``offset_s``), within ``uncertainty_s``."""
-
-    offset_s: float
-    uncertainty_s: float
-
-
-def measure_offset(
-    ask: Callable[[], float], now: Callable[[], float] = _wall, trips: int = ROUND_TRIPS
-) -> ClockOffset:
-    """The offset of the clock ``ask`` reads (one round trip each call) from ``now``'s:
-    of ``trips`` readings, the one with the shortest round trip, taken at its midpoint,
-    so the true offset lies within half that round trip (if the way out and back may
-    take any share of it)."""
-    best: tuple[float, float] | None = None
-    for _ in range(max(1, trips)):
-        sent = now()
-        theirs = ask()
-        back = now()
-        trip = back - sent
-        if best is None or trip < best[0]:
-            best = (trip, theirs - (sent + back) / 2)
-    assert best is not None
-    return ClockOffset(offset_s=best[1], uncertainty_s=max(0.0, best[0]) / 2)
-
-
-def on_common_clock(outcome: WorkerOutcome) -> WorkerOutcome:
-    """``outcome`` with its times counted from its start instant (which reads 0): the
-    common clock of workers whose own monotonic clocks differ. Consumes ``outcome``."""
-    start = outcome.times.start
-    outcome.tally.rebase(0.0)
-    t = outcome.times
-    times = RunTimes(
-        started_at=t.started_at,
-        start=0.0,
-        schedule_end=t.schedule_end - start,
-        end=t.end - start,
-        last_offset=t.last_offset,
-    )
-    return replace(outcome, times=times)
 
 
 class WorkerActor:
