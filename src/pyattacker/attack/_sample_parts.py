@@ -143,7 +143,9 @@ class _HeldSamples:
 
 class SampleParts:
     """``--samples FILE`` written by workers (see the module docstring): a
-    :class:`~pyattacker.attack._taps.WorkerTap`. ``ConfigError`` for a FILE whose format
+    :class:`~pyattacker.attack._taps.WorkerTap`, and a
+    :class:`~pyattacker.attack._taps.FetchedTap` for workers on other machines (:meth:`held`,
+    :meth:`receive`). ``ConfigError`` for a FILE whose format
     its suffix does not tell. After :meth:`gather`: ``rows`` in FILE, ``failed`` (the
     first error, None if none) and ``lost`` (rows known missing, as
     :class:`SampleWriter`'s), and ``notes``, one line per thing a user must know."""
