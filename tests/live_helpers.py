@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 
 @dataclass
 class Served:
@@ -41,6 +43,27 @@ class Served:
             assert self.process.poll() is None, self.process.stderr
             pause(0.05)
         raise AssertionError("the served attack wrote no report")
+
+
+def requests_by_outcome(text: str) -> dict[str, int]:
+    """``pyattacker_requests_total`` by outcome, read by Prometheus's own parser."""
+    for family in text_string_to_metric_families(text):
+        if family.name == "pyattacker_requests":
+            return {s.labels["outcome"]: int(s.value) for s in family.samples}
+    return {}
+
+
+def watch_until_report(served: Served) -> tuple[list[dict[str, Any]], list[int]]:
+    """Scrape ``/report.json`` and ``/metrics`` every 0.2 s until the JSON report is
+    written: every page read, and the requests ``/metrics`` counted at each scrape."""
+    seen: list[dict[str, Any]] = []
+    scrapes: list[int] = []
+    while not served.report.exists():
+        assert served.process.poll() is None, "the attack ended without a report"
+        seen.append(json.loads(served.get("/report.json")[2]))
+        scrapes.append(sum(requests_by_outcome(served.get("/metrics")[2].decode()).values()))
+        pause(0.2)
+    return seen, scrapes
 
 
 def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:

@@ -90,3 +90,100 @@ def test_a_part_that_could_not_be_written_is_counted_as_failed_and_lost(tmp_path
     parts.gather(words, lost=[])
     assert parts.failed is not None
     assert (parts.rows, parts.lost) == (0, 2)
+
+
+def take_in_turns(parts: SampleParts, rows: list[list[int]], every: int) -> list[object | None]:
+    """Each worker's rows written through a part of the held twin (as on a Ray node), the
+    driver taking what each wrote after every ``every`` rows and at the end, as the Ray
+    driver does; the workers' last words."""
+    twin = parts.held()
+    opened = [twin.open(index) for index in range(len(rows))]
+    for index, numbers in enumerate(rows):
+        for k, n in enumerate(numbers, 1):
+            opened[index].add(record(n))
+            if k % every == 0:
+                parts.receive(index, twin.take(index))
+        parts.receive(index, twin.take(index))
+    return [pickle.loads(pickle.dumps(p.part(final=True))) for p in opened]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=4),
+    suffix=st.sampled_from([".csv", ".jsonl"]),
+    every=st.integers(1, 50),
+)
+def test_rows_taken_from_held_parts_join_into_the_file_one_process_writes(
+    sizes: list[int], suffix: str, every: int
+) -> None:
+    rows = [[index + k * len(sizes) for k in range(size)] for index, size in enumerate(sizes)]
+    with tempfile.TemporaryDirectory() as directory:
+        where = Path(directory)
+        writer = SampleWriter.open(where / f"one{suffix}", llm=False)
+        for n in (n for numbers in rows for n in numbers):
+            writer.write(record(n))
+        writer.close()
+        joined = SampleParts(where / f"rows{suffix}")
+        joined.gather(take_in_turns(joined, rows, every), lost=[])
+        assert joined.path.read_bytes() == (where / f"one{suffix}").read_bytes()
+        assert (joined.rows, joined.lost, joined.failed, joined.notes) == (sum(sizes), 0, None, [])
+        assert sorted(p.name for p in where.iterdir()) == [f"one{suffix}", f"rows{suffix}"]
+
+
+def test_a_held_part_that_was_never_taken_from_is_not_joined_from_a_stale_file(
+    tmp_path: Path,
+) -> None:
+    parts = SampleParts(tmp_path / "rows.jsonl")
+    parts.part_path(1).write_text('{"request": 99}\n')  # left by another run
+    words = take_in_turns(parts, [[0, 2], []], every=1)
+    parts.gather(words, lost=[])
+    numbers = [json.loads(line)["request"] for line in parts.path.read_text().splitlines()]
+    assert numbers == [0, 2]
+    assert (parts.rows, parts.lost, parts.failed) == (2, 0, None)
+
+
+def test_rows_a_worker_wrote_that_never_reached_the_driver_are_counted_and_said() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        parts = SampleParts(Path(directory) / "rows.csv")
+        twin = parts.held()
+        part = twin.open(0)
+        for n in range(5):
+            part.add(record(n))
+        parts.receive(0, twin.take(0))
+        part.add(record(5))  # its last take never came back
+        parts.gather([part.part(final=True)], lost=[])
+        assert (parts.rows, parts.lost) == (5, 1)
+        assert parts.failed is not None
+        assert parts.notes == [
+            f"--samples: worker 0 wrote 1 rows that never reached this machine; {parts.path} "
+            "is incomplete"
+        ]
+
+
+def test_a_lost_workers_taken_rows_are_joined_and_the_note_says_the_rest_is_missing(
+    tmp_path: Path,
+) -> None:
+    parts = SampleParts(tmp_path / "rows.jsonl")
+    words = take_in_turns(parts, [[0, 2, 4], [1, 3]], every=1)
+    parts.gather([words[0], None], lost=[1])
+    numbers = [json.loads(line)["request"] for line in parts.path.read_text().splitlines()]
+    assert numbers == [0, 2, 4, 1, 3]
+    assert parts.notes == [
+        f"--samples: worker 1 was lost: its 2 rows taken before then are in {parts.path}; "
+        "the rows it wrote after the last take (every half second) and those it had not "
+        "written yet are missing"
+    ]
+
+
+def test_a_held_part_past_its_limit_counts_its_later_rows_as_lost(tmp_path: Path) -> None:
+    parts = SampleParts(tmp_path / "rows.jsonl")
+    twin = parts.held()
+    twin.limit = 1  # the driver stopped taking: the first row fills it
+    part = twin.open(0)
+    for n in range(4):
+        part.add(record(n))
+    parts.receive(0, twin.take(0))
+    parts.gather([part.part(final=True)], lost=[])
+    assert (parts.rows, parts.lost) == (1, 3)
+    assert parts.failed is not None
+    assert "had not taken" in str(parts.failed)

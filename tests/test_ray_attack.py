@@ -1,10 +1,12 @@
 """``attack --ray`` on one local Ray of 2 CPUs (started once for the module): two actors
 against the echo server count what the server counted, the merge is exact, percentiles
 are not below the server's fixed delay, each actor's clock offset comes with its
-uncertainty, and what cannot work is refused with exit 2."""
+uncertainty, ``--samples`` rows arrive in one file on this machine, ``--serve`` serves the
+actors' merged snapshots here, and what cannot work is refused with exit 2."""
 
 from __future__ import annotations
 
+import csv
 import json
 import textwrap
 from collections.abc import Iterator
@@ -12,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from live_helpers import requests_by_outcome, served_attack, watch_until_report
 from pyattacker.attack import (
     ACTOR_PREFIX,
     AttackPlan,
     OpenModel,
     Progress,
+    SampleParts,
     WorkerActor,
     merge_outcomes,
     on_common_clock,
@@ -110,8 +114,7 @@ def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
     ("extra", "named"),
     [
         (["--workers", "3", "--ray"], "--workers"),  # more workers than the 2 CPUs
-        (["--workers", "2", "--samples", "s.jsonl", "--ray"], "--samples"),
-        (["--workers", "2", "--serve", "0", "--ray"], "--serve"),
+        (["--workers", "2", "--samples", "s.txt", "--ray"], "--samples"),  # no format
         (["--ray", "http://127.0.0.1:9/"], "--ray"),  # the URL taken as the address
     ],
 )
@@ -150,7 +153,7 @@ def test_a_stop_asked_by_the_driver_stops_every_actor_and_reports_what_ran(
 
 
 def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapshot(
-    server: EchoServerProcess,
+    server: EchoServerProcess, tmp_path: Path
 ) -> None:
     before = server.stats()["count"]
     plan = AttackPlan.build([server.url + "/"], OpenModel(rate=100), duration=3.0)
@@ -164,7 +167,9 @@ def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapsh
                 ray.kill(ray.get_actor(name))
                 killed.append(name)
 
-    result = run_ray_workers(plan, 2, on_progress=kill_worker_0, per_worker=True)
+    samples = SampleParts(tmp_path / "rows.jsonl")
+    result = run_ray_workers(plan, 2, on_progress=kill_worker_0, per_worker=True,
+                             taps=[samples])  # fmt: skip
     assert killed
     assert result.lost == [0]
     worker = result.to_dict()["workers"]["each"][0]
@@ -173,6 +178,14 @@ def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapsh
     assert result.workers[1].state == "finished"
     assert result.workers[1].sent == 150
     assert result.sent <= server.stats()["count"] - before
+    # its rows were taken after each snapshot was fetched: at least those it counted
+    numbers = [json.loads(line)["request"] for line in samples.path.read_text().splitlines()]
+    even = [n for n in numbers if n % 2 == 0]
+    assert len(even) >= result.workers[0].completed > 0
+    assert len(numbers) - len(even) == 150
+    assert len(samples.notes) == 1
+    assert samples.notes[0].startswith(f"--samples: worker 0 was lost: its {len(even)} rows")
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
 
 
 FLOWS = textwrap.dedent(
@@ -216,3 +229,53 @@ def test_taps_travel_to_ray_actors_and_their_counts_come_back_added_up(
     metrics = AttackMetrics()
     result = run_ray_workers(plan, 2, taps=[metrics])
     assert dict(metrics.requests) == {"ok": 40} == result.total.by_outcome
+
+
+def test_samples_of_two_ray_actors_arrive_in_one_file_on_this_machine_in_worker_order(
+    server: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.reset()
+    rows, report = tmp_path / "rows.csv", tmp_path / "report.json"
+    argv = ["attack", server.url, "--rate", "200/s", "--requests", "61", "--workers", "2",
+            "-q", "--samples", str(rows), "--json", str(report), "--ray"]  # fmt: skip
+    assert run_cli(argv) == 0, capsys.readouterr().err
+    with rows.open(newline="") as f:
+        numbers = [int(row["request"]) for row in csv.DictReader(f)]
+    # worker 0's rows (even arrivals), then worker 1's (odd), each in the order they ended
+    assert sorted(numbers[:31]) == list(range(0, 61, 2))
+    assert sorted(numbers[31:]) == list(range(1, 61, 2))
+    total = json.loads(report.read_text())["total"]["requests"]
+    assert len(numbers) == server.stats()["count"] == total == 61
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "rows.csv"]
+    assert "--samples" not in capsys.readouterr().err
+
+
+def test_a_served_ray_attack_shows_the_merged_actors_live_then_the_final_report(
+    server: EchoServerProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.reset()
+    # The attack runs in a child process: it joins this module's Ray rather than start one.
+    monkeypatch.setenv("RAY_ADDRESS", ray.get_runtime_context().gcs_address)
+    flags = ("--rate", "200/s", "--duration", "3s", "--workers", "2", "--ray")
+    with served_attack(server.url, tmp_path, *flags) as served:
+        seen, scrapes = watch_until_report(served)
+        report = served.wait_for_report()
+        final = json.loads(served.get("/report.json")[2])
+        metrics = requests_by_outcome(served.get("/metrics")[2].decode())
+        progress = json.loads(served.get("/progress.json")[2])
+    assert final["live"]["done"] is True
+    assert final["report"] == report
+    assert report["workers"]["count"] == 2
+    assert report["workers"]["lost"] == []
+    assert metrics == report["total"]["outcomes"]
+    assert report["total"]["requests"] == server.stats()["count"] == 600
+    assert progress["done"] is True
+    assert progress["requests"] == report["total"]["requests"]
+    running = [s["report"] for s in seen if s["live"]["started"] and not s["live"]["done"]]
+    assert len(running) >= 2
+    counts = [r["total"]["requests"] for r in running]
+    assert counts == sorted(counts)
+    assert counts[0] < counts[-1] <= report["total"]["requests"]
+    assert all(r["workers"]["count"] == 2 for r in running)
+    assert scrapes == sorted(scrapes)
+    assert scrapes[-1] <= report["total"]["requests"]

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from live_helpers import pause, served_attack
+from live_helpers import requests_by_outcome, served_attack, watch_until_report
 from pyattacker.servers import EchoServerProcess
 
 pytestmark = pytest.mark.slow
@@ -23,14 +22,6 @@ def echo() -> Iterator[EchoServerProcess]:
         yield server
 
 
-def requests_by_outcome(text: str) -> dict[str, int]:
-    """``pyattacker_requests_total`` by outcome, read by Prometheus's own parser."""
-    for family in text_string_to_metric_families(text):
-        if family.name == "pyattacker_requests":
-            return {s.labels["outcome"]: int(s.value) for s in family.samples}
-    return {}
-
-
 def test_a_served_attack_on_two_workers_shows_the_merged_snapshots_then_the_final_report(
     echo: EchoServerProcess, tmp_path: Path
 ) -> None:
@@ -38,12 +29,7 @@ def test_a_served_attack_on_two_workers_shows_the_merged_snapshots_then_the_fina
     flags = ("--rate", "200/s", "--duration", "3s", "--workers", "2", "--threshold",
              "error_rate < 90%")  # fmt: skip
     with served_attack(echo.url, tmp_path, *flags) as served:
-        seen, scrapes = [], []
-        while not served.report.exists():
-            assert served.process.poll() is None, "the attack ended without a report"
-            seen.append(json.loads(served.get("/report.json")[2]))
-            scrapes.append(sum(requests_by_outcome(served.get("/metrics")[2].decode()).values()))
-            pause(0.2)
+        seen, scrapes = watch_until_report(served)
         report = served.wait_for_report()
         final = json.loads(served.get("/report.json")[2])
         metrics = requests_by_outcome(served.get("/metrics")[2].decode())

@@ -16,14 +16,8 @@ from pyattacker.attack._mix import Mix, MixLine
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import KEY_PLACEHOLDER, METHODS, AttackPlan, Target
 from pyattacker.attack._processes import run_workers, usable_cores
-from pyattacker.attack._ray_workers import (
-    ACTOR_PREFIX,
-    ClockOffset,
-    WorkerActor,
-    measure_offset,
-    on_common_clock,
-    run_ray_workers,
-)
+from pyattacker.attack._ray_clock import ClockOffset, measure_offset, on_common_clock
+from pyattacker.attack._ray_workers import ACTOR_PREFIX, WorkerActor, run_ray_workers
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, plugin_sender, run_attack, run_on_fast_loop
 from pyattacker.attack._sample_parts import SampleParts
@@ -31,7 +25,7 @@ from pyattacker.attack._samples import SampleWriter
 from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
-from pyattacker.attack._taps import RecordTap, WorkerTap
+from pyattacker.attack._taps import FetchedTap, HeldTap, RecordTap, WorkerTap
 from pyattacker.attack._targets_file import line_from_object, read_targets
 from pyattacker.attack._warmup import Warmup
 from pyattacker.attack._workers import WorkerOutcome, run_worker, work, worker_plan
@@ -51,8 +45,10 @@ __all__ = [
     "ClosedModel",
     "DataRows",
     "Engine",
+    "FetchedTap",
     "FlowClient",
     "FlowStats",
+    "HeldTap",
     "HttpSender",
     "HttpSteps",
     "LlmSpec",

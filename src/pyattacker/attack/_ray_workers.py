@@ -8,18 +8,24 @@ far as its free CPUs allow), and runs the body every worker runs
 
 - **One start instant, by wall clock.** The machines' monotonic clocks have nothing in
   common, so the driver measures each actor's wall clock against its own
-  (:data:`ROUND_TRIPS` round trips; the one with the shortest round trip wins; the offset
-  is the actor's reading minus the round trip's midpoint, uncertain by half that round
-  trip), then hands each actor the start instant on the actor's own wall clock, which
-  the actor turns into an instant on its monotonic clock. The offsets and their
+  (:func:`~pyattacker.attack._ray_clock.measure_offset`: the round trip with the
+  shortest time wins; the offset is the actor's reading minus its midpoint, uncertain by
+  half of it), then hands each actor the start instant on the actor's own wall clock,
+  which the actor turns into an instant on its monotonic clock. The offsets and their
   uncertainties are in the report: a schedule split across machines is no more exact.
 - **On one clock.** Each actor counts on its own monotonic clock; the driver moves each
-  outcome onto the common start (the shared start instant reads 0) before merging, so
+  outcome onto the common start (the shared start instant reads 0) as it arrives, so
   the windows of every worker line up by index.
 - **Snapshots.** Every :data:`~pyattacker.attack._processes` worker sends its count twice
   a second; an actor keeps its newest one (pickled at once, on its own loop) and the
-  driver asks for it every ``progress_every`` seconds. An actor that dies is *lost*; the
-  report keeps its requests up to the last snapshot the driver fetched, as for a process.
+  driver asks for it every ``progress_every`` seconds, puts it on the common clock, and
+  hands the round to ``on_worker_progress`` (the live page of ``--serve``). An actor that
+  dies is *lost*; the report keeps its requests up to the last snapshot the driver
+  fetched, as for a process.
+- **Taps that write files** (``--samples``) cannot write on a node the user never sees: a
+  :class:`~pyattacker.attack._taps.FetchedTap` ships its held twin, and the driver takes
+  what each actor's part wrote with every round of snapshots (one take in flight per
+  actor, so that they arrive in order), and once more when the actor has ended.
 - **Stopping.** Ctrl-C (SIGINT, SIGTERM) on the driver calls every actor's ``stop``,
   waits up to :data:`STOP_GRACE_S` for their counts, then kills what still runs (lost,
   kept up to its last snapshot). Every actor and the placement group go at the end.
@@ -42,22 +48,20 @@ from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._processes import usable_cores, whole_progress
-from pyattacker.attack._result import RunTimes
-from pyattacker.attack._taps import WorkerTap, gather_taps
+from pyattacker.attack._ray_clock import ClockOffset, measure_offset, on_common_clock
+from pyattacker.attack._taps import FetchedTap, HeldTap, WorkerTap, gather_taps
 from pyattacker.attack._workers import WorkerOutcome, run_worker, worker_plan
 from pyattacker.clock import LoopClock, epoch_time
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.http import Limits
 
-__all__ = ["ClockOffset", "WorkerActor", "measure_offset", "on_common_clock", "run_ray_workers"]
+__all__ = ["WorkerActor", "run_ray_workers"]
 
 #: How far ahead of the last clock measurement the start instant is set: the time to hand
 #: it to every actor (one call each) and for each to open its first connections.
 START_MARGIN_S = 1.0
 #: How the actors of an attack are named: this, a run's random id, ``-``, the index.
 ACTOR_PREFIX = "pyattacker-attack-"
-#: Clock readings per actor; the one with the shortest round trip is kept.
-ROUND_TRIPS = 7
 #: How long the actors may take to start (a cold node imports Ray and pyattacker first).
 READY_TIMEOUT_S = 120.0
 #: How long stopped actors may take to send their counts before they are killed.
@@ -68,49 +72,6 @@ STOP_GRACE_S = 10.0
 # clock (outside any loop, what the engines read too).
 _wall = epoch_time
 _now = LoopClock().now
-
-
-@dataclass(frozen=True, slots=True)
-class ClockOffset:
-    """An actor's wall clock minus the driver's (``offset_s``), within ``uncertainty_s``."""
-
-    offset_s: float
-    uncertainty_s: float
-
-
-def measure_offset(
-    ask: Callable[[], float], now: Callable[[], float] = _wall, trips: int = ROUND_TRIPS
-) -> ClockOffset:
-    """The offset of the clock ``ask`` reads (one round trip each call) from ``now``'s:
-    of ``trips`` readings, the one with the shortest round trip, taken at its midpoint,
-    so the true offset lies within half that round trip (if the way out and back may
-    take any share of it)."""
-    best: tuple[float, float] | None = None
-    for _ in range(max(1, trips)):
-        sent = now()
-        theirs = ask()
-        back = now()
-        trip = back - sent
-        if best is None or trip < best[0]:
-            best = (trip, theirs - (sent + back) / 2)
-    assert best is not None
-    return ClockOffset(offset_s=best[1], uncertainty_s=max(0.0, best[0]) / 2)
-
-
-def on_common_clock(outcome: WorkerOutcome) -> WorkerOutcome:
-    """``outcome`` with its times counted from its start instant (which reads 0): the
-    common clock of workers whose own monotonic clocks differ. Consumes ``outcome``."""
-    start = outcome.times.start
-    outcome.tally.rebase(0.0)
-    t = outcome.times
-    times = RunTimes(
-        started_at=t.started_at,
-        start=0.0,
-        schedule_end=t.schedule_end - start,
-        end=t.end - start,
-        last_offset=t.last_offset,
-    )
-    return replace(outcome, times=times)
 
 
 class WorkerActor:
@@ -148,6 +109,11 @@ class WorkerActor:
         """The newest snapshot (a pickled :class:`WorkerOutcome`), or None before one."""
         return self._last
 
+    def take(self) -> list[bytes | None]:
+        """What each held tap's part wrote since the last take (None: not a held tap)."""
+        index = self._work[1]
+        return [t.take(index) if isinstance(t, HeldTap) else None for t in self._taps]
+
     def stop(self, reason: str) -> None:
         """Stop the attack as Ctrl-C stops one process (now, or as soon as it runs)."""
         with self._lock:
@@ -178,6 +144,18 @@ class _Actor:
     last: WorkerOutcome | None = None
     final: bool = False
     lost: bool = False
+    taking: Any = None  # the take in flight (one at a time: they must arrive in order)
+
+
+@dataclass(frozen=True)
+class _Watch:
+    """What the driver does with each round of snapshots: the live view's calls, and the
+    taps whose parts' data it takes."""
+
+    on_progress: Callable[[Progress], str | None] | None
+    on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None
+    every: float
+    taps: Sequence[WorkerTap]
 
 
 def run_ray_workers(
@@ -188,17 +166,21 @@ def run_ray_workers(
     on_progress: Callable[[Progress], str | None] | None = None,
     progress_every: float = 0.5,
     per_worker: bool = False,
+    on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None = None,
     limits: Limits | None = None,
     taps: Sequence[WorkerTap] = (),
 ) -> WorkersResult:
     """Run ``plan`` on ``n`` Ray actors and merge what they counted (see the module
     docstring). ``address``: the cluster's (``None``: the caller's Ray session, else
     ``RAY_ADDRESS``, else a local Ray of this machine's usable cores). The result's
-    ``workers`` carry each actor's clock offset. ``taps`` travel to each actor (picklable,
-    and gathered as :func:`~pyattacker.attack.run_workers` gathers them: a tap whose part
-    writes files writes them on the actor's node). A scenario's code travels with the
-    plan. ``ConfigError`` for a plan ``n`` workers cannot share, Ray missing, a cluster
-    that cannot be reached or has fewer CPUs than ``n``."""
+    ``workers`` carry each actor's clock offset. ``on_progress`` and
+    ``on_worker_progress`` mean what :func:`~pyattacker.attack.run_workers`' do (each
+    snapshot on the common clock). ``taps`` travel to each actor (picklable, and gathered
+    as ``run_workers`` gathers them); a :class:`~pyattacker.attack.FetchedTap` (such as
+    :class:`~pyattacker.attack.SampleParts`) sends its held twin, and what its parts
+    write arrives on this machine. A scenario's code travels with the plan.
+    ``ConfigError`` for a plan ``n`` workers cannot share, Ray missing, a cluster that
+    cannot be reached or has fewer CPUs than ``n``."""
     if n < 1:
         raise ConfigError(f"must be >= 1, got {n}", field="workers", hint="e.g. 2")
     for index in range(n):
@@ -210,14 +192,16 @@ def run_ray_workers(
         by_value(scenario),  # the user's file is on this machine only
     ):
         remote = ray.remote(num_cpus=1, max_concurrency=4, max_restarts=0)(WorkerActor)
+        shipped = [t.held() if isinstance(t, FetchedTap) else t for t in taps]
         run = secrets.token_hex(4)  # names that say whose actors these are (`ray list actors`)
         actors = [
             _Actor(i, remote.options(scheduling_strategy=s, name=f"{ACTOR_PREFIX}{run}-{i}")
-                   .remote(plan, i, n, limits, taps))
+                   .remote(plan, i, n, limits, shipped))
             for i, s in enumerate(strategies)
         ]  # fmt: skip
         try:
-            result = _drive(ray, plan, actors, on_progress, progress_every, per_worker)
+            watch = _Watch(on_progress, on_worker_progress, progress_every, taps)
+            result = _drive(ray, plan, actors, watch, per_worker)
             words = [None if a.last is None else a.last.taps for a in actors]
             gather_taps(taps, words, result.lost)
             return result
@@ -260,12 +244,7 @@ def _placed(ray: Any, n: int) -> Iterator[list[Any]]:
 
 
 def _drive(
-    ray: Any,
-    plan: AttackPlan,
-    actors: list[_Actor],
-    on_progress: Callable[[Progress], str | None] | None,
-    every: float,
-    per_worker: bool,
+    ray: Any, plan: AttackPlan, actors: list[_Actor], watch: _Watch, per_worker: bool
 ) -> WorkersResult:
     stopping: list[str] = []
 
@@ -292,7 +271,7 @@ def _drive(
             for actor in actors
             if actor.offset is not None and not actor.lost
         }
-        _collect(ray, running, actors, stopping, on_progress, every)
+        _collect(ray, running, actors, stopping, watch)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -325,15 +304,11 @@ def _await_ready(ray: Any, actors: list[_Actor], stopping: list[str]) -> None:
 
 
 def _collect(
-    ray: Any,
-    running: dict[Any, _Actor],
-    actors: list[_Actor],
-    stopping: list[str],
-    on_progress: Callable[[Progress], str | None] | None,
-    every: float,
+    ray: Any, running: dict[Any, _Actor], actors: list[_Actor], stopping: list[str], watch: _Watch
 ) -> None:
-    """Wait for every actor's final count, fetching snapshots every ``every`` seconds."""
-    next_tick = _now() + every
+    """Wait for every actor's final count (and its taps' last data), fetching snapshots
+    every ``watch.every`` seconds."""
+    next_tick = _now() + watch.every
     kill_at: float | None = None
     while running:
         if stopping and kill_at is None:
@@ -351,13 +326,17 @@ def _collect(
         for ref in done:
             actor = running.pop(ref)
             try:
-                actor.last, actor.final = ray.get(ref), True
+                actor.last, actor.final = on_common_clock(ray.get(ref)), True
             except Exception:  # the actor (or its node) died: lost
                 actor.lost = True
+            else:  # the take in flight, if any, then one that sees the last rows
+                for _ in range(2):
+                    _take(ray, [actor], watch.taps, STOP_GRACE_S)
         if _now() >= next_tick:
-            next_tick += every
+            next_tick += watch.every
             _fetch_snapshots(ray, list(running.values()))
-            reason = _tick(actors, on_progress)
+            _take(ray, list(running.values()), watch.taps, 1.0)
+            reason = _tick(actors, watch)
             if reason is not None and not stopping:
                 stopping.append(reason)
 
@@ -370,21 +349,46 @@ def _fetch_snapshots(ray: Any, actors: list[_Actor]) -> None:
         with contextlib.suppress(Exception):  # a dead actor is found by its run's result
             data = ray.get(ref)
             if data is not None and not actor.final:
-                actor.last = pickle.loads(data)
+                actor.last = on_common_clock(pickle.loads(data))
 
 
-def _tick(actors: list[_Actor], on_progress: Callable[[Progress], str | None] | None) -> str | None:
-    if on_progress is None:
-        return None
+def _take(ray: Any, actors: list[_Actor], taps: Sequence[WorkerTap], timeout: float) -> None:
+    """Hand what each actor's held parts wrote since the last take to the driver's taps.
+    One take per actor is in flight at a time (two could be answered out of order by the
+    actor's threads); one not answered within ``timeout`` is read at the next call."""
+    if not any(isinstance(t, FetchedTap) for t in taps):
+        return
+    for actor in actors:
+        if actor.taking is None and not actor.lost:
+            actor.taking = actor.handle.take.remote()
+    asks = {actor.taking: actor for actor in actors if actor.taking is not None}
+    done, _ = ray.wait(list(asks), num_returns=len(asks), timeout=timeout) if asks else ([], [])
+    for ref in done:
+        actor = asks[ref]
+        actor.taking = None
+        try:
+            data = ray.get(ref)
+        except Exception:  # a dead actor is found by its run's result
+            continue
+        for tap, chunk in zip(taps, data, strict=True):
+            if chunk and isinstance(tap, FetchedTap):
+                tap.receive(actor.index, chunk)
+
+
+def _tick(actors: list[_Actor], watch: _Watch) -> str | None:
     lasts = [a.last for a in actors]
+    if watch.on_worker_progress is not None:
+        watch.on_worker_progress(lasts)
+    if watch.on_progress is None:
+        return None
     shown = [o.progress for o in lasts if o is not None and o.progress is not None]
-    return on_progress(whole_progress(lasts, shown)) if shown else None
+    return watch.on_progress(whole_progress(lasts, shown)) if shown else None
 
 
 def _merged(
     plan: AttackPlan, actors: list[_Actor], stopping: list[str], per_worker: bool
 ) -> WorkersResult:
-    counted = [on_common_clock(a.last) for a in actors if a.last is not None]
+    counted = [a.last for a in actors if a.last is not None]  # on the common clock
     if not counted:
         raise PyAttackerError("every Ray worker was lost before it counted anything")
     lost = [a.index for a in actors if a.lost]

@@ -13,12 +13,24 @@ A lost worker's part is joined as far as it was written (an unfinished last row 
 out) and :attr:`SampleParts.notes` says so: the rows it had not written yet are missing.
 A part that could not be written is counted in ``failed`` and ``lost`` as one
 :class:`SampleWriter`'s would be.
+
+On a Ray cluster (``attack --ray``) a worker's node is not the user's machine: the driver
+ships :meth:`SampleParts.held`'s twin instead, whose parts write the same rows into memory,
+and takes them from each worker while it runs (every half second, a
+:class:`~pyattacker.attack._taps.FetchedTap`), appending them to ``FILE.worker-I`` on the
+driver's machine (:meth:`SampleParts.receive`); the join is the same. A worker holds the
+rows of its requests since the last take (half a second's, unless the driver falls
+behind); past :data:`HELD_LIMIT` characters it stops holding and counts its later rows
+as lost, as a full disk would. A lost worker's rows are kept up to the last take; rows a
+worker wrote that never reached the driver are counted in ``lost`` and said so.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +39,13 @@ from typing import IO
 from pyattacker.attack._samples import SampleWriter, samples_kind
 from pyattacker.measure import RequestRecord
 
-__all__ = ["PartFacts", "SampleParts"]
+__all__ = ["HELD_LIMIT", "PartFacts", "SampleParts"]
 
 _BLOCK = 1 << 16
+#: The most a held part (``attack --ray``) keeps for the driver, in characters: about
+#: 140,000 plain HTTP rows of JSON Lines (280,000 of CSV), some seconds of a fast worker's
+#: rows, reached only if the driver stopped taking them.
+HELD_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +88,64 @@ class _Part:
         return PartFacts(writer.rows, writer.lost, None if error is None else str(error))
 
 
+class _HeldPart:
+    """One worker's rows, held in memory until the driver takes them (a
+    :class:`~pyattacker.attack._taps.RecordTap`; ``add`` and ``take`` on two threads)."""
+
+    def __init__(self, kind: str, llm: bool, limit: int) -> None:
+        self._stream = io.StringIO(newline="")
+        self.writer = SampleWriter(self._stream, kind, llm=llm)
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def add(self, record: RequestRecord) -> None:
+        with self._lock:
+            if self.writer.failed is None and self._stream.tell() >= self._limit:
+                self.writer.failed = OSError(
+                    errno.ENOBUFS, f"a Ray worker held {self._limit:,} characters of rows the "
+                    "driver had not taken",
+                )  # fmt: skip
+            self.writer.write(record)
+
+    def take(self) -> bytes:
+        """The rows written since the last take (whole rows: each is one write)."""
+        with self._lock:
+            text = self._stream.getvalue()
+            self._stream.seek(0)
+            self._stream.truncate()
+        return text.encode("utf-8")
+
+    def part(self, *, final: bool) -> PartFacts:
+        with self._lock:
+            w = self.writer
+            return PartFacts(w.rows, w.lost, None if w.failed is None else str(w.failed))
+
+
+class _HeldSamples:
+    """:meth:`SampleParts.held`: the tap a Ray worker opens (a
+    :class:`~pyattacker.attack._taps.HeldTap`)."""
+
+    def __init__(self, kind: str, llm: bool, limit: int) -> None:
+        self.kind, self.llm, self.limit = kind, llm, limit
+        self._parts: dict[int, _HeldPart] = {}
+
+    def open(self, index: int) -> _HeldPart:
+        self._parts[index] = part = _HeldPart(self.kind, self.llm, self.limit)
+        return part
+
+    def take(self, index: int) -> bytes:
+        part = self._parts.get(index)
+        return b"" if part is None else part.take()
+
+    def gather(self, parts: Sequence[object | None], lost: Sequence[int]) -> None:
+        """Nothing: the driver gathers the :class:`SampleParts` this twin came from."""
+
+
 class SampleParts:
     """``--samples FILE`` written by workers (see the module docstring): a
-    :class:`~pyattacker.attack._taps.WorkerTap`. ``ConfigError`` for a FILE whose format
+    :class:`~pyattacker.attack._taps.WorkerTap`, and a
+    :class:`~pyattacker.attack._taps.FetchedTap` for workers on other machines (:meth:`held`,
+    :meth:`receive`). ``ConfigError`` for a FILE whose format
     its suffix does not tell. After :meth:`gather`: ``rows`` in FILE, ``failed`` (the
     first error, None if none) and ``lost`` (rows known missing, as
     :class:`SampleWriter`'s), and ``notes``, one line per thing a user must know."""
@@ -86,10 +157,34 @@ class SampleParts:
         self.rows = self.lost = 0
         self.failed: OSError | None = None
         self.notes: list[str] = []
+        self._received: set[int] | None = None  # the parts received (after held())
 
     def part_path(self, index: int) -> Path:
-        """Where worker ``index`` writes its rows."""
+        """Where worker ``index`` writes its rows (or the driver the rows it took from it)."""
         return self.path.with_name(f"{self.path.name}.worker-{index}")
+
+    def held(self) -> _HeldSamples:
+        """The twin for workers on other machines (see the module docstring); once it
+        is made, this tap joins only the parts it received (:meth:`receive`)."""
+        self._received = set()
+        return _HeldSamples(self.kind, self.llm, HELD_LIMIT)
+
+    def receive(self, index: int, data: bytes) -> None:
+        """Append ``data`` (whole rows taken from worker ``index``'s held part) to its
+        part file; the first data of a worker starts the file afresh."""
+        if not data:
+            return
+        received = self._received if self._received is not None else set()
+        self._received = received
+        first = index not in received
+        received.add(index)
+        try:
+            with self.part_path(index).open("wb" if first else "ab") as part:
+                part.write(data)
+        except OSError as exc:
+            self._failed(exc)
+            header = 1 if first and self.kind == "csv" else 0
+            self.lost += data.count(b"\n") - header
 
     def open(self, index: int) -> _Part:
         return _Part(self.part_path(index), self.kind, self.llm)
@@ -112,37 +207,67 @@ class SampleParts:
                     self.lost += facts.lost
                     if facts.error is not None:
                         self._failed(OSError(facts.error))
+                before = self.rows
                 header = self._join(index, out, header, index in lost)
+                if isinstance(facts, PartFacts) and index not in lost:
+                    self._check_arrived(index, facts.rows - (self.rows - before))
+
+    def _check_arrived(self, index: int, missing: int) -> None:
+        """Count and say the rows worker ``index`` wrote that never reached the driver
+        (a take that failed at the end): only rows taken from other machines can be."""
+        if self._received is None or missing <= 0:
+            return
+        self.lost += missing
+        self._failed(OSError(errno.EIO, f"{missing:,} rows of worker {index} never arrived"))
+        self.notes.append(
+            f"--samples: worker {index} wrote {missing:,} rows that never reached this "
+            f"machine; {self.path} is incomplete"
+        )
 
     def _join(
         self, index: int, out: io.BufferedWriter, header: bytes | None, lost: bool
     ) -> bytes | None:
         """Append worker ``index``'s part to ``out`` (its CSV header only if none was
         written yet) and remove it; the header written so far."""
-        path = self.part_path(index)
-        try:
-            with path.open("rb") as part:
-                end = _whole_rows_end(part) if lost else None
-                if self.kind == "csv":
-                    first = part.readline()
-                    whole = first.endswith(b"\n") and (end is None or part.tell() <= end)
-                    if header is None and whole:
-                        header = first
-                        out.write(first)
-                copied = _copy(part, out, end)
-            path.unlink()
-        except FileNotFoundError:  # a worker lost before it opened its part
-            copied = 0
-        except OSError as exc:
-            self._failed(exc)
-            return header
+        copied = 0  # no part: a worker lost before it opened one, or none taken from it
+        if self._received is None or index in self._received:
+            try:
+                header, copied = self._copy_part(self.part_path(index), out, header, lost)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                self._failed(exc)
+                return header
         self.rows += copied
-        if lost:
+        if lost and self._received is not None:
+            self.notes.append(
+                f"--samples: worker {index} was lost: its {copied:,} rows taken before then "
+                f"are in {self.path}; the rows it wrote after the last take (every half "
+                "second) and those it had not written yet are missing"
+            )
+        elif lost:
             self.notes.append(
                 f"--samples: worker {index} was lost: its {copied:,} rows written before it "
                 f"died are in {self.path}; the rows it had not written yet are missing"
             )
         return header
+
+    def _copy_part(
+        self, path: Path, out: io.BufferedWriter, header: bytes | None, lost: bool
+    ) -> tuple[bytes | None, int]:
+        """Copy the part at ``path`` into ``out`` and remove it: the header written so
+        far, and the rows copied."""
+        with path.open("rb") as part:
+            end = _whole_rows_end(part) if lost else None
+            if self.kind == "csv":
+                first = part.readline()
+                whole = first.endswith(b"\n") and (end is None or part.tell() <= end)
+                if header is None and whole:
+                    header = first
+                    out.write(first)
+            copied = _copy(part, out, end)
+        path.unlink()
+        return header, copied
 
     def _failed(self, exc: OSError) -> None:
         if self.failed is None:

@@ -9,16 +9,22 @@ picklable value) travels back with each snapshot and with the final count, and t
 driver hands every worker's last word to :meth:`WorkerTap.gather`, which makes the whole
 of it (adds the counts up, joins the files). A lost worker's last word is the one of its
 last snapshot (None if it sent none).
+
+A part on another machine (a Ray actor, ``attack --ray``) cannot write a file the user
+sees. A :class:`FetchedTap` says what it does there instead: the driver ships its
+:meth:`~FetchedTap.held` twin, whose parts hold what they write in memory; the driver takes
+it from each worker while the attack runs (:meth:`HeldTap.take`, on the worker's node) and
+hands it to :meth:`FetchedTap.receive` (on the driver), before the usual ``gather``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pyattacker.measure import RequestRecord
 
-__all__ = ["RecordTap", "WorkerTap", "gather_taps", "on_record_of"]
+__all__ = ["FetchedTap", "HeldTap", "RecordTap", "WorkerTap", "gather_taps", "on_record_of"]
 
 
 class RecordTap(Protocol):
@@ -41,6 +47,29 @@ class WorkerTap(Protocol):
     def gather(self, parts: Sequence[object | None], lost: Sequence[int]) -> None:
         """Every worker's last :meth:`RecordTap.part` by index (None: none came), once
         every worker ended; ``lost`` names the workers whose process died."""
+        ...
+
+
+@runtime_checkable
+class HeldTap(WorkerTap, Protocol):
+    """A tap whose parts hold what they write until :meth:`take` (see the module docstring)."""
+
+    def take(self, index: int) -> bytes:
+        """What worker ``index``'s part wrote since the last take (``b""``: nothing, or no
+        part yet); called from another thread than the part's ``add``."""
+        ...
+
+
+@runtime_checkable
+class FetchedTap(WorkerTap, Protocol):
+    """A tap that can run on another machine (see the module docstring)."""
+
+    def held(self) -> HeldTap:
+        """The twin to ship to the workers."""
+        ...
+
+    def receive(self, index: int, data: bytes) -> None:
+        """``data`` taken from worker ``index``'s part, in the order it was taken."""
         ...
 
 

@@ -18,9 +18,9 @@ Exit code 3 when a worker process died (``WorkersResult.lost``), unless Ctrl-C (
 thresholds (their own codes) decide.
 
 ``--ray [ADDRESS]`` runs the same workers as Ray actors (``attack/_ray_workers.py``),
-whatever ``--workers`` is, with the same flags but :data:`NOT_ON_RAY` (exit 2: a part
-file on each node, a page served for local workers); each worker's clock offset on
-stderr.
+whatever ``--workers`` is, with the same flags: ``--samples`` rows are taken from the
+actors as they run and joined into the one file on this machine, ``--serve`` serves the
+page here from the actors' snapshots; each worker's clock offset on stderr.
 """
 
 from __future__ import annotations
@@ -69,9 +69,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
-#: The flags (attribute, name) refused with --ray: each worker's samples would be written
-#: on its node; the live page is served for local workers only.
-NOT_ON_RAY = (("samples_path", "--samples"), ("serve", "--serve"))
 #: --samples, one file or a part per worker (see SampleParts)
 Samples = SampleWriter | SampleParts
 
@@ -121,7 +118,8 @@ def workers_options(command: F) -> F:
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
         "per usable core (for a generator on its own machine). Works with every flag "
-        "(with --ray: not --samples, --serve). Exit 3 if a worker died.",
+        "(with --ray too: --samples rows and the --serve page end up on this machine). "
+        "Exit 3 if a worker died.",
     )(command)
 
 
@@ -141,14 +139,6 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
             raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                               hint="add --workers 2 (or auto)")  # fmt: skip
         return flags
-    for attribute, name in NOT_ON_RAY if flags.ray_address is not None else ():
-        if getattr(flags, attribute) is not None:
-            raise ConfigError(
-                "cannot be used with --ray yet",
-                field=name,
-                hint="leave it out, or run the workers on this machine (--workers N, "
-                "without --ray)",
-            )
     return flags
 
 
@@ -190,13 +180,14 @@ class Shared:
             result = run_ray_workers(plan, self.n, self.ray_address or None,
                                      on_progress=on_progress, per_worker=self.per_worker,
                                      limits=limits, taps=self.taps)  # fmt: skip
-            click.echo(clock_line(result), err=True)
         self.told(result)
         return result
 
     def told(self, result: WorkersResult) -> None:
-        """Each worker's figures (every one with ``--per-worker``, else the lost ones)
-        and the samples' notes, on stderr."""
+        """The Ray workers' clock offsets, each worker's figures (every one with
+        ``--per-worker``, else the lost ones) and the samples' notes, on stderr."""
+        if self.ray_address is not None:
+            click.echo(clock_line(result), err=True)
         for line in worker_lines(result, every=self.per_worker):
             click.echo(line, err=True)
         for line in self.samples.notes if self.samples is not None else ():

@@ -105,18 +105,19 @@ class Serving:
     ) -> AttackResult:
         """Run ``plan`` served (see the module docstring); ``on_finish`` prints the report
         before the linger; ``sections`` adds the gate's to the page's report; ``workers``
-        runs it on worker processes instead of this one (``on_record`` is then unused).
+        runs it on worker processes or Ray actors instead of this one (``on_record`` is then
+        unused).
         A port that cannot be bound is an error before any request."""
         targets = tuple(t.id for t in plan.resolved_targets())  # ids hold no key
         server = LiveServer(llm=plan.llm is not None, targets=targets, sections=sections)
         try:
-            if workers is not None:
-                assert workers.ray_address is None  # workers_checked refuses it with --ray
+            if workers is not None:  # processes here, or Ray actors: the page is here
                 return serve_workers(
                     plan, workers.n, server, host=self.host, port=self.port,
                     linger=self.linger, on_progress=on_progress, limits=limits,
                     on_started=self._announce, on_finish=workers.finished(on_finish),
                     per_worker=workers.per_worker, taps=workers.taps,
+                    ray=workers.ray_address,
                 )  # fmt: skip
             return serve_attack(
                 plan, server, host=self.host, port=self.port, linger=self.linger,

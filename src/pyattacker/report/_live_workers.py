@@ -1,6 +1,8 @@
-"""``attack --serve --workers N``: the live page of an attack run by worker processes.
+"""``attack --serve --workers N`` (and ``--ray``): the live page of an attack run by workers.
 
-The workers' driver (:func:`~pyattacker.attack.run_workers`) blocks this process's main
+The workers' driver (:func:`~pyattacker.attack.run_workers` for processes of this
+machine, :func:`~pyattacker.attack.run_ray_workers` for Ray actors, which may run on
+other machines: the page is served here, on the driver's) blocks this process's main
 thread, reading the workers' snapshots twice a second; the :class:`LiveServer` runs on an
 event loop of its own in a second thread. At each snapshot the driver hands the server,
 through that loop (so that the server's state changes only on its own thread):
@@ -37,6 +39,7 @@ from pyattacker.attack import (
     WorkersResult,
     WorkerTap,
     merge_outcomes,
+    run_ray_workers,
     run_workers,
 )
 from pyattacker.http import Limits
@@ -101,10 +104,13 @@ def serve_workers(
     on_finish: Callable[[AttackResult], None] | None = None,
     per_worker: bool = False,
     taps: Sequence[WorkerTap] = (),
+    ray: str | None = None,
 ) -> WorkersResult:
     """``run_workers(plan, n)`` with ``server`` listening on ``host:port`` (see the module
     docstring); the arguments mean what :func:`serve_attack`'s and :func:`run_workers`'s
-    do. ``OSError`` if it cannot bind (before any worker starts)."""
+    do. ``ray``: run the workers as Ray actors instead, on the cluster at that address
+    (``""``: the one :func:`~pyattacker.attack.run_ray_workers` finds without one).
+    ``OSError`` if it cannot bind (before any worker starts)."""
     sections, server.sections = server.sections, None  # the gate's: at the end only
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="pyattacker-serve", daemon=True)
@@ -115,9 +121,16 @@ def serve_workers(
             on_started(url)
         metrics = AttackMetrics(llm=server.llm)
         feed = _Feed(plan, n, server, loop)
-        result = run_workers(plan, n, on_progress=feed.progress(on_progress),
-                             on_worker_progress=feed.snapshots, per_worker=per_worker,
-                             limits=limits, taps=[metrics, *taps])  # fmt: skip
+        progress, tapped = feed.progress(on_progress), [metrics, *taps]
+        if ray is None:
+            result = run_workers(plan, n, on_progress=progress,
+                                 on_worker_progress=feed.snapshots, per_worker=per_worker,
+                                 limits=limits, taps=tapped)  # fmt: skip
+        else:
+            result = run_ray_workers(plan, n, ray or None, on_progress=progress,
+                                     on_worker_progress=feed.snapshots,
+                                     per_worker=per_worker, limits=limits,
+                                     taps=tapped)  # fmt: skip
         _on(loop, _finish(server, metrics, result, sections))
         if on_finish is not None:
             on_finish(result)
