@@ -44,14 +44,25 @@ def finished_requests(draw: st.DrawFn) -> list[list[Attempt]]:
     return requests
 
 
-@given(finished_requests(), st.sets(st.integers(0, 3 * BATCH)), st.booleans())
+@given(
+    finished_requests(),
+    st.sets(st.integers(0, 3 * BATCH)),
+    st.booleans(),
+    st.sampled_from([0.01, 0, 1]),  # a limit given as an int (from a plan file) too
+)
 def test_batched_plain_answers_count_exactly_as_records_counted_one_by_one(
-    requests: list[list[Attempt]], read_after: set[int], direct: bool
+    requests: list[list[Attempt]], read_after: set[int], direct: bool, late_after: float
 ) -> None:
     records: list[RequestRecord] = []
-    batched = Tally(origin=ORIGIN, window=0.5, late_after=0.01, per_target=False, on_record=None)
+    batched = Tally(
+        origin=ORIGIN, window=0.5, late_after=late_after, per_target=False, on_record=None
+    )
     each = Tally(
-        origin=ORIGIN, window=0.5, late_after=0.01, per_target=False, on_record=records.append
+        origin=ORIGIN,
+        window=0.5,
+        late_after=late_after,
+        per_target=False,
+        on_record=records.append,
     )
     for i, attempts in enumerate(requests):
         if direct and len(attempts) == 1:  # the engine's direct path counts this way

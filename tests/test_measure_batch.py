@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -72,3 +73,31 @@ def test_binned_values_record_into_a_histogram_as_each_recorded_alone(values: li
         alone.record(value)
     binned.add_binned(Binned(values))
     assert binned == alone
+
+
+@given(st.lists(st.sampled_from([0.0, 0.001, 1.5, 131_071.9, 131_072.0, 2e5, 1e12]), max_size=8))
+def test_a_batch_with_spans_at_or_past_the_histograms_top_counts_as_each_alone(
+    spans: list[float],
+) -> None:
+    answers = []
+    for n, span in enumerate(spans):
+        answer = Attempt(n, 1, scheduled=ORIGIN, sent=ORIGIN + span / 2, end=ORIGIN + span)
+        answer.first_byte, answer.outcome, answer.status = answer.end, Outcome.OK, 200
+        answers.append(answer)
+    alone, batched = RequestStats(), RequestStats()
+    for answer in answers:
+        alone.add(RequestRecord.from_attempts([answer]))
+    batched.add_ok_batch(OkBatch(answers))
+    assert batched.to_dict() == alone.to_dict()
+
+
+def test_a_batch_refuses_a_span_too_large_for_its_arithmetic_so_that_each_is_counted_alone() -> (
+    None
+):
+    huge = Attempt(0, 1, scheduled=-1e300, sent=0.0, end=1e300)
+    huge.first_byte, huge.outcome, huge.status = huge.end, Outcome.OK, 200
+    with pytest.raises(ValueError, match="count these alone"):
+        OkBatch([huge])
+    alone = RequestStats()
+    alone.add(RequestRecord.from_attempts([huge]))  # alone, it is counted at the top
+    assert alone.latency_ok.count == 1

@@ -226,7 +226,7 @@ class Tally:
         self._late = 0
         self._last_sent = origin
         self.errors = ErrorMessages()
-        self._late_after = late_after
+        self._late_after = float(late_after)  # (its __lt__ counts the late in flush)
         self._per_target = per_target
         self._on_record = on_record
         # Plain OK answers not counted yet (see `flush`): only when nobody wants records
@@ -380,18 +380,11 @@ class Tally:
         if self._named:
             self._named = False
             self._names_batch(ok)
-        late_after, late = self._late_after, 0
-        last = self._last_sent
-        for attempt in ok:
-            sent = attempt.sent
-            assert sent is not None  # is_plain_ok
-            if sent - attempt.scheduled > late_after:
-                late += 1
-            if sent > last:
-                last = sent
+        # Late: sent more than late_after (>= 0, a plan's limit) after its scheduled
+        # time; the batch's delays are those spans (negative as 0). Counted in C.
+        self._late += sum(map(self._late_after.__lt__, batch.delays.values))
         self._sent += len(ok)
-        self._late += late
-        self._last_sent = last
+        self._last_sent = max(self._last_sent, max(batch.sents))
 
     def _names_batch(self, ok: list[Attempt]) -> None:
         """Count the named answers of a batch under their names, a batch per name."""

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from itertools import chain
+from typing import TYPE_CHECKING
 
-from pyattacker.measure._binned import Binned
+from pyattacker.measure._binned import Binned, bucket_indexes
+from pyattacker.measure._histogram import _SCALE, _TOP
 from pyattacker.measure._records import Attempt, Outcome
 
 if TYPE_CHECKING:
@@ -50,7 +52,8 @@ class OkBatch:
     counted as 0, as ``RequestStats`` does. When every first byte is its answer's end (a
     small answer arrives in one read), ``ttfbs`` *is* ``services``.
 
-    Raises ``ValueError``, having read none of them, for a time that is not finite.
+    Raises ``ValueError``, having read none of them, for a time that is not finite (or a
+    span too large for its arithmetic, past 1e290 s: count such answers alone).
     """
 
     __slots__ = (
@@ -60,6 +63,23 @@ class OkBatch:
 
     def __init__(self, attempts: Sequence[Attempt]) -> None:
         self.count = len(attempts)
+        try:
+            self._read(attempts)
+        except (OverflowError, ValueError):  # int() of an infinite or NaN span
+            _refuse_not_finite(attempts)
+            # Every time is finite: a span past 1e290 s overflowed. Counted alone, it is
+            # binned at the top as any span past the histograms' range.
+            raise ValueError("a span too large to count in a batch: count these alone") from None
+        if not math.isfinite(sum(self.sents) + sum(self.ends)):
+            _refuse_not_finite(attempts)  # (or finite times whose sum overflowed: fine)
+        self.status_each: Sequence[int | None] = (  # (for a batch that spans windows)
+            self.statuses if len(self.statuses) == self.count else [a.status for a in attempts]
+        )
+
+    def _read(self, attempts: Sequence[Attempt]) -> None:
+        """Every attempt's figures in one pass; then the three spans of all of them binned
+        in one call (:func:`bucket_indexes`), which costs less than a pass per span.
+        Raises ``ValueError`` or ``OverflowError`` for a time that is not finite."""
         statuses: list[int] = []
         error_classes: list[str] = []
         sents: list[float] = []
@@ -67,47 +87,39 @@ class OkBatch:
         delays: list[float] = []
         latencies: list[float] = []
         services: list[float] = []
-        ttfbs: list[float] = []
         early = sent_bytes = received_bytes = 0
+        scheduled_sum = 0.0  # only to see that every scheduled time is finite
+        in_one_read = True  # every first byte is its answer's end
         for attempt in attempts:  # on local names: this runs once per request
             scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
             assert sent is not None  # is_plain_ok
             assert end is not None
-            first_byte = attempt.first_byte
-            if not (
-                -math.inf < end < math.inf
-                and -math.inf < sent < math.inf
-                and -math.inf < scheduled < math.inf
-                and (first_byte is None or -math.inf < first_byte < math.inf)
-            ):
-                _refuse(attempt)
-            ends.append(end)
+            scheduled_sum += scheduled
             sents.append(sent)
+            ends.append(end)
             if attempt.status is not None:
                 statuses.append(attempt.status)
             if attempt.error_class is not None:
                 error_classes.append(str(attempt.error_class))
             sent_bytes += attempt.bytes_sent
             received_bytes += attempt.bytes_received
-            if sent < scheduled:
-                early += 1
-            delays.append(sent - scheduled if sent > scheduled else 0.0)
+            if attempt.first_byte != end:
+                in_one_read = False
+            if sent > scheduled:
+                delays.append(sent - scheduled)
+            else:
+                delays.append(0.0)
+                if sent < scheduled:
+                    early += 1
             latencies.append(end - scheduled if end > scheduled else 0.0)
             services.append(end - sent if end > sent else 0.0)
-            if first_byte is not None:
-                ttfbs.append(first_byte - sent if first_byte > sent else 0.0)
+        if not math.isfinite(scheduled_sum):
+            raise ValueError("a scheduled time is not finite")  # _refuse_not_finite says which
         self.statuses, self.error_classes = statuses, error_classes
-        # Each answer's status, in order (for a batch that spans windows): ``statuses``
-        # itself when every answer has one, as plain OK answers over HTTP always do.
-        self.status_each: Sequence[int | None] = (
-            statuses if len(statuses) == self.count else [a.status for a in attempts]
-        )
         self.sents, self.ends = sents, ends
         self.early, self.bytes_sent, self.bytes_received = early, sent_bytes, received_bytes
-        self.delays = Binned(delays)
-        self.latencies = Binned(latencies)
-        self.services = Binned(services)
-        self.ttfbs = self.services if ttfbs == services else Binned(ttfbs)
+        self.delays, self.latencies, self.services = _binned(delays, latencies, services)
+        self.ttfbs = self.services if in_one_read else Binned(_ttfbs(attempts))
 
     def __repr__(self) -> str:
         return f"OkBatch(count={self.count})"
@@ -131,10 +143,41 @@ def add_ok_answers(
     stats.add_ok_batch(batch)
 
 
-def _refuse(attempt: Attempt) -> NoReturn:
-    """Raise the ``ValueError`` that counting ``attempt`` alone would raise."""
-    for name in ("scheduled", "sent", "first_byte", "end"):
-        t = getattr(attempt, name)
-        if t is not None and not math.isfinite(t):
-            raise ValueError(f"attempt {attempt.request}'s {name} time must be finite, got {t!r}")
-    raise AssertionError("_refuse found nothing to refuse")  # pragma: no cover
+def _refuse_not_finite(attempts: Sequence[Attempt]) -> None:
+    """Raise the ``ValueError`` that counting alone would raise for the first attempt with
+    a time that is not finite; return if there is none."""
+    for attempt in attempts:
+        for name in ("scheduled", "sent", "first_byte", "end"):
+            t = getattr(attempt, name)
+            if t is not None and not math.isfinite(t):
+                raise ValueError(
+                    f"attempt {attempt.request}'s {name} time must be finite, got {t!r}"
+                )
+
+
+def _binned(*spans: list[float]) -> list[Binned]:
+    """Each list of spans (finite, >= 0, of one length) binned, with one
+    :func:`bucket_indexes` call for all of them; raises ``OverflowError`` for a span past
+    1e290 s. A list with a span at or above the top is binned alone (``Binned``)."""
+    every = list(chain.from_iterable(spans))
+    units = list(map(int, map(_SCALE.__mul__, every)))  # floor(span * 2**60)
+    if max(every, default=0.0) >= _TOP:
+        return [Binned(part) for part in spans]
+    indexes, n = bucket_indexes(units), len(spans[0])
+    return [
+        Binned.of_parts(part, indexes[i * n : (i + 1) * n], sum(units[i * n : (i + 1) * n]))
+        for i, part in enumerate(spans)
+    ]
+
+
+def _ttfbs(attempts: Sequence[Attempt]) -> list[float]:
+    """First byte minus sent of each attempt that has a first byte (negative as 0)."""
+    ttfbs = []
+    for attempt in attempts:
+        first_byte, sent = attempt.first_byte, attempt.sent
+        if first_byte is not None:
+            assert sent is not None  # is_plain_ok
+            if not math.isfinite(first_byte):
+                _refuse_not_finite([attempt])
+            ttfbs.append(first_byte - sent if first_byte > sent else 0.0)
+    return ttfbs

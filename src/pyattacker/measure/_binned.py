@@ -16,7 +16,7 @@ from pyattacker.measure._histogram import (
     _sum_units,
 )
 
-__all__ = ["Binned", "record_all"]
+__all__ = ["Binned", "bucket_indexes", "record_all"]
 
 
 class Binned:
@@ -41,18 +41,23 @@ class Binned:
         if not (self.low >= 0.0 and self.high < _TOP) or math.isnan(sum(values)):
             self._bin_checked(values)
             return
-        append = self.indexes.append
-        total = 0
-        for value in values:  # record()'s bucket arithmetic, on local names
-            x = int(value * _SCALE)
-            u = x >> _SHIFT
-            if u < _SUB_COUNT:
-                append(u)
-            else:
-                k = u.bit_length() - _SUB_BITS
-                append((k << (_SUB_BITS - 1)) + (u >> k))
-            total += x
-        self.total = total
+        units = list(map(int, map(_SCALE.__mul__, values)))  # record()'s floor(v * 2**60)
+        self.indexes, self.total = bucket_indexes(units), sum(units)
+
+    @classmethod
+    def of_parts(cls, values: Sequence[float], indexes: list[int], total: int) -> Binned:
+        """``Binned(values)`` from its buckets and sum worked out elsewhere (``OkBatch``
+        bins three spans with one :func:`bucket_indexes` call), for values known to be
+        finite, >= 0 and below the top."""
+        binned = cls.__new__(cls)
+        binned.values, binned.count, binned.indexes, binned.total = (
+            values,
+            len(values),
+            indexes,
+            total,
+        )
+        binned.low, binned.high = (min(values), max(values)) if values else (math.inf, -math.inf)
+        return binned
 
     def _bin_checked(self, values: Sequence[float]) -> None:
         """The rare case (a value at or above the top, or a bad one): say which is wrong."""
@@ -62,6 +67,23 @@ class Binned:
         units = [_sum_units(value) for value in values]
         self.indexes = [_index(x) for x in units]
         self.total = sum(units)
+
+
+def bucket_indexes(units: Sequence[int]) -> list[int]:
+    """The bucket of each value, given in sum units (``floor(v * 2**60)``, as
+    ``int(v * _SCALE)`` gives it), for values >= 0 and below the top: ``_index`` of each,
+    on local names (this runs once per span of every request of a load test)."""
+    indexes: list[int] = []
+    append = indexes.append
+    shift, direct, bits, half = _SHIFT, _SUB_COUNT, _SUB_BITS, _SUB_BITS - 1
+    for x in units:
+        u = x >> shift
+        if u < direct:
+            append(u)
+        else:
+            k = u.bit_length() - bits
+            append((k << half) + (u >> k))
+    return indexes
 
 
 def record_all(values: Sequence[float], *histograms: Histogram) -> None:
