@@ -63,12 +63,15 @@ class EventBus:
     listening for ``kind`` no event object is made at all.
     """
 
-    __slots__ = ("_everything", "_kinds", "_subscribers")
+    __slots__ = ("_everything", "_kinds", "_subscribers", "silent")
 
     def __init__(self) -> None:
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None]] = []
         self._everything = 0
         self._kinds: set[str] = set()
+        # Nobody subscribed: what the pool checks on every lease before asking `wants`,
+        # an attribute and not a call (a load test takes and returns a lease per request).
+        self.silent = True
 
     @property
     def active(self) -> bool:
@@ -92,6 +95,7 @@ class EventBus:
     def _reindex(self) -> None:
         self._everything = sum(1 for _, kinds in self._subscribers if kinds is None)
         self._kinds = {k for _, kinds in self._subscribers if kinds is not None for k in kinds}
+        self.silent = not self._subscribers
 
     def publish(self, event: PoolEvent) -> None:
         for fn, kinds in tuple(self._subscribers):

@@ -266,7 +266,8 @@ class Pool(PoolPacing):
         lease = Lease(self, slot, client, now, owner, algorithm)  # positional: once a request
         if owner is not None:
             owner._adopt(lease)
-        if self._bus.wants("lease.acquired"):  # no keyword dict when nobody listens
+        bus = self._bus
+        if not bus.silent and bus.wants("lease.acquired"):  # no keyword dict when nobody listens
             self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
         return lease
 
@@ -323,7 +324,8 @@ class Pool(PoolPacing):
     def _release(self, lease: Lease) -> None:
         slot = lease._slot
         slot.active -= 1
-        if self._bus.wants("lease.released"):
+        bus = self._bus
+        if not bus.silent and bus.wants("lease.released"):
             held_s = self.clock.now() - lease.acquired_at
             self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)
