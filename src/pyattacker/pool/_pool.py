@@ -223,42 +223,28 @@ class Pool(PoolPacing):
         now = self.clock.now()
         skip = frozenset(exclude) if exclude else _NOTHING
         slots = self._slots
-        if len(slots) == 1 and score is None and selector is ANY and not skip:
+        only = slots[0] if len(slots) == 1 else None
+        if (
             # One resource and no choice to make (a load test's one URL), the usual case,
             # which a load test meets on every request: granted at once when the slot is
-            # ready, has room and has its client. Anything else takes the general path.
-            only = slots[0]
-            client = only.client
-            if (
-                client is not None
-                and only.health.state is Health.READY
-                and only.active + only.reserved < only.limit
-                and only.not_before <= now
-                and only.pacer is None
-            ):
-                return self._grant(only, client, now, owner, algorithm)
-        while True:
-            slot = pick(self._slots, selector, score, skip, now, self._rr)
-            if slot is None:
+            # ready, has room and has its client. Anything else looks (_usable).
+            only is not None
+            and score is None
+            and selector is ANY
+            and not skip
+            and only.client is not None
+            and only.health.state is Health.READY
+            and only.active + only.reserved < only.limit
+            and only.not_before <= now
+            and only.pacer is None
+        ):
+            slot, client = only, only.client
+        else:
+            found = self._usable(selector, score, skip, now)
+            if found is None:
                 self._queue.missed_at = now  # the instant a wait_slot that follows looks from
                 return None
-            client = self._client_of(slot, now)
-            if client is None:
-                skip = skip | {slot.resource.id}
-                continue
-            lease = self._grant(slot, client, now, owner, algorithm)
-            if slot.pacer is not None:
-                self._pace(slot, lease, now, tokens)
-            return lease
-
-    def _grant(
-        self,
-        slot: Slot,
-        client: object,
-        now: float,
-        owner: LeaseOwner | None,
-        algorithm: str | None,
-    ) -> Lease:
+            slot, client = found
         slot.active += 1
         slot.leases += 1
         self._granted += 1
@@ -269,7 +255,23 @@ class Pool(PoolPacing):
         bus = self._bus
         if not bus.silent and bus.wants("lease.acquired"):  # no keyword dict when nobody listens
             self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
+        if slot.pacer is not None:
+            self._pace(slot, lease, now, tokens)
         return lease
+
+    def _usable(
+        self, selector: Selector, score: Score | None, skip: frozenset[str], now: float
+    ) -> tuple[Slot, object] | None:
+        """The slot ``try_acquire`` takes now and its client, or None: the best usable slot
+        (``pick``) whose client can be had; one whose factory fails is skipped."""
+        while True:
+            slot = pick(self._slots, selector, score, skip, now, self._rr)
+            if slot is None:
+                return None
+            client = self._client_of(slot, now)
+            if client is not None:
+                return slot, client
+            skip = skip | {slot.resource.id}
 
     def _client_of(self, slot: Slot, now: float) -> object | None:
         """The slot's client, built on first use (a vendor SDK's with its retries off,
