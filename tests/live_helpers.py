@@ -12,7 +12,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +64,38 @@ def watch_until_report(served: Served) -> tuple[list[dict[str, Any]], list[int]]
         scrapes.append(sum(requests_by_outcome(served.get("/metrics")[2].decode()).values()))
         pause(0.2)
     return seen, scrapes
+
+
+def served_workers_run(
+    target: str, tmp_path: Path, server_count: Callable[[], int], *flags: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Serve an attack of two workers (``flags``) against ``target`` to its end, checking
+    what every such run must show: while it ran, the merged whole of both workers, rising;
+    at the end, the final report on every endpoint, its count what ``server_count()``
+    says. Returns the final report and the reports seen while it ran."""
+    with served_attack(target, tmp_path, *flags) as served:
+        seen, scrapes = watch_until_report(served)
+        report = served.wait_for_report()
+        final = json.loads(served.get("/report.json")[2])
+        metrics = requests_by_outcome(served.get("/metrics")[2].decode())
+        progress = json.loads(served.get("/progress.json")[2])
+    assert final["live"]["done"] is True
+    assert final["report"] == report
+    assert report["workers"]["count"] == 2
+    assert report["workers"]["lost"] == []
+    assert metrics == report["total"]["outcomes"]
+    assert report["total"]["requests"] == server_count()
+    assert progress["done"] is True
+    assert progress["requests"] == report["total"]["requests"]
+    running = [s["report"] for s in seen if s["live"]["started"] and not s["live"]["done"]]
+    assert len(running) >= 2
+    counts = [r["total"]["requests"] for r in running]
+    assert counts == sorted(counts)
+    assert counts[0] < counts[-1] <= report["total"]["requests"]
+    assert all(r["workers"]["count"] == 2 for r in running)
+    assert scrapes == sorted(scrapes)
+    assert scrapes[-1] <= report["total"]["requests"]
+    return report, running
 
 
 def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import requests_by_outcome, served_attack, watch_until_report
+from live_helpers import served_workers_run
 from pyattacker.attack import (
     ACTOR_PREFIX,
     AttackPlan,
@@ -257,25 +257,5 @@ def test_a_served_ray_attack_shows_the_merged_actors_live_then_the_final_report(
     # The attack runs in a child process: it joins this module's Ray rather than start one.
     monkeypatch.setenv("RAY_ADDRESS", ray.get_runtime_context().gcs_address)
     flags = ("--rate", "200/s", "--duration", "3s", "--workers", "2", "--ray")
-    with served_attack(server.url, tmp_path, *flags) as served:
-        seen, scrapes = watch_until_report(served)
-        report = served.wait_for_report()
-        final = json.loads(served.get("/report.json")[2])
-        metrics = requests_by_outcome(served.get("/metrics")[2].decode())
-        progress = json.loads(served.get("/progress.json")[2])
-    assert final["live"]["done"] is True
-    assert final["report"] == report
-    assert report["workers"]["count"] == 2
-    assert report["workers"]["lost"] == []
-    assert metrics == report["total"]["outcomes"]
-    assert report["total"]["requests"] == server.stats()["count"] == 600
-    assert progress["done"] is True
-    assert progress["requests"] == report["total"]["requests"]
-    running = [s["report"] for s in seen if s["live"]["started"] and not s["live"]["done"]]
-    assert len(running) >= 2
-    counts = [r["total"]["requests"] for r in running]
-    assert counts == sorted(counts)
-    assert counts[0] < counts[-1] <= report["total"]["requests"]
-    assert all(r["workers"]["count"] == 2 for r in running)
-    assert scrapes == sorted(scrapes)
-    assert scrapes[-1] <= report["total"]["requests"]
+    report, _ = served_workers_run(server.url, tmp_path, lambda: server.stats()["count"], *flags)
+    assert report["total"]["requests"] == 600
