@@ -19,7 +19,7 @@ from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.pool import AcquireAlgorithm, Immediate, Lease, Wait
 
-__all__ = ["Admit", "Flight", "Mode", "admit"]
+__all__ = ["DROP", "QUEUE", "START", "Admit", "Flight", "Mode", "admit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +68,22 @@ class Admit(enum.Enum):
     START = "start"  # handed to the dispatcher now
 
 
+# The verdicts as module names: on Python 3.11 reading an Enum member off its class goes
+# through the enum's metaclass hook, about a call's cost, and the schedule reads them on
+# every arrival.
+DROP, QUEUE, START = Admit.DROP, Admit.QUEUE, Admit.START
+
+
 def admit(in_flight: int, max_in_flight: int, queued: int, busy: int, capacity: float) -> Admit:
     """The open model's rule for an arrival: dropped when ``in_flight >= max_in_flight``;
     else queued behind ``queued`` earlier arrivals, or when ``busy`` connections (leased,
     or promised to a task that has not run yet) fill ``capacity``; else started.
     ``capacity`` is infinite when the mode does not queue."""
     if in_flight >= max_in_flight:
-        return Admit.DROP
+        return DROP
     if queued or busy >= capacity:
-        return Admit.QUEUE
-    return Admit.START
+        return QUEUE
+    return START
 
 
 class Flight:

@@ -15,7 +15,7 @@ from itertools import count
 
 from pyattacker.attack._dispatch import Dispatcher
 from pyattacker.attack._load import ClosedModel, OpenModel
-from pyattacker.attack._mode import Admit, Flight, admit
+from pyattacker.attack._mode import DROP, QUEUE, Flight, admit
 from pyattacker.attack._overrun import drop_rest, schedule_end
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._requests import Requests
@@ -162,7 +162,7 @@ class OpenSchedule:
             upcoming = None
             busy = flight.leased + len(flight.unstarted)
             verdict = admit(flight.in_flight, most, len(backlog), busy, capacity)
-            if verdict is Admit.DROP:
+            if verdict is DROP:
                 tally.arrival(scheduled, flight.in_flight)
                 self.requests.drop(n, scheduled)
                 continue
@@ -170,7 +170,7 @@ class OpenSchedule:
             # peak is at one of its arrivals (or carried from before it).
             flight.in_flight += 1
             tally.arrival(scheduled, flight.in_flight)
-            if verdict is Admit.QUEUE:
+            if verdict is QUEUE:
                 backlog.append((n, scheduled))  # in progress: waiting for a connection
             else:
                 start_request(n, scheduled)

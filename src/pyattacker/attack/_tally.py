@@ -40,6 +40,7 @@ __all__ = [
 MAX_MESSAGES = 20
 BATCH = 32  # plain OK answers counted together (see Tally.flush)
 OTHER_MESSAGES = "(other messages)"
+_OK = Outcome.OK  # read per request: a module name costs less than an Enum member
 
 # An id: letters and digits joined by - or _ (``chatcmpl-9f2c``, a UUID), or one run of 8 or
 # more letters and digits; either way holding a digit and a letter.
@@ -324,7 +325,7 @@ class Tally:
             self._batching
             and attempt.error is None
             # a plain OK answer, as is_plain_ok says, asked without a call
-            and attempt.outcome is Outcome.OK
+            and attempt.outcome is _OK
             and attempt.sent is not None
             and attempt.end is not None
             and attempt.first_token is None
