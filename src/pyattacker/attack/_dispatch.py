@@ -74,11 +74,21 @@ class DirectDispatcher:
     the others through ``tasks``."""
 
     def __init__(
-        self, requests: Requests, flight: Flight, pool: Pool, algorithm: str, sender: HttpSender
+        self,
+        requests: Requests,
+        flight: Flight,
+        pool: Pool,
+        algorithm: str,
+        sender: HttpSender,
+        units: Callable[[], float] | None = None,
     ) -> None:
         self._requests, self._flight, self._pool = requests, flight, pool
         self._tasks = TaskDispatcher(requests, flight)
         self._name = algorithm
+        # With ``units`` (the pool's clock), a request holds a unit of the pool's one
+        # resource rather than a Lease when one is at hand (Pool.take_unit): the plan asks
+        # no feedback of it, and a Lease per request is a large share of its cost.
+        self._now, self._take_unit = units, pool.take_unit
         self._send = sender.start
         self._on_end = self._end  # bound once: passed with every request
         self._call_soon = asyncio.get_running_loop().call_soon
@@ -87,12 +97,17 @@ class DirectDispatcher:
         self._drained: asyncio.Future[None] | None = None
 
     def start(self, n: int, scheduled: float) -> None:
-        lease = self._pool.try_acquire(algorithm=self._name)
-        if lease is None:
-            self._tasks.start(n, scheduled)
-            return
-        target: Target = lease.client  # type: ignore[assignment]  # see the pool's factory
-        attempt = Attempt(n, 1, scheduled, lease.acquired_at)  # positional: cheaper
+        now, lease = self._now, None
+        acquired = 0.0 if now is None else now()
+        client = None if now is None else self._take_unit(acquired, self._name)
+        if client is None:  # no unit at hand (or units not asked for): a lease
+            lease = self._pool.try_acquire(algorithm=self._name)
+            if lease is None:
+                self._tasks.start(n, scheduled)
+                return
+            client, acquired = lease.client, lease.acquired_at
+        target: Target = client  # type: ignore[assignment]  # see the pool's factory
+        attempt = Attempt(n, 1, scheduled, acquired)  # positional: cheaper
         attempt.resource = target.id
         flight = self._flight
         flight.leased += 1
@@ -105,7 +120,10 @@ class DirectDispatcher:
             self._end(attempt, exc)
             return
         if abandon is None:  # no idle connection (the first ones, or one closed): a task
-            lease.release_now()
+            if lease is None:
+                self._pool.give_unit(acquired)
+            else:
+                lease.release_now()
             flight.leased -= 1
             self._tasks.start(n, scheduled)
         else:  # (it may have ended already, queued for _finish: abandoning is a no-op)

@@ -227,7 +227,12 @@ class Engine:
                                          part=self._part)  # fmt: skip
             return self._flows
         if self._mode.direct and isinstance(sender, HttpSender):
-            return DirectDispatcher(requests, self._flight, self.pool, self.algorithm.name, sender)
+            # Units of the one target rather than a Lease each, unless the plan reports
+            # outcomes to the pool (feedback needs the lease).
+            units = time.now if not self.plan.feedback and len(self._targets) == 1 else None
+            return DirectDispatcher(
+                requests, self._flight, self.pool, self.algorithm.name, sender, units
+            )
         return TaskDispatcher(requests, self._flight)
 
     async def _run_to_end(

@@ -94,8 +94,9 @@ class Flight:
     connection). ``backlog``: ``(number, scheduled)`` of arrivals queued for a
     connection. ``unstarted``: requests handed to a task that has not run yet, which the
     pool cannot see; a connection is promised to each. ``tasks``: the request tasks
-    running. ``live``: requests sent directly, with their lease and the function that
-    abandons them. ``stopping``: why the run stops, once it does.
+    running. ``live``: requests sent directly, with their lease (None: a unit of the
+    pool's one resource, ``Pool.take_unit``) and the function that abandons them.
+    ``stopping``: why the run stops, once it does.
     """
 
     __slots__ = (
@@ -116,7 +117,7 @@ class Flight:
         self.backlog: deque[tuple[int, float]] = deque()
         self.unstarted: dict[int, float] = {}
         self.tasks: set[asyncio.Task[None]] = set()
-        self.live: dict[int, tuple[Lease, Callable[[], None] | None]] = {}
+        self.live: dict[int, tuple[Lease | None, Callable[[], None] | None]] = {}
         self.stopping: str | None = None
 
     def busy(self) -> int:

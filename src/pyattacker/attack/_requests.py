@@ -74,27 +74,36 @@ class Requests:
 
     # -- how an attempt ends ---------------------------------------------------------------
 
-    def settle(self, attempt: Attempt, lease: Lease, error: BaseException | None) -> None:
+    def settle(self, attempt: Attempt, lease: Lease | None, error: BaseException | None) -> None:
         """End ``attempt``, sent on ``lease``: OK when ``error`` is None, cancelled when it
         is a ``CancelledError`` (cut off before its outcome was known, even if its answer
         had arrived: not a failure), else failed and classified. The pool hears how it
-        went when the plan asks for feedback, and the lease goes back. Queued arrivals
-        are the caller's to let in: a task does at once, the direct path once a turn."""
+        went when the plan asks for feedback, and the lease goes back. ``lease`` None: the
+        attempt held a unit of the pool's one resource (``Pool.take_unit``: the direct
+        path of a plan without feedback), given back here. Queued arrivals are the
+        caller's to let in: a task does at once, the direct path once a turn."""
         if error is None:
             attempt.outcome = _OK
-            if self._feedback:
+            if self._feedback and lease is not None:
                 lease.report(ok=True, headers=attempt.headers)
         elif isinstance(error, asyncio.CancelledError):
             attempt.outcome = Outcome.CANCELLED
             attempt.error_class = ErrorClass.CANCELLED.value
         else:
             self._failed(attempt, error)
-            if self._feedback:
+            if self._feedback and lease is not None:
                 lease.report(ok=False, error=error, headers=attempt.headers)
-        lease.release_now()
+        if lease is not None:
+            lease.release_now()
+        else:
+            acquired = attempt.acquired
+            assert acquired is not None  # set when the unit was taken
+            self._pool.give_unit(acquired)
         self._flight.leased -= 1
 
-    def finish_one(self, attempt: Attempt, lease: Lease, error: BaseException | None) -> None:
+    def finish_one(
+        self, attempt: Attempt, lease: Lease | None, error: BaseException | None
+    ) -> None:
         """End a one-attempt request sent from a callback: settled, a failure's retry
         decision counted (the plan allows one attempt: it is never retried), counted."""
         self.settle(attempt, lease, error)

@@ -121,7 +121,7 @@ class Lease:
         if self._released:
             return False
         self._released = True
-        self.pool._release(self)
+        self.pool._give_back(self._slot, self.acquired_at)
         if self.owner is not None:
             self.owner._forget(self)
         return True

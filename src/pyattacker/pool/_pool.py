@@ -223,22 +223,8 @@ class Pool(PoolPacing):
         its ``tokens_per_call``) and corrected by the usage the lease reports."""
         now = self.clock.now()
         skip = frozenset(exclude) if exclude else _NOTHING
-        slots = self._slots
-        only = slots[0] if len(slots) == 1 else None
-        if (
-            # One resource and no choice to make (a load test's one URL), the usual case,
-            # which a load test meets on every request: granted at once when the slot is
-            # ready, has room and has its client. Anything else looks (_usable).
-            only is not None
-            and score is None
-            and selector is ANY
-            and not skip
-            and only.client is not None
-            and only.health.state is _READY
-            and only.active + only.reserved < only.limit
-            and only.not_before <= now
-            and only.pacer is None
-        ):
+        only = self._only_ready(now) if score is None and selector is ANY and not skip else None
+        if only is not None:  # one resource and no choice to make: granted at once
             slot, client = only, only.client
         else:
             found = self._usable(selector, score, skip, now)
@@ -324,12 +310,55 @@ class Pool(PoolPacing):
 
     # -- what leases tell the pool ------------------------------------------------------
 
-    def _release(self, lease: Lease) -> None:
-        slot = lease._slot
+    def _only_ready(self, now: float) -> Slot | None:
+        """The slot of the pool's only resource when a unit of it can be granted now
+        without looking further (a load test's one URL, the usual case, met on every
+        request): ready, with room, its client built, not paced. None otherwise."""
+        slots = self._slots
+        if len(slots) != 1:
+            return None
+        only = slots[0]
+        if (
+            only.client is not None
+            and only.health.state is _READY
+            and only.active + only.reserved < only.limit
+            and only.not_before <= now
+            and only.pacer is None
+        ):
+            return only
+        return None
+
+    def take_unit(self, now: float, algorithm: str | None = None) -> object | None:
+        """A unit of the pool's only resource, taken at ``now`` (this pool's clock) without
+        a :class:`Lease`: its client, or None when :meth:`try_acquire` would have to look
+        further (more than one resource; not ready, full, paced, no client yet). For a
+        caller that makes many short calls and tells the health model nothing
+        (``Lease.report``), such as a load test's direct path. Counted as a lease
+        (``active``, ``leases``, the ``lease.acquired`` event when someone listens); give
+        it back with :meth:`give_unit`."""
+        slot = self._only_ready(now)
+        if slot is None:
+            return None
+        slot.active += 1
+        slot.leases += 1
+        self._granted += 1
+        self._rr = slot.index + 1
+        bus = self._bus
+        if not bus.silent and bus.wants("lease.acquired"):
+            self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
+        return slot.client
+
+    def give_unit(self, acquired_at: float) -> None:
+        """Give back a unit :meth:`take_unit` took at ``acquired_at`` (as a lease's
+        release does: a parked waiter may be handed it)."""
+        self._give_back(self._slots[0], acquired_at)
+
+    def _give_back(self, slot: Slot, acquired_at: float) -> None:
+        """A unit of ``slot``, held since ``acquired_at``, comes back."""
         slot.active -= 1
         bus = self._bus
         if not bus.silent and bus.wants("lease.released"):
-            held_s = self.clock.now() - lease.acquired_at
+            held_s = self.clock.now() - acquired_at
             self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)
         if slot.pacer is not None and len(self._queue):
