@@ -120,11 +120,7 @@ class DirectDispatcher:
             self._end(attempt, exc)
             return
         if abandon is None:  # no idle connection (the first ones, or one closed): a task
-            if lease is None:
-                self._pool.give_unit(acquired)
-            else:
-                lease.release_now()
-            flight.leased -= 1
+            self._requests.give_back(lease, acquired)
             self._tasks.start(n, scheduled)
         else:  # (it may have ended already, queued for _finish: abandoning is a no-op)
             flight.live[n] = (lease, abandon)

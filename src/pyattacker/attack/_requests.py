@@ -78,10 +78,9 @@ class Requests:
         """End ``attempt``, sent on ``lease``: OK when ``error`` is None, cancelled when it
         is a ``CancelledError`` (cut off before its outcome was known, even if its answer
         had arrived: not a failure), else failed and classified. The pool hears how it
-        went when the plan asks for feedback, and the lease goes back. ``lease`` None: the
-        attempt held a unit of the pool's one resource (``Pool.take_unit``: the direct
-        path of a plan without feedback), given back here. Queued arrivals are the
-        caller's to let in: a task does at once, the direct path once a turn."""
+        went when the plan asks for feedback, and what the attempt held goes back
+        (:meth:`give_back`). Queued arrivals are the caller's to let in: a task does at
+        once, the direct path once a turn."""
         if error is None:
             attempt.outcome = _OK
             if self._feedback and lease is not None:
@@ -93,10 +92,15 @@ class Requests:
             self._failed(attempt, error)
             if self._feedback and lease is not None:
                 lease.report(ok=False, error=error, headers=attempt.headers)
+        self.give_back(lease, attempt.acquired)
+
+    def give_back(self, lease: Lease | None, acquired: float | None) -> None:
+        """A request lets go of its connection: its lease goes back, or (``lease`` None)
+        the unit of the pool's one resource it took at ``acquired`` (``Pool.take_unit``:
+        the direct path of a plan without feedback)."""
         if lease is not None:
             lease.release_now()
         else:
-            acquired = attempt.acquired
             assert acquired is not None  # set when the unit was taken
             self._pool.give_unit(acquired)
         self._flight.leased -= 1

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from pyattacker.measure._binned import Binned, bucket_indexes
-from pyattacker.measure._histogram import _SCALE, _TOP
+from pyattacker.measure._binned import Binned, bucket_indexes, sum_units
+from pyattacker.measure._histogram import _TOP
 from pyattacker.measure._records import Attempt, Outcome
 
 if TYPE_CHECKING:
@@ -158,9 +158,10 @@ def _refuse_not_finite(attempts: Sequence[Attempt]) -> None:
 def _binned(*spans: list[float]) -> list[Binned]:
     """Each list of spans (finite, >= 0, of one length) binned, with one
     :func:`bucket_indexes` call for all of them; raises ``OverflowError`` for a span past
-    1e290 s. A list with a span at or above the top is binned alone (``Binned``)."""
+    1e290 s. When any span is at or above the histograms' top, each list is binned by
+    ``Binned`` itself (its checked way)."""
     every = list(chain.from_iterable(spans))
-    units = list(map(int, map(_SCALE.__mul__, every)))  # floor(span * 2**60)
+    units = sum_units(every)
     if max(every, default=0.0) >= _TOP:
         return [Binned(part) for part in spans]
     indexes, n = bucket_indexes(units), len(spans[0])

@@ -16,7 +16,7 @@ from pyattacker.measure._histogram import (
     _sum_units,
 )
 
-__all__ = ["Binned", "bucket_indexes", "record_all"]
+__all__ = ["Binned", "bucket_indexes", "record_all", "sum_units"]
 
 
 class Binned:
@@ -41,7 +41,7 @@ class Binned:
         if not (self.low >= 0.0 and self.high < _TOP) or math.isnan(sum(values)):
             self._bin_checked(values)
             return
-        units = list(map(int, map(_SCALE.__mul__, values)))  # record()'s floor(v * 2**60)
+        units = sum_units(values)
         self.indexes, self.total = bucket_indexes(units), sum(units)
 
     @classmethod
@@ -67,6 +67,13 @@ class Binned:
         units = [_sum_units(value) for value in values]
         self.indexes = [_index(x) for x in units]
         self.total = sum(units)
+
+
+def sum_units(values: Sequence[float]) -> list[int]:
+    """``_sum_units`` of each value (``floor(v * 2**60)``, the histograms' sum units), for
+    values >= 0, in one C loop. Raises ``OverflowError`` or ``ValueError`` for a value that
+    is infinite or NaN (or past 1e290)."""
+    return list(map(int, map(_SCALE.__mul__, values)))
 
 
 def bucket_indexes(units: Sequence[int]) -> list[int]:

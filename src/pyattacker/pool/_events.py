@@ -25,7 +25,7 @@ not reach the pool's caller. Event data never holds a secret: resource specs are
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -56,29 +56,36 @@ class PoolEvent:
 Subscriber = Callable[[PoolEvent], None]
 
 
+class _Every:
+    """The kinds heard when a subscriber takes every kind: all of them."""
+
+    __slots__ = ()
+
+    def __contains__(self, kind: object) -> bool:
+        return True
+
+
 class EventBus:
     """An ordered list of subscribers, each with the kinds it wants (``None``: all).
 
-    ``wants(kind)`` is the cheap check the pool makes before building an event: with nobody
-    listening for ``kind`` no event object is made at all.
+    ``heard`` holds the kinds someone listens for: ``kind in bus.heard`` (or
+    ``wants(kind)``) is the check the pool makes before building an event, with nobody
+    listening for ``kind`` no event object is made at all. A membership test and not a
+    call, since a load test takes and returns a lease per request.
     """
 
-    __slots__ = ("_everything", "_kinds", "_subscribers", "silent")
+    __slots__ = ("_subscribers", "heard")
 
     def __init__(self) -> None:
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None]] = []
-        self._everything = 0
-        self._kinds: set[str] = set()
-        # Nobody subscribed: what the pool checks on every lease before asking `wants`,
-        # an attribute and not a call (a load test takes and returns a lease per request).
-        self.silent = True
+        self.heard: Container[str] = frozenset()
 
     @property
     def active(self) -> bool:
         return bool(self._subscribers)
 
     def wants(self, kind: str) -> bool:
-        return self._everything > 0 or kind in self._kinds
+        return kind in self.heard
 
     def subscribe(self, fn: Subscriber, kinds: Iterable[str] | None = None) -> Callable[[], None]:
         entry = (fn, None if kinds is None else frozenset(kinds))
@@ -93,9 +100,10 @@ class EventBus:
         return unsubscribe
 
     def _reindex(self) -> None:
-        self._everything = sum(1 for _, kinds in self._subscribers if kinds is None)
-        self._kinds = {k for _, kinds in self._subscribers if kinds is not None for k in kinds}
-        self.silent = not self._subscribers
+        if any(kinds is None for _, kinds in self._subscribers):
+            self.heard = _Every()
+        else:
+            self.heard = frozenset(k for _, kinds in self._subscribers if kinds for k in kinds)
 
     def publish(self, event: PoolEvent) -> None:
         for fn, kinds in tuple(self._subscribers):

@@ -44,7 +44,7 @@ from pyattacker.pool._paced import PoolPacing
 from pyattacker.pool._pacing import Pacers
 from pyattacker.pool._resource import Resource, checked_resources
 from pyattacker.pool._selector import ANY, Selector
-from pyattacker.pool._slot import Slot, hopeless, pick, reason
+from pyattacker.pool._slot import READY, Slot, hopeless, pick, reason
 from pyattacker.pool._stats import (
     PoolStatistics,
     ResourceSnapshot,
@@ -57,7 +57,6 @@ __all__ = ["Pool", "Score"]
 
 log = logging.getLogger("pyattacker.pool")
 _NOTHING: frozenset[str] = frozenset()
-_READY = Health.READY  # read per lease: a module name costs less than an Enum member
 
 #: Ranks a candidate: higher is preferred, None ranks after every number.
 Score = Callable[[Resource], float | None]
@@ -232,16 +231,10 @@ class Pool(PoolPacing):
                 self._queue.missed_at = now  # the instant a wait_slot that follows looks from
                 return None
             slot, client = found
-        slot.active += 1
-        slot.leases += 1
-        self._granted += 1
-        self._rr = slot.index + 1
         lease = Lease(self, slot, client, now, owner, algorithm)  # positional: once a request
         if owner is not None:
             owner._adopt(lease)
-        bus = self._bus
-        if not bus.silent and bus.wants("lease.acquired"):  # no keyword dict when nobody listens
-            self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
+        self._grant(slot, algorithm)
         if slot.pacer is not None:
             self._pace(slot, lease, now, tokens)
         return lease
@@ -320,7 +313,7 @@ class Pool(PoolPacing):
         only = slots[0]
         if (
             only.client is not None
-            and only.health.state is _READY
+            and only.health.state is READY
             and only.active + only.reserved < only.limit
             and only.not_before <= now
             and only.pacer is None
@@ -339,14 +332,18 @@ class Pool(PoolPacing):
         slot = self._only_ready(now)
         if slot is None:
             return None
+        self._grant(slot, algorithm)
+        return slot.client
+
+    def _grant(self, slot: Slot, algorithm: str | None) -> None:
+        """Count a unit of ``slot`` as taken (a lease's, or :meth:`take_unit`'s) and say
+        so to whoever listens."""
         slot.active += 1
         slot.leases += 1
         self._granted += 1
         self._rr = slot.index + 1
-        bus = self._bus
-        if not bus.silent and bus.wants("lease.acquired"):
+        if "lease.acquired" in self._bus.heard:  # no keyword dict when nobody listens
             self._emit("lease.acquired", slot.resource.id, active=slot.active, algorithm=algorithm)
-        return slot.client
 
     def give_unit(self, acquired_at: float) -> None:
         """Give back a unit :meth:`take_unit` took at ``acquired_at`` (as a lease's
@@ -356,8 +353,7 @@ class Pool(PoolPacing):
     def _give_back(self, slot: Slot, acquired_at: float) -> None:
         """A unit of ``slot``, held since ``acquired_at``, comes back."""
         slot.active -= 1
-        bus = self._bus
-        if not bus.silent and bus.wants("lease.released"):
+        if "lease.released" in self._bus.heard:
             held_s = self.clock.now() - acquired_at
             self._emit("lease.released", slot.resource.id, held_s=held_s)
         self._queue.hand_over(slot)

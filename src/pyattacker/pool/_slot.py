@@ -12,9 +12,10 @@ from pyattacker.pool._selector import ANY, Selector
 
 __all__ = ["Slot", "hopeless", "hopeless_reasons", "pick", "reason"]
 
-# Read on every acquire and release: module names, since on Python 3.11 reading an Enum
-# member off its class goes through the enum's metaclass hook, about a call's cost.
-_READY, _DEAD, _REVOKED = Health.READY, Health.DEAD, Health.REVOKED
+# Read on every acquire and release (here and by the pool): module names, since on Python
+# 3.11 reading an Enum member off its class goes through the enum's metaclass hook, about
+# a call's cost.
+READY, DEAD, REVOKED = Health.READY, Health.DEAD, Health.REVOKED
 
 
 class Slot:
@@ -49,7 +50,7 @@ class Slot:
 
     def usable(self, now: float) -> bool:
         h = self.health
-        if h.state is not _READY and h.state_at(now) is not _READY:
+        if h.state is not READY and h.state_at(now) is not READY:
             return False
         if self.pacer is not None and self.pacer.ready_at > now:
             return False
@@ -92,7 +93,7 @@ def hopeless(slot: Slot) -> bool:
     """Revoked, or dead with no lease out (whose success would revive it): nothing but an
     operator (``publish``) can bring it back."""
     state = slot.health.state
-    return state is _REVOKED or (state is _DEAD and slot.active == 0)
+    return state is REVOKED or (state is DEAD and slot.active == 0)
 
 
 def hopeless_reasons(slots: Iterable[Slot], selector: Selector) -> dict[str, str] | None:
