@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/scale.py [--levels 1000,2000,...] [--hold 5]
 [--tries 3] [--out scale.json] [--no-pin] [--no-peer] [--peer-seconds 10] [--cold]
-[--workers N]``
+[--workers N] [--poll-below-us N]``
 
 One echo server process (``--delay fixed:1ms``) serves every level. Each level is a fresh
 attack from this process (the public API, uvloop, constant arrivals, default plan: 256
@@ -44,6 +44,11 @@ alone; before issue 21 the scheduler polled for each arrival's instant, so at le
 its capacity this was mostly polling),
 the share of a CPU other processes (and hypervisor steal) used meanwhile, and a speed
 probe (see :func:`speed_probe`). A measurement, not a test: run it on an idle machine.
+
+``--poll-below-us N`` sets the open model's ``POLL_BELOW_S`` for this run (waits shorter
+than N µs are polled by loop turns, longer ones sleep on the kernel timer; 0 puts every wait
+on the timer): the two ways of waiting compared near capacity. Wrap the run in ``perf stat
+-e syscalls:sys_enter_epoll_pwait`` to count the loop turns.
 
 ``--workers N`` runs each level on N worker processes (``run_workers``) instead, forked
 from this process and so pinned to the same one CPU: beside a one-process run it shows
@@ -306,12 +311,22 @@ def main() -> None:
         help="run each level on N worker processes (run_workers), all on the generator's CPU",
     )
     parser.add_argument(
+        "--poll-below-us",
+        type=float,
+        help="set the schedule's POLL_BELOW_S (waits shorter than this are polled, longer "
+        "ones sleep on the timer; 0: the timer for every wait), to compare the two",
+    )
+    parser.add_argument(
         "--peer-seconds",
         type=int,
         default=10,
         help="how long each Locust run lasts (the script's second argument; it runs 32 users)",
     )
     args = parser.parse_args()
+    if args.poll_below_us is not None:
+        from pyattacker.attack import _schedule
+
+        _schedule.POLL_BELOW_S = args.poll_below_us / 1e6
     preconnect = 0 if args.cold else CONNECTIONS
     levels = [float(text) for text in args.levels.split(",") if text.strip()]
     cpus = None if args.no_pin else cpu_pair()
