@@ -1,6 +1,7 @@
 """Machine instructions per request of the attack engine's direct path: a deterministic gauge.
 
-Usage: ``.venv/bin/python benchmarks/request_instructions.py [--against OTHER/src]``
+Usage: ``.venv/bin/python benchmarks/request_instructions.py [--against OTHER/src]
+[--mix lines|templated [--same-mix]] [--closed]``
 
 ``request_cost.py`` times the engine against fake connections, but on this VM its figure
 moves by 30 % or more from one minute to the next, so a change worth a few percent cannot
@@ -14,7 +15,10 @@ although not in exact proportion (the cache and the branch predictor are not cou
 ``--against PATH`` also measures the code at PATH (a ``src`` directory, e.g. of a
 ``git worktree``) and prints the ratio. ``--mix lines|templated`` measures ours on the
 request-mix path instead (``request_cost.py --mix``; the code at ``--against`` still runs
-the plain path, so the ratio is the mix's cost over the plain request's). Needs
+the plain path, so the ratio is the mix's cost over the plain request's; with
+``--same-mix`` it runs the same mix, so the ratio compares two versions of the mix path).
+``--closed`` measures both on the closed model's path instead (``request_cost.py --closed
+--connections 64``: each request in a task, not the direct path). Needs
 ``valgrind`` (Debian's package); each measurement takes about a minute and a half.
 """
 
@@ -33,7 +37,7 @@ SRC = HERE.parent / "src"
 SIZES = (10_000, 30_000)
 
 
-def instructions(src: Path, requests: int, mix: str = "none") -> int:
+def instructions(src: Path, requests: int, extra: list[str]) -> int:
     """Instructions callgrind counted for one ``request_cost.py`` run of ``requests``."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
     command = [
@@ -46,7 +50,7 @@ def instructions(src: Path, requests: int, mix: str = "none") -> int:
         "1",
         "--requests",
         str(requests),
-        *(["--mix", mix] if mix != "none" else []),
+        *extra,
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
@@ -55,8 +59,8 @@ def instructions(src: Path, requests: int, mix: str = "none") -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_request(src: Path, mix: str = "none") -> float:
-    low, high = (instructions(src, n, mix) for n in SIZES)
+def per_request(src: Path, extra: list[str]) -> float:
+    low, high = (instructions(src, n, extra) for n in SIZES)
     return (high - low) / (SIZES[1] - SIZES[0])
 
 
@@ -64,13 +68,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", type=Path, help="another src directory to compare")
     parser.add_argument("--mix", choices=["none", "lines", "templated"], default="none")
+    parser.add_argument(
+        "--same-mix", action="store_true", help="run the --against tree on the same mix too"
+    )
+    parser.add_argument("--closed", action="store_true", help="both on the closed model")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
-    ours = per_request(SRC, args.mix)
-    print(f"{SRC} (mix {args.mix}): {ours:,.0f} instructions per request")
+    mix = ["--mix", args.mix] if args.mix != "none" else []
+    closed = ["--closed", "--connections", "64"] if args.closed else []
+    ours = per_request(SRC, mix + closed)
+    path = f"mix {args.mix}" + (", closed" if closed else "")
+    print(f"{SRC} ({path}): {ours:,.0f} instructions per request")
     if args.against is not None:
-        theirs = per_request(args.against.resolve())
+        theirs = per_request(args.against.resolve(), (mix if args.same_mix else []) + closed)
         print(f"{args.against}: {theirs:,.0f} instructions per request")
         print(f"ratio: {ours / theirs:.3f} (ours / theirs)")
 

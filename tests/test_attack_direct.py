@@ -22,9 +22,17 @@ import pytest
 
 from http_helpers import LOOPS, closed_port, run
 from llm_server_helpers import until
-from pyattacker.attack import AttackPlan, AttackResult, Engine, HttpSender, OpenModel, Target
+from pyattacker.attack import (
+    AttackPlan,
+    AttackResult,
+    Engine,
+    HttpSender,
+    OpenModel,
+    Target,
+    Warmup,
+)
 from pyattacker.attack import attack as public_attack
-from pyattacker.attack._send import OnEnd
+from pyattacker.attack._send import DirectRequest
 from pyattacker.errors import ConfigError
 from pyattacker.http import HttpClient
 from pyattacker.measure import Attempt, Outcome, RequestRecord
@@ -65,9 +73,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> StartSpy:
     original = HttpSender.start
 
     def start(
-        self: HttpSender, target: Target, attempt: Attempt, on_end: OnEnd
+        self: HttpSender, target: Target, request: DirectRequest
     ) -> Callable[[], None] | None:
-        abandon = original(self, target, attempt, on_end)
+        abandon = original(self, target, request)
         if abandon is None:
             calls.declined += 1
         else:
@@ -313,6 +321,20 @@ def test_an_on_record_that_raises_strands_no_queued_request_as_the_task_path_doe
     done = run(main)  # as the task path (TaskPathSender): every request sent and answered
     assert done.result.total.by_outcome == {"ok": 100}
     assert done.served["count"] == 100
+
+
+@pytest.mark.parametrize("warmup", [Warmup(requests=30), Warmup(seconds=0.05)])
+def test_a_warmup_sets_apart_the_same_direct_requests_as_on_the_task_path(
+    warmup: Warmup, spy: StartSpy
+) -> None:
+    # Counted from their rows on the direct path, from their attempts on tasks.
+    plan_of = open_plan(1000, 200, connections=200, preconnect=200, warmup=warmup)
+    result = both_paths(plan_of, spy).result
+    assert (spy.sent, spy.declined) == (200, 0)
+    assert result.warmup is not None
+    assert result.warmup.requests == 200 - result.total.requests > 0
+    assert result.warmup.outcomes == {"ok": result.warmup.requests}
+    assert result.total.by_outcome == {"ok": result.total.requests}
 
 
 def test_every_direct_request_makes_one_record_with_its_attempt_filled_in(spy: StartSpy) -> None:

@@ -1,5 +1,7 @@
 """The direct path of a plan without feedback holds units of its one target
-(``Pool.take_unit``), not a Lease per request: the pool still counts and tells every one."""
+(``Pool.take_unit``), not a Lease per request: the pool still counts and tells every one.
+And a plain OK answer sent directly is counted from its ``DirectRequest``, with no
+``Attempt`` built, unless a record of it is wanted."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import pytest
 
 from http_helpers import LOOPS, run
 from pyattacker.attack import AttackPlan, Engine, HttpSender, OpenModel
+from pyattacker.attack._send import DirectRequest
 from pyattacker.http import HttpClient
+from pyattacker.measure import Attempt, RequestRecord
 from pyattacker.pool import Lease, Pool
 from pyattacker.servers import EchoServer
 
@@ -78,3 +82,44 @@ def test_a_unit_pool_gives_back_what_a_request_that_found_no_idle_connection_too
     pool = asyncio.run(main())
     assert pool.statistics().active == 0
     assert pool.active == 0
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("wanted", ["nothing", "records", "feedback"])
+def test_a_plain_answer_sent_directly_builds_an_attempt_only_when_something_needs_one(
+    loop: str, wanted: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Attempt] = []
+    original = DirectRequest.attempt
+
+    def counting(self: DirectRequest) -> Attempt:
+        attempt = original(self)
+        built.append(attempt)
+        return attempt
+
+    monkeypatch.setattr(DirectRequest, "attempt", counting)
+    records: list[RequestRecord] = []
+
+    async def main() -> Engine:
+        async with EchoServer(delay="fixed:1ms") as server:
+            plan = AttackPlan.build(
+                [server.url + "/"], OpenModel(rate=1000), requests=100, connections=100,
+                preconnect=100, feedback=wanted == "feedback",
+            )  # fmt: skip
+            async with HttpClient(max_connections=100) as client:
+                await client.preconnect(server.url, 100)
+                on_record = records.append if wanted == "records" else None
+                engine = Engine(plan, HttpSender(client), on_record=on_record)
+                result = await engine.run()
+        assert result.total.by_outcome == {"ok": 100}
+        assert result.sent == result.total.latency.count == 100
+        return engine
+
+    run(main, loop)
+    if wanted == "nothing":  # counted from the row: every one of them
+        assert built == []
+    else:  # the record, or the lease's report, is the attempt's
+        assert len(built) == 100
+        assert all(a.outcome.value == "ok" and a.sent is not None for a in built)
+    if wanted == "records":
+        assert sorted(r.request for r in records) == list(range(100))

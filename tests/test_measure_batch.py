@@ -15,6 +15,8 @@ from pyattacker.measure import (
     RequestRecord,
     RequestStats,
     WindowSeries,
+    plain_row,
+    row_attempt,
 )
 
 ORIGIN = 100.0
@@ -38,6 +40,7 @@ def plain_ok_answers(draw: st.DrawFn) -> list[Attempt]:
             draw(st.integers(0, 99)),
             draw(st.integers(0, 99)),
         )
+        answer.name = draw(st.sampled_from([None, "login"]))
         answers.append(answer)
     return answers
 
@@ -64,6 +67,13 @@ def test_counting_plain_ok_answers_in_batches_of_any_split_equals_counting_each_
     assert batched.to_dict() == alone.to_dict()
     assert batched_windows.to_dict() == alone_windows.to_dict()
     assert batched_windows.windows() == alone_windows.windows()
+
+
+@given(plain_ok_answers())
+def test_a_row_turns_back_into_the_attempt_it_was_read_from(answers: list[Attempt]) -> None:
+    for answer in answers:
+        again = row_attempt(plain_row(answer))
+        assert again == answer
 
 
 @given(st.lists(st.floats(0.0, 2e5, allow_nan=False), max_size=50))

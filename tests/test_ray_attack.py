@@ -22,6 +22,7 @@ from pyattacker.attack import (
     Progress,
     SampleParts,
     WorkerActor,
+    WorkerOutcome,
     merge_outcomes,
     on_common_clock,
     run_ray_workers,
@@ -159,8 +160,10 @@ def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapsh
     plan = AttackPlan.build([server.url + "/"], OpenModel(rate=100), duration=3.0)
     killed: list[str] = []
 
-    def kill_worker_0(progress: Progress) -> None:
-        if killed or progress.sent == 0:
+    def kill_worker_0(outcomes: list[WorkerOutcome | None]) -> None:
+        # Once its own snapshot counts a request (the whole's may count only actor 1's).
+        first = outcomes[0]
+        if killed or first is None or first.tally.total.latency.count == 0:
             return
         for name in ray.util.list_named_actors():
             if name.startswith(ACTOR_PREFIX) and name.endswith("-0"):
@@ -168,7 +171,7 @@ def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapsh
                 killed.append(name)
 
     samples = SampleParts(tmp_path / "rows.jsonl")
-    result = run_ray_workers(plan, 2, on_progress=kill_worker_0, per_worker=True,
+    result = run_ray_workers(plan, 2, on_worker_progress=kill_worker_0, per_worker=True,
                              taps=[samples])  # fmt: skip
     assert killed
     assert result.lost == [0]

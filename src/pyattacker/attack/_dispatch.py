@@ -4,9 +4,10 @@
 plan can. :class:`DirectDispatcher` sends a one-attempt request from the scheduler's own
 callback on an idle keep-alive connection, with no task and no coroutine, and finishes it
 from the connection's callbacks: the same records, decisions, lease and backlog handling
-(:meth:`Requests.settle` ends an attempt on both; the engine tests run both), at less cost
-per request, which is what keeps the open model's rate at tens of thousands a second. A
-request it cannot send that way (no idle connection) goes to a task.
+(:meth:`Requests.settle` ends an attempt on both, and :meth:`Requests.finish_direct`
+counts a plain OK answer as settling its attempt would; the engine tests run both), at
+less cost per request, which is what keeps the open model's rate at tens of thousands a
+second. A request it cannot send that way (no idle connection) goes to a task.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from typing import Protocol
 from pyattacker.attack._mode import Flight
 from pyattacker.attack._plan import Target
 from pyattacker.attack._requests import Requests
-from pyattacker.attack._send import HttpSender
-from pyattacker.measure import Attempt
+from pyattacker.attack._send import DirectRequest, HttpSender
 from pyattacker.pool import Pool
 
 __all__ = ["DirectDispatcher", "Dispatcher", "TaskDispatcher"]
@@ -92,7 +92,7 @@ class DirectDispatcher:
         self._send = sender.start
         self._on_end = self._end  # bound once: passed with every request
         self._call_soon = asyncio.get_running_loop().call_soon
-        self._ended: deque[tuple[Attempt, BaseException | None]] = deque()
+        self._ended: deque[DirectRequest] = deque()
         self._finish_soon = False
         self._drained: asyncio.Future[None] | None = None
 
@@ -107,34 +107,34 @@ class DirectDispatcher:
                 return
             client, acquired = lease.client, lease.acquired_at
         target: Target = client  # type: ignore[assignment]  # see the pool's factory
-        attempt = Attempt(n, 1, scheduled, acquired)  # positional: cheaper
-        attempt.resource = target.id
+        request = DirectRequest(n, scheduled, acquired, lease, target.id, self._on_end)
         flight = self._flight
         flight.leased += 1
         # Noted as live once the send returns: an end it reports meanwhile (a connection
         # found closed) is only queued, and counted in a later callback, never before.
         try:
-            abandon = self._send(target, attempt, self._on_end)
+            abandon = self._send(target, request)
         except Exception as exc:  # invalid input, a closed client: failed before sending
-            flight.live[n] = (lease, None)
-            self._end(attempt, exc)
+            flight.live[n] = request
+            request.end(exc)
             return
         if abandon is None:  # no idle connection (the first ones, or one closed): a task
             self._requests.give_back(lease, acquired)
             self._tasks.start(n, scheduled)
         else:  # (it may have ended already, queued for _finish: abandoning is a no-op)
-            flight.live[n] = (lease, abandon)
+            request.abandon = abandon
+            flight.live[n] = request
 
-    def _end(self, attempt: Attempt, error: BaseException | None) -> None:
-        """A direct request ended (its waiter says so, from inside the connection's
-        callbacks): note it, and count it at the end of this loop turn.
+    def _end(self, request: DirectRequest) -> None:
+        """A direct request ended (it says so, from inside the connection's callbacks):
+        note it, and count it at the end of this loop turn.
 
         Not here: the loop reads the other sockets that are ready in this turn after this
         callback returns, and each read is stamped when it runs; counting here would make
         the last reads of a busy turn late by the counting of every answer before them,
         where a task's wake-up comes after the reads.
         """
-        self._ended.append((attempt, error))
+        self._ended.append(request)
         if not self._finish_soon:
             self._finish_soon = True
             self._call_soon(self._finish)
@@ -143,13 +143,12 @@ class DirectDispatcher:
         """End the direct requests that ended, admit queued arrivals (safe here: not
         inside a connection's callbacks), and wake :meth:`wait` when none runs."""
         self._finish_soon = False
-        ended, live, finish_one = self._ended, self._flight.live, self._requests.finish_one
+        ended, live, finish = self._ended, self._flight.live, self._requests.finish_direct
         while ended:  # one at a time: whatever escapes leaves the rest queued
-            attempt, error = ended.popleft()
-            held = live.pop(attempt.request, None)
-            if held is None:  # ended twice (the send raised, then its connection failed too)
-                continue
-            finish_one(attempt, held[0], error)
+            request = ended.popleft()
+            if live.pop(request.request, None) is None:
+                continue  # ended twice (the send raised, then its connection failed too)
+            finish(request)
         if self._flight.backlog:
             self.admit_queued()
         if not live and self._drained is not None and not self._drained.done():
@@ -160,9 +159,9 @@ class DirectDispatcher:
 
     def stop(self) -> None:
         self._tasks.stop()
-        for _, abandon in list(self._flight.live.values()):
-            if abandon is not None:
-                abandon()  # each ends at once (cancelled) ...
+        for request in list(self._flight.live.values()):
+            if request.abandon is not None:
+                request.abandon()  # each ends at once (cancelled) ...
         self._finish()  # ... and is counted now
 
     async def wait(self) -> None:

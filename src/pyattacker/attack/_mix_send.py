@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pyattacker.attack._mix import Prepared, prepare
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._redirects import Hop
-from pyattacker.attack._send import HttpSender, OnEnd, _Waiter
+from pyattacker.attack._send import DirectRequest, HttpSender
 from pyattacker.http import URL, HttpClient, Timing
 from pyattacker.measure import Attempt
 
@@ -38,7 +38,7 @@ class MixSender(HttpSender):
             for target in plan.resolved_targets()
         }
 
-    def _request(self, target: Target, attempt: Attempt) -> Request:
+    def _request(self, target: Target, attempt: Attempt | DirectRequest) -> Request:
         """Request ``attempt.request``'s line on ``target``; names the attempt and counts
         its bytes."""
         n = attempt.request
@@ -62,8 +62,7 @@ class MixSender(HttpSender):
             return
         await self._exchange(attempt, *self._request(target, attempt))
 
-    def start(self, target: Target, attempt: Attempt, on_end: OnEnd) -> Callable[[], None] | None:
-        method, url, headers, body = self._request(target, attempt)
-        timing = Timing(0.0)
-        waiter = _Waiter(attempt, timing, on_end)
-        return self.client.start(method, url, waiter, headers, body, timing)
+    def start(self, target: Target, request: DirectRequest) -> Callable[[], None] | None:
+        method, url, headers, body = self._request(target, request)
+        timing = request.timing = Timing(0.0)
+        return self.client.start(method, url, request, headers, body, timing)

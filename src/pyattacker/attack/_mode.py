@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._mix_send import MixSender
 from pyattacker.attack._plan import AttackPlan
-from pyattacker.attack._send import HttpSender, Sender
-from pyattacker.pool import AcquireAlgorithm, Immediate, Lease, Wait
+from pyattacker.attack._send import DirectRequest, HttpSender, Sender
+from pyattacker.pool import AcquireAlgorithm, Immediate, Wait
 
 __all__ = ["DROP", "QUEUE", "START", "Admit", "Flight", "Mode", "admit"]
 
@@ -94,8 +93,8 @@ class Flight:
     connection). ``backlog``: ``(number, scheduled)`` of arrivals queued for a
     connection. ``unstarted``: requests handed to a task that has not run yet, which the
     pool cannot see; a connection is promised to each. ``tasks``: the request tasks
-    running. ``live``: requests sent directly, with their lease (None: a unit of the
-    pool's one resource, ``Pool.take_unit``) and the function that abandons them.
+    running. ``live``: requests sent directly (each holds its lease, or None for a unit
+    of the pool's one resource, ``Pool.take_unit``, and the function that abandons it).
     ``stopping``: why the run stops, once it does.
     """
 
@@ -117,7 +116,7 @@ class Flight:
         self.backlog: deque[tuple[int, float]] = deque()
         self.unstarted: dict[int, float] = {}
         self.tasks: set[asyncio.Task[None]] = set()
-        self.live: dict[int, tuple[Lease | None, Callable[[], None] | None]] = {}
+        self.live: dict[int, DirectRequest] = {}
         self.stopping: str | None = None
 
     def busy(self) -> int:

@@ -21,7 +21,7 @@ from pyattacker._secrets import is_secret_key, scrub
 from pyattacker.attack._mode import Flight
 from pyattacker.attack._plan import AttackPlan, Target
 from pyattacker.attack._redirects import Hop, next_hop
-from pyattacker.attack._send import Sender
+from pyattacker.attack._send import DirectRequest, Sender
 from pyattacker.attack._tally import Tally
 from pyattacker.clock import Clock, epoch_time
 from pyattacker.errors import ErrorClass, RedirectError, error_class_of, retry_after_of
@@ -68,6 +68,9 @@ class Requests:
         self._rng = random.Random(plan.seed)
         self._affinity: dict[str, str] = {}
         self._flight, self.tally = flight, tally
+        # A plain OK answer is counted from its row unless the pool hears how it went or
+        # someone wants its record (finish_direct).
+        self._plain = not plan.feedback and tally.batching
         self._clock, self._now, self._wait_until = clock, now, wait_until
         self.decisions = decisions
         self.admit_queued: Callable[[], None] = _nothing
@@ -104,6 +107,32 @@ class Requests:
             assert acquired is not None  # set when the unit was taken
             self._pool.give_unit(acquired)
         self._flight.leased -= 1
+
+    def finish_direct(self, request: DirectRequest) -> None:
+        """End a request sent directly (the engine's direct path): counted from its fields
+        when it ended a plain OK answer and nobody asks more of it (no feedback, no
+        record), with no :class:`Attempt` built; else as :meth:`finish_one` does."""
+        timing = request.timing
+        if (
+            request.error is None
+            and self._plain
+            and timing is not None
+            and timing.sent is not None
+            and timing.end is not None
+        ):
+            self.give_back(request.lease, request.acquired)
+            self._flight.in_flight -= 1
+            row = (
+                request.request, request.scheduled, timing.sent, timing.first_byte,
+                timing.end, request.status, request.bytes_sent, request.bytes_received,
+                None, request.name,
+            )  # fmt: skip
+            try:
+                self.tally.finished_plain(row)
+            except Exception as exc:  # as count() reports it
+                report(exc, "counting a finished request (or on_record) failed")
+            return
+        self.finish_one(request.attempt(), request.lease, request.error)
 
     def finish_one(
         self, attempt: Attempt, lease: Lease | None, error: BaseException | None

@@ -8,6 +8,9 @@ a failed attempt, a status of 400 or more included (as
 :class:`~pyattacker.errors.RedirectError`), so that the engine classifies every failure
 with the one classifier. It never retries.
 
+:meth:`HttpSender.start` sends without a task or an ``await`` (the engine's direct path):
+it fills in a :class:`DirectRequest`, which its connection tells how the exchange ended.
+
 Tests and simulations swap in their own sender (one that sleeps on a virtual clock), which
 is how the engine's timelines are pinned exactly without sockets.
 """
@@ -23,12 +26,13 @@ from pyattacker.attack._redirects import Hop, redirect_error
 from pyattacker.errors import HttpStatusError, RedirectError
 from pyattacker.http import URL, HttpClient, Response, Timing
 from pyattacker.measure import Attempt
+from pyattacker.pool import Lease
 
-__all__ = ["HttpSender", "OnEnd", "Sender"]
+__all__ = ["DirectRequest", "HttpSender", "OnEnd", "Sender"]
 
-# Told how a started attempt ended: with None (ok), its error, or a CancelledError when
-# it was abandoned.
-OnEnd = Callable[[Attempt, BaseException | None], None]
+# Told that a request sent directly ended (its ``error`` says how: None when ok, a
+# CancelledError when it was abandoned).
+OnEnd = Callable[["DirectRequest"], None]
 
 
 class Sender(Protocol):
@@ -82,64 +86,100 @@ class HttpSender:
         if response.status >= 300:
             _raise_for(response)
 
-    def start(self, target: Target, attempt: Attempt, on_end: OnEnd) -> Callable[[], None] | None:
-        """Send ``attempt`` now, without a task, if an idle connection is at hand.
+    def start(self, target: Target, request: DirectRequest) -> Callable[[], None] | None:
+        """Send ``request`` now, without a task, if an idle connection is at hand.
 
-        ``on_end(attempt, error)`` is called when it ends, with the attempt filled in as
-        :meth:`send` fills it and ``error`` what ``send`` would have raised (``None`` if
-        ok; a ``CancelledError`` once the returned function abandoned it). It may be called
-        before ``start`` returns (a connection found closed on writing). Returns that
-        abandoning function, or ``None``, having sent nothing: then use :meth:`send`.
+        ``request`` is told how it ended (its ``on_end`` is called), filled in as
+        :meth:`send` fills an attempt, with ``error`` what ``send`` would have raised
+        (``None`` if ok; a ``CancelledError`` once the returned function abandoned it). That
+        may happen before ``start`` returns (a connection found closed on writing). Returns
+        that abandoning function, or ``None``, having sent nothing: then use :meth:`send`.
         """
-        attempt.bytes_sent = self._bytes_out
-        timing = Timing(0.0)
-        waiter = _Waiter(attempt, timing, on_end)
-        return self.client.start(self.method, target.url, waiter, target.headers, self.body, timing)
+        request.bytes_sent = self._bytes_out
+        timing = request.timing = Timing(0.0)
+        url, headers = target.url, target.headers
+        return self.client.start(self.method, url, request, headers, self.body, timing)
 
 
-class _Waiter:
-    """Ends a started attempt the moment its connection knows how it went (see
-    :class:`~pyattacker.http.Waiter`): what ``send`` does after its ``await``, inline."""
+class DirectRequest:
+    """A one-attempt request sent without a task (the engine's ``DirectDispatcher``), from
+    its start to its count, in one object: what the dispatcher knows of it (its number
+    ``request``, ``scheduled`` time, when it took its ``lease`` or unit, the target's
+    ``resource`` id), what the sender fills in (``timing``, ``bytes_sent``, a request mix's
+    ``name``) and how it ended (``status``, ``bytes_received``, ``error``).
 
-    __slots__ = ("_attempt", "_done", "_on_end", "_timing")
+    It is the connection's :class:`~pyattacker.http.Waiter`: it ends the moment the
+    connection knows how the exchange went (what :meth:`HttpSender.send` does after its
+    ``await``, inline) and tells ``on_end``. No :class:`Attempt` is built unless one is
+    needed (:meth:`attempt`): a plain OK answer is counted from these fields.
+    """
 
-    def __init__(self, attempt: Attempt, timing: Timing, on_end: OnEnd) -> None:
-        self._attempt, self._timing, self._on_end = attempt, timing, on_end
+    __slots__ = (
+        "_done", "_on_end", "abandon", "acquired", "bytes_received", "bytes_sent", "error",
+        "lease", "name", "request", "resource", "scheduled", "status", "timing",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        request: int,
+        scheduled: float,
+        acquired: float,
+        lease: Lease | None,
+        resource: str,
+        on_end: OnEnd,
+    ) -> None:
+        self.request, self.scheduled, self.acquired = request, scheduled, acquired
+        self.lease, self.resource, self._on_end = lease, resource, on_end
+        self.timing: Timing | None = None
+        self.status: int | None = None
+        self.bytes_sent = self.bytes_received = 0
+        self.name: str | None = None
+        self.error: BaseException | None = None
+        self.abandon: Callable[[], None] | None = None
         self._done = False
+
+    def attempt(self) -> Attempt:
+        """Its record: the attempt :meth:`HttpSender.send` would have filled in."""
+        attempt = Attempt(self.request, 1, self.scheduled, self.acquired)
+        attempt.resource, attempt.status, attempt.name = self.resource, self.status, self.name
+        attempt.bytes_sent, attempt.bytes_received = self.bytes_sent, self.bytes_received
+        timing = self.timing
+        if timing is not None:
+            attempt.sent, attempt.first_byte = timing.sent, timing.first_byte
+            attempt.end = timing.end
+        return attempt
 
     def done(self) -> bool:
         return self._done
 
     def set_result(self, result: Response, /) -> None:
-        attempt = self._attempt
-        attempt.status = result.status
-        attempt.bytes_received = result.body_size
+        self.status = result.status
+        self.bytes_received = result.body_size
         error: BaseException | None = None
         if result.status >= 300:
             try:
                 _raise_for(result)
             except (HttpStatusError, RedirectError) as exc:
                 error = exc
-        self._end(error)
+        self.end(error)
 
     def set_exception(self, exception: BaseException, /) -> None:
-        self._end(exception)
+        self.end(exception)
 
     def cancel(self) -> bool:
         if self._done:
             return False
-        self._end(asyncio.CancelledError())
+        self.end(asyncio.CancelledError())
         return True
 
-    def _end(self, error: BaseException | None) -> None:
-        self._done = True
-        timing, attempt = self._timing, self._attempt
-        attempt.sent, attempt.first_byte, attempt.end = timing.sent, timing.first_byte, timing.end
+    def end(self, error: BaseException | None) -> None:
+        """It ended, with ``error`` (``None``: ok): say so to ``on_end``."""
+        self._done, self.error = True, error
         try:
-            self._on_end(self._attempt, error)
+            self._on_end(self)
         except Exception as exc:  # a bug of the caller's: say so, not inside the parser
             asyncio.get_running_loop().call_exception_handler(
-                {"message": "an attempt's on_end callback failed", "exception": exc}
+                {"message": "a direct request's on_end callback failed", "exception": exc}
             )
 
 

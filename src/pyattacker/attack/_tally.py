@@ -21,9 +21,11 @@ from pyattacker.measure import (
     OkBatch,
     Outcome,
     Phases,
+    PlainRow,
     RequestRecord,
     RequestStats,
     WindowSeries,
+    row_attempt,
 )
 
 __all__ = [
@@ -233,9 +235,9 @@ class Tally:
         # Plain OK answers not counted yet (see `flush`): only when nobody wants records
         # or per-target figures, which need each request as it finishes. Named ones are
         # batched too (a request mix names every request): `_named` says the batch has one.
-        self._ok: list[Attempt] = []
+        self._ok: list[PlainRow] = []
         self._named = False
-        self._batching = on_record is None and not per_target
+        self.batching = on_record is None and not per_target
         self._phases = Phases()  # the timing breakdown of every attempt
 
     def __getstate__(self) -> dict[str, Any]:
@@ -320,29 +322,45 @@ class Tally:
         self.finished(attempts)
 
     def finished_one(self, attempt: Attempt) -> None:
-        """``finished([attempt])``: a one-attempt request (the engine's direct path)."""
+        """``finished([attempt])``: a one-attempt request."""
+        sent, end = attempt.sent, attempt.end
         if (
-            self._batching
+            self.batching
             and attempt.error is None
             # a plain OK answer, as is_plain_ok says, asked without a call
             and attempt.outcome is _OK
-            and attempt.sent is not None
-            and attempt.end is not None
+            and sent is not None
+            and end is not None
             and attempt.first_token is None
             and attempt.usage is None
             and attempt.connect is None  # a new connection's setup: counted alone
         ):
-            ok = self._ok
-            ok.append(attempt)
-            name = attempt.name
-            if name is not None:
-                self._named = True
-                if name not in self._names.stats:  # reports list names as first seen
-                    self._names.open(name)
-            if len(ok) >= BATCH:
-                self.flush()
+            self._batch(  # its plain_row, without the call: this runs once per request
+                (
+                    attempt.request, attempt.scheduled, sent, attempt.first_byte, end,
+                    attempt.status, attempt.bytes_sent, attempt.bytes_received,
+                    attempt.error_class, attempt.name,
+                )
+            )  # fmt: skip
             return
         self._alone([attempt])
+
+    def finished_plain(self, row: PlainRow) -> None:
+        """Count a one-attempt request that ended a plain OK answer, given as its row
+        (:attr:`batching` must be true): how the engine's direct path counts its answers,
+        with no :class:`Attempt` built."""
+        self._batch(row)
+
+    def _batch(self, row: PlainRow) -> None:
+        name = row[9]
+        if name is not None:
+            self._named = True
+            if name not in self._names.stats:  # reports list names as first seen
+                self._names.open(name)
+        ok = self._ok
+        ok.append(row)
+        if len(ok) >= BATCH:
+            self.flush()
 
     def _alone(self, attempts: list[Attempt]) -> None:
         """Count one request as it finishes: the way for all but batched plain OK answers.
@@ -351,7 +369,7 @@ class Tally:
         error = attempts[-1].error
         if error is not None:
             self.errors.note(error)
-        if len(attempts) == 1 and self._batching and attempts[0].name is None:
+        if len(attempts) == 1 and self.batching and attempts[0].name is None:
             self._one_attempt(attempts[0])
         else:
             self._record(RequestRecord.from_attempts(attempts))
@@ -371,7 +389,7 @@ class Tally:
             return
         self._ok = []
         try:
-            batch = OkBatch(ok)
+            batch = OkBatch.of_rows(ok)
             self._windows.add_ok_batch(batch)  # first: it refuses a time before its origin
         except ValueError:
             self._each_alone(ok)
@@ -387,28 +405,28 @@ class Tally:
         self._sent += len(ok)
         self._last_sent = max(self._last_sent, max(batch.sents))
 
-    def _names_batch(self, ok: list[Attempt]) -> None:
+    def _names_batch(self, ok: list[PlainRow]) -> None:
         """Count the named answers of a batch under their names, a batch per name."""
-        by_name: dict[str, list[Attempt]] = {}
-        for attempt in ok:
-            name = attempt.name
+        by_name: dict[str, list[PlainRow]] = {}
+        for row in ok:
+            name = row[9]
             if name is not None:
                 group = by_name.get(name)
                 if group is None:
-                    by_name[name] = [attempt]
+                    by_name[name] = [row]
                 else:
-                    group.append(attempt)
-        for name, attempts in by_name.items():
-            self._names.add_ok_batch(name, OkBatch(attempts))
+                    group.append(row)
+        for name, rows in by_name.items():
+            self._names.add_ok_batch(name, OkBatch.of_rows(rows))
 
-    def _each_alone(self, ok: list[Attempt]) -> None:
+    def _each_alone(self, ok: list[PlainRow]) -> None:
         """A batch with a time it refuses (a sender on another clock, say): count each one
         as it would have been alone, so that only the wrong ones are refused, then say so."""
         refused: ValueError | None = None
         self._named = False
-        for attempt in ok:
+        for row in ok:
             try:
-                self._alone([attempt])  # a named one is counted under its name too
+                self._alone([row_attempt(row)])  # a named one is counted under its name too
             except ValueError as exc:
                 refused = refused or exc
         if refused is not None:

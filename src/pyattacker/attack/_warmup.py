@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pyattacker._units import parse_duration
 from pyattacker.attack._tally import Tally
 from pyattacker.errors import ConfigError
-from pyattacker.measure import Attempt
+from pyattacker.measure import Attempt, PlainRow, row_attempt
 
 if TYPE_CHECKING:
     from pyattacker.attack._result import AttackResult
@@ -236,6 +236,12 @@ class WarmupTally(Tally):
             self._count_warm([attempt])
         else:
             super().finished_one(attempt)
+
+    def finished_plain(self, row: PlainRow) -> None:
+        if self._warm(row[0], row[1]):
+            self._count_warm([row_attempt(row)])
+        else:
+            super().finished_plain(row)
 
     def _count_warm(self, attempts: list[Attempt]) -> None:
         self._warm_outcomes[attempts[-1].outcome.value] += 1

@@ -11,14 +11,23 @@
   time window. A request is counted alone (``add``, ``add_attempt``) or, when it is a
   plain OK answer (:func:`is_plain_ok`), in an :class:`OkBatch` that each of them adds
   to its own figures (``add_ok_batch``; :func:`add_ok_answers` does both): the same
-  figures for less work, since most of a load test is plain OK answers.
+  figures for less work, since most of a load test is plain OK answers. A batch reads
+  them from attempts or from their rows (:data:`PlainRow`, :func:`plain_row`), which a
+  caller that never builds an attempt can give instead.
 
 Everything here merges exactly (also across processes, via ``to_dict``/``from_dict``), so
 workers aggregate locally and a coordinator adds them up. Nothing here reads a clock: the
 caller passes timestamps.
 """
 
-from pyattacker.measure._batch import OkBatch, add_ok_answers, is_plain_ok
+from pyattacker.measure._batch import (
+    OkBatch,
+    PlainRow,
+    add_ok_answers,
+    is_plain_ok,
+    plain_row,
+    row_attempt,
+)
 from pyattacker.measure._binned import Binned, record_all
 from pyattacker.measure._histogram import Histogram
 from pyattacker.measure._phases import PHASES, Phases
@@ -46,6 +55,7 @@ __all__ = [
     "OkBatch",
     "Outcome",
     "Phases",
+    "PlainRow",
     "RequestRecord",
     "RequestStats",
     "Summary",
@@ -55,5 +65,7 @@ __all__ = [
     "exact_percentile",
     "is_plain_ok",
     "nearest_rank",
+    "plain_row",
     "record_all",
+    "row_attempt",
 ]

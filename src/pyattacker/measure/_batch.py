@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pyattacker.measure._stats import RequestStats
     from pyattacker.measure._windows import WindowSeries
 
-__all__ = ["OkBatch", "add_ok_answers", "is_plain_ok"]
+__all__ = ["OkBatch", "PlainRow", "add_ok_answers", "is_plain_ok", "plain_row", "row_attempt"]
 
 
 def is_plain_ok(attempt: Attempt) -> bool:
@@ -40,9 +40,40 @@ def is_plain_ok(attempt: Attempt) -> bool:
     )
 
 
+#: A plain OK answer as a batch holds it (:func:`plain_row`): request number, scheduled,
+#: sent, first byte (``None``: none), end, status (``None``: none), bytes sent, bytes
+#: received, error class (``None``: none) and name (``None``: none). A tuple, not an
+#: Attempt: the engine's direct path counts its answers without building one, and a batch
+#: reads its columns in C (``zip``) rather than an attribute at a time.
+PlainRow = tuple[
+    int, float, float, "float | None", float, "int | None", int, int, "str | None", "str | None"
+]
+
+
+def plain_row(attempt: Attempt) -> PlainRow:
+    """``attempt``, a plain OK answer (:func:`is_plain_ok`), as a batch's row."""
+    sent, end = attempt.sent, attempt.end
+    assert sent is not None  # is_plain_ok
+    assert end is not None
+    return (
+        attempt.request, attempt.scheduled, sent, attempt.first_byte, end, attempt.status,
+        attempt.bytes_sent, attempt.bytes_received, attempt.error_class, attempt.name,
+    )  # fmt: skip
+
+
+def row_attempt(row: PlainRow) -> Attempt:
+    """The attempt a row was read from (its target aside): how a row is counted alone."""
+    n, scheduled, sent, first_byte, end, status, sent_bytes, received, error_class, name = row
+    attempt = Attempt(n, 1, scheduled, sent=sent, first_byte=first_byte, end=end, status=status)
+    attempt.outcome, attempt.error_class, attempt.name = Outcome.OK, error_class, name
+    attempt.bytes_sent, attempt.bytes_received = sent_bytes, received
+    return attempt
+
+
 class OkBatch:
     """The one-attempt requests ``attempts``, each a plain OK answer, read once: a value
-    that the counting classes add to their own figures.
+    that the counting classes add to their own figures (:meth:`of_rows` reads them from
+    their rows instead, :data:`PlainRow`).
 
     ``statuses`` are the answers' statuses (those that have one); ``status_each`` the
     status of each answer in order, ``None`` where it has none. ``sents`` and ``ends`` are
@@ -60,51 +91,47 @@ class OkBatch:
         "bytes_received", "bytes_sent", "count", "delays", "early", "ends", "error_classes",
         "latencies", "sents", "services", "status_each", "statuses", "ttfbs",
     )  # fmt: skip
+    count: int
+    sents: Sequence[float]
+    ends: Sequence[float]
+    status_each: Sequence[int | None]
+    statuses: Sequence[int]
+    error_classes: list[str]
+    early: int
+    bytes_sent: int
+    bytes_received: int
+    delays: Binned
+    latencies: Binned
+    services: Binned
+    ttfbs: Binned
 
     def __init__(self, attempts: Sequence[Attempt]) -> None:
-        self.count = len(attempts)
-        try:
-            self._read(attempts)
-        except (OverflowError, ValueError):  # int() of an infinite or NaN span
-            _refuse_not_finite(attempts)
-            # Every time is finite: a span past 1e290 s overflowed. Counted alone, it is
-            # binned at the top as any span past the histograms' range.
-            raise ValueError("a span too large to count in a batch: count these alone") from None
-        if not math.isfinite(sum(self.sents) + sum(self.ends)):
-            _refuse_not_finite(attempts)  # (or finite times whose sum overflowed: fine)
-        self.status_each: Sequence[int | None] = (  # (for a batch that spans windows)
-            self.statuses if len(self.statuses) == self.count else [a.status for a in attempts]
-        )
+        self._read([plain_row(attempt) for attempt in attempts])
 
-    def _read(self, attempts: Sequence[Attempt]) -> None:
-        """Every attempt's figures in one pass; then the three spans of all of them binned
-        in one call (:func:`bucket_indexes`), which costs less than a pass per span.
-        Raises ``ValueError`` or ``OverflowError`` for a time that is not finite."""
-        statuses: list[int] = []
-        error_classes: list[str] = []
-        sents: list[float] = []
-        ends: list[float] = []
+    @classmethod
+    def of_rows(cls, rows: Sequence[PlainRow]) -> OkBatch:
+        """The batch of the plain OK answers ``rows`` (see :data:`PlainRow`)."""
+        batch = cls.__new__(cls)
+        batch._read(rows)
+        return batch
+
+    def _read(self, rows: Sequence[PlainRow]) -> None:
+        """Every answer's figures: the columns taken apart in C, the three spans of all
+        of them binned in one call (:func:`bucket_indexes`)."""
+        self.count = len(rows)
+        if not rows:
+            self._read_none()
+            return
+        _, scheduleds, sents, firsts, ends, statuses, sent_bytes, received, classes, _ = zip(
+            *rows, strict=True
+        )
+        if not math.isfinite(sum(scheduleds) + sum(sents) + sum(ends)):
+            _refuse_not_finite(rows)  # (or finite times whose sum overflowed: fine)
         delays: list[float] = []
         latencies: list[float] = []
         services: list[float] = []
-        early = sent_bytes = received_bytes = 0
-        scheduled_sum = 0.0  # only to see that every scheduled time is finite
-        in_one_read = True  # every first byte is its answer's end
-        for attempt in attempts:  # on local names: this runs once per request
-            scheduled, sent, end = attempt.scheduled, attempt.sent, attempt.end
-            assert sent is not None  # is_plain_ok
-            assert end is not None
-            scheduled_sum += scheduled
-            sents.append(sent)
-            ends.append(end)
-            if attempt.status is not None:
-                statuses.append(attempt.status)
-            if attempt.error_class is not None:
-                error_classes.append(str(attempt.error_class))
-            sent_bytes += attempt.bytes_sent
-            received_bytes += attempt.bytes_received
-            if attempt.first_byte != end:
-                in_one_read = False
+        early = 0
+        for scheduled, sent, end in zip(scheduleds, sents, ends, strict=True):  # per request
             if sent > scheduled:
                 delays.append(sent - scheduled)
             else:
@@ -113,13 +140,22 @@ class OkBatch:
                     early += 1
             latencies.append(end - scheduled if end > scheduled else 0.0)
             services.append(end - sent if end > sent else 0.0)
-        if not math.isfinite(scheduled_sum):
-            raise ValueError("a scheduled time is not finite")  # _refuse_not_finite says which
-        self.statuses, self.error_classes = statuses, error_classes
-        self.sents, self.ends = sents, ends
-        self.early, self.bytes_sent, self.bytes_received = early, sent_bytes, received_bytes
-        self.delays, self.latencies, self.services = _binned(delays, latencies, services)
-        self.ttfbs = self.services if in_one_read else Binned(_ttfbs(attempts))
+        try:
+            self.delays, self.latencies, self.services = _binned(delays, latencies, services)
+        except OverflowError:  # int() of a span past 1e290 s
+            # Counted alone, it is binned at the top as any span past the histograms' range.
+            raise ValueError("a span too large to count in a batch: count these alone") from None
+        self.sents, self.ends, self.status_each = sents, ends, statuses
+        self.statuses = [s for s in statuses if s is not None] if None in statuses else statuses
+        self.error_classes = [str(c) for c in classes if c is not None]
+        self.early, self.bytes_sent, self.bytes_received = early, sum(sent_bytes), sum(received)
+        self.ttfbs = self.services if firsts == ends else Binned(_ttfbs(rows))
+
+    def _read_none(self) -> None:
+        self.sents = self.ends = self.status_each = self.statuses = ()
+        self.error_classes = []
+        self.early = self.bytes_sent = self.bytes_received = 0
+        self.delays = self.latencies = self.services = self.ttfbs = Binned([])
 
     def __repr__(self) -> str:
         return f"OkBatch(count={self.count})"
@@ -143,16 +179,13 @@ def add_ok_answers(
     stats.add_ok_batch(batch)
 
 
-def _refuse_not_finite(attempts: Sequence[Attempt]) -> None:
-    """Raise the ``ValueError`` that counting alone would raise for the first attempt with
+def _refuse_not_finite(rows: Sequence[PlainRow]) -> None:
+    """Raise the ``ValueError`` that counting alone would raise for the first answer with
     a time that is not finite; return if there is none."""
-    for attempt in attempts:
-        for name in ("scheduled", "sent", "first_byte", "end"):
-            t = getattr(attempt, name)
+    for row in rows:
+        for name, t in zip(("scheduled", "sent", "first_byte", "end"), row[1:5], strict=True):
             if t is not None and not math.isfinite(t):
-                raise ValueError(
-                    f"attempt {attempt.request}'s {name} time must be finite, got {t!r}"
-                )
+                raise ValueError(f"attempt {row[0]}'s {name} time must be finite, got {t!r}")
 
 
 def _binned(*spans: list[float]) -> list[Binned]:
@@ -171,14 +204,13 @@ def _binned(*spans: list[float]) -> list[Binned]:
     ]
 
 
-def _ttfbs(attempts: Sequence[Attempt]) -> list[float]:
-    """First byte minus sent of each attempt that has a first byte (negative as 0)."""
+def _ttfbs(rows: Sequence[PlainRow]) -> list[float]:
+    """First byte minus sent of each answer that has a first byte (negative as 0)."""
     ttfbs = []
-    for attempt in attempts:
-        first_byte, sent = attempt.first_byte, attempt.sent
+    for row in rows:
+        sent, first_byte = row[2], row[3]
         if first_byte is not None:
-            assert sent is not None  # is_plain_ok
             if not math.isfinite(first_byte):
-                _refuse_not_finite([attempt])
+                _refuse_not_finite([row])
             ttfbs.append(first_byte - sent if first_byte > sent else 0.0)
     return ttfbs

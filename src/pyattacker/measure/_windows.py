@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -285,7 +285,7 @@ class WindowSeries:
                 [s for s in (statuses[i] for i in mine) if s is not None],
             )
 
-    def _count_sent(self, sents: list[float], earliest: float) -> None:
+    def _count_sent(self, sents: Sequence[float], earliest: float) -> None:
         first = self._index(earliest)
         if first == self._index(max(sents)):
             self._tally_at(first).sent += len(sents)
