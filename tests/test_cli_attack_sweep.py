@@ -4,6 +4,7 @@ servers counted accounted for (the warmup's included)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import subprocess
@@ -37,7 +38,9 @@ LLM = ["--llm", "{url}/v1", "--model", "m", "--shape", "10:4"]
         ([*LLM, "--sweep", "--stages", "1s:5/s"], "--stages"),
         ([*LLM, "--sweep", "--duration", "1s", "--threshold", "p99(ttft) < 1s"], "--threshold"),
         ([*LLM, "--sweep", "--duration", "1s", "--abort-on-fail"], "--abort-on-fail"),
-        ([*LLM, "--sweep", "--duration", "1s", "--samples", "rows.csv"], "--samples"),
+        ([*LLM, "--sweep", "--duration", "1s", "--samples", "rows.txt"], "--samples"),
+        ([*LLM, "--sweep", "--duration", "1s", "--samples", "/nonexistent/rows.csv"],
+         "--samples"),
         ([*LLM, "--sweep", "--duration", "1s", "--serve", "0"], "--serve"),
         ([*LLM, "--sweep", "fast", "--duration", "1s"], "--sweep"),
         ([*LLM, "--sweep", "concurrency=1,0", "--duration", "1s"], "--sweep[1]"),
@@ -172,11 +175,12 @@ def test_help_lists_the_sweep_and_warmup_options() -> None:
 
 
 def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: Path) -> None:
-    out = tmp_path / "s.json"
+    out, rows_path = tmp_path / "s.json", tmp_path / "rows.csv"
     with EchoServerProcess() as echo:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pyattacker", "attack", echo.url, "--sweep",
-             "rate=100/s,1/s,5/s", "--requests", "20", "--json", str(out), "-q"],
+             "rate=100/s,1/s,5/s", "--requests", "20", "--json", str(out), "-q",
+             "--samples", str(rows_path)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert proc.stderr is not None
@@ -198,6 +202,38 @@ def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: P
     assert data["rows"][1]["stop_reason"] == "interrupted"
     assert sum(level["report"]["total"]["sent_attempts"] for level in data["levels"]) == served
     assert "Interrupted" in text
+    # the rows of both levels, the one cut short too, and no level's file left over
+    with rows_path.open(newline="") as f:
+        loads = [row["load"] for row in csv.DictReader(f)]
+    assert loads == ["rate 100/s"] * 20 + ["rate 1/s"] * data["rows"][1]["requests"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv", "s.json"]
+
+
+@pytest.mark.parametrize(("suffix", "workers"), [(".csv", "1"), (".jsonl", "2")])
+def test_a_sweep_writes_every_levels_rows_into_one_samples_file_each_with_its_level(
+    suffix: str, workers: str, llm: LlmServerProcess, tmp_path: Path
+) -> None:
+    llm.reset()
+    rows_path, out = tmp_path / f"rows{suffix}", tmp_path / "s.json"
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--sweep", "concurrency=1,3"]
+    argv += ["--requests", "12", "--warmup", "2", "--workers", workers, "-q"]
+    assert run_cli([*argv, "--samples", str(rows_path), "--json", str(out)]) == 0
+    if suffix == ".csv":
+        with rows_path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert list(rows[0])[:3] == ["level", "load", "request"]
+    else:
+        rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    levels = json.loads(out.read_text())["rows"]
+    # every measured request of each level (the warmup's are left out), named as the
+    # report's rows name the levels, and nothing else left beside the file
+    for number, level in enumerate(levels, start=1):
+        mine = [r for r in rows if str(r["level"]) == str(number)]
+        assert {r["load"] for r in mine} == {level["level"]}
+        assert len(mine) == level["requests"] == 10
+        assert sorted(int(r["request"]) for r in mine) == list(range(2, 12))
+    assert len(rows) == 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([rows_path.name, "s.json"])
 
 
 def test_a_sweep_on_workers_runs_each_level_on_the_workers_its_load_can_be_shared_by(

@@ -21,7 +21,7 @@ from pyattacker.attack._ray_workers import ACTOR_PREFIX, WorkerActor, run_ray_wo
 from pyattacker.attack._result import AttackResult
 from pyattacker.attack._run import attack, plugin_sender, run_attack, run_on_fast_loop
 from pyattacker.attack._sample_parts import SampleParts
-from pyattacker.attack._samples import SampleWriter
+from pyattacker.attack._samples import SampleWriter, samples_kind
 from pyattacker.attack._scenario import RowProvider, Scenario, load_scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._sweep import SweepLevel, SweepResult, SweepSpec, sweep
@@ -93,6 +93,7 @@ __all__ = [
     "run_ray_workers",
     "run_worker",
     "run_workers",
+    "samples_kind",
     "sweep",
     "usable_cores",
     "work",

@@ -299,7 +299,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
         _close(live, samples)
     if serving is None:
         finish(result)
-    samples_failed = samples is not None and _samples_failed(samples, flags.samples_path)
+    samples_failed = samples is not None and workers.samples_failed(samples, flags.samples_path)
     if gate.declared:  # thresholds decide the exit code (docs/attack.md, "Exit codes")
         return gate.exit_code(result, output_failed=samples_failed)
     if result.interrupted:
@@ -409,17 +409,6 @@ def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
     if f.markdown_path:
         write_report(f.markdown_path, gate.markdown(result, attack_markdown(result)))
     write_attack_html(f.html_path, {**result.to_dict(), **gate.sections(result)})
-
-
-def _samples_failed(samples: workers.Samples, path: str | None) -> bool:
-    """Whether writing the samples failed; if so, says so on stderr (the run went on)."""
-    if samples.failed is None:
-        return False
-    reason = samples.failed.strerror or str(samples.failed)
-    missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""
-    click.echo(f"--samples: writing {path} failed ({reason}); the file is incomplete" + missing,
-               err=True)  # fmt: skip
-    return True
 
 
 def _by_flag(exc: ConfigError) -> ConfigError:

@@ -7,13 +7,14 @@ the report and the saturation rule). Everything is checked before the first leve
 sends anything: the sweep's spec, every flag (the first level's plan is built first),
 and the output paths.
 
-Refused with ``--sweep`` (exit 2), because they mean one load or one verdict:
-``--rate``, ``--stages``, ``--think``, ``--threshold``, ``--abort-on-fail``,
-``--goodput``, ``--serve`` and ``--samples``. ``--clients`` sets the throughput level of
-``--sweep`` alone (default 64). With ``--workers``, each level runs on the workers its
-load can be shared by (``level_workers``). Exit codes: 0 every request of every level
-succeeded, 1 some did not, 3 a worker died during a level, 130 interrupted (the levels
-done are reported).
+Refused with ``--sweep`` (exit 2), because they mean one load or one verdict (or one live
+run): ``--rate``, ``--stages``, ``--think``, ``--threshold``, ``--abort-on-fail``,
+``--goodput`` and ``--serve``. ``--samples FILE`` holds every level's rows, each with its
+level's number and name (``cli/_sweep_samples.py``). ``--clients`` sets the throughput
+level of ``--sweep`` alone (default 64). With ``--workers``, each level runs on the
+workers its load can be shared by (``level_workers``). Exit codes: 0 every request of
+every level succeeded (and its rows were written), 1 some did not, 3 a worker died during
+a level, 130 interrupted (the levels done are reported).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pyattacker.cli._attack_workers import (
 from pyattacker.cli._html import write_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._report_files import check_report_path, write_report
+from pyattacker.cli._sweep_samples import SweepSamples
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 
@@ -59,7 +61,7 @@ _SWEEP_HELP = (
     "throughput level (--clients clients, default 64), then --sweep-levels rates evenly "
     "spaced between their OK rates. concurrency=1,8,32: a closed model at each. "
     "rate=1/s,5/s: an open model at each. Each level runs --duration or --requests "
-    "(and --warmup)."
+    "(and --warmup). --samples FILE holds every level's rows, with columns level and load."
 )
 
 
@@ -120,8 +122,13 @@ def sweep_command(
     for level in spec.first_levels():  # every flag checked before any traffic
         plan = plan_for(level.load)
         check_shared(plan, level_workers(flags, plan))
-    runner = _Runner(flags.quiet, functools.partial(run_level, flags, limits=limits))
-    result = sweep(spec, plan_for, runner.run, on_level=runner.announce(spec.planned()))
+    samples = None if flags.samples_path is None else SweepSamples(flags.samples_path)
+    runner = _Runner(flags.quiet, functools.partial(run_level, flags, limits=limits), samples)
+    try:
+        result = sweep(spec, plan_for, runner.run, on_level=runner.announce(spec.planned()))
+    finally:
+        if samples is not None:
+            samples.close()
     data = sweep_dict(result)
     click.echo(sweep_text(result, data), err=flags.json_path == "-")
     if flags.json_path:
@@ -135,18 +142,30 @@ def sweep_command(
         return 130
     if any(workers_exit(r, 0) == LOST_EXIT for _, r in result.runs):
         return LOST_EXIT  # a worker died during a level
+    if runner.samples_failed or (samples is not None and samples.failed is not None):
+        return 1
     return 0 if all(r.failed_requests == 0 for _, r in result.runs) else 1
 
 
 class _Runner:
-    """Runs each level with live progress on a terminal (none when ``quiet``)."""
+    """Runs each level with live progress on a terminal (none when ``quiet``), its rows
+    into ``samples`` (if any) as the level ends."""
 
-    def __init__(self, quiet: bool, run: Callable[..., AttackResult]) -> None:
-        """``run(plan, on_progress=...)`` runs one level (in this process or on workers)."""
-        self._quiet, self._run = quiet, run
+    def __init__(
+        self,
+        quiet: bool,
+        run: Callable[..., tuple[AttackResult, bool]],
+        samples: SweepSamples | None,
+    ) -> None:
+        """``run(plan, on_progress=..., samples_path=...)`` runs one level (in this process
+        or on workers) and says whether writing its rows failed."""
+        self._quiet, self._run, self._samples = quiet, run, samples
+        self._level: tuple[int, str] = (0, "")
+        self.samples_failed = False
 
     def announce(self, planned: int) -> Callable[[int, SweepLevel], None]:
         def on_level(i: int, level: SweepLevel) -> None:
+            self._level = (i, level.name)
             total = f"{planned}" if i < planned else "?"
             click.echo(f"sweep level {i + 1}/{total}: {level.name} — Ctrl-C stops and "
                        "reports the levels done", err=True)  # fmt: skip
@@ -155,11 +174,21 @@ class _Runner:
 
     def run(self, plan: AttackPlan) -> AttackResult:
         live = None if self._quiet else LiveProgress.for_stderr()
+        i, name = self._level
+        samples = self._samples
         try:
-            return self._run(plan, on_progress=None if live is None else live.update)
+            result, failed = self._run(
+                plan,
+                on_progress=None if live is None else live.update,
+                samples_path=None if samples is None else samples.level_path(i),
+            )
         finally:
             if live is not None:
                 live.close()
+            if samples is not None:  # (also the rows of a level Ctrl-C cut short)
+                samples.append(i, name)
+        self.samples_failed = self.samples_failed or failed
+        return result
 
 
 _REFUSED = {
@@ -170,7 +199,6 @@ _REFUSED = {
     "abort_on_fail": "--abort-on-fail",
     "goodput": "--goodput",
     "serve": "--serve",
-    "samples_path": "--samples",
 }
 
 
@@ -211,3 +239,4 @@ def _level_flags(flags: AttackFlags, load: LoadModel) -> AttackFlags:
 def _check_outputs(flags: AttackFlags) -> None:
     check_report_path(flags.json_path, "--json")
     check_report_path(flags.markdown_path, "--markdown")
+    check_report_path(flags.samples_path, "--samples")

@@ -254,10 +254,32 @@ def run_level(
     plan: AttackPlan,
     on_progress: Callable[[Progress], str | None] | None,
     limits: Limits,
-) -> AttackResult:
-    """One ``--sweep`` level: ``plan`` on :func:`level_workers` workers (or this process)."""
-    n = level_workers(flags, plan)
-    return run_plan(replace(flags, workers=n), plan, None, on_progress, limits)
+    samples_path: str | None = None,
+) -> tuple[AttackResult, bool]:
+    """One ``--sweep`` level: ``plan`` on :func:`level_workers` workers (or this process),
+    its rows written to ``samples_path`` if given, as one attack's ``--samples`` are;
+    and whether writing them failed (stderr said so, naming the sweep's ``--samples``)."""
+    level = replace(flags, workers=level_workers(flags, plan), samples_path=samples_path)
+    samples = open_samples(level)
+    on_record = samples.write if isinstance(samples, SampleWriter) else None
+    try:
+        result = run_plan(level, plan, on_record, on_progress, limits,
+                          Shared.of(level, None, samples))  # fmt: skip
+    finally:
+        if samples is not None:
+            samples.close()
+    return result, samples is not None and samples_failed(samples, flags.samples_path)
+
+
+def samples_failed(samples: Samples, path: str | None) -> bool:
+    """Whether writing the samples failed; if so, says so on stderr (the run went on)."""
+    if samples.failed is None:
+        return False
+    reason = samples.failed.strerror or str(samples.failed)
+    missing = f": {samples.lost:,} rows or more are missing" if samples.lost else ""
+    click.echo(f"--samples: writing {path} failed ({reason}); the file is incomplete" + missing,
+               err=True)  # fmt: skip
+    return True
 
 
 def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:
