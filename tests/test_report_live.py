@@ -292,3 +292,36 @@ def test_a_request_head_over_16_kib_is_dropped_and_the_server_goes_on() -> None:
     dropped, after = asyncio.run(main())
     assert dropped == b""
     assert after.endswith(b"ok\n")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def test_a_slow_first_report_build_does_not_hold_the_early_report_for_seconds() -> None:
+    # The first /report.json build pays for imports (or meets a stalled machine): kept for
+    # 50 times its cost, a 0.1 s build would show the first moment's report for 5 s.
+    server = LiveServer()
+    clock = _Clock()
+    server._clock = clock  # type: ignore[assignment]
+    builds: list[float] = []
+
+    def report_json() -> dict[str, object]:
+        builds.append(clock.t)
+        clock.t += 0.1 if len(builds) == 1 else 0.001  # the first build is slow
+        return {"report": {"requests": len(builds)}, "live": {}}
+
+    server.report_json = report_json  # type: ignore[method-assign]
+    server.on_start(lambda: None)  # type: ignore[arg-type,return-value]
+    clock.t += 0.02  # 20 ms into the attack
+    first = server.report_body()  # took 0.1 s: kept no longer than the 20 ms it covers
+    second = server.report_body()  # so built again now, not held for 5 s
+    assert json.loads(first)["report"] == {"requests": 1}
+    assert json.loads(second)["report"] == {"requests": 2}
+    clock.t += 0.01  # a cheap build (1 ms) is kept for 50 ms: polls cost the loop little
+    assert server.report_body() == second
+    assert len(builds) == 2

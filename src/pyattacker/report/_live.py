@@ -103,9 +103,10 @@ class LiveServer:
         self.sections = sections
         self.snapshot: Callable[[], AttackResult] | None = None
         self.result: AttackResult | None = None
-        #: the last /report.json body built while running: (when, seconds it took, body)
+        #: the last /report.json body built while running: (when, seconds it is kept, body)
         self._report_cache: tuple[float, float, bytes] | None = None
         self._clock = LoopClock()
+        self._since: float | None = None  # when the attack started (on_start)
         self.routes: dict[str, Handler] = {
             "/": self._report_page,
             "/progress": self._progress_page,
@@ -154,6 +155,7 @@ class LiveServer:
     def on_start(self, snapshot: Callable[[], AttackResult]) -> None:
         """The attack's ``on_start``: keeps the function ``/report.json`` reads."""
         self.snapshot = snapshot
+        self._since = self._clock.now()
 
     def record_progress(self, progress: Progress) -> None:
         figures = asdict(progress)
@@ -174,15 +176,21 @@ class LiveServer:
         """``/report.json``'s body: built again only when the last one is older than
         :data:`REPORT_BUDGET` times what building it cost, so however many pages poll,
         the report (about 0.1 s for an hour of 1 s windows) takes at most 1/50 of the loop;
-        the final one is built once."""
+        the final one is built once. A body is never kept longer than the attack had run
+        when it was built: one slow build early on (the first, which pays for imports, or
+        one the machine stalled) would otherwise show the first moments' report for
+        seconds."""
         now = self._clock.now()
         cached = self._report_cache
-        if cached is not None and (self.done or now - cached[0] < REPORT_BUDGET * cached[1]):
+        if cached is not None and (self.done or now - cached[0] < cached[1]):
             return cached[2]
         payload = self.report_json()
         body = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=str).encode()
         if "report" in payload:  # before the start, there is nothing to keep
-            self._report_cache = (now, self._clock.now() - now, body)
+            keep = REPORT_BUDGET * (self._clock.now() - now)
+            if self._since is not None:
+                keep = min(keep, now - self._since)
+            self._report_cache = (now, keep, body)
         return body
 
     def report_json(self) -> dict[str, Any]:
