@@ -143,10 +143,8 @@ class DirectRequest:
         attempt = Attempt(self.request, 1, self.scheduled, self.acquired)
         attempt.resource, attempt.status, attempt.name = self.resource, self.status, self.name
         attempt.bytes_sent, attempt.bytes_received = self.bytes_sent, self.bytes_received
-        timing = self.timing
-        if timing is not None:
-            attempt.sent, attempt.first_byte = timing.sent, timing.first_byte
-            attempt.end = timing.end
+        if self.timing is not None:
+            _copy(self.timing, attempt)
         return attempt
 
     def done(self) -> bool:
