@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/scale.py [--levels 1000,2000,...] [--hold 5]
 [--tries 3] [--out scale.json] [--no-pin] [--no-peer] [--peer-seconds 10] [--cold]
-[--workers N] [--poll-below-us N]``
+[--workers N] [--poll-below-us N] [--connections 256]``
 
 One echo server process (``--delay fixed:1ms``) serves every level. Each level is a fresh
 attack from this process (the public API, uvloop, constant arrivals, default plan: 256
@@ -49,6 +49,10 @@ probe (see :func:`speed_probe`). A measurement, not a test: run it on an idle ma
 than N µs are polled by loop turns, longer ones sleep on the kernel timer; 0 puts every wait
 on the timer): the two ways of waiting compared near capacity. Wrap the run in ``perf stat
 -e syscalls:sys_enter_epoll_pwait`` to count the loop turns.
+
+``--connections N`` opens N connections per level instead of the plan's default 256: to
+see whether a level's lag comes from every connection being busy (a server that answers
+late) or from the generator itself.
 
 ``--workers N`` runs each level on N worker processes (``run_workers``) instead, forked
 from this process and so pinned to the same one CPU: beside a one-process run it shows
@@ -150,7 +154,12 @@ def cpu_seconds() -> float:
 
 
 def run_level(
-    server: EchoServerProcess, rate: float, hold: float, preconnect: int, workers: int = 1
+    server: EchoServerProcess,
+    rate: float,
+    hold: float,
+    preconnect: int,
+    workers: int = 1,
+    connections: int = CONNECTIONS,
 ) -> Level:
     """One fresh attack at ``rate`` for ``hold`` seconds against ``server``.
 
@@ -160,8 +169,9 @@ def run_level(
     """
     server.reset()
     plan = AttackPlan.build(
-        [server.url + "/"], OpenModel(rate=rate), duration=hold, preconnect=preconnect
-    )
+        [server.url + "/"], OpenModel(rate=rate), duration=hold, preconnect=preconnect,
+        connections=connections,
+    )  # fmt: skip
     neighbours = Neighbours(server.pid)
     neighbours.start()
     cpu = cpu_seconds()
@@ -272,6 +282,7 @@ def climb(
     tries: int,
     preconnect: int,
     workers: int = 1,
+    connections: int = CONNECTIONS,
 ) -> list[Level]:
     """Run the levels in order up to and including the first one that is not clean in
     any of ``tries`` tries; every try is in the result."""
@@ -279,7 +290,7 @@ def climb(
     for rate in levels:
         for attempt in range(1, tries + 1):
             probe = speed_probe()
-            level = run_level(server, rate, hold, preconnect, workers)
+            level = run_level(server, rate, hold, preconnect, workers, connections)
             results.append(level)
             print(f"{render(level)}  (try {attempt}, probe {probe:.0f} ms)", flush=True)
             if not level.problems():
@@ -305,6 +316,12 @@ def main() -> None:
     )
     parser.add_argument("--no-peer", action="store_true", help="skip the Locust runs")
     parser.add_argument(
+        "--connections",
+        type=int,
+        default=CONNECTIONS,
+        help="connections per level (the plan's default: 256), all opened first unless --cold",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -327,7 +344,7 @@ def main() -> None:
         from pyattacker.attack import _schedule
 
         _schedule.POLL_BELOW_S = args.poll_below_us / 1e6
-    preconnect = 0 if args.cold else CONNECTIONS
+    preconnect = 0 if args.cold else args.connections
     levels = [float(text) for text in args.levels.split(",") if text.strip()]
     cpus = None if args.no_pin else cpu_pair()
     if cpus is not None:
@@ -339,13 +356,14 @@ def main() -> None:
         where = pin_server(server.pid, cpus) if cpus is not None else "any CPU"
         print(f"echo server {server.url} (fixed:1ms) on CPU {where}, {args.hold:g} s per level")
         opened = "as requests need them" if args.cold else "before each level's first arrival"
-        print(f"{CONNECTIONS} connections, opened {opened}")
+        print(f"{args.connections} connections, opened {opened}")
         # The peer runs before and after our levels: the machine's speed drifts.
         # The script wants the bare origin: with a trailing slash it measured 0 req/s here.
         if not args.no_peer:
             server.reset()
             peers.append(run_peer(server.url, args.peer_seconds, peer_prefix(cpus)))
-        results = climb(server, levels, args.hold, max(1, args.tries), preconnect, args.workers)
+        results = climb(server, levels, args.hold, max(1, args.tries), preconnect, args.workers,
+                        args.connections)  # fmt: skip
         if not args.no_peer:
             server.reset()
             peers.append(run_peer(server.url, args.peer_seconds, peer_prefix(cpus)))
