@@ -79,7 +79,7 @@ class Connection(asyncio.Protocol):
 
     def __init__(
         self,
-        pool: OriginPool,
+        pool: OriginPool[Connection],
         now: Callable[[], float],
         loop: asyncio.AbstractEventLoop,
         limits: Limits = Limits(),  # noqa: B008  # frozen, so one shared default is safe
