@@ -2,10 +2,10 @@
 
 An attack spends most of its CPU in the Python of a few modules that every request goes
 through (the schedule, the dispatch, the HTTP connection, the counting): compiled, they
-make their calls and attribute reads in C, and one process sends markedly more requests a
-second (figures: ``benchmarks/README.md``, "Issue 21: the load path compiled"). Build them with
-``PYATTACKER_COMPILE=1`` (``setup.py``; ``make`` does); without it the package is pure
-Python and behaves the same, only slower. See "The compiled load path" in
+make their calls and attribute reads in C, and one process sends markedly more requests
+a second (figures: ``benchmarks/README.md``, "Issue 21: the load path compiled"). Build
+them with ``PYATTACKER_COMPILE=1`` (``setup.py``; ``make`` does); without it the package
+is pure Python and behaves the same, only slower. See "The compiled load path" in
 ``docs/architecture.md``.
 
 A compiled module is a file beside its source (``_client.cpython-311-….so`` beside
@@ -34,18 +34,26 @@ __all__ = ["COMPILED", "SOURCES_FILE", "guard", "source_digests"]
 
 # One module per line, as ``setup.py`` and the Makefile read them.
 COMPILED = (
+    "pyattacker/attack/_arrivals.py",
     "pyattacker/attack/_dispatch.py",
     "pyattacker/attack/_mode.py",
     "pyattacker/attack/_requests.py",
     "pyattacker/attack/_schedule.py",
     "pyattacker/attack/_send.py",
+    "pyattacker/attack/_tally.py",
     "pyattacker/http/_client.py",
     "pyattacker/http/_connection.py",
     "pyattacker/http/_exchange.py",
     "pyattacker/http/_pool.py",
     "pyattacker/http/_response.py",
+    "pyattacker/http/_types.py",
     "pyattacker/measure/_batch.py",
     "pyattacker/measure/_binned.py",
+    "pyattacker/measure/_histogram.py",
+    "pyattacker/measure/_phases.py",
+    "pyattacker/measure/_stats.py",
+    "pyattacker/measure/_window_tally.py",
+    "pyattacker/measure/_windows.py",
     "pyattacker/pool/_pool.py",
 )
 

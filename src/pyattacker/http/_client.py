@@ -28,7 +28,8 @@ from pyattacker.http._limits import Limits
 from pyattacker.http._pool import OriginPool
 from pyattacker.http._request import HeadersInput, RequestEncoder, cacheable
 from pyattacker.http._response import Response
-from pyattacker.http._types import Timeouts, Timing, Waiter
+from pyattacker.http._timeouts import Timeouts
+from pyattacker.http._types import Timing, Waiter
 from pyattacker.http._url import URL
 
 __all__ = ["HttpClient"]
