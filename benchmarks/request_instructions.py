@@ -1,7 +1,7 @@
 """Machine instructions per request of the attack engine's direct path: a deterministic gauge.
 
 Usage: ``.venv/bin/python benchmarks/request_instructions.py [--against OTHER/src]
-[--mix lines|templated [--same-mix]] [--closed]``
+[--against-pure] [--mix lines|templated [--same-mix]] [--closed]``
 
 ``request_cost.py`` times the engine against fake connections, but on this VM its figure
 moves by 30 % or more from one minute to the next, so a change worth a few percent cannot
@@ -13,7 +13,9 @@ remains is the cost of one request: scheduler, lease, ``HttpClient.start``, the
 connection's parse, the waiter and the tally. Fewer instructions is faster on any machine,
 although not in exact proportion (the cache and the branch predictor are not counted).
 ``--against PATH`` also measures the code at PATH (a ``src`` directory, e.g. of a
-``git worktree``) and prints the ratio. ``--mix lines|templated`` measures ours on the
+``git worktree``) and prints the ratio; ``--against-pure`` measures it (or this tree) with
+the compiled load path's modules run from their sources (``PYATTACKER_PURE=1``, see "The
+compiled load path" in ``docs/architecture.md``). ``--mix lines|templated`` measures ours on the
 request-mix path instead (``request_cost.py --mix``; the code at ``--against`` still runs
 the plain path, so the ratio is the mix's cost over the plain request's; with
 ``--same-mix`` it runs the same mix, so the ratio compares two versions of the mix path).
@@ -37,9 +39,11 @@ SRC = HERE.parent / "src"
 SIZES = (10_000, 30_000)
 
 
-def instructions(src: Path, requests: int, extra: list[str]) -> int:
-    """Instructions callgrind counted for one ``request_cost.py`` run of ``requests``."""
+def instructions(src: Path, requests: int, extra: list[str], pure: bool = False) -> int:
+    """Instructions callgrind counted for one ``request_cost.py`` run of ``requests``
+    (``pure``: the compiled load path's modules run from their sources)."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    env["PYATTACKER_PURE"] = "1" if pure else ""
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -59,8 +63,8 @@ def instructions(src: Path, requests: int, extra: list[str]) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_request(src: Path, extra: list[str]) -> float:
-    low, high = (instructions(src, n, extra) for n in SIZES)
+def per_request(src: Path, extra: list[str], pure: bool = False) -> float:
+    low, high = (instructions(src, n, extra, pure) for n in SIZES)
     return (high - low) / (SIZES[1] - SIZES[0])
 
 
@@ -72,6 +76,11 @@ def main() -> None:
         "--same-mix", action="store_true", help="run the --against tree on the same mix too"
     )
     parser.add_argument("--closed", action="store_true", help="both on the closed model")
+    parser.add_argument(
+        "--against-pure",
+        action="store_true",
+        help="compare with this tree's pure-Python load path (PYATTACKER_PURE=1)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
@@ -80,9 +89,12 @@ def main() -> None:
     ours = per_request(SRC, mix + closed)
     path = f"mix {args.mix}" + (", closed" if closed else "")
     print(f"{SRC} ({path}): {ours:,.0f} instructions per request")
-    if args.against is not None:
-        theirs = per_request(args.against.resolve(), (mix if args.same_mix else []) + closed)
-        print(f"{args.against}: {theirs:,.0f} instructions per request")
+    if args.against is not None or args.against_pure:
+        other = args.against.resolve() if args.against is not None else SRC
+        extra = (mix if args.same_mix else []) + closed
+        theirs = per_request(other, extra, pure=args.against_pure)
+        label = f"{other}{' (pure)' if args.against_pure else ''}"
+        print(f"{label}: {theirs:,.0f} instructions per request")
         print(f"ratio: {ours / theirs:.3f} (ours / theirs)")
 
 

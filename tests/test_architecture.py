@@ -35,6 +35,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "_classify",
             "_gc",
             "_inputs",
+            "_native",
             "_ray",
             "_rng",
             "_plugins",

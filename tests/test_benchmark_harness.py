@@ -254,8 +254,8 @@ def _reachable(root: object) -> Iterator[object]:
         state = getattr(obj, "__dict__", None)
         if isinstance(state, dict):
             todo.extend(state.values())
-        for cls in type(obj).__mro__:
-            for slot in getattr(cls, "__slots__", ()):
+        for cls in type(obj).__mro__:  # (a class compiled by mypyc names its fields so)
+            for slot in (*getattr(cls, "__slots__", ()), *getattr(cls, "__mypyc_attrs__", ())):
                 if isinstance(slot, str) and hasattr(obj, slot):
                     todo.append(getattr(obj, slot))
 

@@ -198,7 +198,12 @@ def test_ctrl_c_ends_the_flows_and_the_report_counts_every_step_the_server_saw(
     report = json.loads(out.read_text())
     stats = echo.stats()
     assert report["summary"]["sent"] == stats["count"] + stats["in_flight"] + stats["dropped"]
-    assert report["summary"]["sent"] == report["total"]["requests"]
+    total = report["total"]
+    assert report["summary"]["sent"] == total["sent_attempts"]
+    # A flow that began as the stop came may have had its step cancelled before it was
+    # written (on a busy machine, while its connection opened): a request, not sent.
+    unsent = total["requests"] - total["sent_attempts"]
+    assert 0 <= unsent <= total["outcomes"].get("cancelled", 0)
     assert report["names"]["b"]["outcomes"].get("cancelled", 0) > 0
     f = report["flows"]
     assert f["cancelled"] > 0

@@ -23,24 +23,30 @@ def _planned(target: str, venv: Path) -> str:
     return done.stdout
 
 
-def test_make_demo_installs_the_runtime_without_the_dev_tools(tmp_path: Path) -> None:
+def test_make_demo_installs_the_runtime_and_compiles_its_load_path_without_the_dev_tools(
+    tmp_path: Path,
+) -> None:
     plan = _planned("demo", tmp_path / "venv")
-    installs = [line for line in plan.splitlines() if "pip install" in line]
-    assert installs == [line for line in installs if "-c constraints.txt -e ." in line]
-    assert len(installs) == 1
+    runtime = plan.index("pip install -q -c constraints.txt -e .")
+    # compiled where a C compiler is at hand, in the venv, over what the runtime installed
+    compiled = plan.index("PYATTACKER_COMPILE=1")
+    assert runtime < plan.index("setuptools wheel mypy") < compiled < plan.index("pyattacker demo")
+    assert "--no-build-isolation --no-deps" in plan[compiled:]
+    assert "no C compiler" in plan  # and said so where there is none
     assert "[dev" not in plan
+    assert "dev-requirements" not in plan
     assert "ray" not in plan
-    assert "pyattacker demo" in plan
 
 
-def test_make_test_adds_the_dev_tools_on_top_of_the_runtime(tmp_path: Path) -> None:
+def test_make_test_adds_the_dev_tools_on_top_of_the_compiled_runtime(tmp_path: Path) -> None:
     plan = _planned("test", tmp_path / "venv")
-    installs = [line for line in plan.splitlines() if "pip install" in line]
-    assert len(installs) == 2
-    assert installs[0].endswith("-c constraints.txt -e .")  # the runtime, as for the demo
-    # the dev tools and the ray extra, so the Ray tests run in CI
-    assert installs[1].endswith("-c constraints.txt -e '.[dev,ray]'")
-    assert "scripts/check" in plan
+    compiled = plan.index("PYATTACKER_COMPILE=1")
+    # the dev tools and the ray extra (so the Ray tests run in CI), as requirements: pip
+    # does not build the package again, pure, over the compiled one
+    extras = plan.index('extras["dev"] + extras["ray"]')
+    dev = plan.index("pip install -q -c constraints.txt -r")
+    assert compiled < extras < dev < plan.index("scripts/check")
+    assert plan.count("-e .") == 2  # the runtime, then compiled; never '.[dev,ray]'
 
 
 def test_make_test_installs_the_system_chromium_only_where_it_is_missing(tmp_path: Path) -> None:

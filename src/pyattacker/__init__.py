@@ -14,7 +14,7 @@ Only the kernel's leaves (``errors``, ``clock``) load with the package. The name
 import importlib as _importlib
 import typing as _typing
 
-from pyattacker import errors
+from pyattacker import _native, errors
 from pyattacker._version import __version__
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import (
@@ -30,6 +30,10 @@ from pyattacker.errors import (
     error_class_of,
     retry_after_of,
 )
+
+# Before any compiled module loads (none of the above is one): a source edited since the
+# build is never shadowed by its old compiled module.
+_native.guard()
 
 if _typing.TYPE_CHECKING:
     from pyattacker.pool import (

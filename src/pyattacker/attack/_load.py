@@ -28,6 +28,7 @@ from itertools import islice
 from typing import Literal
 
 from pyattacker._checks import check_number
+from pyattacker.attack._arrivals import constant_share
 from pyattacker.attack._limits import MAX_RATE, check
 from pyattacker.errors import ConfigError
 
@@ -215,22 +216,7 @@ class OpenModel:
             if requests is not None:
                 numbered = islice(numbered, requests)
             return numbered if n == 1 else islice(numbered, index, None, n)
-        return _constant_share(self.rate, _end_of(duration, None), requests, index, n)
-
-
-def _constant_share(
-    rate: float, end: float, requests: int | None, index: int, n: int
-) -> Iterator[tuple[int, float]]:
-    """What ``arrivals`` gives a constant rate (arrival k at ``k / rate``), worker
-    ``index`` of ``n``'s share only, numbered."""
-    stop = math.inf if requests is None else requests
-    k = index
-    while k < stop:
-        t = k / rate if k > 0 else 0.0
-        if t >= end:
-            return
-        yield k, t
-        k += n
+        return constant_share(self.rate, _end_of(duration, None), requests, index, n)
 
 
 def _end_of(duration: float | None, plan: float | None) -> float:

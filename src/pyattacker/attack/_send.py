@@ -21,6 +21,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
+from mypy_extensions import mypyc_attr
+
 from pyattacker.attack._plan import Target
 from pyattacker.attack._redirects import Hop, redirect_error
 from pyattacker.errors import HttpStatusError, RedirectError
@@ -42,6 +44,7 @@ class Sender(Protocol):
         ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # subclassed by plain Python
 class HttpSender:
     """One HTTP request per attempt through a shared :class:`HttpClient` (no retries).
 

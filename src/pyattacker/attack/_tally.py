@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from pyattacker.measure import (
     Attempt,
     OkBatch,
@@ -153,6 +155,10 @@ class Breakdown:
         self.windows: dict[str, WindowSeries] = {}
         self._window_spec = (window, origin)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its fields (compiled, it has no ``__dict__`` to copy)."""
+        return (_restored_breakdown, (self._window_spec, self.stats, self.windows))
+
     def add(self, key: str, record: RequestRecord) -> None:
         """Count ``record`` under ``key``."""
         stats = self.stats.get(key)
@@ -193,6 +199,15 @@ class Breakdown:
         self.windows[key].add_ok_batch(batch)
 
 
+def _restored_breakdown(
+    spec: tuple[float, float], stats: dict[str, RequestStats], windows: dict[str, WindowSeries]
+) -> Breakdown:
+    breakdown = Breakdown(*spec)
+    breakdown.stats, breakdown.windows = stats, windows
+    return breakdown
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # subclassed by plain Python (the warmup's)
 class Tally:
     """Totals, per-target and per-name stats and the time series of one attack.
 
@@ -243,9 +258,17 @@ class Tally:
     def __getstate__(self) -> dict[str, Any]:
         """What pickling keeps (a worker's tally on its way to the driver): everything but
         ``on_record``, which belongs to the process that counted."""
-        state = self.__dict__.copy()
+        state = dict(getattr(self, "__dict__", {}))
+        for cls in type(self).__mro__:  # compiled, its fields are in no __dict__: these
+            for name in getattr(cls, "__mypyc_attrs__", ()):  # name them
+                if name != "__dict__" and hasattr(self, name):
+                    state[name] = getattr(self, name)
         state["_on_record"] = None
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
 
     @property
     def names(self) -> Breakdown:

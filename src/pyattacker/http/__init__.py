@@ -10,8 +10,9 @@ from pyattacker.http._client import HttpClient
 from pyattacker.http._limits import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, parse_size
 from pyattacker.http._request import check_request
 from pyattacker.http._response import Response
+from pyattacker.http._timeouts import Timeouts
 from pyattacker.http._tls import TlsOptions
-from pyattacker.http._types import Headers, Timeouts, Timing, Waiter
+from pyattacker.http._types import Headers, Timing, Waiter
 from pyattacker.http._url import URL
 
 __all__ = [

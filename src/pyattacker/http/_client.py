@@ -17,6 +17,8 @@ from threading import get_ident
 from types import TracebackType
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from pyattacker._checks import check_whole
 from pyattacker.clock import Clock, LoopClock
 from pyattacker.errors import ConfigError, HttpError, RequestTimeout
@@ -26,15 +28,17 @@ from pyattacker.http._limits import Limits
 from pyattacker.http._pool import OriginPool
 from pyattacker.http._request import HeadersInput, RequestEncoder, cacheable
 from pyattacker.http._response import Response
-from pyattacker.http._types import Timeouts, Timing, Waiter
+from pyattacker.http._timeouts import Timeouts
+from pyattacker.http._types import Timing, Waiter
 from pyattacker.http._url import URL
 
 __all__ = ["HttpClient"]
 
 _Payload = tuple[bytes, bytes | None, bool]
-_Encoding = tuple[URL, _Payload, OriginPool]  # what _encode gives
+_Encoding = tuple[URL, _Payload, OriginPool[Connection]]  # what _encode gives
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # subclassed by plain Python
 class HttpClient:
     """An HTTP/1.1 client for load generation: pooled, timed, and never retrying.
 
@@ -68,7 +72,7 @@ class HttpClient:
 
     __slots__ = (
         "_clock", "_closed", "_encoder", "_last_pool", "_last_request", "_last_url", "_limit",
-        "_limits", "_loop", "_now", "_pools", "_ssl", "_thread", "_timeouts",
+        "_limits", "_loop", "_loop_thread", "_now", "_pools", "_ssl", "_timeouts",
     )  # fmt: skip
 
     def __init__(
@@ -96,7 +100,8 @@ class HttpClient:
         self._clock = clock if clock is not None else LoopClock()
         self._now = self._clock.now
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_now` was bound for
-        self._thread = 0  # the thread it was bound in
+        # the thread it was bound in (not `_thread`: mypyc's C name for that is a C keyword)
+        self._loop_thread = 0
         # The last request start() encoded, as (url, headers, body, method, its encoding),
         # when none of them can change (see cacheable): given again for the same objects.
         self._last_request: tuple[object, object, object, str, _Encoding] | None = None
@@ -105,9 +110,9 @@ class HttpClient:
         self._limit = check_whole(max_connections, "max_connections")
         self._ssl = ssl
         self._encoder = RequestEncoder(headers)
-        self._pools: dict[tuple[str, str, int], OriginPool] = {}
+        self._pools: dict[tuple[str, str, int], OriginPool[Connection]] = {}
         self._last_url: URL | None = None  # the last URL's pool, found without hashing
-        self._last_pool: OriginPool | None = None
+        self._last_pool: OriginPool[Connection] | None = None
         self._closed = False
 
     async def request(
@@ -184,7 +189,7 @@ class HttpClient:
         # What _prepare does, minus what a caller that only takes an idle connection needs:
         # this runs once per request of a load test.
         loop = self._loop
-        if loop is None or not loop.is_running() or get_ident() != self._thread:
+        if loop is None or not loop.is_running() or get_ident() != self._loop_thread:
             # Not the loop this client is bound to (or none yet): ask which one runs. Not
             # on every call: asking is slow on Python 3.11 (it asks the kernel for the
             # process id), and the bound loop running in this thread can only be the
@@ -320,7 +325,7 @@ class HttpClient:
         body: bytes | None,
         timeouts: Timeouts | None,
         timing: Timing | None = None,
-    ) -> tuple[Response, _Payload, Timeouts, OriginPool, Connection | None]:
+    ) -> tuple[Response, _Payload, Timeouts, OriginPool[Connection], Connection | None]:
         """Everything before the first await: check, encode, try an idle connection."""
         if loop is not self._loop:
             self._bind(loop)
@@ -357,7 +362,7 @@ class HttpClient:
             self._last_request = (url, headers, body, method, encoded)
         return encoded
 
-    def _pool_for(self, url: URL) -> OriginPool:
+    def _pool_for(self, url: URL) -> OriginPool[Connection]:
         pool = self._pools.get(url.origin)
         if pool is None:
             key = f"{url.scheme}://{url.authority}"
@@ -367,7 +372,7 @@ class HttpClient:
 
     async def _connect(
         self,
-        pool: OriginPool,
+        pool: OriginPool[Connection],
         response: Response,
         limits: Timeouts,
         loop: asyncio.AbstractEventLoop,
@@ -391,7 +396,7 @@ class HttpClient:
             ) from exc
 
     async def _get_connection(
-        self, pool: OriginPool, response: Response, loop: asyncio.AbstractEventLoop
+        self, pool: OriginPool[Connection], response: Response, loop: asyncio.AbstractEventLoop
     ) -> Connection:
         while True:
             if pool.reserve():
@@ -409,7 +414,7 @@ class HttpClient:
                 return conn
 
     async def _open(
-        self, pool: OriginPool, response: Response, loop: asyncio.AbstractEventLoop
+        self, pool: OriginPool[Connection], response: Response, loop: asyncio.AbstractEventLoop
     ) -> Connection:
         """Open a connection in a reserved slot (freed again if that fails)."""
         url, timing = response.url, response.timing
@@ -444,7 +449,7 @@ class HttpClient:
         if self._loop is not None:
             self._pools, self._last_url, self._last_pool = {}, None, None
             self._last_request = None
-        self._loop, self._thread = loop, get_ident()
+        self._loop, self._loop_thread = loop, get_ident()
         self._now = self._clock.reader()
 
     def _ssl_context(self) -> _ssl.SSLContext:

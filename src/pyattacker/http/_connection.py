@@ -48,7 +48,8 @@ from pyattacker.http._exchange import (
 from pyattacker.http._limits import Limits
 from pyattacker.http._pool import OriginPool
 from pyattacker.http._response import Response
-from pyattacker.http._types import Timeouts, Waiter
+from pyattacker.http._timeouts import Timeouts
+from pyattacker.http._types import Waiter
 
 __all__ = ["Connection"]
 
@@ -79,7 +80,7 @@ class Connection(asyncio.Protocol):
 
     def __init__(
         self,
-        pool: OriginPool,
+        pool: OriginPool[Connection],
         now: Callable[[], float],
         loop: asyncio.AbstractEventLoop,
         limits: Limits = Limits(),  # noqa: B008  # frozen, so one shared default is safe

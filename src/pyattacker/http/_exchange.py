@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import sys
-from typing import TYPE_CHECKING
 
 from httptools import HttpResponseParser
 
@@ -48,14 +47,12 @@ from pyattacker.errors import RequestTimeout, ResponseTooLarge
 from pyattacker.http._limits import Limits, size_text
 from pyattacker.http._response import (
     BodyStream,
+    Pausable,
     Response,
     delimited_by_close,
     reusable_without_body,
 )
 from pyattacker.http._types import Waiter
-
-if TYPE_CHECKING:
-    from pyattacker.http._connection import Connection
 
 __all__ = [
     "AWAITING_HEAD",
@@ -117,7 +114,7 @@ class Exchange:
         "unsent", "until_close", "version", "waiter",
     )  # fmt: skip
 
-    def __init__(self, connection: Connection, limits: Limits) -> None:
+    def __init__(self, connection: Pausable, limits: Limits) -> None:
         self.connection = connection  # what a streamed body tells to pause and resume
         self.parser = HttpResponseParser(self)
         self.state = IDLE

@@ -16,12 +16,23 @@ from __future__ import annotations
 import asyncio
 import select
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from pyattacker.http._connection import Connection
+__all__ = ["OriginPool", "Pooled"]
 
-__all__ = ["OriginPool"]
+
+class Pooled(Protocol):
+    """What the pool needs of a connection (:class:`~pyattacker.http._connection.Connection`
+    in use; the tests' fakes alike): liveness, idle time, its socket, and a way to drop it."""
+
+    closed: bool
+    idle_since: float
+    fd: int
+
+    def discard(self) -> None: ...
+
+
+Connection = TypeVar("Connection", bound=Pooled)
 
 # A connection idle this long is probed (a zero-timeout poll of its socket) before reuse:
 # a server that closed it has sent FIN, which makes it readable. Shorter idles skip the
@@ -29,7 +40,7 @@ __all__ = ["OriginPool"]
 _PROBE_AFTER_S = 1.0
 
 
-class OriginPool:
+class OriginPool(Generic[Connection]):
     """The connections of one ``(scheme, host, port)``; at most ``limit`` open at once."""
 
     __slots__ = ("connections", "created", "idle", "key", "limit", "open", "reused", "waiters")

@@ -13,20 +13,26 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pyattacker.errors import HttpStatusError, retry_after_of
 from pyattacker.http._types import Headers, Timing
 from pyattacker.http._url import URL
 
-if TYPE_CHECKING:
-    from pyattacker.http._connection import Connection
-
-__all__ = ["BodyStream", "Response", "delimited_by_close", "reusable_without_body"]
+__all__ = ["BodyStream", "Pausable", "Response", "delimited_by_close", "reusable_without_body"]
 
 _NO_HEADERS = Headers()  # until the head arrives (read-only, so one is enough)
 _HIGH_WATER = 256 * 1024
 _LOW_WATER = 64 * 1024
+
+
+class Pausable(Protocol):
+    """What a streamed body needs of its connection (the tests' fakes alike): to stop
+    reading while its consumer is behind, and to read again."""
+
+    def pause_for_consumer(self) -> None: ...
+
+    def resume_for_consumer(self) -> None: ...
 
 
 class BodyStream:
@@ -41,7 +47,7 @@ class BodyStream:
         "_chunks", "_connection", "_error", "_paused", "_sink", "_size", "_waiter", "done",
     )  # fmt: skip
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Pausable) -> None:
         self._chunks: deque[tuple[bytes, float]] = deque()
         self._connection = connection
         self._size = 0

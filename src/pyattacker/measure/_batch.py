@@ -105,15 +105,15 @@ class OkBatch:
     services: Binned
     ttfbs: Binned
 
-    def __init__(self, attempts: Sequence[Attempt]) -> None:
-        self._read([plain_row(attempt) for attempt in attempts])
+    def __init__(
+        self, attempts: Sequence[Attempt] = (), *, _rows: Sequence[PlainRow] | None = None
+    ) -> None:
+        self._read([plain_row(attempt) for attempt in attempts] if _rows is None else _rows)
 
     @classmethod
     def of_rows(cls, rows: Sequence[PlainRow]) -> OkBatch:
         """The batch of the plain OK answers ``rows`` (see :data:`PlainRow`)."""
-        batch = cls.__new__(cls)
-        batch._read(rows)
-        return batch
+        return cls(_rows=rows)
 
     def _read(self, rows: Sequence[PlainRow]) -> None:
         """Every answer's figures: the columns taken apart in C, the three spans of all

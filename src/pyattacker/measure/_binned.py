@@ -30,12 +30,17 @@ class Binned:
 
     __slots__ = ("count", "high", "indexes", "low", "total", "values")
 
-    def __init__(self, values: Sequence[float]) -> None:
+    def __init__(
+        self, values: Sequence[float], *, _parts: tuple[list[int], int] | None = None
+    ) -> None:
         self.values = values
         self.count = len(values)
         self.indexes: list[int] = []
         self.total = 0
         self.low, self.high = (min(values), max(values)) if values else (math.inf, -math.inf)
+        if _parts is not None:  # binned elsewhere (of_parts)
+            self.indexes, self.total = _parts
+            return
         if not values:
             return
         if not (self.low >= 0.0 and self.high < _TOP) or math.isnan(sum(values)):
@@ -49,15 +54,7 @@ class Binned:
         """``Binned(values)`` from its buckets and sum worked out elsewhere (``OkBatch``
         bins three spans with one :func:`bucket_indexes` call), for values known to be
         finite, >= 0 and below the top."""
-        binned = cls.__new__(cls)
-        binned.values, binned.count, binned.indexes, binned.total = (
-            values,
-            len(values),
-            indexes,
-            total,
-        )
-        binned.low, binned.high = (min(values), max(values)) if values else (math.inf, -math.inf)
-        return binned
+        return cls(values, _parts=(indexes, total))
 
     def _bin_checked(self, values: Sequence[float]) -> None:
         """The rare case (a value at or above the top, or a bad one): say which is wrong."""

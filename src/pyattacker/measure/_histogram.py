@@ -40,7 +40,7 @@ from __future__ import annotations
 import collections
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, SupportsIndex
 
 from pyattacker.measure._summary import PERCENTILES, Summary, nearest_rank
 
@@ -133,7 +133,7 @@ class Histogram:
     def __init__(self) -> None:
         self.reset()
 
-    def record(self, value: float, count: int = 1) -> None:
+    def record(self, value: float, count: SupportsIndex = 1) -> None:
         """Record ``value`` seconds ``count`` times (a whole number >= 1).
 
         Raises ``ValueError`` for a negative, NaN or infinite value and for a bad count.
@@ -161,7 +161,9 @@ class Histogram:
         if value > self._max:
             self._max = value
 
-    def _record_checked(self, value: float, count: int) -> None:
+    def _record_checked(self, value: float, count: SupportsIndex) -> None:
+        # (``count`` typed by a protocol, which the compiled load path does not check:
+        # anything but a whole number >= 1 is this ValueError, compiled or not)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"count must be a whole number >= 1, got {count!r}")
         if not 0.0 <= value < math.inf:

@@ -67,6 +67,10 @@ _COUNTERS: dict[str, Callable[[str], Any]] = {
 }
 
 
+# Every field, for __slots__ and __eq__ (compiled, a class has no __slots__ to read).
+_STATE = (*_TOTALS, *_COUNTERS, *_HISTOGRAMS)
+
+
 class RequestStats:
     """Counts and histograms of :class:`RequestRecord` s; merging equals adding them all.
 
@@ -127,7 +131,7 @@ class RequestStats:
     ``is None`` checks for all this.
     """
 
-    __slots__ = (*_TOTALS, *_COUNTERS, *_HISTOGRAMS)
+    __slots__ = _STATE
 
     def __init__(self) -> None:
         self.requests = 0
@@ -418,7 +422,7 @@ class RequestStats:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RequestStats):
             return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+        return all(getattr(self, n) == getattr(other, n) for n in _STATE)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 

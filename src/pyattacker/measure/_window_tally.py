@@ -29,10 +29,14 @@ HISTOGRAMS = ("latency", "service_time", *LLM_HISTOGRAMS)
 Frozen = tuple[tuple[int, ...], tuple[PackedHistogram, ...], tuple[tuple[int, int], ...]]
 
 
+# Every field, for __slots__ and __eq__ (compiled, a class has no __slots__ to read).
+_STATE = (*COUNTS, *EXTRA, *HISTOGRAMS, "max_in_flight", "statuses")
+
+
 class WindowTally:
     """One window's running counts and histograms."""
 
-    __slots__ = (*COUNTS, *EXTRA, *HISTOGRAMS, "max_in_flight", "statuses")
+    __slots__ = _STATE
 
     def __init__(self) -> None:
         self.scheduled = self.sent = self.completed = 0
@@ -147,6 +151,6 @@ class WindowTally:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WindowTally):
             return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+        return all(getattr(self, n) == getattr(other, n) for n in _STATE)
 
     __hash__ = None  # type: ignore[assignment]  # mutable

@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 from pyattacker._checks import check_number
 from pyattacker.errors import ConfigError
@@ -127,9 +127,11 @@ class WindowSeries:
 
     __slots__ = ("_frozen", "_live", "_newest", "_tallies", "origin", "width")
 
-    def __init__(self, width: float, origin: float, *, live: int = LIVE_WINDOWS) -> None:
+    def __init__(self, width: SupportsFloat, origin: float, *, live: int = LIVE_WINDOWS) -> None:
         """``width > 0`` seconds, else ``ConfigError(field="window")``. ``live``: how many
-        of the newest windows keep full histograms (a test may want them all)."""
+        of the newest windows keep full histograms (a test may want them all). (``width``
+        is typed by a protocol, which the compiled load path does not check: anything
+        else given is this ``ConfigError``, compiled or not.)"""
         self.width = check_number(width, "window", above=0, hint="seconds per window, e.g. 1")
         if isinstance(origin, bool) or not isinstance(origin, int | float):
             raise ValueError(f"origin must be clock seconds, got {origin!r}")
@@ -140,6 +142,11 @@ class WindowSeries:
         self._frozen: dict[int, Frozen] = {}  # closed ones (never in both)
         self._newest = -1
         self._live = live
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its fields (compiled, it has no ``__dict__`` to copy)."""
+        state = (self._tallies, self._frozen, self._newest)
+        return (_restored_series, (self.width, self.origin, self._live, state))
 
     def index_of(self, t: float) -> int:
         """The index of the window holding time ``t``."""
@@ -400,3 +407,14 @@ class WindowSeries:
             f"WindowSeries(width={self.width}, origin={self.origin}, "
             f"windows={max(self._indexes(), default=-1) + 1})"
         )
+
+
+def _restored_series(
+    width: float,
+    origin: float,
+    live: int,
+    state: tuple[dict[int, WindowTally], dict[int, Frozen], int],
+) -> WindowSeries:
+    series = WindowSeries(width, origin, live=live)
+    series._tallies, series._frozen, series._newest = state
+    return series
