@@ -8,33 +8,26 @@ the other. See "The compiled load path" in ``docs/architecture.md``.
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import json
 import os
+import runpy
 from pathlib import Path
 from typing import Any
 
 from setuptools import setup
 
 SRC = Path(__file__).resolve().parent / "src"
-
-
-def compiled_modules() -> tuple[str, ...]:
-    """``COMPILED`` read from ``_native.py`` without importing the package."""
-    tree = ast.parse((SRC / "pyattacker" / "_native.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "COMPILED":
-            return tuple(ast.literal_eval(node.value))
-    raise SystemExit("setup.py: no COMPILED in src/pyattacker/_native.py")
+# The list and the digests the import-time guard checks, from the module itself (it
+# imports nothing of the package).
+NATIVE = runpy.run_path(str(SRC / "pyattacker" / "_native.py"))
 
 
 def ext_modules() -> list[Any]:
     flag = os.environ.get("PYATTACKER_COMPILE", "0")
     if flag not in ("0", "1"):
         raise SystemExit(f"setup.py: PYATTACKER_COMPILE must be 0 or 1, got {flag!r}")
-    modules = compiled_modules()
-    recorded = SRC / "pyattacker" / "_native_sources.json"
+    modules: tuple[str, ...] = NATIVE["COMPILED"]
+    recorded = SRC / "pyattacker" / NATIVE["SOURCES_FILE"]
     remove_compiled(recorded)  # a build that fails leaves a pure tree, never an old one
     if flag == "0":
         return []
@@ -45,7 +38,7 @@ def ext_modules() -> list[Any]:
     options = ["--follow-imports=silent"]
     extensions = mypycify([*options, *(str(SRC / path) for path in modules)], opt_level="3")
     # What was compiled, for the guard that keeps an edited source from being shadowed.
-    digests = {path: hashlib.sha256((SRC / path).read_bytes()).hexdigest() for path in modules}
+    digests = NATIVE["source_digests"](SRC)
     recorded.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
     return list(extensions)
 

@@ -19,17 +19,17 @@ asks for the pure modules without a word (to compare the two in one tree).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import json
 import os
 import sys
+import zlib
 from collections.abc import Sequence
-from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
+# (Lean imports: this runs on every `import pyattacker`, the CLI's start included.)
 __all__ = ["COMPILED", "SOURCES_FILE", "guard", "source_digests"]
 
 # One module per line, as ``setup.py`` and the Makefile read them.
@@ -60,26 +60,35 @@ COMPILED = (
 #: Written by the build beside this module: each compiled module's source digest.
 SOURCES_FILE = "_native_sources.json"
 
-_PACKAGE = Path(__file__).resolve().parent  # src/pyattacker
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))  # src/pyattacker
 
 
-def source_digests(root: Path) -> dict[str, str]:
-    """Each compiled module's source digest (sha256), its path under ``root`` the key."""
-    return {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in COMPILED}
+def source_digests(root: str | os.PathLike[str]) -> dict[str, str]:
+    """Each compiled module's source digest, its path under ``root`` the key: a CRC-32,
+    which tells an edited file from the one compiled (nobody forges a source against it),
+    and needs no import of hashlib at every start."""
+    digests = {}
+    for path in COMPILED:
+        with open(os.path.join(root, path), "rb") as source:
+            digests[path] = f"{zlib.crc32(source.read()):08x}"
+    return digests
 
 
 def guard() -> None:
     """Load the compiled modules from their sources when asked to or when the build is
     older than them; nothing to do when the package was not compiled."""
-    recorded = _PACKAGE / SOURCES_FILE
-    if not recorded.exists():
+    recorded = os.path.join(_PACKAGE, SOURCES_FILE)
+    if not os.path.exists(recorded):
         return
     if os.environ.get("PYATTACKER_PURE", "") not in ("", "0"):
         _load_from_sources()
         return
+    import json  # only a compiled build reads its record
+
     try:
-        built = json.loads(recorded.read_text())
-        stale = [path for path, digest in source_digests(_PACKAGE.parent).items()
+        with open(recorded) as record:
+            built = json.load(record)
+        stale = [path for path, digest in source_digests(os.path.dirname(_PACKAGE)).items()
                  if built.get(path) != digest]  # fmt: skip
     except (OSError, ValueError) as exc:
         stale = [f"{SOURCES_FILE} ({exc})"]
@@ -98,16 +107,19 @@ def _load_from_sources() -> None:
     sys.meta_path.insert(0, _SourceFinder(names))
 
 
-class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds the compiled modules' sources, ahead of the extension beside each."""
+class _SourceFinder:
+    """Finds the compiled modules' sources, ahead of the extension beside each (a
+    meta path finder: ``find_spec`` is all ``sys.meta_path`` asks of one)."""
 
     def __init__(self, names: dict[str, str]) -> None:
         self.names = names
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         if fullname not in self.names:
             return None
-        source = _PACKAGE.parent / self.names[fullname]
+        import importlib.util
+
+        source = os.path.join(os.path.dirname(_PACKAGE), self.names[fullname])
         return importlib.util.spec_from_file_location(fullname, source)
