@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 # src/pyattacker/_native.py; "The compiled load path" in docs/architecture.md). Compiling
 # type-checks them against what they import, so it runs in the venv, after the runtime
 # packages (no build isolation); an edited one is compiled again.
-COMPILED := $(addprefix src/,$(shell sed -n 's|^    "\(pyattacker/.*\.py\)",$$|\1|p' src/pyattacker/_native.py))
+COMPILED := $(shell $(PYTHON) -c 'import runpy; print(*("src/" + p for p in runpy.run_path("src/pyattacker/_native.py")["COMPILED"]))')
 CC ?= cc
 
 # The runtime: pyattacker and its few dependencies, enough for the demo and `run`, and the

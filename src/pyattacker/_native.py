@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 # (Lean imports: this runs on every `import pyattacker`, the CLI's start included.)
 __all__ = ["COMPILED", "SOURCES_FILE", "guard", "source_digests"]
 
-# One module per line, as ``setup.py`` and the Makefile read them.
+# setup.py and the Makefile read this list by running this module (it imports no part
+# of the package).
 COMPILED = (
     "pyattacker/attack/_arrivals.py",
     "pyattacker/attack/_dispatch.py",

@@ -32,7 +32,7 @@ class Pooled(Protocol):
     def discard(self) -> None: ...
 
 
-Connection = TypeVar("Connection", bound=Pooled)
+Conn = TypeVar("Conn", bound=Pooled)  # the pool's connections: one kind per pool
 
 # A connection idle this long is probed (a zero-timeout poll of its socket) before reuse:
 # a server that closed it has sent FIN, which makes it readable. Shorter idles skip the
@@ -40,7 +40,7 @@ Connection = TypeVar("Connection", bound=Pooled)
 _PROBE_AFTER_S = 1.0
 
 
-class OriginPool(Generic[Connection]):
+class OriginPool(Generic[Conn]):
     """The connections of one ``(scheme, host, port)``; at most ``limit`` open at once."""
 
     __slots__ = ("connections", "created", "idle", "key", "limit", "open", "reused", "waiters")
@@ -48,14 +48,14 @@ class OriginPool(Generic[Connection]):
     def __init__(self, key: str, limit: int) -> None:
         self.key = key
         self.limit = limit
-        self.idle: list[Connection] = []
-        self.waiters: deque[asyncio.Future[Connection | None]] = deque()
-        self.connections: set[Connection] = set()  # every opened one not yet dropped
+        self.idle: list[Conn] = []
+        self.waiters: deque[asyncio.Future[Conn | None]] = deque()
+        self.connections: set[Conn] = set()  # every opened one not yet dropped
         self.open = 0
         self.created = 0
         self.reused = 0
 
-    def checkout(self, now: float) -> Connection | None:
+    def checkout(self, now: float) -> Conn | None:
         """A live idle connection (the most recent first), or ``None``. Drops dead ones."""
         idle = self.idle
         while idle:
@@ -74,7 +74,7 @@ class OriginPool(Generic[Connection]):
             return True
         return False
 
-    def opened(self, conn: Connection) -> None:
+    def opened(self, conn: Conn) -> None:
         """``conn`` was opened in a reserved slot."""
         self.created += 1
         self.connections.add(conn)
@@ -84,14 +84,14 @@ class OriginPool(Generic[Connection]):
         self.open -= 1
         self._grant_slot()
 
-    def wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Connection | None]:
+    def wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Conn | None]:
         """Queue for a connection. The future gives a live connection, or ``None``: a slot
         was reserved for the caller to open one in. Use :meth:`forget` if it is abandoned."""
-        future: asyncio.Future[Connection | None] = loop.create_future()
+        future: asyncio.Future[Conn | None] = loop.create_future()
         self.waiters.append(future)
         return future
 
-    def forget(self, future: asyncio.Future[Connection | None]) -> None:
+    def forget(self, future: asyncio.Future[Conn | None]) -> None:
         """The caller stopped waiting: leave the queue, and return what it was handed."""
         if not future.done() or future.cancelled():
             if future in self.waiters:
@@ -103,7 +103,7 @@ class OriginPool(Generic[Connection]):
         else:
             self.checkin(conn)
 
-    def checkin(self, conn: Connection) -> None:
+    def checkin(self, conn: Conn) -> None:
         """``conn`` finished an exchange and is reusable: to the first waiter, or idle."""
         while self.waiters:
             future = self.waiters.popleft()
@@ -113,7 +113,7 @@ class OriginPool(Generic[Connection]):
                 return
         self.idle.append(conn)
 
-    def drop(self, conn: Connection) -> None:
+    def drop(self, conn: Conn) -> None:
         """``conn`` is closed (called once per connection): free its slot."""
         if conn in self.idle:
             self.idle.remove(conn)
