@@ -142,8 +142,11 @@ class _Stopping:
         return isinstance(exc, _Stop)
 
 
-class _Stop(Exception):
-    """Raised by the signal handler to end the supervisor's wait."""
+class _Stop(BaseException):
+    """Raised by the signal handler to end the supervisor's wait. A ``BaseException``, as
+    ``KeyboardInterrupt`` is: the signal can come while a library runs an ``except
+    Exception`` (click's stream cache, in ``announce``), which would swallow it and
+    leave the supervisor waiting for good."""
 
 
 def _reserve(host: str, port: int) -> socket.socket:
