@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import sys
+import time
 import urllib.request
 from array import array
 from collections.abc import Iterator
@@ -18,6 +21,7 @@ from hypothesis import strategies as st
 from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.servers import LlmServerProcess, check_processes
+from pyattacker.servers._fleet import _Stopping
 from pyattacker.servers._fleet import pack as _pack
 from pyattacker.servers._llm_fleet import merge_parts
 from pyattacker.servers._llm_values import Values
@@ -204,6 +208,23 @@ def test_more_than_one_process_is_refused_where_the_kernel_cannot_share_a_port(
         check_processes(2, "--processes")
     assert refused.value.field == "--processes"
     assert "SO_REUSEPORT" in refused.value.message
+
+
+def test_a_sigterm_stops_the_supervisor_even_inside_a_librarys_except_exception() -> None:
+    # Once in some twenty stops, SIGTERM came while click's stream cache ran its
+    # `except Exception: pass` (in announce), which swallowed the stop: the supervisor
+    # then waited for good. The stop must pass through such a block.
+    stopping = _Stopping()
+    swallowed = False
+    with stopping:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5.0)  # real time: the handler interrupts it at once
+        except Exception:
+            swallowed = True
+        pytest.fail("the stop did not end the supervisor's block")
+    assert stopping.asked
+    assert not swallowed
 
 
 def test_sigterm_stops_every_process_and_frees_the_port() -> None:
