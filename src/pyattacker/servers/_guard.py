@@ -180,6 +180,14 @@ class Guarded(asyncio.Protocol):
         self._mark = 0
         self._idle_since: float | None = None
 
+    def _drop_parser(self) -> None:
+        """Let go of the parser, once the connection is lost (nothing is parsed after:
+        ``_reading`` is False). It holds this protocol, through its callbacks: kept, the
+        pair is a cycle that only a full collection frees, and that collection pauses the
+        server in the middle of the next run (benchmarks/README.md, "the echo server's
+        pauses")."""
+        del self._parser
+
     def over_capacity(self, transport: asyncio.BaseTransport, open_now: int) -> bool:
         """Close ``transport`` at once when ``open_now`` connections are already open."""
         if open_now < self._limits.connections:

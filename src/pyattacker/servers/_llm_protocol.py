@@ -207,6 +207,7 @@ class LlmProtocol(Guarded):
         while self._pending:
             dropped(core, self._pending.popleft(), now)
         core.connections.discard(self)
+        self._drop_parser()
 
     def busy(self) -> bool:
         return self._active is not None or bool(self._pending or self._drain)

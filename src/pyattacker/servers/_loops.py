@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
+from pyattacker._gc import quiet_gc
 from pyattacker.servers._parent import stop_when_parent_dies
 
 __all__ = ["fastest_loop", "run_until_signalled"]
@@ -42,7 +43,12 @@ async def _serve(server: S, announce: Callable[[S], None]) -> None:
     try:
         async with server:
             announce(server)
-            await stopped.wait()
+            # What is alive now lives as long as the server: frozen, a full collection
+            # does not scan it again, and collections come less often (its pauses would
+            # show in every answer it holds: benchmarks/README.md, "the echo server's
+            # pauses").
+            with quiet_gc():
+                await stopped.wait()
     finally:
         for signum in signals:
             loop.remove_signal_handler(signum)

@@ -151,6 +151,7 @@ class EchoProtocol(Guarded):
         if self._stall_timer is not None:
             self._stall_timer.cancel()
         self._core.connections.discard(self)
+        self._drop_parser()
 
     def busy(self) -> bool:
         return bool(self._queue or self._draining)
