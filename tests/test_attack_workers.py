@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,11 @@ from pyattacker.attack import (
     run_workers,
     worker_plan,
 )
+from pyattacker.attack._engine import Progress
+from pyattacker.attack._processes import newest
+from pyattacker.attack._result import RunTimes
+from pyattacker.attack._tally import Tally
+from pyattacker.attack._workers import run_worker
 from pyattacker.cli import run_cli
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError
@@ -351,3 +357,39 @@ def test_goodput_on_two_workers_counts_what_one_process_counts(
         assert section["missed"] == {"ttft < 10s": 0, "e2e < 1us": 30}
     one.pop("span_s"), two.pop("span_s"), one.pop("rate_per_s"), two.pop("rate_per_s")
     assert one == two
+
+
+def test_a_worker_hands_over_its_progress_every_tick_and_its_whole_count_every_few(
+    echo: EchoServerProcess,
+) -> None:
+    # Pickling the whole count holds the worker's loop, so it goes every snapshot_every
+    # seconds; the progress (the live view's counts) every tick in between.
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=50), duration=2.0)
+    kinds: list[str] = []
+    outcome = run_worker(
+        plan, 0, 1, time.monotonic() + 0.2,
+        on_snapshot=lambda o: kinds.append("final" if o.final else "snapshot"),
+        on_progress=lambda p: kinds.append("progress"),
+        progress_every=0.1, snapshot_every=0.4,
+    )  # fmt: skip
+    assert outcome.final
+    assert outcome.tally.total.requests == 100
+    assert len(kinds) >= 5, kinds
+    assert (
+        kinds
+        == (["snapshot"] + ["progress"] * 3) * (len(kinds) // 4)
+        + (["snapshot"] + ["progress"] * 3)[: len(kinds) % 4]
+    )
+
+
+def test_the_live_view_reads_a_workers_newest_progress_beside_its_last_snapshot() -> None:
+    tally = Tally(origin=0.0, window=1.0, late_after=0.01, per_target=False, on_record=None)
+    old = Progress(0.5, 5.0, 5, 5, 4, 1, 0, 0, 0, None, None, None, None)
+    new = replace(old, elapsed=1.0, sent=9)
+    times = RunTimes(0.0, 0.0, 0.0, 0.0, 0.0)
+    last = WorkerOutcome(0, tally, times, {}, None, None, 0.1, False, progress=old)
+    assert newest(last, new) == replace(last, progress=new)
+    assert newest(last, None) is last
+    assert newest(None, new) is None
+    final = replace(last, final=True, progress=None)
+    assert newest(final, new) is final  # a final count has no progress to refresh

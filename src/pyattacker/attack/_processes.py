@@ -2,9 +2,10 @@
 
 The driver forks ``n`` processes (each runs :func:`~pyattacker.attack._workers.run_worker`
 and talks to the driver over a pipe), waits until every one is ready, hands them one start
-instant a little in the future on the monotonic clock, then reads their snapshots (every
-``progress_every`` seconds: the live view, and what a worker that dies leaves behind) and
-their final counts, and merges them (:func:`~pyattacker.attack._merge.merge_outcomes`).
+instant a little in the future on the monotonic clock, then reads their progress (every
+half second: the live view's counts), their snapshots (every two seconds: the live view's
+percentiles, and what a worker that dies leaves behind; see ``SNAPSHOT_EVERY_S``) and their
+final counts, and merges them (:func:`~pyattacker.attack._merge.merge_outcomes`).
 
 - A worker whose process dies is *lost*: the report keeps its last snapshot's requests
   and names it (``WorkersResult.lost``); the others run to their end.
@@ -104,7 +105,8 @@ def _child(
         loop.add_reader(conn.fileno(), readable)
 
     outcome = run_worker(plan, index, n, value,
-                         on_snapshot=lambda o: send(("snapshot", o)), on_stop=listen,
+                         on_snapshot=lambda o: send(("snapshot", o)),
+                         on_progress=lambda p: send(("progress", p)), on_stop=listen,
                          limits=limits, taps=taps)  # fmt: skip
     send(("done", outcome))
 
@@ -243,8 +245,10 @@ def _read(worker: _Worker) -> tuple[str, Any] | None:
         worker.lost = not worker.done
         return None
     kind, value = message
-    if kind == "snapshot":
-        worker.last = value
+    if kind == "progress":
+        worker.progress = value
+    elif kind == "snapshot":
+        worker.last, worker.progress = value, value.progress
     elif kind == "done":
         worker.done = True
         if value is not None:
@@ -285,14 +289,23 @@ def _tick(
     on_progress: Callable[[Progress], str | None] | None,
     on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None,
 ) -> str | None:
+    lasts = [newest(w.last, w.progress) for w in workers]
     if on_worker_progress is not None:
-        on_worker_progress([w.last for w in workers])
+        on_worker_progress(lasts)
     if on_progress is None:
         return None
-    shown = [w.last.progress for w in workers if w.last is not None and w.last.progress]
+    shown = [o.progress for o in lasts if o is not None and o.progress]
     if not shown:
         return None
-    return on_progress(whole_progress([w.last for w in workers], shown))
+    return on_progress(whole_progress(lasts, shown))
+
+
+def newest(last: WorkerOutcome | None, progress: Progress | None) -> WorkerOutcome | None:
+    """A worker's last snapshot with its newest progress, which comes more often (None
+    before its first snapshot)."""
+    if last is None or progress is None or last.final:
+        return last
+    return replace(last, progress=progress)
 
 
 def whole_progress(lasts: list[WorkerOutcome | None], shown: list[Progress]) -> Progress:

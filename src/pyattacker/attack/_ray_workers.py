@@ -47,7 +47,7 @@ from pyattacker._ray import by_value, ray_session
 from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
-from pyattacker.attack._processes import usable_cores, whole_progress
+from pyattacker.attack._processes import newest, usable_cores, whole_progress
 from pyattacker.attack._ray_clock import ClockOffset, measure_offset, on_common_clock
 from pyattacker.attack._taps import FetchedTap, HeldTap, WorkerTap, gather_taps
 from pyattacker.attack._workers import WorkerOutcome, run_worker, worker_plan
@@ -90,6 +90,8 @@ class WorkerActor:
         self._work = (plan, index, n, limits)
         self._taps = taps
         self._last: bytes | None = None
+        self._kept = 0  # snapshots kept so far: the driver fetches only a newer one
+        self._progress: Progress | None = None
         self._lock = threading.Lock()
         self._stopper: tuple[asyncio.AbstractEventLoop, Callable[[str], None]] | None = None
         self._stop_reason: str | None = None
@@ -103,11 +105,14 @@ class WorkerActor:
         plan, index, n, limits = self._work
         start_at = start_wall - _wall() + _now()
         return run_worker(plan, index, n, start_at, on_snapshot=self._keep,
-                          on_stop=self._listen, limits=limits, taps=self._taps)  # fmt: skip
+                          on_progress=self._keep_progress, on_stop=self._listen,
+                          limits=limits, taps=self._taps)  # fmt: skip
 
-    def snapshot(self) -> bytes | None:
-        """The newest snapshot (a pickled :class:`WorkerOutcome`), or None before one."""
-        return self._last
+    def snapshot(self, seen: int) -> tuple[int, bytes | None, Progress | None]:
+        """How many snapshots were kept, the newest (a pickled :class:`WorkerOutcome`) if
+        that is more than ``seen`` (else None), and the newest progress."""
+        kept, last, progress = self._kept, self._last, self._progress
+        return kept, last if kept > seen else None, progress
 
     def take(self) -> list[bytes | None]:
         """What each held tap's part wrote since the last take (None: not a held tap)."""
@@ -127,6 +132,11 @@ class WorkerActor:
     def _keep(self, outcome: WorkerOutcome) -> None:
         # Pickled here, on the worker's loop: the tally must not change while it is read.
         self._last = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+        self._kept += 1
+        self._progress = outcome.progress
+
+    def _keep_progress(self, progress: Progress) -> None:
+        self._progress = progress
 
     def _listen(self, stop: Callable[[str], None]) -> None:
         with self._lock:
@@ -142,6 +152,8 @@ class _Actor:
     handle: Any
     offset: ClockOffset | None = None
     last: WorkerOutcome | None = None
+    seen: int = 0  # snapshots of the actor's read (it sends only a newer one)
+    progress: Progress | None = None
     final: bool = False
     lost: bool = False
     taking: Any = None  # the take in flight (one at a time: they must arrive in order)
@@ -342,14 +354,17 @@ def _collect(
 
 
 def _fetch_snapshots(ray: Any, actors: list[_Actor]) -> None:
-    asks = {actor.handle.snapshot.remote(): actor for actor in actors}
+    asks = {actor.handle.snapshot.remote(actor.seen): actor for actor in actors}
     done, _ = ray.wait(list(asks), num_returns=len(asks), timeout=1.0)
     for ref in done:
         actor = asks[ref]
         with contextlib.suppress(Exception):  # a dead actor is found by its run's result
-            data = ray.get(ref)
-            if data is not None and not actor.final:
-                actor.last = on_common_clock(pickle.loads(data))
+            kept, data, progress = ray.get(ref)
+            if actor.final:
+                continue
+            if data is not None:
+                actor.last, actor.seen = on_common_clock(pickle.loads(data)), kept
+            actor.progress = progress
 
 
 def _take(ray: Any, actors: list[_Actor], taps: Sequence[WorkerTap], timeout: float) -> None:
@@ -376,7 +391,7 @@ def _take(ray: Any, actors: list[_Actor], taps: Sequence[WorkerTap], timeout: fl
 
 
 def _tick(actors: list[_Actor], watch: _Watch) -> str | None:
-    lasts = [a.last for a in actors]
+    lasts = [newest(a.last, a.progress) for a in actors]
     if watch.on_worker_progress is not None:
         watch.on_worker_progress(lasts)
     if watch.on_progress is None:

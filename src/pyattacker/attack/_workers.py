@@ -47,6 +47,15 @@ from pyattacker.measure import Histogram
 
 __all__ = ["WorkerOutcome", "run_worker", "share", "work", "worker_plan"]
 
+#: How often a worker hands its whole count to the driver (what is kept of a worker that
+#: dies, and what the live view's percentiles merge), and its progress in between (the
+#: live view's counts). Pickling the count holds the worker's loop for about a
+#: millisecond per 100 KB of count, and more when the worker shares its core; twice a
+#: second that was the workers' p99 loop lag and the sent clock's p99 error, while the
+#: progress costs microseconds (benchmarks/README.md, "the workers' snapshots").
+SNAPSHOT_EVERY_S = 2.0
+PROGRESS_EVERY_S = 0.5
+
 
 @dataclass
 class WorkerOutcome:
@@ -120,7 +129,9 @@ async def work(
     start_at: float,
     *,
     on_snapshot: Callable[[WorkerOutcome], None] | None = None,
-    snapshot_every: float = 0.5,
+    on_progress: Callable[[Progress], None] | None = None,
+    snapshot_every: float = SNAPSHOT_EVERY_S,
+    progress_every: float = PROGRESS_EVERY_S,
     on_stop: Callable[[Callable[[str], None]], None] | None = None,
     limits: Limits | None = None,
     taps: Sequence[WorkerTap] = (),
@@ -130,10 +141,12 @@ async def work(
 
     ``on_snapshot`` receives a :class:`WorkerOutcome` with ``final=False`` every
     ``snapshot_every`` seconds (how a worker that dies later still hands over what it
-    counted); ``on_stop`` is handed a function that stops the worker gracefully with a
-    reason (how a driver asks its workers to stop). SIGINT and SIGTERM stop it too.
-    ``limits`` bound what the client reads, as :func:`~pyattacker.attack.attack`'s. Each
-    of ``taps`` opens its part here, which sees every record this worker counts."""
+    counted), ``on_progress`` the worker's :class:`Progress` every ``progress_every``
+    seconds in between (the live view's counts); ``on_stop`` is handed a function that
+    stops the worker gracefully with a reason (how a driver asks its workers to stop).
+    SIGINT and SIGTERM stop it too. ``limits`` bound what the client reads, as
+    :func:`~pyattacker.attack.attack`'s. Each of ``taps`` opens its part here, which sees
+    every record this worker counts."""
     mine = worker_plan(plan, index, n)
     cpu0 = time.process_time()
     client = _client_for(mine, None, limits)
@@ -163,14 +176,20 @@ async def work(
             taps=[p.part(final=final) for p in parts],
         )
 
-    def tick(_: Progress) -> None:
-        if on_snapshot is not None:
-            on_snapshot(outcome(False))
+    ticks, per_snapshot = 0, max(1, round(snapshot_every / progress_every))
+
+    def tick(progress: Progress) -> None:
+        nonlocal ticks
+        ticks += 1
+        if on_snapshot is not None and (ticks - 1) % per_snapshot == 0:
+            on_snapshot(outcome(False))  # the first tick's, and every per_snapshot-th
+        elif on_progress is not None:
+            on_progress(progress)
 
     try:
         await session.opened()
-        if on_snapshot is not None:
-            session.tick(tick, snapshot_every)
+        if on_snapshot is not None or on_progress is not None:
+            session.tick(tick, progress_every)
         await engine.run()
     finally:
         await session.close()
@@ -184,7 +203,9 @@ def run_worker(
     start_at: float,
     *,
     on_snapshot: Callable[[WorkerOutcome], None] | None = None,
-    snapshot_every: float = 0.5,
+    on_progress: Callable[[Progress], None] | None = None,
+    snapshot_every: float = SNAPSHOT_EVERY_S,
+    progress_every: float = PROGRESS_EVERY_S,
     on_stop: Callable[[Callable[[str], None]], None] | None = None,
     limits: Limits | None = None,
     taps: Sequence[WorkerTap] = (),
@@ -199,7 +220,9 @@ def run_worker(
                 n,
                 start_at,
                 on_snapshot=on_snapshot,
+                on_progress=on_progress,
                 snapshot_every=snapshot_every,
+                progress_every=progress_every,
                 on_stop=on_stop,
                 limits=limits,
                 taps=taps,
