@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pyattacker.attack import AttackPlan, ClosedModel, HttpSender, OpenModel, Target
 from pyattacker.attack._mode import Admit, Flight, Mode, admit
+from pyattacker.attack._schedule import POLL_SHARE, WAKE_EARLY_S, wake_early
 from pyattacker.http import HttpClient
 from pyattacker.measure import Attempt
 from pyattacker.pool import Immediate, Wait, resolve_algorithm
@@ -98,3 +99,25 @@ def test_a_flight_counts_promised_connections_as_busy() -> None:
         "tasks": 0,
         "direct": 0,
     }
+
+
+waits = st.floats(min_value=40e-6, max_value=10.0)
+
+
+@given(wait=waits, workers=st.integers(min_value=1, max_value=64))
+def test_the_early_wake_is_capped_and_a_share_of_the_wait_divided_among_the_workers(
+    wait: float, workers: int
+) -> None:
+    early = wake_early(wait, workers)
+    assert 0 < early <= WAKE_EARLY_S
+    assert early <= POLL_SHARE / workers * wait * (1 + 1e-12)
+
+
+@given(wait=waits, workers=st.integers(min_value=2, max_value=64))
+def test_a_worker_wakes_as_early_before_an_arrival_as_one_process_at_the_same_total_rate(
+    wait: float, workers: int
+) -> None:
+    # One process waits `wait` between arrivals; each of `workers` waits that many times
+    # as long for its share. Both poll the same stretch before an arrival, so the workers
+    # together poll what the one process polls.
+    assert math.isclose(wake_early(wait * workers, workers), wake_early(wait, 1), rel_tol=1e-12)

@@ -22,7 +22,7 @@ from pyattacker.attack._requests import Requests
 from pyattacker.attack._time import RunTime
 from pyattacker.clock import TimerEntry
 
-__all__ = ["ClosedSchedule", "OpenSchedule"]
+__all__ = ["ClosedSchedule", "OpenSchedule", "wake_early"]
 
 _YIELD_EVERY = 64  # overdue arrivals dispatched between two yields to the loop
 _YIELD = -math.inf  # what ``_advance`` returns to let the loop run before it goes on
@@ -36,9 +36,21 @@ POLL_BELOW_S = 40e-6
 #: wake-up comes tens to hundreds of microseconds late (later the longer the CPU slept),
 #: and waking early takes that out of the dispatch delay. Never more than
 #: ``POLL_SHARE`` of the wait, so polling costs at most that share of a core at any rate.
+#: A worker of ``n`` (``attack --workers``) waits ``n`` times as long between its
+#: arrivals, so it polls ``POLL_SHARE / n`` of its waits: it wakes as early before an
+#: arrival as one process would at the same total rate, and the workers together poll
+#: what that process polls (each polling 5 % of its own waits, two workers polled twice
+#: what one process polls, and more when the host delayed their timers:
+#: benchmarks/README.md, "the workers' polling").
 #: Both are read on every wait (a benchmark may change them).
 WAKE_EARLY_S = 250e-6
 POLL_SHARE = 0.05
+
+
+def wake_early(wait: float, workers: int) -> float:
+    """How long before an arrival ``wait`` seconds away one of ``workers`` processes sets
+    its timer for, the rest polled (see ``WAKE_EARLY_S``)."""
+    return min(WAKE_EARLY_S, POLL_SHARE / workers * wait)
 
 
 class OpenSchedule:
@@ -116,8 +128,7 @@ class OpenSchedule:
             self._pending = self._call_soon(self._step)  # woken early: poll the rest
         else:
             self._woken_for = deadline
-            early = min(WAKE_EARLY_S, POLL_SHARE * wait)
-            self._pending = self._call_at(deadline - early, self._step)
+            self._pending = self._call_at(deadline - wake_early(wait, self.part[1]), self._step)
 
     async def _run_awaiting(self) -> None:
         time = self.time
