@@ -33,7 +33,7 @@ from typing import Any
 
 from pyattacker.errors import ConfigError, PyAttackerError
 from pyattacker.servers._listening import ListeningServer, listen_error
-from pyattacker.servers._loops import fastest_loop
+from pyattacker.servers._loops import fastest_loop, serve_until
 from pyattacker.servers._parent import stop_when_parent_dies
 
 __all__ = [
@@ -243,7 +243,7 @@ async def _serve(server: ListeningServer, path: str, ready: Callable[[str], None
         private = await loop.create_unix_server(server._protocol, path)
         ready(server.url)
         try:
-            await stopped.wait()
+            await serve_until(stopped)
         finally:
             private.close()
 

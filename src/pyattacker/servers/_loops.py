@@ -11,7 +11,7 @@ from typing import TypeVar
 from pyattacker._gc import quiet_gc
 from pyattacker.servers._parent import stop_when_parent_dies
 
-__all__ = ["fastest_loop", "run_until_signalled"]
+__all__ = ["fastest_loop", "run_until_signalled", "serve_until"]
 
 S = TypeVar("S", bound=AbstractAsyncContextManager[object])
 
@@ -43,12 +43,17 @@ async def _serve(server: S, announce: Callable[[S], None]) -> None:
     try:
         async with server:
             announce(server)
-            # What is alive now lives as long as the server: frozen, a full collection
-            # does not scan it again, and collections come less often (its pauses would
-            # show in every answer it holds: benchmarks/README.md, "the echo server's
-            # pauses").
-            with quiet_gc():
-                await stopped.wait()
+            await serve_until(stopped)
     finally:
         for signum in signals:
             loop.remove_signal_handler(signum)
+
+
+async def serve_until(stopped: asyncio.Event) -> None:
+    """Serve (the loop runs the server's connections) until ``stopped`` is set, with the
+    garbage collector quiet: what is alive now lives as long as the server, so it is
+    frozen out of later collections, and collections come less often. A collection's
+    pause shows in every answer the server holds (benchmarks/README.md, "the echo
+    server's pauses"). Every way of running a server as a process waits here."""
+    with quiet_gc():
+        await stopped.wait()
