@@ -1,7 +1,8 @@
 """CPU per request with ``--workers N`` against one process, at the same rate.
 
 Usage: ``.venv/bin/python benchmarks/workers.py [--rate 2000] [--duration 5] [--rounds 3]
-[--workers 2] [--delay fixed:1ms] [--clients N] [--out results.json] [--probe-every S]``
+[--workers 2] [--delay fixed:1ms] [--clients N] [--out results.json] [--probe-every S]
+[--snapshot-every S] [--own-polling]``
 
 Each round runs the same open-model plan against one echo server process (started once,
 reset before each run) twice, in alternating order: from this process
@@ -47,9 +48,11 @@ from pyattacker.attack import (
     run_attack,
     run_workers,
 )
+from pyattacker.attack import _schedule as _schedule_defaults
 from pyattacker.clock import wall_time
 from pyattacker.servers import EchoServerProcess
 
+DEFAULT_POLL_SHARE = _schedule_defaults.POLL_SHARE
 QUANTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0))
 
 
@@ -111,6 +114,25 @@ def probe_every(seconds: float) -> None:
     _lag.LagProbe.__init__ = init  # type: ignore[method-assign]
 
 
+def snapshot_every(seconds: float) -> None:
+    """Workers forked from now on hand over their whole count every ``seconds`` (the
+    package's ``SNAPSHOT_EVERY_S``; a large value: none before the final one)."""
+    from pyattacker.attack import _workers
+
+    for function in (_workers.work, _workers.run_worker):
+        assert function.__kwdefaults__ is not None
+        function.__kwdefaults__["snapshot_every"] = seconds
+
+
+def polling_per_worker(workers: int, own: bool) -> None:
+    """Before a run of ``workers`` processes: with ``own``, each worker polls
+    ``POLL_SHARE`` of its own waits (the schedule before it divided the share among the
+    workers), else the package's share."""
+    from pyattacker.attack import _schedule
+
+    _schedule.POLL_SHARE = DEFAULT_POLL_SHARE * (workers if own else 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=2000.0, help="arrivals per second")
@@ -126,9 +148,23 @@ def main() -> None:
         help="the loop-lag probe's period in seconds (default: the engine's, 0.01), set in "
         "this process before the workers fork: what the probe adds to each process's CPU",
     )
+    parser.add_argument(
+        "--snapshot-every",
+        type=float,
+        help="how often each worker hands its whole count to the driver, in seconds "
+        "(default: the package's, attack._workers.SNAPSHOT_EVERY_S; 1000: only at the end)",
+    )
+    parser.add_argument(
+        "--own-polling",
+        action="store_true",
+        help="each worker polls POLL_SHARE of its own waits, not POLL_SHARE / workers "
+        "(what the schedule did before; one process is unchanged)",
+    )
     args = parser.parse_args()
     if args.probe_every is not None:
         probe_every(args.probe_every)
+    if args.snapshot_every is not None:
+        snapshot_every(args.snapshot_every)
     print(f"cores {len(os.sched_getaffinity(0))}; rate {args.rate:g}/s for {args.duration:g}s; "
           f"server delay {args.delay}; rule max(1 %, 0.5 ms) on the sent clock")  # fmt: skip
     runs, ratios = [], []
@@ -143,7 +179,10 @@ def main() -> None:
         )
         for round_ in range(args.rounds):
             order = [1, args.workers] if round_ % 2 == 0 else [args.workers, 1]
-            pair = {n: one_run(server, plan, n) for n in order}
+            pair = {}
+            for n in order:
+                polling_per_worker(n, args.own_polling)
+                pair[n] = one_run(server, plan, n)
             runs.extend(pair.values())
             one, many = pair[1], pair[args.workers]
             ratio = many["cpu_us_per_request"] / one["cpu_us_per_request"]
