@@ -300,7 +300,7 @@ def climb(
     return results
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)), help="rates, req/s")
     parser.add_argument("--hold", type=float, default=5.0, help="seconds per level")
@@ -339,7 +339,27 @@ def main() -> None:
         default=10,
         help="how long each Locust run lasts (the script's second argument; it runs 32 users)",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def print_verdict(best: float, peers: list[float | None]) -> None:
+    """The highest clean level against the faster of the two peer runs (the conservative
+    ratio: the machine's speed drifts between them)."""
+    measured = [rate for rate in peers if rate]
+    if not measured:
+        return
+    peer = max(measured)
+    ratio = best / peer
+    verdict = "meets" if ratio >= BUDGET else "falls SHORT of"
+    runs = ", ".join(f"{rate:,.1f}" if rate else "failed" for rate in peers)
+    print(
+        f"peer_locust_rps before/after: {runs}; ratio {best:,.0f} / {peer:,.1f} = "
+        f"{ratio:.2f}x: {verdict} the budget of {BUDGET:g}x"
+    )
+
+
+def main() -> None:
+    args = parse_args()
     if args.poll_below_us is not None:
         from pyattacker.attack import _schedule
 
@@ -370,17 +390,7 @@ def main() -> None:
     clean = [level.rate for level in results if not level.problems()]
     best = max(clean) if clean else 0.0
     print(f"highest clean level: {best:,.0f} req/s on {os.cpu_count()} CPUs")
-    measured = [rate for rate in peers if rate]
-    if measured:
-        # Judged against the faster of the two peer runs: the conservative ratio.
-        peer = max(measured)
-        ratio = best / peer
-        verdict = "meets" if ratio >= BUDGET else "falls SHORT of"
-        runs = ", ".join(f"{rate:,.1f}" if rate else "failed" for rate in peers)
-        print(
-            f"peer_locust_rps before/after: {runs}; ratio {best:,.0f} / {peer:,.1f} = "
-            f"{ratio:.2f}x: {verdict} the budget of {BUDGET:g}x"
-        )
+    print_verdict(best, peers)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as out:
             data = {"cpus": os.cpu_count(), "levels": [asdict(level) for level in results]}
