@@ -1,4 +1,4 @@
-"""Small helpers the pool and algorithm tests share (imported as ``helpers``)."""
+"""Small helpers the pool, algorithm and clock tests share (imported as ``helpers``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pyattacker.pool import Resource
+from pyattacker.pool import Lease, Pool, Resource
 from pyattacker.testing import run_virtual
 
 T = TypeVar("T")
@@ -36,3 +36,14 @@ def res(rid: str, capacity: int = 1, **kwargs: Any) -> Resource:
     """A resource of kind ``llm`` (or ``kind=...``) with this id and capacity."""
     kind = kwargs.pop("kind", "llm")
     return Resource.create(kind, id=rid, capacity=capacity, **kwargs)
+
+
+def fill(pool: Pool) -> list[Lease]:
+    held = []
+    while (lease := pool.try_acquire()) is not None:
+        held.append(lease)
+    return held
+
+
+def release_at(t: float, lease: Lease) -> None:
+    asyncio.get_running_loop().call_at(t, lease.release_now)

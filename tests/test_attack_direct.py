@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from direct_helpers import GUARD_S, NOTHING_IN_PROGRESS, PlanOf, Run, attack, open_plan
 from http_helpers import LOOPS, closed_port, run
 from llm_server_helpers import until
 from pyattacker.attack import (
@@ -35,27 +36,9 @@ from pyattacker.attack import attack as public_attack
 from pyattacker.attack._send import DirectRequest
 from pyattacker.errors import ConfigError
 from pyattacker.http import HttpClient
-from pyattacker.measure import Attempt, Outcome, RequestRecord
+from pyattacker.measure import Outcome, RequestRecord
 from pyattacker.report import attack_text
 from pyattacker.servers import EchoServer
-
-GUARD_S = 30.0  # a hang guard only: a run that needs it has failed already
-
-PlanOf = Callable[[str], AttackPlan]
-# Engine.statistics() once a run is over: no request, task, lease or queued arrival left.
-NOTHING_IN_PROGRESS = {
-    "in_flight": 0,
-    "queued": 0,
-    "leased": 0,
-    "unstarted": 0,
-    "tasks": 0,
-    "direct": 0,
-}
-During = Callable[[Engine, EchoServer], Awaitable[None]]
-
-
-class TaskPathSender(HttpSender):
-    """The same sender, but not *the* ``HttpSender``: the engine sends it through tasks."""
 
 
 @dataclass
@@ -84,51 +67,6 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> StartSpy:
 
     monkeypatch.setattr(HttpSender, "start", start)
     return calls
-
-
-@dataclass
-class Run:
-    result: AttackResult
-    engine: Engine
-    client: dict[str, int]  # the HttpClient's statistics for the one origin, at the end
-    served: dict[str, Any]  # the echo server's
-    records: list[RequestRecord] = field(default_factory=list)
-
-
-async def attack(
-    plan_of: PlanOf,
-    *,
-    direct: bool = True,
-    records: bool = False,
-    on_record: Callable[[RequestRecord], None] | None = None,
-    during: During | None = None,
-    **echo: Any,
-) -> Run:
-    """Run the plan against a fresh echo server (``**echo`` its settings), its
-    ``preconnect`` connections opened first, keeping the records if asked (else no
-    ``on_record``: the tally's one-attempt fast path)."""
-    kept: list[RequestRecord] = []
-    if records:
-        on_record = kept.append
-    async with EchoServer(**echo) as server:
-        plan = plan_of(server.url + "/")
-        async with HttpClient(timeouts=plan.timeouts, max_connections=plan.connections) as client:
-            if plan.preconnect:  # as attack() does before its clock starts
-                assert await client.preconnect(server.url, plan.preconnect) == plan.preconnect
-            sender = (HttpSender if direct else TaskPathSender)(client)
-            engine = Engine(plan, sender, on_record=on_record)
-            running = asyncio.ensure_future(engine.run())
-            try:
-                if during is not None:
-                    await during(engine, server)
-                result = await asyncio.wait_for(running, GUARD_S)
-            finally:
-                if not running.done():  # `during` failed: leave nothing running
-                    engine.stop("test failed")
-                    await asyncio.gather(running, return_exceptions=True)
-            (stats,) = client.statistics().values()
-        served = server.stats()
-    return Run(result, engine, stats, served, sorted(kept, key=lambda r: r.request))
 
 
 def figures(result: AttackResult) -> dict[str, object]:
@@ -178,10 +116,6 @@ def both_paths(
     assert figures(direct.result) == figures(tasks.result)
     assert direct.served["statuses"] == tasks.served["statuses"]
     return direct
-
-
-def open_plan(rate: float, requests: int, **options: Any) -> PlanOf:
-    return lambda url: AttackPlan.build([url], OpenModel(rate=rate), requests=requests, **options)
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -306,23 +240,6 @@ def test_a_backlog_on_two_connections_is_sent_in_full_with_its_wait_recorded(
     assert max(w.max_in_flight for w in result.windows) > 2
 
 
-@pytest.mark.parametrize("raises_at", [20, 99])  # mid-run, and the very last request
-def test_an_on_record_that_raises_strands_no_queued_request_as_the_task_path_does(
-    raises_at: int,
-) -> None:
-    def on_record(record: RequestRecord) -> None:
-        if record.request == raises_at:
-            raise OSError("No space left on device")  # a --samples file on a full disk
-
-    async def main() -> Run:
-        plan_of = open_plan(400, 100, connections=1)  # arrivals queue behind 5 ms answers
-        return await attack(plan_of, on_record=on_record, delay="fixed:5ms")
-
-    done = run(main)  # as the task path (TaskPathSender): every request sent and answered
-    assert done.result.total.by_outcome == {"ok": 100}
-    assert done.served["count"] == 100
-
-
 @pytest.mark.parametrize("warmup", [Warmup(requests=30), Warmup(seconds=0.05)])
 def test_a_warmup_sets_apart_the_same_direct_requests_as_on_the_task_path(
     warmup: Warmup, spy: StartSpy
@@ -422,92 +339,6 @@ def test_a_client_closed_mid_run_fails_the_rest_and_a_raising_on_record_kills_no
     assert total.by_outcome["ok"] + total.by_outcome["failed"] == 300
     assert engine.statistics() == NOTHING_IN_PROGRESS
     assert spy.sent >= total.by_outcome["ok"]  # every answered request went direct
-
-
-def test_a_stop_from_on_record_in_the_scheduler_step_records_every_arrival() -> None:
-    # A drop's record stops the run from inside the scheduler's own step, in the turn
-    # that spawned tasks for earlier arrivals: those are cancelled before their first
-    # step, and must still be recorded (and counted out of in flight).
-    class Slow:
-        async def send(self, target: Target, attempt: Attempt) -> None:
-            await asyncio.sleep(5)
-
-    holder: list[Engine] = []
-
-    def on_record(record: RequestRecord) -> None:
-        if record.outcome is Outcome.DROPPED:
-            holder[0].stop("drop seen")
-
-    async def main() -> tuple[AttackResult, Engine]:
-        plan = AttackPlan.build(
-            ["http://127.0.0.1:9/"], OpenModel(rate=1e6, max_in_flight=10), requests=1000
-        )
-        engine = Engine(plan, Slow(), on_record=on_record)
-        holder.append(engine)
-        return await asyncio.wait_for(engine.run(), GUARD_S), engine
-
-    result, engine = run(main)
-    assert result.stop_reason == "drop seen"
-    assert result.scheduled == result.total.requests == 11  # ten spawned, one dropped
-    assert result.total.by_outcome == {"cancelled": 10, "dropped": 1}
-    assert engine.statistics() == NOTHING_IN_PROGRESS
-
-
-@pytest.mark.parametrize("direct", [True, False])
-def test_a_stop_whose_cancelled_records_fail_to_write_still_returns_every_request(
-    direct: bool,
-) -> None:
-    # Ctrl-C with arrivals queued behind two busy connections, and an on_record that
-    # fails for each cancelled record (a --samples file on a full disk): stop() and run()
-    # return, and every arrival is counted.
-    def on_record(record: RequestRecord) -> None:
-        if record.outcome is Outcome.CANCELLED:
-            raise OSError("No space left on device")
-
-    async def stop_soon(engine: Engine, server: EchoServer) -> None:
-        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
-        await until(lambda: engine.statistics()["queued"] >= 50)
-        engine.stop("ctrl-c")
-
-    async def main() -> Run:
-        plan_of = open_plan(1000, 1000, connections=2)
-        return await attack(
-            plan_of, direct=direct, on_record=on_record, during=stop_soon, delay="fixed:50ms"
-        )
-
-    done = run(main)
-    total, engine = done.result.total, done.engine
-    assert done.result.stop_reason == "ctrl-c"
-    assert total.requests == done.result.scheduled
-    assert total.by_outcome["cancelled"] >= 50
-    assert engine.statistics() == NOTHING_IN_PROGRESS
-
-
-@pytest.mark.parametrize("direct", [True, False])
-def test_requests_cut_off_by_a_stop_are_cancelled_never_failed_without_a_cause(
-    direct: bool,
-) -> None:
-    # Stopping in the middle of a fast run catches answers that arrived but were not yet
-    # counted; each request is recorded ok or cancelled, and none as a failure with no
-    # error class (the task path used to record those as "failed" with nothing else).
-    holder: list[Engine] = []
-    records: list[RequestRecord] = []
-
-    def on_record(record: RequestRecord) -> None:
-        records.append(record)
-        if len(records) == 1000:
-            holder[0].stop("stop")
-
-    async def keep(engine: Engine, server: EchoServer) -> None:
-        holder.append(engine)
-
-    async def main() -> Run:
-        plan_of = open_plan(50_000, 10_000, connections=64)
-        return await attack(plan_of, direct=direct, on_record=on_record, during=keep)
-
-    done = run(main)
-    assert set(done.result.total.by_outcome) <= {"ok", "cancelled"}
-    assert done.result.total.requests == done.result.scheduled == len(records)
 
 
 def test_preconnected_connections_carry_every_request_directly_from_the_first(

@@ -1,159 +1,47 @@
-"""The ``Store`` contract, checked on both stores through one parametrized fixture.
-
-The row builders at the top are shared with ``test_store_sqlite`` and ``test_store_export``
-(imported as ``test_store``): each fills the fields a test does not care about.
-"""
+"""The ``Store`` contract, checked on both stores through one parametrized fixture."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pyattacker import store as store_module
 from pyattacker.errors import ConfigError, StoreError
 from pyattacker.store import (
     ROW_KINDS,
-    ArtifactRow,
-    AttemptRow,
     Batch,
-    EventRow,
     MemoryStore,
-    PipelineRow,
     PipelineState,
-    ResourceRow,
     RowKind,
-    RunRow,
     RunState,
     SQLiteStore,
     Store,
     Superseded,
-    TaskRow,
     TaskState,
     open_store,
 )
 from pyattacker.store._lifecycle import DEFAULT_STALE_AFTER_S, this_host
-
-# -- row builders -----------------------------------------------------------------------
-
-
-def run(run_id: str = "r1", **fields: Any) -> RunRow:
-    values: dict[str, Any] = {"state": RunState.RUNNING, "started_at": 1000.0}
-    return RunRow(run_id=run_id, **{**values, **fields})
-
-
-def live_run(run_id: str = "r1", **fields: Any) -> RunRow:
-    """A run owned by this very process, with a heartbeat at its start."""
-    values: dict[str, Any] = {"pid": os.getpid(), "host": this_host(), "heartbeat_at": 1000.0}
-    return run(run_id, **{**values, **fields})
-
-
-def pipeline(pipeline_id: str = "p1", **fields: Any) -> PipelineRow:
-    values: dict[str, Any] = {
-        "template": "summarise",
-        "chain_digest": "chain-1",
-        "seed_digest": "seed-1",
-        "seed_artifact": "seed-1",
-        "repeat": 0,
-        "key": None,
-        "state": PipelineState.PENDING,
-        "cursor": 0,
-        "ntasks": 3,
-        "run_id": "r1",
-        "ordinal": 0,
-        "created_at": 1000.0,
-        "updated_at": 1000.0,
-    }
-    return PipelineRow(pipeline_id=pipeline_id, **{**values, **fields})
-
-
-def task(pipeline_id: str = "p1", seq: int = 0, **fields: Any) -> TaskRow:
-    values: dict[str, Any] = {
-        "name": f"task-{seq}",
-        "task_digest": f"task-digest-{seq}",
-        "state": TaskState.SUCCEEDED,
-        "attempts": 1,
-        "run_id": "r1",
-        "started_at": 1001.0,
-        "ended_at": 1002.0,
-        "input_artifact": "seed-1",
-        "output_artifact": f"out-{pipeline_id}-{seq}",
-        "resources": [],
-    }
-    return TaskRow(pipeline_id=pipeline_id, seq=seq, **{**values, **fields})
-
-
-def attempt(pipeline_id: str = "p1", seq: int = 0, number: int = 1, **fields: Any) -> AttemptRow:
-    values: dict[str, Any] = {
-        "run_id": "r1",
-        "task": f"task-{seq}",
-        "outcome": "ok",
-        "started_at": 1001.0,
-        "ended_at": 1002.0,
-        "duration_s": 1.0,
-        "decision": {"retry": False, "reason": "ok"},
-        "resources": ["openai/key-1"],
-    }
-    return AttemptRow(pipeline_id=pipeline_id, seq=seq, attempt=number, **{**values, **fields})
-
-
-def artifact(digest: str = "out-p1-0", data: Any = b'{"answer": 42}', **fields: Any) -> ArtifactRow:
-    values: dict[str, Any] = {"pipeline_id": "p1", "seq": 0, "codec": "json", "created_at": 1002.0}
-    return ArtifactRow(digest=digest, data=data, **{**values, **fields})
-
-
-def event(kind: str = "task.succeeded", **fields: Any) -> EventRow:
-    values: dict[str, Any] = {"run_id": "r1", "at": 1002.0, "data": {"n": 1}}
-    return EventRow(kind=kind, **{**values, **fields})
-
-
-def resource(resource_id: str = "key-1", **fields: Any) -> ResourceRow:
-    values: dict[str, Any] = {
-        "run_id": "r1",
-        "pool": "openai",
-        "kind": "api_key",
-        "spec": {"api_key": "***", "rpm": 60},
-    }
-    return ResourceRow(resource_id=resource_id, **{**values, **fields})
-
-
-def checkpoint(pipeline_id: str = "p1", seq: int = 0, **fields: Any) -> Batch:
-    """What the Runner commits when task ``seq`` of a pipeline succeeds."""
-    digest = f"out-{pipeline_id}-{seq}"
-    return Batch(
-        artifacts=[artifact(digest, pipeline_id=pipeline_id, seq=seq)],
-        tasks=[task(pipeline_id, seq)],
-        pipelines=[pipeline(pipeline_id, state=PipelineState.RUNNING, cursor=seq + 1, **fields)],
-        attempts=[attempt(pipeline_id, seq)],
-    )
-
-
-def _add(batch: Batch, more: Batch) -> None:
-    for name in ("artifacts", "tasks", "pipelines", "attempts", "events", "resources"):
-        getattr(batch, name).extend(getattr(more, name))
-
-
-def snapshot(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """Every row of every kind: what "nothing changed" compares."""
-    return {kind.value: list(store.rows(kind)) for kind in RowKind}
-
-
-def dead_pid() -> int:
-    """The id of a process that has exited and been reaped."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
+from store_helpers import (
+    POISONS,
+    _add,
+    artifact,
+    attempt,
+    checkpoint,
+    dead_pid,
+    event,
+    live_run,
+    pipeline,
+    resource,
+    run,
+    snapshot,
+    task,
+)
 
 # -- fixtures ---------------------------------------------------------------------------
 
@@ -359,16 +247,6 @@ def test_ending_an_unknown_run_raises_store_error(begun: Store) -> None:
 
 
 # -- write ------------------------------------------------------------------------------
-
-
-POISONS: dict[str, Batch] = {
-    "artifact data that is not bytes": Batch(artifacts=[artifact("bad", data="not bytes")]),
-    "an event whose data is not JSON": Batch(events=[event(data={"when": object()})]),
-    "a pipeline state nobody knows": Batch(pipelines=[pipeline("bad", state="paused")]),
-    "a task without a name": Batch(tasks=[task("bad", name=None)]),
-    "an int beyond 64 bits": Batch(attempts=[attempt("bad", number=2**64)]),
-    "a NaN time in a required column": Batch(events=[event(at=math.nan)]),
-}
 
 
 @pytest.mark.parametrize("poison", POISONS.values(), ids=list(POISONS))
@@ -628,102 +506,3 @@ def test_a_read_only_memory_store_refuses_every_write() -> None:
     with pytest.raises(StoreError, match="read-only"):
         reader.end_run("r1", RunState.FAILED, ended_at=1.0, stop_reason=None)
     assert snapshot(reader) == snapshot(MemoryStore())
-
-
-# -- the two stores agree -----------------------------------------------------------------
-
-IDS = st.sampled_from(["p0", "p1", "p2"])
-DIGESTS = st.sampled_from(["d0", "d1", "d2", "d3"])
-TIMES = st.floats(0, 2e9, allow_nan=False)
-SHORT = st.text(max_size=6)
-JSON: st.SearchStrategy[Any] = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | TIMES | SHORT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SHORT, inner, max_size=3),
-    max_leaves=6,
-)
-JSON_DICTS = st.dictionaries(SHORT, JSON, max_size=3)
-SMALL = st.integers(0, 4)
-
-PIPELINES = st.builds(
-    pipeline, IDS, chain_digest=st.sampled_from(["chain-1", "chain-2"]),
-    template=st.sampled_from(["summarise", "translate"]),
-    state=st.sampled_from(PipelineState), cursor=SMALL, ordinal=SMALL, key=st.none() | SHORT,
-    updated_at=TIMES, output_artifact=st.none() | DIGESTS, error=st.none() | SHORT,
-)  # fmt: skip
-TASKS = st.builds(
-    task, IDS, SMALL, state=st.sampled_from(TaskState), attempts=SMALL,
-    input_artifact=st.none() | DIGESTS, output_artifact=st.none() | DIGESTS,
-    traceback=st.none() | SHORT,
-)  # fmt: skip
-ATTEMPTS = st.builds(
-    attempt, IDS, SMALL, SMALL, decision=JSON_DICTS, resources=st.lists(SHORT, max_size=2),
-    duration_s=TIMES,
-)  # fmt: skip
-ARTIFACTS = st.builds(
-    artifact, DIGESTS, st.binary(max_size=8), codec=st.sampled_from(["json", "bytes"]),
-    pipeline_id=IDS, seq=SMALL,
-)  # fmt: skip
-EVENTS = st.builds(
-    event, SHORT, pipeline_id=st.none() | IDS, seq=st.none() | SMALL, data=JSON_DICTS
-)
-RESOURCES = st.builds(resource, SHORT, spec=JSON_DICTS)
-SUPERSEDED = st.builds(Superseded, pipeline_id=IDS, from_seq=SMALL, run_id=SHORT, at=TIMES)
-BATCHES = st.builds(
-    Batch,
-    artifacts=st.lists(ARTIFACTS, max_size=3),
-    tasks=st.lists(TASKS, max_size=3),
-    pipelines=st.lists(PIPELINES, max_size=3),
-    attempts=st.lists(ATTEMPTS, max_size=2),
-    events=st.lists(EVENTS, max_size=2),
-    resources=st.lists(RESOURCES, max_size=1),
-    heartbeat=st.none() | st.tuples(st.just("r1"), TIMES),
-    superseded=st.lists(SUPERSEDED, max_size=1),
-)
-POISONED = st.sampled_from([None, *POISONS.values()])
-
-
-def _everything(store: Store) -> dict[str, Any]:
-    narrowed = {
-        f"{kind.value}/{pid}": list(store.rows(kind, pipeline_id=pid))
-        for kind in RowKind
-        if kind not in (RowKind.RUNS, RowKind.RESOURCES)
-        for pid in ("p0", "p1", "p2")
-    }
-    return {
-        **snapshot(store),
-        **narrowed,
-        "unfinished": list(store.unfinished(["chain-1"])),
-        "stale": list(store.stale("summarise", "chain-1")),
-        "of_template": list(store.stale("translate", None)),
-        "templates": store.templates(),
-        "last_attempts": store.last_attempts(["p0", "p1", "p2"]),
-        "by_state": store.count_by_state(),
-        "runs": store.runs(),
-    }
-
-
-@settings(max_examples=60)
-@given(st.lists(st.tuples(BATCHES, POISONED), max_size=5))
-def test_memory_and_sqlite_stores_agree_after_any_sequence_of_batches(
-    batches: list[tuple[Batch, Batch | None]],
-) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        memory, sqlite = MemoryStore(), SQLiteStore(Path(folder) / "s.db")
-        for each in (memory, sqlite):
-            each.begin_run(live_run("r1"), resume=False)
-            each.write(Batch(pipelines=[pipeline(pid) for pid in ("p0", "p1")]))
-        for batch, poison in batches:
-            if poison is not None:
-                _add(batch, poison)
-            outcomes = [_outcome(each, batch) for each in (memory, sqlite)]
-            assert outcomes[0] == outcomes[1]
-        assert _everything(memory) == _everything(sqlite)
-        sqlite.close()
-
-
-def _outcome(store: Store, batch: Batch) -> str:
-    try:
-        store.write(batch)
-    except StoreError:
-        return "refused"
-    return "written"

@@ -24,7 +24,7 @@ from pyattacker.store import (
     TaskState,
     export_rows,
 )
-from test_store import artifact, attempt, checkpoint, event, live_run, pipeline, resource, task
+from store_helpers import artifact, attempt, checkpoint, event, live_run, pipeline, resource, task
 
 # Exported exactly as Store.rows yields them (runs gain how each run is judged: see below).
 FLAT_KINDS = [RowKind.TASKS, RowKind.ATTEMPTS, RowKind.EVENTS, RowKind.RESOURCES]

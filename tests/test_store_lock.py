@@ -17,7 +17,7 @@ from pyattacker.errors import ConfigError, StoreError
 from pyattacker.report._run import render_run_text, summarize
 from pyattacker.store import Batch, PipelineState, RunState, SQLiteStore, export_rows
 from pyattacker.store._lock import WriterLock, lock_path, probe
-from test_store import checkpoint, live_run, pipeline, run, snapshot
+from store_helpers import checkpoint, live_run, pipeline, run, snapshot
 
 
 @pytest.fixture

@@ -38,14 +38,7 @@ from pyattacker.store import (
 from pyattacker.store._lifecycle import this_host
 from pyattacker.store._schema import _TASK_HISTORY, MIGRATIONS, Migration
 from pyattacker.store._tables import TABLES
-from test_store import (
-    attempt,
-    checkpoint,
-    live_run,
-    pipeline,
-    run,
-    snapshot,
-)
+from store_helpers import attempt, checkpoint, live_run, pipeline, run, snapshot
 
 
 @pytest.fixture
