@@ -129,6 +129,22 @@ def test_a_warmup_that_leaves_nothing_to_measure_is_refused(
     assert info.value.field == "warmup"
 
 
+@pytest.mark.parametrize("arrival", ["constant", "poisson"])
+def test_a_time_warmup_past_the_last_of_the_requests_is_refused(arrival: str) -> None:
+    load = OpenModel(rate=10, arrival=arrival)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="leaves nothing of 10 requests") as info:
+        AttackPlan.build([A], load, requests=10, warmup=Warmup(seconds=5.0))
+    assert info.value.field == "warmup"
+
+
+def test_a_time_warmup_within_the_requests_span_is_kept() -> None:
+    # 10 requests at 10/s are scheduled at 0.0 ... 0.9 s: a 0.9 s warmup leaves the last.
+    plan = AttackPlan.build([A], OpenModel(rate=10), requests=10, warmup=Warmup(seconds=0.9))
+    assert plan.warmup == Warmup(seconds=0.9)
+    with pytest.raises(ConfigError, match=r"the last is scheduled 0\.9 s after the start"):
+        AttackPlan.build([A], OpenModel(rate=10), requests=10, warmup=Warmup(seconds=0.91))
+
+
 @pytest.mark.parametrize("text", ["", "0", "0s", "-1", "ten", "1.5", "nan s"])
 def test_a_warmup_that_is_neither_a_duration_nor_a_count_is_refused(text: str) -> None:
     with pytest.raises(ConfigError) as info:

@@ -39,7 +39,7 @@ def test_a_key_in_the_query_is_masked_in_the_report_samples_errors_and_stderr(
     query = f"?api_key={SECRET}&access_token={TOKEN}&q=1"
     refused = f"http://127.0.0.1:{_closed_port()}/{query}"  # its errors quote the URL
     out = {name: tmp_path / name for name in ("a.json", "a.md", "a.csv", "b.json", "b.jsonl")}
-    common = ["--rate", "40/s", "--requests", "10", "--connect-timeout", "1s", "-q"]
+    common = ["--rate", "40/s", "--requests", "10", "--connect-timeout", "1s"]
     argv = ["attack", f"{echo.url}/{query}", *common, "--json", str(out["a.json"])]
     assert run_cli([*argv, "--markdown", str(out["a.md"]), "--samples", str(out["a.csv"])]) == 0
     argv = ["attack", refused, *common, "--json", str(out["b.json"])]

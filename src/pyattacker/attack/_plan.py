@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from pyattacker.attack._limits import MAX_WINDOWS, check
 from pyattacker.attack._llm import LlmSpec
@@ -19,6 +20,8 @@ from pyattacker.errors import ConfigError
 from pyattacker.http import URL, Timeouts, TlsOptions, check_request
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
+
+_DRAWN_AT_MOST = 1_000_000  # arrivals drawn to check a time warmup against --requests
 
 __all__ = ["KEY_PLACEHOLDER", "METHODS", "AttackPlan", "Target"]
 
@@ -175,11 +178,25 @@ class AttackPlan:
         self._check_requests()
         if self.warmup is not None:
             self.warmup.check_fits(self.duration or getattr(self.load, "duration", None),
-                                   self.requests)  # fmt: skip
+                                   self.requests, self._last_arrival())  # fmt: skip
         if self.mix is not None:
             check_mix(self, self.mix)
         if self.sender is not None:
             self._check_sender()
+
+    def _last_arrival(self) -> float | None:
+        """The scheduled offset of the last of ``requests`` arrivals of an open model, when
+        it is cheap to know: a constant rate's is a division; stages or Poisson arrivals are
+        drawn (seeded, so the run draws the same), up to a million of them."""
+        load = self.load
+        if self.requests is None or not isinstance(load, OpenModel):
+            return None
+        if not load.stages and load.arrival != "poisson":
+            return (self.requests - 1) / load.rate
+        if self.requests > _DRAWN_AT_MOST:
+            return None
+        offsets = load.arrivals(seed=self.seed, duration=self.duration)
+        return max(islice(offsets, self.requests), default=None)  # offsets never decrease
 
     def _check_sender(self) -> None:
         """A plugin's sender replaces plain HTTP only: the other ways of sending have their own."""

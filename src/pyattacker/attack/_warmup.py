@@ -83,13 +83,25 @@ class Warmup:
         except ConfigError as exc:
             raise ConfigError(exc.message, field=field, hint="e.g. 10s or 50") from None
 
-    def check_fits(self, duration: float | None, requests: int | None) -> None:
-        """Refuse a warmup that would leave nothing to measure."""
+    def check_fits(
+        self, duration: float | None, requests: int | None, last_arrival: float | None = None
+    ) -> None:
+        """Refuse a warmup that would leave nothing to measure. ``last_arrival``: when the
+        load model knows it, the scheduled offset of the last of ``requests`` arrivals (a
+        time warmup past it would set every request apart)."""
         if self.seconds is not None and duration is not None and self.seconds >= duration:
             raise ConfigError(
                 f"a {self.seconds:g} s warmup leaves nothing of a {duration:g} s run",
                 field="warmup",
                 hint="the warmup is part of --duration: make it shorter than the run",
+            )
+        if self.seconds is not None and last_arrival is not None and self.seconds > last_arrival:
+            raise ConfigError(
+                f"a {self.seconds:g} s warmup leaves nothing of {requests} requests: the last "
+                f"is scheduled {last_arrival:.3g} s after the start",
+                field="warmup",
+                hint="make the warmup shorter than the requests' span, or give it as a number "
+                "of requests fewer than the run's",
             )
         if self.requests is not None and requests is not None and self.requests >= requests:
             raise ConfigError(

@@ -264,7 +264,7 @@ __all__ = ["attack_command"]
 @scenario_option
 @mix_options
 @workers.workers_options
-@click.option("-q", "--quiet", is_flag=True, help="No live progress.")
+@click.option("-q", "--quiet", is_flag=True, help="No live progress, no start line on stderr.")
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
@@ -283,7 +283,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     samples = workers.open_samples(flags)  # one file, or a part per worker
     live = None if flags.quiet else LiveProgress.for_stderr()
     shown = ", ".join(mask_url(url) for url in urls)
-    click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
+    if not flags.quiet:
+        click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
     on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
