@@ -42,7 +42,7 @@ def _stopped(summary: Mapping[str, Any]) -> str:
 
 def _behind(summary: Mapping[str, Any], total: Mapping[str, Any]) -> str:
     # Named only when the dispatch delay is large against the latencies (the loop lag's
-    # rule, with --late-after as its floor): a few late sends in a run of slow answers
+    # rule, with the plan's late_after as its floor): a few late sends in a run of slow answers
     # move no figure a reader would act on.
     late = summary["late"]
     delay = total.get("dispatch_delay_s") or {}
