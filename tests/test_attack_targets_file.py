@@ -81,6 +81,56 @@ def test_the_text_format_reads_methods_urls_headers_bodies_names_and_weights(
     assert second.where == f"{path} line 6"
 
 
+def as_text(obj: dict[str, Any]) -> str:
+    """``obj`` (no body) in the text format: comments, request line, headers."""
+    lines = [f"# name: {obj['name']}"] if "name" in obj else []
+    lines += [f"# weight: {obj['weight']!r}"] if "weight" in obj else []
+    lines.append(f"{obj.get('method', 'GET')} {obj['url']}")
+    lines += [f"{k}: {v}" for k, v in obj.get("headers", {}).items()]
+    return "\n".join(lines) + "\n"
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(
+    st.lists(lines.map(lambda o: {k: v for k, v in o.items() if k != "body"}), min_size=1,
+             max_size=6),
+    st.data(),
+)  # fmt: skip
+def test_text_requests_read_the_same_with_or_without_blank_lines_between_them(
+    tmp_path: Path, objects: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    # vegeta's files often run one request into the next: a METHOD URL line starts one.
+    gaps = data.draw(st.lists(st.sampled_from(["", "\n", "\n# a comment alone\n\n"]),
+                              min_size=len(objects), max_size=len(objects)))  # fmt: skip
+    path = tmp_path / "targets.txt"
+    path.write_text("".join(as_text(o) + gap for o, gap in zip(objects, gaps, strict=True)))
+    read = read_targets(str(path))
+    assert len(read) == len(objects)
+    for line, obj in zip(read, objects, strict=True):
+        want = expected({**obj, "method": obj.get("method", "GET")}, line.where)
+        assert line == want
+        assert path.read_text().splitlines()[int(line.where.rsplit(" ", 1)[1]) - 1] == (
+            f"{want.method} {want.url}"
+        )  # where: the request's METHOD URL line
+
+
+def test_a_vegeta_file_without_blank_lines_reads_request_by_request(tmp_path: Path) -> None:
+    (tmp_path / "order.json").write_text('{"item": 7}')
+    path = tmp_path / "targets.txt"
+    path.write_text(
+        "GET http://127.0.0.1:8080/a\nGET http://127.0.0.1:8080/b\n"
+        "POST http://127.0.0.1:8080/c\n@order.json\nDELETE /d\nX-Why: 1\n"
+    )
+    read = read_targets(str(path))
+    assert [(r.method, r.url, r.headers, r.body) for r in read] == [
+        ("GET", "http://127.0.0.1:8080/a", (), None),
+        ("GET", "http://127.0.0.1:8080/b", (), None),
+        ("POST", "http://127.0.0.1:8080/c", (), b'{"item": 7}'),
+        ("DELETE", "/d", (("X-Why", "1"),), None),
+    ]
+    assert [r.where.rsplit(" ", 1)[1] for r in read] == ["1", "2", "3", "5"]
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [
@@ -100,6 +150,8 @@ def test_the_text_format_reads_methods_urls_headers_bodies_names_and_weights(
         ('{"url": "/a", "name": ""}\n', "line 1: key 'name'"),
         ('{"url": "/a"}\n{"url": \n', "line 2: not JSON"),
         ('{"url": "/a"}\n[1]\n', "line 2: a request must be an object"),
+        ("[1, 2]\n", "line 1: a request must be an object, got list"),
+        ('{"url": 5}\n', "line 1: key 'url': must be a string, got int"),
         ("GET /a\n\n# weight: lots\nGET /b\n", "line 3: key 'weight'"),
         ("GET /a\n@body.bin\nX-After: 1\n", "line 3: key 'body_file': the @FILE line ends"),
         ("\n\n", "no requests"),
@@ -121,3 +173,22 @@ def test_an_unknown_key_gets_a_did_you_mean(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         read_targets(str(path))
     assert info.value.hint == "did you mean 'weight'?"
+
+
+def test_the_text_format_example_in_the_docs_reads_as_the_docs_say(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "attack.md").read_text()
+    after = page.index("read in a plain-text format instead")
+    example = page[
+        page.index("```\n", after) + 4 : page.index("```\n", page.index("```\n", after) + 4)
+    ]
+    (tmp_path / "order.json").write_text('{"item": 7}')
+    path = tmp_path / "targets.txt"
+    path.write_text(example)
+    read = read_targets(str(path))
+    assert [(r.method, r.url, r.name, r.weight) for r in read] == [
+        ("GET", "http://127.0.0.1:8080/", "home", 1.0),
+        ("POST", "/orders", None, 2.0),
+        ("GET", "/users/1", None, 1.0),
+        ("GET", "/users/2", None, 1.0),
+    ]
+    assert read[1].body == b'{"item": 7}'

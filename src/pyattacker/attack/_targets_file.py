@@ -12,10 +12,10 @@ Keys: ``url`` (required: a path, or an absolute URL on the attack's host), ``met
 JSON value sent as compact JSON) or ``body_file`` (a path, relative to the targets file),
 ``weight`` (a number > 0, default 1), ``name`` (default ``METHOD path``).
 
-The text format (any file whose first line does not start with ``{``): requests separated
-by blank lines, each ``METHOD URL``, then ``Name: value`` header lines, then an optional
-``@FILE`` body line; ``# name: NAME`` and ``# weight: W`` lines set those; other ``#``
-lines are comments.
+The text format (any file whose first line starts with neither ``{`` nor ``[``), as
+vegeta's: each request a ``METHOD URL`` line, then ``Name: value`` header lines, then an
+optional ``@FILE`` body line, ended by a blank line or the next ``METHOD URL``; ``# name:
+NAME`` and ``# weight: W`` lines set those; other ``#`` lines are comments.
 
 Every mistake is a ConfigError naming the file, the line and the key (exit 2 from the
 CLI), raised before any traffic.
@@ -51,7 +51,8 @@ def read_targets(path: str) -> tuple[MixLine, ...]:
         raise ConfigError(f"{path}: not UTF-8 ({exc.reason})", field=_FIELD) from None
     base = Path(path).parent
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    lines = _jsonl(text, path, base) if first.startswith("{") else _text(text, path, base)
+    jsonl = first.startswith(("{", "["))  # (a JSON array is a line that is no object)
+    lines = _jsonl(text, path, base) if jsonl else _text(text, path, base)
     if not lines:
         raise ConfigError(f"{path}: no requests in the file", field=_FIELD,
                           hint='e.g. {"method": "GET", "url": "/"}')  # fmt: skip
@@ -82,7 +83,10 @@ def line_from_object(value: Any, where: str, base: Path) -> MixLine:
             hint = f"did you mean {close[0]!r}?" if close else f"keys: {', '.join(KEYS)}"
             raise _bad(where, key, "unknown key", hint)
     url = value.get("url")
-    if not isinstance(url, str) or not url.strip():
+    if url is not None and not isinstance(url, str):
+        raise _bad(where, "url", f"must be a string, got {type(url).__name__}",
+                   'e.g. "/users/1" or an absolute URL')  # fmt: skip
+    if url is None or not url.strip():
         raise _bad(where, "url", "required: a path (/users/1) or an absolute URL")
     if "body" in value and "body_file" in value:
         raise _bad(where, "body_file", "give body or body_file, not both")
@@ -171,16 +175,35 @@ def _name(name: Any, where: str) -> str | None:
 
 
 def _text(text: str, path: str, base: Path) -> list[MixLine]:
-    """The plain-text format: blocks of ``METHOD URL`` / headers / ``@FILE``."""
+    """The plain-text format: blocks of ``METHOD URL`` / headers / ``@FILE``, each ended by
+    a blank line or by the next ``METHOD URL`` line (as vegeta's files run on); ``#``
+    lines just before a ``METHOD URL`` line belong to the request it starts."""
     lines: list[MixLine] = []
-    block: list[tuple[int, str]] = []
-    for number, line in enumerate([*text.splitlines(), ""], 1):
-        if line.strip():
-            block.append((number, line.strip()))
-        elif block:
-            lines.append(_text_block(block, path, base))
-            block = []
+    block: list[tuple[int, str]] = []  # the request being read, '#' lines included
+    comments: list[tuple[int, str]] = []  # '#' lines not yet known to be whose
+    for number, raw in enumerate([*text.splitlines(), ""], 1):
+        line = raw.strip()
+        if line.startswith("#"):
+            comments.append((number, line))
+            continue
+        if not line or _starts_request(line):
+            if not line:
+                block += comments  # a blank line: the comments above it were this request's
+                comments = []
+            if any(not kept.startswith("#") for _, kept in block):
+                lines.append(_text_block(block, path, base))
+            block = []  # (a paragraph of comments alone is no request)
+        if line:
+            block += [*comments, (number, line)]
+            comments = []
     return lines
+
+
+def _starts_request(line: str) -> bool:
+    """``METHOD URL``: an upper-case word and a space before any colon (a header's name
+    has no space: ``GET http://h/`` is never a header)."""
+    word, space, _ = line.partition(" ")
+    return bool(space) and word.isalpha() and word.isupper() and ":" not in word
 
 
 def _text_block(block: Sequence[tuple[int, str]], path: str, base: Path) -> MixLine:
@@ -200,7 +223,12 @@ def _text_block(block: Sequence[tuple[int, str]], path: str, base: Path) -> MixL
         elif line.startswith("@"):
             found["body_file"] = line[1:].strip()
         elif "body_file" in found:
-            raise _bad(where, "body_file", "the @FILE line ends a request", "add a blank line")
+            raise _bad(
+                where,
+                "body_file",
+                "the @FILE line ends a request",
+                "add a blank line, or start the next request with METHOD URL",
+            )
         else:
             headers.append(line)
     if start is None:
