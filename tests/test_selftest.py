@@ -22,6 +22,7 @@ from pyattacker.selftest import (
     Figure,
     Level,
     ScaleCheck,
+    _neighbours,
     busy_note,
     level_problems,
     render_accuracy,
@@ -213,3 +214,52 @@ def test_a_busy_machine_is_named_in_a_note_and_an_idle_one_is_not() -> None:
     assert "load average (2.5)" in note
     assert busy_note({**about, "load_average": [0.4, 0.2, 0.1]}) is None
     assert busy_note({**about, "load_average": None}) is None
+
+
+def fake_proc(root: Path, busy: int, idle: int, ours: dict[int, tuple[int, int]]) -> None:
+    """A /proc with the machine's ``busy`` ticks (user, system, steal) and ``idle`` ticks
+    (idle, iowait), and utime/stime for each pid."""
+    user, system, steal = busy - busy // 2 - 10, busy // 2, 10
+    (root / "stat").write_text(f"cpu  {user} 0 {system} {idle - 5} 5 0 0 {steal} 0 0\ncpu0 1\n")
+    for pid, (utime, stime) in ours.items():
+        (root / str(pid)).mkdir(exist_ok=True)
+        fields = ["S", *["0"] * 10, str(utime), str(stime), *["0"] * 30]
+        (root / str(pid) / "stat").write_text(f"{pid} (odd) name) {' '.join(fields)}\n")
+
+
+def test_others_cpu_is_the_machines_busy_time_less_ours_over_the_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = iter([10.0, 12.0])  # a 2 s span
+    monkeypatch.setattr(_neighbours, "wall_time", lambda: next(now))
+    server = 4242
+    fake_proc(tmp_path, busy=1000, idle=5000, ours={os.getpid(): (50, 50), server: (20, 0)})
+    others = _neighbours.OthersCpu([server], proc=str(tmp_path))
+    # over the span: the machine busy 300 ticks more; we 100 + 40 of them, the rest others'
+    fake_proc(tmp_path, busy=1300, idle=5100, ours={os.getpid(): (120, 80), server: (60, 0)})
+    tick = os.sysconf("SC_CLK_TCK")
+    assert others.cpus() == pytest.approx((300 - 100 - 40) / tick / 2.0)
+
+
+def test_others_cpu_is_unknown_without_a_proc_to_read(tmp_path: Path) -> None:
+    assert _neighbours.OthersCpu(proc=str(tmp_path / "none")).cpus() is None
+
+
+def test_others_cpu_reads_this_machines_proc() -> None:
+    cpus = _neighbours.OthersCpu().cpus()
+    assert cpus is None or cpus >= 0.0  # (its size depends on what else runs here)
+
+
+def test_a_failed_check_with_other_work_running_says_the_failure_may_be_the_machines() -> None:
+    behind = Level(200, 150, 150, 150, 0, 0, 0.05, 0.06, ["behind"])
+    busy = ScaleCheck(hold=1, delay="fixed:1ms", levels=[behind], others_cpus=0.8)
+    text = render_scale(busy)
+    assert "other processes: 0.80 CPUs busy on average while it ran" in text
+    assert "the failure may be the machine's" in text
+    idle = ScaleCheck(hold=1, delay="fixed:1ms", levels=[behind], others_cpus=0.01)
+    assert "other processes: 0.01 CPUs" in render_scale(idle)
+    assert "may be the machine's" not in render_scale(idle)
+    clean = Level(100, 100, 100, 100, 0, 0, 0.001, 0.002, [])
+    passed = ScaleCheck(hold=1, delay="fixed:1ms", levels=[clean], others_cpus=0.8)
+    assert "may be the machine's" not in render_scale(passed)
+    assert "other processes" not in render_scale(ScaleCheck(hold=1, delay="fixed:1ms"))

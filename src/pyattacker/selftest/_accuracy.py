@@ -15,6 +15,7 @@ from typing import Any
 from pyattacker.attack import AttackPlan, OpenModel, run_attack
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Histogram, Outcome
+from pyattacker.selftest._neighbours import OthersCpu
 from pyattacker.selftest._rule import GOAL
 from pyattacker.servers import Delay, EchoServerProcess
 
@@ -57,6 +58,8 @@ class AccuracyCheck:
     dropped: int
     not_ok: int
     figures: list[Figure] = field(default_factory=list)
+    #: CPUs other processes kept busy (on average) during the attack; None: unknown
+    others_cpus: float | None = None
 
     def problems(self) -> list[str]:
         """Why the check failed (empty when it passed)."""
@@ -121,7 +124,9 @@ def run_accuracy(
             [server.url + "/"], OpenModel(rate=rate), duration=duration, preconnect=_PRECONNECT
         )
         server.reset()
+        others = OthersCpu([server.pid])
         result = run_attack(plan, stop_on_signals=False)
+        others_cpus = others.cpus()
         truth = server.stats()
     total = result.total
     check = AccuracyCheck(
@@ -133,6 +138,7 @@ def run_accuracy(
         server_count=int(truth["count"]),
         dropped=result.dropped,
         not_ok=total.requests - total.by_outcome.get(Outcome.OK.value, 0),
+        others_cpus=others_cpus,
     )
     if truth["count"] and total.latency.count:
         for clock, histogram in (("scheduled", total.latency), ("sent", total.service_time)):

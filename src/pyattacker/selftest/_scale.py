@@ -17,6 +17,7 @@ from typing import Any
 from pyattacker.attack import AttackPlan, OpenModel, run_attack
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Outcome
+from pyattacker.selftest._neighbours import OthersCpu
 from pyattacker.selftest._rule import level_problems
 from pyattacker.servers import EchoServerProcess
 
@@ -54,6 +55,8 @@ class ScaleCheck:
     hold: float
     delay: str
     levels: list[Level] = field(default_factory=list)
+    #: CPUs other processes kept busy (on average) during the climb; None: unknown
+    others_cpus: float | None = None
 
     @property
     def highest_clean(self) -> float:
@@ -98,11 +101,13 @@ def run_scale(levels: Sequence[float] = LEVELS, *, hold: float = 1.0) -> ScaleCh
     check_scale_settings(levels, hold)
     check = ScaleCheck(hold=hold, delay=_DELAY)
     with EchoServerProcess(delay=_DELAY) as server:
+        others = OthersCpu([server.pid])
         for rate in sorted(levels):
             level = _level(server, rate, hold)
             check.levels.append(level)
             if not level.clean:
                 break
+        check.others_cpus = others.cpus()
     return check
 
 

@@ -41,6 +41,25 @@ def busy_note(machine: dict[str, Any]) -> str | None:
     )
 
 
+#: Other processes' CPUs above which a failed check says they may be why.
+BUSY_OTHERS_CPUS = 0.1
+
+
+def others_lines(others_cpus: float | None, passed: bool) -> list[str]:
+    """What other processes took while a check ran, and on a failure with them busy, that
+    the failure may be theirs (see ``selftest/_neighbours.py``)."""
+    if others_cpus is None:
+        return []
+    lines = [f"  other processes: {others_cpus:.2f} CPUs busy on average while it ran"]
+    if not passed and others_cpus >= BUSY_OTHERS_CPUS:
+        lines.append(
+            "    note: other work held this machine's CPUs during the check, and a CPU it "
+            "holds when our loop or the echo server wants one shows as lag and latency: "
+            "the failure may be the machine's; run the selftest again when it is idle"
+        )
+    return lines
+
+
 def _verdict(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
 
@@ -66,6 +85,7 @@ def render_accuracy(check: AccuracyCheck) -> str:
     )
     lines.append(f"  accuracy: {_verdict(check.passed)}")
     lines.extend(f"    - {problem}" for problem in check.problems())
+    lines.extend(others_lines(check.others_cpus, check.passed))
     return "\n".join(lines)
 
 
@@ -87,6 +107,7 @@ def render_scale(check: ScaleCheck) -> str:
         f"  scale: {_verdict(check.passed)}"
         + ("" if check.passed else " (the first level was not clean)")
     )
+    lines.extend(others_lines(check.others_cpus, check.passed))
     return "\n".join(lines)
 
 
