@@ -176,8 +176,8 @@ __all__ = ["attack_command"]
 )
 @click.option("--seed", default=0, show_default=True, help="Seed for Poisson arrivals and jitter.")
 @click.option(
-    "--llm",
-    is_flag=True,
+    "--llm/--no-llm",
+    default=False,
     help="The URLs are OpenAI-compatible LLM endpoints (base URLs such as .../v1).",
 )
 @click.option("--model", metavar="NAME", help="LLM: the model every request asks for.")
@@ -243,8 +243,8 @@ __all__ = ["attack_command"]
     "goodput_rate (/s). With thresholds the exit code is theirs: 0 all passed, 99 a breach.",
 )
 @click.option(
-    "--abort-on-fail",
-    is_flag=True,
+    "--abort-on-fail/--no-abort-on-fail",
+    default=False,
     help="Stop the attack at the first breach seen live (judged every 0.5s on p50/p99 of "
     "latency, service_time and ttft, error_rate and throttled_rate); exit 99.",
 )
@@ -264,7 +264,9 @@ __all__ = ["attack_command"]
 @scenario_option
 @mix_options
 @workers.workers_options
-@click.option("-q", "--quiet", is_flag=True, help="No live progress, no start line on stderr.")
+@click.option(
+    "-q", "--quiet/--no-quiet", default=False, help="No live progress, no start line on stderr."
+)
 def attack_command(urls: Sequence[str], **options: Any) -> int:
     """Send load to URL(s) at a planned rate (--rate/--stages) or from N clients (--clients),
     and report latency on both clocks, dispatch delay, status codes, errors, retries and a
@@ -308,7 +310,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
         return 130
     if samples_failed:
         return 1
-    return workers.workers_exit(result, 0 if result.failed_requests == 0 else 1)  # 3: one died
+    # a flow failed in its own code fails no request: all_succeeded counts the flows too
+    return workers.workers_exit(result, 0 if result.all_succeeded else 1)  # 3: one died
 
 
 def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:

@@ -79,3 +79,4 @@ class AttackFlags:
     per_worker: bool = False
     ray_address: str | None = None  # attack --ray [ADDRESS]: "" without one
     sender: str | None = None  # --sender NAME: a plugin's sender (cli/_attack_http.py)
+    plan_file: str | None = None  # -c PLAN: the file the other values came from, if any

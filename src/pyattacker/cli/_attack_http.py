@@ -63,8 +63,8 @@ def http_options(command: F) -> F:
             help="https: trust the CA certificate(s) in FILE (PEM) instead of the system's.",
         ),
         click.option(
-            "--insecure",
-            is_flag=True,
+            "--insecure/--no-insecure",
+            default=False,
             help="https: do not verify the server's certificate (still encrypted).",
         ),
     ]

@@ -30,8 +30,9 @@ def mix_options(command: F) -> F:
         metavar="PLAN",
         help="A plan file (.yaml, .toml or .json) whose keys are these flags' long names "
         "(rate: 500/s, duration: 30s, threshold: [...], targets: FILE or a list of "
-        "requests); a flag given here overrides its value. ${VAR} is read from the "
-        "environment.",
+        "requests); a flag given here overrides its value, and a load given here "
+        "(--rate, --stages, --clients, --sweep) replaces the file's whole load. ${VAR} is "
+        "read from the environment.",
     )(command)
     command = click.option(
         "--data-order",

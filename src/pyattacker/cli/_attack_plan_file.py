@@ -6,7 +6,9 @@ flag's string, or a list of ``"30s:500/s"`` strings or ``{duration, rate}`` obje
 ``targets`` (a file, or an inline list of request objects as a targets file's lines),
 ``thresholds``/``headers``/``keys`` (lists, as the repeatable flags), ``data``. A value a
 flag given on the command line also sets is the command line's (a repeatable flag's whole
-list replaces the file's). ``${VAR}`` in a string is the environment variable ``VAR``
+list replaces the file's), and a load given on the command line (``--rate``, ``--stages``,
+``--clients`` or ``--sweep``) replaces the file's whole load (:data:`LOAD_KEYS`): the two
+are never merged into one model. ``${VAR}`` in a string is the environment variable ``VAR``
 (``$${`` for a literal ``${``); an unset one is an error. Files the plan reads (targets,
 data, keys-file, prompts, TLS files, ``body: "@FILE"``, the scenario's FILE.py) are found
 relative to the plan file; the reports it writes, relative to the working directory.
@@ -33,7 +35,7 @@ from pyattacker._inputs import MiB, loads, read_bounded
 from pyattacker.attack import line_from_object
 from pyattacker.errors import ConfigError
 
-__all__ = ["CONFIG_PARAM", "from_plan_file"]
+__all__ = ["CONFIG_PARAM", "LOAD_FLAGS", "LOAD_KEYS", "from_plan_file"]
 
 CONFIG_PARAM = "config_path"
 _LIMIT = 16 * MiB
@@ -43,13 +45,21 @@ _ALIASES = {"url": "urls", "thresholds": "threshold", "headers": "header", "keys
 _READS = ("targets_path", "data_path", "keys_file", "prompts_path", "cacert", "cert", "cert_key")
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FROM_USER = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+# The flags that name a load. Any of them on the command line means "this load, not the
+# file's": every key of the file's load model (LOAD_KEYS) is then left out, since a merge
+# makes a model no one wrote (the file's stages ramping from the typed --rate) or one the
+# command refuses (the file's rate beside a typed --clients). A companion alone (--arrival,
+# --think, --sweep-levels) tunes the file's load instead, as any other flag does.
+LOAD_FLAGS = ("rate", "stages", "clients", "sweep")
+LOAD_KEYS = (*LOAD_FLAGS, "arrival", "think", "sweep_levels")
 
 
 def from_plan_file(
     urls: Sequence[str], options: dict[str, Any]
 ) -> tuple[Sequence[str], dict[str, Any]]:
     """``urls`` and ``options`` with the plan file's values (when ``-c`` names one) for
-    every parameter the command line did not set."""
+    every parameter the command line did not set, and the file's path as ``plan_file``
+    (for the report's plan); none of the file's load when the command line gives one."""
     path = options.pop(CONFIG_PARAM, None)
     if path is None:
         return urls, options
@@ -57,6 +67,8 @@ def from_plan_file(
     params = _params(ctx.command)
     plan = _read(path)
     base = Path(path).parent
+    typed = _typed(ctx)
+    options["plan_file"] = path
     for key, value in plan.items():
         param = _param_for(key, params, path)
         where = f"{path}: {key}"
@@ -65,10 +77,23 @@ def from_plan_file(
                 urls = _strings(value, where)
             continue
         assert param.name is not None
-        if value is None or ctx.get_parameter_source(param.name) in _FROM_USER:
+        if value is None or param.name in typed:
             continue  # null: as if the key were absent
         options[param.name] = _value(param, _expand(value, where), where, base, ctx)
     return urls, options
+
+
+def _typed(ctx: click.Context) -> set[str]:
+    """The parameters whose value is the command line's, not the file's: those it set, and
+    every key of the load when it set a load (the file's load is then dropped whole)."""
+    typed = {
+        p.name
+        for p in ctx.command.params
+        if p.name and ctx.get_parameter_source(p.name) in _FROM_USER
+    }
+    if not typed.isdisjoint(LOAD_FLAGS):
+        typed.update(LOAD_KEYS)
+    return typed
 
 
 def _read(path: str) -> dict[str, Any]:

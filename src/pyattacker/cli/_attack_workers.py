@@ -105,8 +105,8 @@ def workers_options(command: F) -> F:
         "worker's clock offset and its uncertainty are reported.",
     )(command)
     command = click.option(
-        "--per-worker",
-        is_flag=True,
+        "--per-worker/--no-per-worker",
+        default=False,
         help="With --workers: show each worker's counts, CPU seconds and loop lag (on "
         "stderr, and as workers.each in --json), so a worker that fell behind is named.",
     )(command)
