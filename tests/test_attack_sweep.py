@@ -185,3 +185,26 @@ def test_the_saturation_rule_is_the_first_shortfall_or_latency_growth(
     rows: list[dict[str, object]], expected: int | None
 ) -> None:
     assert saturation(rows) == expected
+
+
+def clients(n: int, sustained: float, e2e_p99: float = 1.0) -> dict[str, object]:
+    return {**row(None, sustained, None, e2e_p99), "kind": "concurrency", "concurrency": n}
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        # 1 -> 4 clients: 25/s -> 50.9/s, twice as much for four times the clients
+        ([clients(1, 25.0), clients(4, 50.9), clients(16, 50.6)], 1),
+        # each step gains at least half of what its added clients would
+        ([clients(1, 10.0), clients(8, 45.0), clients(32, 120.0)], None),
+        ([clients(1, 10.0), clients(8, 45.0), clients(32, 110.0)], 2),  # 110 < 45 (1 + 1.5)
+        # rate levels (no clients) are not judged by it, nor a step that drops clients
+        ([row(None, 5, 0.1), row(10, 9.5, 0.1), row(20, 19.0, 0.1)], None),
+        ([clients(8, 40.0), clients(4, 20.0)], None),
+    ],
+)
+def test_a_concurrency_sweep_saturates_where_more_clients_stop_adding_throughput(
+    rows: list[dict[str, object]], expected: int | None
+) -> None:
+    assert saturation(rows) == expected

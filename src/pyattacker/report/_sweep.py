@@ -13,7 +13,12 @@ row after the first that either
   rate times the share answered OK, so a long answer's tail does not count against it)
   below 90 % of the arrivals per second, or
 - has a p99 latency more than ``GROWTH`` times the first row's (TTFT on the scheduled
-  clock when the level streamed, else end to end / latency on the scheduled clock).
+  clock when the level streamed, else end to end / latency on the scheduled clock), or
+- in a concurrency sweep, sustained less than ``SCALING`` of the gain its added clients
+  would bring if each were served as fast as at the level before: by Little's law a
+  closed model's throughput grows with its clients until the endpoint has no more to
+  give (from 4 to 16 clients, ``sustained_per_s`` must reach 2.5 times the level before's).
+  The latency rule alone misses an endpoint that queues the extra clients evenly.
 
 A sweep with no such row says the endpoint did not saturate within the levels run.
 """
@@ -29,6 +34,7 @@ from pyattacker.report._lead import headline_text, warmup_text
 
 __all__ = [
     "GROWTH",
+    "SCALING",
     "SHORTFALL",
     "sweep_dict",
     "sweep_html",
@@ -39,12 +45,14 @@ __all__ = [
 
 SHORTFALL = 0.10
 GROWTH = 3.0
+SCALING = 0.5
 
 SATURATION_RULE = (
     f"the first level after the first that sustained less than {1 - SHORTFALL:.0%} of its "
     "offered rate (sustained/s: OK answers per second of the span it sent over), or whose "
     "p99 latency (TTFT when streamed, else end to end; scheduled clock) is more than "
-    f"{GROWTH:g}x the first level's"
+    f"{GROWTH:g}x the first level's, or (concurrency sweeps) whose sustained/s gained less "
+    f"than {SCALING:.0%} of what its added clients would at the level before's pace"
 )
 
 _COLUMNS = (
@@ -140,7 +148,21 @@ def saturation(rows: Sequence[Mapping[str, Any]]) -> int | None:
         p99 = _p99(row)
         if base and p99 is not None and p99 > GROWTH * base:
             return i
+        if _scaled_poorly(rows[i - 1], row):
+            return i
     return None
+
+
+def _scaled_poorly(before: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """Two levels of a concurrency sweep, the second with more clients, whose throughput
+    gained less than ``SCALING`` of the clients' gain (module docstring)."""
+    if before.get("kind") != "concurrency" or row.get("kind") != "concurrency":
+        return False
+    clients, clients_before = row["concurrency"], before["concurrency"]
+    done, done_before = row["sustained_per_s"], before["sustained_per_s"]
+    if not done_before or done is None or clients <= clients_before:
+        return False
+    return bool(done / done_before - 1 < SCALING * (clients / clients_before - 1))
 
 
 def _p99(row: Mapping[str, Any]) -> float | None:
