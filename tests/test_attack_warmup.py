@@ -150,6 +150,7 @@ def test_a_warmup_that_is_neither_a_duration_nor_a_count_is_refused(text: str) -
     with pytest.raises(ConfigError) as info:
         Warmup.parse(text, field="--warmup")
     assert info.value.field == "--warmup"
+    assert "bare number is seconds" not in str(info.value)  # a bare number is requests
 
 
 @given(st.integers(min_value=1, max_value=10**9))

@@ -164,6 +164,21 @@ def test_bad_input_exits_2_naming_the_field_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
+    ("flag", "text"), [("--data", '{"id": 1}\n'), ("--targets", '{"url": "/a"}\n')]
+)
+def test_an_llm_attack_refuses_a_mix_naming_the_flag_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, text: str
+) -> None:
+    given = tmp_path / "given.jsonl"
+    given.write_text(text)
+    argv = ["attack", "--llm", "http://127.0.0.1:9/v1", "--model", "m", "--shape", "10:5"]
+    assert run_cli([*argv, "--rate", "5/s", "--requests", "1", flag, str(given)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {flag}: an LLM attack builds its own requests" in err, err
+    assert "--prompts FILE.jsonl" in err
+
+
+@pytest.mark.parametrize(
     ("lines", "says"),
     [
         (['{"url": "/a"}'], "error: URL: no target URL given"),

@@ -188,9 +188,11 @@ def check_mix(plan: AttackPlan, mix: Mix) -> None:
     is not its targets', a method or header the client would refuse, a row that lacks a
     field a template uses."""
     if plan.llm is not None:
+        given = "--data" if mix.source is None and mix.data is not None else "--targets"
         raise ConfigError(
-            "an LLM attack builds its own requests", field="--targets",
-            hint="--targets and --data are for HTTP attacks",
+            "an LLM attack builds its own requests", field=given,
+            hint="--targets and --data are for HTTP attacks (an LLM attack's prompts: "
+            "--prompts FILE.jsonl)",
         )  # fmt: skip
     if any("{key}" in url.target for url in plan.targets) and any(
         line.url is not None for line in mix.lines

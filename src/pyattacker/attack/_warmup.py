@@ -77,7 +77,14 @@ class Warmup:
                 field=field,
                 hint="a duration with its unit (10s, 1.5m) or a whole number of requests (50)",
             )
-        seconds = parse_duration(stripped, field=field)
+        try:
+            seconds = parse_duration(stripped, field=field)
+        except ConfigError:  # its hint says a bare number is seconds: here it is requests
+            raise ConfigError(
+                f"cannot read {text!r} as a warmup",
+                field=field,
+                hint="a duration with its unit (10s, 1.5m) or a whole number of requests (50)",
+            ) from None
         try:
             return cls(seconds=seconds)
         except ConfigError as exc:
