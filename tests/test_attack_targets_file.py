@@ -33,10 +33,14 @@ lines = st.fixed_dictionaries(
 
 def expected(obj: dict[str, Any], where: str) -> MixLine:
     body = obj.get("body")
+    headers = tuple((k, v.strip()) for k, v in obj.get("headers", {}).items())
+    if body is not None and not isinstance(body, str):  # sent as JSON, and typed so
+        if not any(k.lower() == "content-type" for k, _ in headers):
+            headers += (("Content-Type", "application/json"),)
     return MixLine(
         url=obj["url"],
         method=obj.get("method"),
-        headers=tuple((k, v.strip()) for k, v in obj.get("headers", {}).items()),
+        headers=headers,
         body=None
         if body is None
         else body.encode()
@@ -192,3 +196,16 @@ def test_the_text_format_example_in_the_docs_reads_as_the_docs_say(tmp_path: Pat
         ("GET", "/users/2", None, 1.0),
     ]
     assert read[1].body == b'{"item": 7}'
+
+
+def test_a_json_value_body_is_typed_as_json_unless_the_line_types_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"url": "/a", "body": {"item": 7}}\n'
+        '{"url": "/b", "body": [1], "headers": {"content-type": "application/x-ndjson"}}\n'
+        '{"url": "/c", "body": "plain"}\n'
+    )
+    a, b, c = read_targets(str(path))
+    assert a.headers == (("Content-Type", "application/json"),)
+    assert b.headers == (("content-type", "application/x-ndjson"),)
+    assert c.headers == ()

@@ -90,10 +90,13 @@ def line_from_object(value: Any, where: str, base: Path) -> MixLine:
         raise _bad(where, "url", "required: a path (/users/1) or an absolute URL")
     if "body" in value and "body_file" in value:
         raise _bad(where, "body_file", "give body or body_file, not both")
+    headers = _headers(value.get("headers"), where)
+    if value.get("body") is not None and not isinstance(value["body"], str):
+        headers = _json_typed(headers)
     return MixLine(
         url=_url(url.strip(), where),
         method=_method(value.get("method"), where),
-        headers=_headers(value.get("headers"), where),
+        headers=headers,
         body=_body(value, where, base),
         weight=_weight(value.get("weight", 1), where),
         name=_name(value.get("name"), where),
@@ -139,6 +142,13 @@ def _headers(headers: Any, where: str) -> tuple[tuple[str, str], ...]:
             raise _bad(where, "headers", f"header {name!r}: a value is a string on one line")
         out.append((name, value.strip()))
     return tuple(out)
+
+
+def _json_typed(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A body given as a JSON value is sent as JSON: say so, unless the line says what it is."""
+    if any(name.lower() == "content-type" for name, _ in headers):
+        return headers
+    return (*headers, ("Content-Type", "application/json"))
 
 
 def _body(value: Mapping[str, Any], where: str, base: Path) -> bytes | None:
