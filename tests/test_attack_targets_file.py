@@ -34,9 +34,9 @@ lines = st.fixed_dictionaries(
 def expected(obj: dict[str, Any], where: str) -> MixLine:
     body = obj.get("body")
     headers = tuple((k, v.strip()) for k, v in obj.get("headers", {}).items())
-    if body is not None and not isinstance(body, str):  # sent as JSON, and typed so
-        if not any(k.lower() == "content-type" for k, _ in headers):
-            headers += (("Content-Type", "application/json"),)
+    typed = any(k.lower() == "content-type" for k, _ in headers)
+    if body is not None and not isinstance(body, str) and not typed:  # sent as JSON, typed so
+        headers += (("Content-Type", "application/json"),)
     return MixLine(
         url=obj["url"],
         method=obj.get("method"),
