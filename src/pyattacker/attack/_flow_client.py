@@ -24,11 +24,13 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urljoin
 
 from pyattacker.attack._plan import Target
-from pyattacker.errors import HttpStatusError, PyAttackerError
+from pyattacker.attack._redirects import Hop, redirect_error
+from pyattacker.attack._send import copy_timing
+from pyattacker.errors import HttpStatusError, PyAttackerError, RedirectError
 from pyattacker.http import URL, HttpClient, Response, Timing
 from pyattacker.measure import Attempt
 
-__all__ = ["FlowClient", "HttpSteps", "Step", "StepFailed", "StepSender"]
+__all__ = ["FlowClient", "HttpSteps", "Step", "StepFailed", "StepSender", "hop_of", "step_to"]
 
 _MOST_URLS = 4096
 
@@ -94,9 +96,8 @@ class HttpSteps:
                 step.method, url, headers=target.headers + step.headers, body=step.body,
                 timing=timing,
             )  # fmt: skip
-        finally:
-            attempt.sent, attempt.first_byte = timing.sent, timing.first_byte
-            attempt.end = timing.end
+        finally:  # as the plain path records it: a new connection's connect and TLS too
+            copy_timing(timing, attempt)
         attempt.status = response.status
         attempt.bytes_received = response.body_size
         return response
@@ -217,8 +218,19 @@ def _statuses(expect: int | Collection[int] | None) -> frozenset[int] | None:
     return frozenset((expect,) if isinstance(expect, int) else expect)
 
 
-def status_error(step: Step, response: Response) -> HttpStatusError | None:
-    """Why ``response`` fails ``step`` (its status is not accepted), or None."""
+def status_error(
+    step: Step, response: Response, *, follow: bool = False
+) -> HttpStatusError | RedirectError | None:
+    """Why ``response`` ends ``step`` other than OK, or None.
+
+    A redirect (a 3xx with a ``Location``) is a :class:`RedirectError`, as on the plain
+    path: to be followed when ``follow`` (the plan's ``follow_redirects`` has hops left),
+    else the step's answer, failed as ``redirect`` unless ``expect=`` names its status
+    (then the flow asked for the redirect itself). Any other status fails when the step
+    does not accept it."""
+    redirect = redirect_error(response) if 300 <= response.status < 400 else None
+    if redirect is not None and (follow or response.status not in (step.expect or ())):
+        return redirect
     if step.accepts(response.status):
         return None
     if step.expect is None:  # as the plain path says it: one kind of message for both
@@ -234,3 +246,17 @@ def status_error(step: Step, response: Response) -> HttpStatusError | None:
         retry_after=response.retry_after,
         url=response.url,
     )
+
+
+def hop_of(target: Target, step: Step) -> Hop:
+    """What ``step`` sent to ``target``, as the hop a redirect of it starts from (its URL,
+    its headers with the flow's, its method and body)."""
+    url = resolve(target.url, step.path)
+    return Hop(Target(target.id, url, target.headers + step.headers), step.method, step.body)
+
+
+def step_to(hop: Hop, step: Step) -> Step:
+    """``step`` as the redirect's ``hop`` sends it: the hop's method, body and URL (its
+    headers are the hop target's, which already hold the flow's), the step's name and
+    accepted statuses."""
+    return Step(hop.method, hop.target.url.target, step.name, (), hop.body, step.expect)

@@ -28,17 +28,20 @@ from pyattacker.attack._flow_client import (
     Step,
     StepFailed,
     StepSender,
+    hop_of,
     status_error,
+    step_to,
 )
 from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._mode import Flight, Mode
 from pyattacker.attack._plan import AttackPlan, Target
+from pyattacker.attack._redirects import Hop, next_hop
 from pyattacker.attack._requests import Requests, one_line, secrets_of
 from pyattacker.attack._scenario import Scenario
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.attack._time import RunTime
 from pyattacker.attack._warmup import WarmupTally
-from pyattacker.errors import ConfigError, ErrorClass
+from pyattacker.errors import ConfigError, ErrorClass, RedirectError
 from pyattacker.http import Response
 from pyattacker.measure import Attempt, Outcome
 
@@ -91,6 +94,7 @@ class FlowDispatcher:
             steps,
         )
         self._now, self._wait_until = time.now, time.wait_until
+        self._follow = plan.follow_redirects  # hops a step follows, as a plain request
         self._secrets = secrets_of(plan.keys, plan.resolved_targets())
         self._create_task = asyncio.get_running_loop().create_task
         # Steps are numbered apart from arrivals; a worker's (index, n) as index + k * n,
@@ -210,17 +214,25 @@ class FlowDispatcher:
     async def _attempts(
         self, step: Step, n: int, scheduled: float, attempts: list[Attempt]
     ) -> Response:
-        """Every attempt of a step, as the plan's retry policy decides; raises
-        :class:`StepFailed` when the last one failed."""
-        number = 1
+        """Every attempt of a step: a redirect's hops (``follow_redirects``, each hop one
+        more attempt, at once, as on the plain path: ``Requests._attempts``), then retries
+        as the plan's policy decides; raises :class:`StepFailed` when the last one failed."""
+        number, hop, hops = 1, None, 0
         while True:
             attempt = Attempt(n, number, scheduled)
             attempt.name = step.name
             attempts.append(attempt)
-            response, error = await self._attempt(step, attempt)
+            response, error, sent_to = await self._attempt(step, attempt, hop, hops < self._follow)
             if error is None:
                 assert response is not None
                 return response
+            if isinstance(error, RedirectError) and hops < self._follow:
+                assert sent_to is not None  # a redirect is an answer: it went somewhere
+                following = next_hop(error, hop or hop_of(sent_to, step))
+                if following is not None and self._flight.stopping is None:
+                    hop, hops, number = following, hops + 1, number + 1
+                    scheduled = self._now()
+                    continue
             decision = self._requests.decide(error, number, attempts[0].scheduled)
             if not decision.retry or self._flight.stopping is not None:
                 raise StepFailed(step.name, error, response) from error
@@ -229,20 +241,25 @@ class FlowDispatcher:
             number += 1
 
     async def _attempt(
-        self, step: Step, attempt: Attempt
-    ) -> tuple[Response | None, BaseException | None]:
-        """One attempt: lease, send, settle. Returns the answer (if any) and the error that
-        failed it (None if it went OK)."""
+        self, step: Step, attempt: Attempt, hop: Hop | None, follow: bool
+    ) -> tuple[Response | None, BaseException | None, Target | None]:
+        """One attempt (to ``hop``'s URL if given, else the step's on the lease's target):
+        lease, send, settle. Returns the answer (if any), the error that failed it (None
+        if it went OK; a redirect to follow when ``follow``) and the target it went to."""
         requests = self._requests
         lease = await requests.lease(attempt)
         if isinstance(lease, BaseException):
-            return None, lease
+            return None, lease, None
         target: Target = lease.client  # type: ignore[assignment]  # see the engine's pool
+        sent = step
+        if hop is not None:  # counted under the target the step began at, as a plain hop
+            target, sent = hop.target, step_to(hop, step)
+            attempt.resource = target.id
         response: Response | None = None
         error: BaseException | None
         try:
-            response = await self._steps.send_step(target, step, attempt)
-            error = status_error(step, response)
+            response = await self._steps.send_step(target, sent, attempt)
+            error = status_error(sent, response, follow=follow)
         except asyncio.CancelledError as exc:
             requests.settle(attempt, lease, exc)
             raise
@@ -251,4 +268,4 @@ class FlowDispatcher:
         requests.settle(attempt, lease, error)
         if self._flight.backlog:  # the connection it gave back starts a queued flow
             self.admit_queued()
-        return response, error
+        return response, error, target

@@ -30,7 +30,7 @@ from pyattacker.http import URL, HttpClient, Response, Timing
 from pyattacker.measure import Attempt
 from pyattacker.pool import Lease
 
-__all__ = ["DirectRequest", "HttpSender", "OnEnd", "Sender"]
+__all__ = ["DirectRequest", "HttpSender", "OnEnd", "Sender", "copy_timing"]
 
 # Told that a request sent directly ended (its ``error`` says how: None when ok, a
 # CancelledError when it was abandoned).
@@ -83,7 +83,7 @@ class HttpSender:
                 method, url, headers=headers, body=body, timing=timing
             )
         finally:
-            _copy(timing, attempt)
+            copy_timing(timing, attempt)
         attempt.status = response.status
         attempt.bytes_received = response.body_size
         if response.status >= 300:
@@ -147,7 +147,7 @@ class DirectRequest:
         attempt.resource, attempt.status, attempt.name = self.resource, self.status, self.name
         attempt.bytes_sent, attempt.bytes_received = self.bytes_sent, self.bytes_received
         if self.timing is not None:
-            _copy(self.timing, attempt)
+            copy_timing(self.timing, attempt)
         return attempt
 
     def done(self) -> bool:
@@ -194,7 +194,9 @@ def _raise_for(response: Response) -> None:
     response.raise_for_status()
 
 
-def _copy(timing: Timing, attempt: Attempt) -> None:
+def copy_timing(timing: Timing, attempt: Attempt) -> None:
+    """What ``timing`` saw of one exchange, onto ``attempt``: every sender of the attack
+    (a scenario's steps too) records an attempt's times, a new connection's included, so."""
     attempt.sent = timing.sent
     attempt.first_byte = timing.first_byte
     attempt.end = timing.end
