@@ -163,6 +163,21 @@ class AttackResult:
         return self.total.requests - self.total.by_outcome[Outcome.OK.value]
 
     @property
+    def failed_flows(self) -> int:
+        """A scenario's flows that did not complete: failed (at a step, or in the flow's own
+        code, which fails no request), cancelled or dropped; 0 without a scenario."""
+        flows = self.flows
+        if flows is None:
+            return 0
+        return sum(flows.failed.values()) + flows.cancelled + flows.dropped
+
+    @property
+    def all_succeeded(self) -> bool:
+        """Every request ended OK and, with a scenario, every flow completed: what the
+        command's exit code 0 says (docs/attack.md, "Exit codes")."""
+        return self.failed_requests == 0 and self.failed_flows == 0
+
+    @property
     def planned(self) -> float | None:
         """Arrivals the plan expected over the time the schedule actually ran."""
         load = self.plan.load

@@ -310,7 +310,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
         return 130
     if samples_failed:
         return 1
-    return workers.workers_exit(result, 0 if result.failed_requests == 0 else 1)  # 3: one died
+    # a flow failed in its own code fails no request: all_succeeded counts the flows too
+    return workers.workers_exit(result, 0 if result.all_succeeded else 1)  # 3: one died
 
 
 def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
