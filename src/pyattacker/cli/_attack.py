@@ -41,6 +41,7 @@ from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
+from pyattacker.cli._proxy_note import proxy_note
 from pyattacker.cli._report_files import check_report_path, write_report
 from pyattacker.cli._serve import Serving, serve_options
 from pyattacker.errors import ConfigError
@@ -287,6 +288,9 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     shown = ", ".join(mask_url(url) for url in urls)
     if not flags.quiet:
         click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
+    note = proxy_note(urls)
+    if note is not None:
+        click.echo(note, err=True)
     on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
