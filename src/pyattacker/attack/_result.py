@@ -179,12 +179,21 @@ class AttackResult:
 
     @property
     def planned(self) -> float | None:
-        """Arrivals the plan expected over the time the schedule actually ran."""
+        """Arrivals the plan called for over the time the schedule actually ran: evenly
+        spaced, those due by then (arrival k comes when Λ reaches k, k = 0, 1, ...: a span
+        that ends between two arrivals has had ⌈Λ⌉ of them, as ``scheduled`` counts them);
+        Poisson, their expected number, Λ."""
+        return self._arrivals_planned(due=True)
+
+    def _arrivals_planned(self, *, due: bool) -> float | None:
         load = self.plan.load
         if not isinstance(load, OpenModel):
             return None
         skip, warm = self._warm_span()
-        planned = load.planned(skip + self.schedule_s) - load.planned(skip)
+        first, last = load.planned(skip), load.planned(skip + self.schedule_s)
+        if due and load.arrival == "constant":
+            first, last = _due(first), _due(last)
+        planned = last - first
         if self.plan.requests is not None:
             planned = min(planned, float(self.plan.requests - warm))
         return planned
@@ -196,7 +205,9 @@ class AttackResult:
 
     @property
     def planned_rate(self) -> float | None:
-        planned = self.planned
+        """The plan's rate over its span: the expected arrivals a second, not the count
+        due (which is up to one more over a cut span)."""
+        planned = self._arrivals_planned(due=False)
         return None if planned is None or self.schedule_s <= 0 else planned / self.schedule_s
 
     @property
@@ -288,10 +299,15 @@ class AttackResult:
     def cpu_dict(self) -> dict[str, float | None]:
         """``process_s``: this process's user + system CPU seconds (every thread) from the
         run's start to its result; ``per_request_s``: that over the requests scheduled (sent
-        or dropped). Both None on simulated time, where CPU says nothing of the run."""
-        cpu, scheduled = self.cpu_s, self.scheduled
-        per = None if cpu is None or not scheduled else cpu / scheduled
-        return {"process_s": cpu, "per_request_s": per}
+        or dropped). With a scenario, the requests are its steps (an arrival is a flow, not
+        a request), and ``per_flow_s`` is the CPU over the flows scheduled. All None on
+        simulated time, where CPU says nothing of the run."""
+        cpu, flows = self.cpu_s, self.flows
+        requests = self.scheduled if flows is None else self.total.requests
+        section = {"process_s": cpu, "per_request_s": _share(cpu, requests)}
+        if flows is not None:
+            section["per_flow_s"] = _share(cpu, flows.scheduled)
+        return section
 
     def _llm_dict(self) -> dict[str, Any]:
         answers = self.answer_span_s
@@ -441,6 +457,17 @@ def llm_window_dict(window: Window, sending_span_s: float) -> dict[str, Any]:
 
 def _summary(histogram: Histogram) -> dict[str, Any]:
     return histogram.summary().to_dict()
+
+
+def _due(expected: float) -> float:
+    """Evenly spaced arrivals before the point where Λ is ``expected``: ⌈Λ⌉ (less a hair
+    of float error, so that a span of exactly 20 arrivals counts 20, not 21)."""
+    return float(math.ceil(expected - 1e-9 * max(1.0, expected)))
+
+
+def _share(cpu: float | None, count: int) -> float | None:
+    """``cpu`` seconds over ``count`` things, None when either is missing."""
+    return None if cpu is None or not count else cpu / count
 
 
 def _per_minute(count: float, span_s: float) -> float | None:

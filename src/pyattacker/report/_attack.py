@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import AttackResult, lag_is_large
-from pyattacker.report._flows import flow_lines, flow_markdown
+from pyattacker.report._flows import flow_lines, flow_markdown, flow_schedule
 from pyattacker.report._lead import lead_lines
 from pyattacker.report._timing import TIMING_NOTE, timing_header, timing_rows
 
@@ -162,13 +162,16 @@ def _request_words(plan: Mapping[str, Any], where: str) -> str:
 
 def _headline(data: Mapping[str, Any]) -> list[str]:
     s = data["summary"]
-    planned = "" if s["planned"] is None else f"planned {s['planned']:.0f} · "
-    rate = f"{s['achieved_rate']:.1f}/s"
-    if s["planned_rate"] is not None:
-        rate += f" of {s['planned_rate']:.1f}/s planned"
+    if data.get("flows") is None:
+        planned = "" if s["planned"] is None else f"planned {s['planned']:.0f} · "
+        rate = f"{s['achieved_rate']:.1f}/s"
+        if s["planned_rate"] is not None:
+            rate += f" of {s['planned_rate']:.1f}/s planned"
+        schedule = f"{planned}scheduled {s['scheduled']} · sent {s['sent']} ({rate})"
+    else:  # the plan's arrivals are flows, and what is sent their steps: said apart
+        schedule = flow_schedule(s)
     lines = [
-        f"Plan span {s['schedule_s']:.2f}s, finished after {s['elapsed_s']:.2f}s: "
-        f"{planned}scheduled {s['scheduled']} · sent {s['sent']} ({rate}) · "
+        f"Plan span {s['schedule_s']:.2f}s, finished after {s['elapsed_s']:.2f}s: {schedule} · "
         f"late {s['late']} (> {s['late_after_s'] * 1000:g} ms) · dropped {s['dropped']}",
     ]
     llm = data["plan"].get("llm")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["flow_lines", "flow_markdown"]
+__all__ = ["flow_lines", "flow_markdown", "flow_schedule"]
 
 _PERCENTILES = ("p50", "p90", "p99", "max")
 
@@ -32,6 +32,20 @@ def flow_markdown(data: Mapping[str, Any]) -> list[str]:
         return []
     facts = _facts(flows, data["summary"]["schedule_s"])
     return [f"## Flows ({flows['scenario']})", "", *(f"- {line}" for line in facts), ""]
+
+
+def flow_schedule(summary: Mapping[str, Any]) -> str:
+    """The headline's schedule for a scenario's run, from the JSON report's ``summary``: the
+    plan's arrivals are flows (``--rate`` is flows a second), the requests sent are their
+    steps, so each count and rate says which it is (never steps "of" a flow rate)."""
+    flows = f"flows scheduled {summary['scheduled']}"
+    if summary["planned"] is not None:
+        flows = f"flows planned {summary['planned']:.0f} · scheduled {summary['scheduled']}"
+    if summary["planned_rate"] is not None:
+        flows += f" ({summary['planned_rate']:.1f}/s planned)"
+    return (
+        f"{flows}; requests (their steps) sent {summary['sent']} ({summary['achieved_rate']:.1f}/s)"
+    )
 
 
 def _facts(flows: Mapping[str, Any], schedule_s: float) -> list[str]:
