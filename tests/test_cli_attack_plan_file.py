@@ -180,3 +180,61 @@ def test_no_quiet_and_no_insecure_undo_the_files_quiet_and_insecure(
     code, report = run(tmp_path, plan, "--no-quiet", "--no-insecure")
     assert (code, report["plan"]["tls"]) == (0, None)
     assert "attacking" in capsys.readouterr().err
+
+
+# The report holds the plan: the file it came from, and what each mix line sends.
+
+
+@pytest.mark.slow
+def test_the_report_names_the_plan_file_and_what_each_inline_line_sends(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    (tmp_path / "rows.jsonl").write_text('{"id": 1}\n{"id": 2}\n')
+    plan = (
+        f"url: {echo.url}/\nrate: 200/s\nrequests: 4\nquiet: true\nkey: [sk-plan-1]\n"
+        "header: ['Authorization: Bearer {key}']\ndata: rows.jsonl\ndata-order: random\n"
+        "targets:\n  - {url: '/u/{id}', name: u, headers: {Cookie: sid=9, X-T: a}}\n"
+        "  - {url: /o, method: POST, body: 'item=7&note=sk-plan-1'}\n"
+    )
+    code, report = run(tmp_path, plan)
+    assert code == 0
+    shown = report["plan"]
+    assert shown["file"] == str(tmp_path / "plan.yaml")
+    rows = {"file": str(tmp_path / "rows.jsonl"), "rows": 2, "order": "random"}
+    assert shown["data"] == shown["mix"]["data"] == rows
+    sends = [{k: line[k] for k in ("name", "method", "url", "headers", "body")}
+             for line in shown["mix"]["lines"]]  # fmt: skip
+    assert sends == [
+        {"name": "u", "method": "GET", "url": "/u/{id}",
+         "headers": ["Cookie: ***", "X-T: a"], "body": None},
+        {"name": "POST /o", "method": "POST", "url": "/o", "headers": [],
+         "body": "item=7&note=***"},
+    ]  # fmt: skip
+    assert "sk-plan-1" not in json.dumps(report)
+
+
+@pytest.mark.slow
+def test_a_scenario_plans_report_names_its_data_file(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    (tmp_path / "rows.jsonl").write_text('{"id": 1}\n')
+    (tmp_path / "flows.py").write_text(
+        "async def visit(client, row):\n    await client.get(f'/u/{row[\"id\"]}', name='u')\n"
+    )
+    plan = f"url: {echo.url}/\nrate: 200/s\nrequests: 2\nquiet: true\n"
+    code, report = run(tmp_path, plan + "scenario: flows.py:visit\ndata: rows.jsonl\n")
+    assert code == 0
+    assert report["plan"]["scenario"] == "flows.py:visit"
+    assert report["plan"]["data"] == {"file": str(tmp_path / "rows.jsonl"), "rows": 1,
+                                      "order": "sequential"}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_each_sweep_levels_plan_names_the_plan_file(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    plan = f"url: {echo.url}/\nrequests: 3\nquiet: true\nsweep: rate=100/s,200/s\n"
+    code, report = run(tmp_path, plan)
+    assert code == 0
+    files = [level["report"]["plan"]["file"] for level in report["levels"]]
+    assert files == [str(tmp_path / "plan.yaml")] * 2

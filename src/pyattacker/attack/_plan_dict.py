@@ -1,16 +1,31 @@
-"""How an attack's plan reads in its report: every setting, never a key or a header value."""
+"""How an attack's plan reads in its report: every setting, never a key or a secret.
+
+The plan's own headers are listed by name only. A mix's lines say what each sends
+(method, URL, headers, body), with secrets hidden as everywhere else we show settings
+(``pyattacker._secrets``, as the run report's config): a secret-looking header's value,
+JSON field or form/query parameter is ``***``, and an API key written out is ``***`` too.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
+from pyattacker._secrets import MASK, is_secret_key, mask, mask_url, scrub
+from pyattacker.attack._data import DataRows
 from pyattacker.attack._llm import LlmSpec
 from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._mix import MixLine
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.llm import JsonlPrompts, PromptSource, SyntheticPrompts
 from pyattacker.retry import Retrying
 
-__all__ = ["llm_plan_dict", "plan_dict", "prompts_dict", "retry_label"]
+__all__ = ["BODY_SHOWN", "llm_plan_dict", "plan_dict", "prompts_dict", "retry_label"]
+
+#: A mix line's body up to this many bytes of UTF-8 is shown as text; a longer (or binary)
+#: one by its length and SHA-256 only, so a report stays readable whatever the payloads.
+BODY_SHOWN = 1024
 
 
 def retry_label(policy: Retrying) -> str:
@@ -72,6 +87,9 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
     }
     if plan.scenario is not None:
         data["scenario"] = plan.scenario.label
+    rows = _data_rows(plan)
+    if rows is not None:  # --data, whether a mix's templates or a scenario's flows read it
+        data["data"] = {"file": rows.path, "rows": len(rows), "order": rows.order}
     if plan.llm is None:  # an LLM attack builds each body from a prompt
         data["body_bytes"] = len(plan.body) if plan.body else 0
     else:
@@ -79,10 +97,79 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
     if plan.warmup is not None:
         data["warmup"] = plan.warmup.to_dict()
     if plan.mix is not None:
-        data["mix"] = plan.mix.describe(plan.method)
+        data["mix"] = _mix_dict(plan)
     if plan.sender is not None:
         data["sender"] = plan.sender
     return data
+
+
+def _data_rows(plan: AttackPlan) -> DataRows | None:
+    """The ``--data`` rows of ``plan``: its mix's, or those its scenario's flows take (the
+    command gives a scenario ``DataRows.row``, a bound method, as its row provider)."""
+    if plan.mix is not None:
+        return plan.mix.data
+    provider = None if plan.scenario is None else plan.scenario.rows
+    rows = getattr(provider, "__self__", None)
+    return rows if isinstance(rows, DataRows) else None
+
+
+def _mix_dict(plan: AttackPlan) -> dict[str, Any]:
+    """The mix's description (names, weights, shares, source, data: what reports and
+    ``compare`` read) with what each line sends added."""
+    assert plan.mix is not None
+    described = plan.mix.describe(plan.method)
+    keys = {key for key in plan.keys if key}  # (scrub would mask between every letter of "")
+    for shown, line in zip(described["lines"], plan.mix.lines, strict=True):
+        shown.update(_line_sends(line, plan, keys))
+    return described
+
+
+def _line_sends(line: MixLine, plan: AttackPlan, keys: set[str]) -> dict[str, Any]:
+    """What ``line`` sends: its method and URL (``None``: each target's own), its own
+    headers (added to the plan's, which ``headers`` names) and the body it sends (its own,
+    else the plan's), ``{field}`` templates as written."""
+    return {
+        "method": (line.method or plan.method).upper(),
+        "url": None if line.url is None else scrub(mask_url(line.url), keys),
+        "headers": [f"{name}: {_header_value(name, value, keys)}" for name, value in line.headers],
+        **_body_dict(plan.body if line.body is None else line.body, keys),
+    }
+
+
+def _header_value(name: str, value: str, keys: set[str]) -> str:
+    return MASK if is_secret_key(name) else scrub(mask_url(value), keys)
+
+
+def _body_dict(body: bytes | None, keys: set[str]) -> dict[str, Any]:
+    """``body``: its text when short (secrets masked), else its length and digest."""
+    if body is None:
+        return {"body": None, "body_bytes": 0}
+    text = _short_text(body)
+    if text is None:
+        digest = hashlib.sha256(body).hexdigest()
+        return {"body": None, "body_bytes": len(body), "body_sha256": digest}
+    return {"body": scrub(_masked_text(text), keys), "body_bytes": len(body)}
+
+
+def _short_text(body: bytes) -> str | None:
+    """``body`` as text when at most :data:`BODY_SHOWN` bytes of UTF-8, else None."""
+    if len(body) > BODY_SHOWN:
+        return None
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        return None  # binary
+
+
+def _masked_text(text: str) -> str:
+    """A JSON body with its secret-looking fields ``***`` (written compact, as a targets
+    line's JSON body is sent), or a form body with its secret-looking parameters ``***``."""
+    try:
+        value = json.loads(text)
+    except ValueError:  # not JSON (a template such as {"id": {id}} is not, either)
+        return mask_url("?" + text)[1:] if "=" in text else text
+    masked = mask(value)
+    return text if masked == value else json.dumps(masked, separators=(",", ":"))
 
 
 def llm_plan_dict(spec: LlmSpec) -> dict[str, Any]:
