@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import ssl
 import subprocess
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from http_helpers import LOOPS, Server, keep_alive, run
-from pyattacker.errors import ConnectError, TlsError, error_class_of
-from pyattacker.http import HttpClient, Response
+from pyattacker.errors import ConfigError, ConnectError, TlsError, error_class_of
+from pyattacker.http import HttpClient, Response, TlsOptions
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
 
@@ -81,3 +82,27 @@ def test_an_untrusted_certificate_is_a_tls_error_caused_by_ssl_that_names_the_fi
     assert "--cacert FILE" in str(error)
     assert "--insecure" in str(error)
     assert error_class_of(error) == "tls"
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_an_encrypted_client_key_is_refused_saying_so_and_how_to_decrypt_it(
+    tmp_path: Path, certificate: tuple[Path, Path], together: bool
+) -> None:
+    cert, key = certificate
+    encrypted = tmp_path / "encrypted.pem"
+    subprocess.run(
+        ["openssl", "pkey", "-in", str(key), "-out", str(encrypted), "-aes256",
+         "-passout", "pass:secret"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    if together:  # the certificate and its key in one file, given as --cert
+        both = tmp_path / "both.pem"
+        both.write_bytes(cert.read_bytes() + encrypted.read_bytes())
+        build = functools.partial(TlsOptions, cert=str(both))
+    else:
+        build = functools.partial(TlsOptions, cert=str(cert), key=str(encrypted))
+    with pytest.raises(ConfigError, match="is encrypted") as info:
+        build()
+    assert info.value.field == ("cert" if together else "key")
+    assert info.value.hint is not None
+    assert "openssl pkey -in" in info.value.hint

@@ -81,6 +81,15 @@ class TlsOptions:
                 context.load_cert_chain(self.cert, self.key, password=_no_passphrase)
             except (ssl.SSLError, ValueError) as exc:
                 field_name = "cert" if self.key is None else "key"
+                key_file = self.key if self.key is not None else self.cert
+                if _encrypted(key_file):
+                    raise ConfigError(
+                        f"the private key in {key_file!r} is encrypted (behind a passphrase), "
+                        "and an attack cannot stop to ask for it",
+                        field=field_name,
+                        hint=f"decrypt a copy: openssl pkey -in {key_file} -out plain.key, "
+                        "and give that",
+                    ) from None
                 raise ConfigError(
                     f"cannot use the client certificate {self.cert!r} ({exc})",
                     field=field_name,
@@ -113,3 +122,14 @@ def _readable(path: str, name: str) -> None:
             field=name,
             hint="the path of a PEM file",
         ) from None
+
+
+def _encrypted(path: str) -> bool:
+    """Whether the PEM file at ``path`` holds an encrypted private key (PKCS#8's
+    ``ENCRYPTED PRIVATE KEY``, or the older ``Proc-Type: 4,ENCRYPTED`` header)."""
+    try:
+        with open(path, "rb") as pem:
+            text = pem.read(1 << 20)
+    except OSError:
+        return False
+    return b"ENCRYPTED PRIVATE KEY-----" in text or b"Proc-Type: 4,ENCRYPTED" in text
