@@ -18,6 +18,7 @@ final counts, and merges them (:func:`~pyattacker.attack._merge.merge_outcomes`)
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -41,6 +42,7 @@ __all__ = ["START_MARGIN_S", "run_workers", "usable_cores"]
 #: How far in the future the common start instant is set once every worker is ready: the
 #: time to hand it over and for each worker to open its first connections.
 START_MARGIN_S = 0.25
+_PR_SET_NAME = 15  # prctl(2)
 
 
 # The workers' clock outside any loop: the monotonic clock, which every process of one
@@ -76,12 +78,22 @@ def _child(
     n: int,
     limits: Limits | None,
     taps: Sequence[WorkerTap],
+    inherited: Sequence[Connection] = (),
 ) -> None:
     """A worker process: say ready, wait for the start instant, run, send the outcome."""
     # Until its loop handles signals, Ctrl-C is the driver's business (it says stop).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    conn.send(("ready", index))
-    kind, value = conn.recv()
+    # The fork copied the driver's ends of the pipes (this worker's and the ones before
+    # it): while a copy is open, a driver killed outright leaves its workers no end of
+    # file to notice, and they would attack on to the end of the plan.
+    for end in inherited:
+        end.close()
+    _name_process(f"pyattacker-w{index}")
+    try:
+        conn.send(("ready", index))
+        kind, value = conn.recv()
+    except (EOFError, OSError):  # the driver died before the start: nothing to do
+        return
     if kind != "start":
         conn.send(("done", None))
         return
@@ -109,6 +121,16 @@ def _child(
                          on_progress=lambda p: send(("progress", p)), on_stop=listen,
                          limits=limits, taps=taps)  # fmt: skip
     send(("done", outcome))
+
+
+def _name_process(name: str) -> None:
+    """The name ``ps -e`` and ``top`` show for this process (Linux; 15 bytes at most), so
+    a worker is told from its driver, whose command line it shares."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the name stays
+        pass
 
 
 @dataclass
@@ -166,9 +188,10 @@ def _run(
     workers: list[_Worker] = []
     for index in range(n):
         mine, theirs = context.Pipe()
+        inherited = [w.conn for w in workers] + [mine]  # the driver's ends the child gets
         process = context.Process(
             target=_child,
-            args=(theirs, plan, index, n, limits, taps),
+            args=(theirs, plan, index, n, limits, taps, inherited),
             daemon=True,
             name=f"pyattacker-worker-{index}",
         )
