@@ -37,6 +37,7 @@ from pyattacker.attack._processes import newest
 from pyattacker.attack._result import RunTimes
 from pyattacker.attack._tally import Tally
 from pyattacker.attack._workers import run_worker
+from pyattacker.cli import _attack_workers as cli_workers
 from pyattacker.cli import run_cli
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError
@@ -199,6 +200,33 @@ FLOWS = textwrap.dedent(
 def _flows_run(echo: EchoServerProcess, tmp_path: Path, workers: int) -> tuple[dict, dict]:
     """One --scenario run on ``workers`` processes: its report and the server's counts;
     every step's sample row has a number of its own."""
+@pytest.mark.parametrize(
+    ("cores", "load", "workers"),
+    [
+        (1, ["--rate", "40/s"], 1),  # one usable core: one worker, and --per-worker shows it
+        (2, ["--clients", "1"], 1),  # one client cannot be shared
+        (4, ["--rate", "40/s", "--connections", "3"], 3),  # nor three connections by four
+        (2, ["--rate", "40/s"], 2),
+    ],
+)
+def test_workers_auto_takes_the_cores_the_plan_can_be_shared_by(
+    cores: int,
+    load: list[str],
+    workers: int,
+    echo: EchoServerProcess,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cli_workers, "usable_cores", lambda: cores)
+    echo.reset()
+    out = tmp_path / "r.json"
+    argv = ["attack", echo.url, *load, "--requests", "20", "--workers", "auto", "--per-worker"]
+    assert run_cli([*argv, "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["workers"]["count"] == len(report["workers"]["each"]) == workers
+    assert report["summary"]["sent"] == echo.stats()["count"] == 20
+
+
     echo.reset()
     flows = tmp_path / "flows.py"
     flows.write_text(FLOWS)

@@ -70,6 +70,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 LOST_EXIT = 3
 MAX_WORKERS = 1024
 #: --samples, one file or a part per worker (see SampleParts)
+AUTO = 0  # --workers auto, before workers_checked resolves it
 Samples = SampleWriter | SampleParts
 
 
@@ -81,7 +82,7 @@ class _Workers(click.ParamType[int]):
             return value
         text = str(value).strip().lower()
         if text == "auto":
-            return usable_cores()
+            return AUTO  # resolved against the plan by workers_checked
         try:
             n = int(text)
         except ValueError:
@@ -134,15 +135,29 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
                 hint="give the URL first, or the address after it: --ray HEAD:6379 (or --ray=)",
             )
         check_installed("--ray")
-    if flags.workers == 1 and flags.ray_address is None:
-        if flags.per_worker:
-            raise ConfigError("--per-worker applies to --workers", field="--per-worker",
-                              hint="add --workers 2 (or auto)")  # fmt: skip
-        return flags
+    if flags.workers == AUTO:
+        flags = replace(flags, workers=auto_workers(flags), workers_auto=True)
+    alone = flags.workers == 1 and flags.ray_address is None and not flags.workers_auto
+    if alone and flags.per_worker:
+        raise ConfigError("--per-worker applies to --workers", field="--per-worker",
+                          hint="add --workers 2 (or auto)")  # fmt: skip
     return flags
 
 
 @dataclass(frozen=True)
+def auto_workers(flags: AttackFlags) -> int:
+    """``--workers auto``: one per usable core, but no more than the plan can be shared
+    by (its clients, and its connections per target, are divided between the workers)."""
+    n = min(usable_cores(), flags.connections)
+    return min(n, flags.clients) if flags.clients else n
+
+
+def one_process(flags: AttackFlags) -> bool:
+    """Whether the attack runs in this process: one worker, no Ray, and no --per-worker
+    with --workers auto (which then runs its one worker as a process, to show it)."""
+    return flags.workers == 1 and flags.ray_address is None and not flags.per_worker
+
+
 class Shared:
     """An attack on ``n`` workers (local processes, or Ray actors at ``ray_address``,
     ``""`` for the default cluster), and what taps their records."""
@@ -159,7 +174,7 @@ class Shared:
     ) -> Shared | None:
         """How the flags share a run (None: one process); ``goodput`` and ``samples`` (as
         :func:`open_samples` made them) tap each worker's records."""
-        if flags.workers == 1 and flags.ray_address is None:
+        if one_process(flags):
             return None
         parts = samples if isinstance(samples, SampleParts) else None
         taps = tuple(tap for tap in (goodput, parts) if tap is not None)
@@ -209,7 +224,7 @@ def open_samples(flags: AttackFlags) -> Samples | None:
     per worker joined into the file at the end (None without ``--samples``)."""
     if flags.samples_path is None:
         return None
-    if flags.workers == 1 and flags.ray_address is None:
+    if one_process(flags):
         return SampleWriter.open(flags.samples_path, llm=flags.llm)
     return SampleParts(flags.samples_path, llm=flags.llm)
 
