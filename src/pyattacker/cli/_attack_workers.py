@@ -118,7 +118,8 @@ def workers_options(command: F) -> F:
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
         "schedule), clients and connections are divided, one report merges them. auto: one "
-        "per usable core (for a generator on its own machine). Works with every flag "
+        "per usable core, no more than the clients or connections per target (for a "
+        "generator on its own machine). Works with every flag "
         "(with --ray too: --samples rows and the --serve page end up on this machine). "
         "Exit 3 if a worker died.",
     )(command)
