@@ -198,6 +198,7 @@ FLOWS = textwrap.dedent(
 
 
 def _flows_run(echo: EchoServerProcess, tmp_path: Path, workers: int) -> tuple[dict, dict]:
+    assert "attacking" not in err  # refused before the start line
     """One --scenario run on ``workers`` processes: its report and the server's counts;
     every step's sample row has a number of its own."""
 @pytest.mark.parametrize(

@@ -279,6 +279,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     if flags.sweep is not None:  # one attack per level: cli/_attack_sweep.py
         return sweep_command(flags, functools.partial(_plan, urls, mix=mix), _limits(flags))
     plan = flows_of(_plan(urls, flags, mix), flags.scenario, flags.targets_path)
+    if not workers.one_process(flags):  # refused before a word is printed or a file made
+        workers.check_shared(plan, flags.workers)
     gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
