@@ -41,6 +41,7 @@ from pyattacker.cli import _attack_workers as cli_workers
 from pyattacker.cli import run_cli
 from pyattacker.clock import wall_time
 from pyattacker.errors import ConfigError
+from pyattacker.report import attack_text
 from pyattacker.servers import EchoServerProcess, LlmServerProcess
 
 pytestmark = pytest.mark.slow
@@ -101,6 +102,36 @@ def test_a_worker_killed_mid_attack_is_named_lost_and_the_others_finish(
     assert result.scheduled == kept.scheduled + lost.scheduled < 240
     assert result.total.requests <= echo.stats()["count"]
     assert result.to_dict()["workers"]["lost"] == [1]
+
+
+def test_a_lost_workers_requests_after_its_last_snapshot_are_counted_from_its_progress(
+    echo: EchoServerProcess,
+) -> None:
+    # Killed once its progress (twice a second) is ahead of its snapshot (every two
+    # seconds): those requests are in no figure, and the report says how many at least.
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=60), duration=4.0)
+    seen: list[int] = []
+
+    def kill_worker_1_between_snapshots(last: list[WorkerOutcome | None]) -> None:
+        one = last[1]
+        if seen or one is None or one.progress is None or one.progress.sent <= one.tally.sent:
+            return
+        for child in multiprocessing.active_children():
+            if child.name == "pyattacker-worker-1" and child.pid is not None:
+                os.kill(child.pid, signal.SIGKILL)
+                seen.append(one.progress.sent - one.tally.sent)
+
+    result = run_workers(plan, 2, on_worker_progress=kill_worker_1_between_snapshots)
+    assert seen, "worker 1's progress never got ahead of its snapshot"
+    assert result.lost == [1]
+    lost = result.workers[1]
+    assert lost.sent_after_snapshot is not None
+    assert lost.sent_after_snapshot >= seen[0] > 0
+    assert lost.snapshot_at_s is not None
+    assert lost.heard_at_s is not None
+    assert 0 <= lost.snapshot_at_s < lost.heard_at_s
+    [line] = [x for x in attack_text(result).splitlines() if x.startswith("WORKER LOST")]
+    assert f"at least {lost.sent_after_snapshot} more requests, not in these figures" in line
 
 
 def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(

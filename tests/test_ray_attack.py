@@ -178,6 +178,11 @@ def test_an_actor_killed_mid_run_is_lost_with_its_requests_up_to_its_last_snapsh
     worker = result.to_dict()["workers"]["each"][0]
     assert worker["state"] == "lost"
     assert worker["partial"] is True  # kept up to the snapshot fetched before the kill
+    # where its figures stop, and what its newest progress said it sent after that
+    [lost] = result.to_dict()["workers"]["lost_each"]
+    assert lost["index"] == 0
+    assert 0 <= lost["snapshot_at_s"] <= lost["last_heard_at_s"]
+    assert lost["sent_after_snapshot_at_least"] >= 0
     assert result.workers[1].state == "finished"
     assert result.workers[1].sent == 150
     assert result.sent <= server.stats()["count"] - before

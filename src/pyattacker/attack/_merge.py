@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pyattacker.attack._engine import Progress
 from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._result import AttackResult, RunTimes, schedule_span
@@ -38,9 +39,17 @@ __all__ = ["WorkerFacts", "WorkersResult", "merge_outcomes"]
 class WorkerFacts:
     """One worker's figures beside the whole: ``state`` is ``finished`` or ``lost`` (the
     process died); a lost worker's counts are those of its last snapshot (``partial``),
-    or none (``counted`` False) when it died before sending one. A worker on Ray also has
-    its clock's offset from the driver's wall clock and that offset's uncertainty (half the
-    shortest round trip it was measured with); None for processes of this machine."""
+    or none (``counted`` False) when it died before sending one. ``late`` counts its
+    requests sent later than the plan's limit after their scheduled time. A worker on Ray
+    also has its clock's offset from the driver's wall clock and that offset's uncertainty
+    (half the shortest round trip it was measured with); None for processes of this
+    machine.
+
+    Of a lost worker, what its progress (which comes more often than its snapshots) told
+    beyond its counts: when its last snapshot was taken (``snapshot_at_s``) and when it was
+    last heard from (``heard_at_s``), in seconds into the run, and how many requests it had
+    sent by then beyond those counted (``sent_after_snapshot``): at least that many of its
+    requests reached the server and are in no figure of the report. None when not known."""
 
     index: int
     state: str
@@ -51,8 +60,12 @@ class WorkerFacts:
     failed: int
     cpu_s: float
     loop_lag: Histogram | None
+    late: int = 0
     clock_offset_s: float | None = None
     clock_uncertainty_s: float | None = None
+    snapshot_at_s: float | None = None
+    heard_at_s: float | None = None
+    sent_after_snapshot: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         lag = self.loop_lag
@@ -65,6 +78,7 @@ class WorkerFacts:
             "sent": self.sent,
             "completed": self.completed,
             "failed": self.failed,
+            "late": self.late,
             "cpu_s": self.cpu_s,
             "loop_lag_p99_s": lag.percentile(99) if lag is not None and lag.count else None,
             "loop_lag_max_s": lag.max if lag is not None and lag.count else None,
@@ -74,6 +88,15 @@ class WorkerFacts:
                 else {
                     "clock_offset_s": self.clock_offset_s,
                     "clock_uncertainty_s": self.clock_uncertainty_s,
+                }
+            ),
+            **(
+                {}
+                if self.state != "lost"
+                else {
+                    "snapshot_at_s": self.snapshot_at_s,
+                    "last_heard_at_s": self.heard_at_s,
+                    "sent_after_snapshot_at_least": self.sent_after_snapshot,
                 }
             ),
         }
@@ -91,7 +114,21 @@ class WorkerFacts:
             failed=total.requests - total.by_outcome[Outcome.OK.value],
             cpu_s=outcome.cpu_s,
             loop_lag=outcome.loop_lag,
+            late=outcome.tally.late,
+            # a snapshot's progress was taken with its counts: when they stop
+            snapshot_at_s=None
+            if outcome.final or outcome.progress is None
+            else outcome.progress.elapsed,
         )
+
+    def heard(self, newest: Progress | None) -> WorkerFacts:
+        """These facts of a lost worker with what its ``newest`` progress said: when it was
+        last heard from and how many requests it had sent beyond those counted (it may
+        have sent more before it died, unheard). Unchanged for a finished worker."""
+        if self.state != "lost" or newest is None:
+            return self
+        return replace(self, heard_at_s=newest.elapsed,
+                       sent_after_snapshot=max(0, newest.sent - self.sent))  # fmt: skip
 
     @classmethod
     def nothing(cls, index: int) -> WorkerFacts:
@@ -116,6 +153,8 @@ class WorkersResult(AttackResult):
     def to_dict(self) -> dict[str, Any]:
         report = super().to_dict()
         section: dict[str, Any] = {"count": len(self.workers), "lost": self.lost}
+        if self.lost:  # what each lost worker's figures leave out (docs/attack.md)
+            section["lost_each"] = [w.to_dict() for w in self.workers if w.state == "lost"]
         uncertain = [w.clock_uncertainty_s for w in self.workers if w.clock_uncertainty_s]
         if uncertain:  # workers on Ray: how exact their common start was
             section["clock_uncertainty_s"] = max(uncertain)
@@ -132,11 +171,14 @@ def merge_outcomes(
     lost: Sequence[int] = (),
     workers: int | None = None,
     per_worker: bool = False,
+    progress: Sequence[Progress | None] = (),
 ) -> WorkersResult:
     """One result from the workers' ``outcomes`` of ``plan`` (the whole plan; at least one
     outcome), as one process would have counted their requests. ``lost`` lists the workers
     whose process died (their outcome, if any, is their last snapshot); ``workers`` is how
-    many there were (default: the outcomes'). The outcomes' tallies are consumed."""
+    many there were (default: the outcomes'); ``progress``, each worker's newest progress
+    by index, says what a lost one sent beyond its last snapshot. The outcomes' tallies
+    are consumed."""
     assert outcomes, "nothing to merge"
     ordered = sorted(outcomes, key=lambda o: o.index)
     # each worker's own figures first: merging adds the others into the first one's tally
@@ -175,7 +217,12 @@ def merge_outcomes(
         base = without_warmup(base, tally, full)
     return WorkersResult(
         **{name: getattr(base, name) for name in AttackResult.__dataclass_fields__},
-        workers=[facts.get(i) or WorkerFacts.nothing(i) for i in range(count)],
+        workers=[
+            (facts.get(i) or WorkerFacts.nothing(i)).heard(
+                progress[i] if i < len(progress) else None
+            )
+            for i in range(count)
+        ],
         per_worker=per_worker,
     )
 

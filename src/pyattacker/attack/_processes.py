@@ -223,7 +223,10 @@ def _run(
     counted = [w.last for w in workers if w.last is not None]
     if not counted:
         raise PyAttackerError("every worker was lost before it counted anything")
-    result = merge_outcomes(plan, counted, lost=lost, workers=n, per_worker=per_worker)
+    # a lost worker's newest progress says what it sent beyond its last snapshot
+    newest_progress = [w.progress for w in workers]
+    result = merge_outcomes(plan, counted, lost=lost, workers=n, per_worker=per_worker,
+                            progress=newest_progress)  # fmt: skip
     if stopping and result.stop_reason is None:
         result = replace(result, stop_reason="interrupted")
     return result

@@ -407,7 +407,8 @@ def _merged(
     if not counted:
         raise PyAttackerError("every Ray worker was lost before it counted anything")
     lost = [a.index for a in actors if a.lost]
-    result = merge_outcomes(plan, counted, lost=lost, workers=len(actors), per_worker=per_worker)
+    result = merge_outcomes(plan, counted, lost=lost, workers=len(actors), per_worker=per_worker,
+                            progress=_newest_progress(actors))  # fmt: skip
     for a in actors:
         if a.offset is not None:
             result.workers[a.index] = replace(
@@ -418,3 +419,9 @@ def _merged(
     if stopping and result.stop_reason is None:
         result = replace(result, stop_reason="interrupted")
     return result
+
+
+def _newest_progress(actors: list[_Actor]) -> list[Progress | None]:
+    """Each actor's newest progress, by index: fetched with its snapshots but newer than
+    the last one, it says what a lost actor sent beyond the counts the report keeps."""
+    return [a.progress for a in sorted(actors, key=lambda a: a.index)]

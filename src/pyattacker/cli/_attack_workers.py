@@ -39,6 +39,7 @@ from pyattacker.attack import (
     Progress,
     SampleParts,
     SampleWriter,
+    WorkerFacts,
     WorkersResult,
     WorkerTap,
     run_attack,
@@ -299,22 +300,40 @@ def samples_failed(samples: Samples, path: str | None) -> bool:
 
 
 def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:
-    """One line per worker (``every``) or per lost worker: state, counts, CPU, loop lag."""
+    """One line per worker (``every``) or per lost worker: state, counts (late sends
+    too), CPU, and loop lag p99 and max (a worker that stalled for a second shows it in
+    its max while its p99 stays small)."""
     lines = []
     for w in result.workers:
         if not every and w.state != "lost":
             continue
         facts = w.to_dict()
-        lag = facts["loop_lag_p99_s"]
-        state = w.state if w.counted or w.state != "lost" else "lost, nothing counted"
-        if w.state == "lost" and w.counted:
-            state = "lost, counted up to its last snapshot"
         lines.append(
-            f"worker {w.index}: {state}; scheduled {w.scheduled}, sent {w.sent}, "
-            f"completed {w.completed}, failed {w.failed}; CPU {w.cpu_s:.2f}s; loop lag p99 "
-            + ("-" if lag is None else f"{lag * 1000:.1f}ms")
+            f"worker {w.index}: {_state(w)}; scheduled {w.scheduled}, sent {w.sent}, "
+            f"completed {w.completed}, failed {w.failed}, late {w.late}; CPU {w.cpu_s:.2f}s; "
+            f"loop lag p99 {_lag_ms(facts['loop_lag_p99_s'])}, "
+            f"max {_lag_ms(facts['loop_lag_max_s'])}"
         )
     return lines
+
+
+def _state(w: WorkerFacts) -> str:
+    """``finished``, or of a lost worker where its figures stop and what it sent after."""
+    if w.state != "lost":
+        return w.state
+    if not w.counted:
+        state = "lost, nothing counted"
+    elif w.snapshot_at_s is None:
+        state = "lost, counted up to its last snapshot"
+    else:
+        state = f"lost, counted up to its last snapshot at {w.snapshot_at_s:.2f}s"
+    if w.sent_after_snapshot:
+        state += f" (it sent at least {w.sent_after_snapshot} more, not counted)"
+    return state
+
+
+def _lag_ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f}ms"
 
 
 def _where(flags: AttackFlags) -> str:
