@@ -44,7 +44,7 @@ def redirect_error(response: Response) -> RedirectError | None:
         return None
     return RedirectError(
         f"HTTP {response.status} redirect to {location[:200]}"
-        " (not followed: --follow-redirects N follows it)",
+        " (not followed: past the hops --follow-redirects N allows, 0 by default)",
         status=response.status,
         location=location,
         url=response.url,
