@@ -8,9 +8,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from pyattacker.attack import AttackPlan, DataRows, Mix, MixLine, OpenModel
+from pyattacker.attack import AttackPlan, DataRows, Mix, MixLine, OpenModel, read_targets
 from pyattacker.attack._plan_dict import BODY_SHOWN, plan_dict
 from pyattacker.attack._scenario import Scenario
 
@@ -102,3 +103,15 @@ def test_the_data_rows_are_in_the_plan_for_a_mix_and_for_a_scenario() -> None:
     assert "data" not in plan_dict(replace(plain, scenario=Scenario(flow, "f.py:flow")))
     flows = replace(plain, scenario=Scenario(flow, "f.py:flow", rows=rows.row))
     assert (plan_dict(flows)["scenario"], plan_dict(flows)["data"]) == ("f.py:flow", expected)
+
+
+def test_a_body_read_from_a_file_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "order.json").write_text('{"item": 7}')
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text('{"url": "/o", "method": "POST", "body_file": "order.json"}\n{"url": "/"}\n')
+    plan = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=1), requests=1,
+                            mix=Mix(read_targets(str(targets))))  # fmt: skip
+    with_file, without = plan_dict(plan)["mix"]["lines"]
+    assert with_file["body_file"] == str(tmp_path / "order.json")
+    assert with_file["body"] == '{"item": 7}'
+    assert "body_file" not in without

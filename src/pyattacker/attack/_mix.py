@@ -43,7 +43,8 @@ class MixLine:
     the plan's (None); ``headers`` are added to the plan's, replacing a plan header of the
     same name; ``weight`` > 0 is its share of the arrivals; ``name`` labels it in reports
     (default ``METHOD path``). ``where`` says where it came from in error messages
-    (``targets.jsonl line 3``)."""
+    (``targets.jsonl line 3``); ``body_file``, the file ``body`` was read from, if any
+    (the report's plan names it)."""
 
     url: str | None
     method: str | None = None
@@ -52,6 +53,7 @@ class MixLine:
     weight: float = 1.0
     name: str | None = None
     where: str = "line"
+    body_file: str | None = None
 
 
 class Mix:

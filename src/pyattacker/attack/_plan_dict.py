@@ -133,6 +133,7 @@ def _line_sends(line: MixLine, plan: AttackPlan, keys: set[str]) -> dict[str, An
         "url": None if line.url is None else scrub(mask_url(line.url), keys),
         "headers": [f"{name}: {_header_value(name, value, keys)}" for name, value in line.headers],
         **_body_dict(plan.body if line.body is None else line.body, keys),
+        **({"body_file": line.body_file} if line.body_file is not None else {}),
     }
 
 

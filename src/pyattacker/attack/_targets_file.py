@@ -101,6 +101,7 @@ def line_from_object(value: Any, where: str, base: Path) -> MixLine:
         weight=_weight(value.get("weight", 1), where),
         name=_name(value.get("name"), where),
         where=where,
+        body_file=str(base / value["body_file"]) if "body_file" in value else None,
     )
 
 
