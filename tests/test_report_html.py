@@ -100,7 +100,7 @@ def test_a_generator_that_fell_behind_is_said_in_words_with_its_figures() -> Non
 def test_late_sends_are_not_a_warning_while_the_dispatch_delay_is_small_against_latency() -> None:
     # 7 sends past 10 ms, but the dispatch p99 (15 ms) is under a tenth of a 200 ms median.
     assert attack_warnings(_report(_timed(0.2, 0.015), late=7)) == []
-    # and under the --late-after floor, whatever the latency
+    # and under the plan's late_after floor, whatever the latency
     assert attack_warnings(_report(_timed(0.001, 0.0099), late=7)) == []
 
 
@@ -117,6 +117,12 @@ def test_the_rate_warning_starts_just_below_its_share_of_the_plan() -> None:
     assert attack_warnings(_report(achieved_rate=10.0 * SHORT_RATE)) == []
     (line,) = attack_warnings(_report(achieved_rate=10.0 * SHORT_RATE - 0.01))
     assert "fell short of the planned 10.0/s" in line
+
+
+def test_a_scenarios_rates_are_not_compared_flows_against_requests() -> None:
+    # 5 flows/s planned, 15 steps/s sent: a flow of three steps, not a shortfall or a gain
+    flows = {**_report(planned_rate=5.0, achieved_rate=3.0), "flows": {"started": 10}}
+    assert attack_warnings(flows) == []
 
 
 def test_failures_and_throttles_are_counted_with_their_share() -> None:

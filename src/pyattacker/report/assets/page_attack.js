@@ -22,10 +22,12 @@
       " · retry " + plan.retry + " · started " + R.started_at);
     lead();
     warnings();
+    // With a scenario the plan's rate counts flows and the achieved one requests (steps).
+    var flows = !!R.flows;
     tiles(root, [
       ["requests sent", ["summary", "sent"], F.int],
-      ["achieved rate", ["summary", "achieved_rate"], F.rate],
-      ["planned rate", ["summary", "planned_rate"], F.rate],
+      [flows ? "achieved rate (requests)" : "achieved rate", ["summary", "achieved_rate"], F.rate],
+      [flows ? "planned rate (flows)" : "planned rate", ["summary", "planned_rate"], F.rate],
       ["ok", ["total", "outcomes", "ok"], F.count],
       ["failed", ["total", "outcomes", "failed"], F.count],
       ["throttled (ended)", ["total", "outcomes", "throttled"], F.count],
