@@ -96,6 +96,32 @@ def test_a_threshold_still_decides_the_exit_code_of_a_run_whose_flows_failed(
     assert run_cli(argv) == 99  # the threshold's code comes first, as for failed requests
 
 
+@pytest.mark.parametrize(("flow", "code", "share"), [("raises", 99, 1.0), ("fine", 0, 0.0)])
+def test_flow_failure_rate_bounds_the_flows_that_did_not_complete(
+    flow: str, code: int, share: float, echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    # error_rate cannot see a flow that failed in its own code: every request went OK
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOWS)
+    out = tmp_path / "report.json"
+    argv = ["attack", f"{echo.url}/", "--scenario", f"{flows}:{flow}", "--rate", "50/s"]
+    argv += ["--requests", "4", "-q", "--json", str(out), "--threshold", "error_rate < 10%"]
+    assert run_cli([*argv, "--threshold", "flow_failure_rate < 10%"]) == code
+    verdicts = {t["threshold"]: t for t in json.loads(out.read_text())["thresholds"]["results"]}
+    assert verdicts["error_rate < 10%"]["value"] == 0.0
+    assert verdicts["flow_failure_rate < 10%"]["value"] == share
+
+
+def test_flow_failure_rate_without_a_scenario_is_refused(
+    echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["attack", f"{echo.url}/", "--rate", "50/s", "--requests", "4"]
+    assert run_cli([*argv, "--threshold", "flow_failure_rate < 1%"]) == 2
+    assert "error: --threshold: 'flow_failure_rate < 1%': flows are counted only with" in (
+        capsys.readouterr().err
+    )
+
+
 # -- CPU per request and per flow ----------------------------------------------------------
 
 

@@ -281,7 +281,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     plan = flows_of(_plan(urls, flags, mix), flags.scenario, flags.targets_path)
     if not workers.one_process(flags):  # refused before a word is printed or a file made
         workers.check_shared(plan, flags.workers)
-    gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm)
+    gate = Gate.from_flags(flags.thresholds, flags.goodput, flags.abort_on_fail, llm=flags.llm,
+                           scenario=flags.scenario is not None)  # fmt: skip
     limits = _limits(flags)
     serving = Serving.from_flags(flags.serve, flags.serve_host, flags.serve_linger)
     _check_outputs(flags)

@@ -109,13 +109,26 @@ class Gate:
 
     @classmethod
     def from_flags(
-        cls, thresholds: Sequence[str], goodput: str | None, abort_on_fail: bool, *, llm: bool
+        cls,
+        thresholds: Sequence[str],
+        goodput: str | None,
+        abort_on_fail: bool,
+        *,
+        llm: bool,
+        scenario: bool = False,
     ) -> Gate:
         """The gate the flags declare; ``ConfigError`` naming the flag for anything wrong
         (an unreadable expression, an LLM figure on an HTTP attack, ``goodput`` without
-        ``--goodput``, ``--abort-on-fail`` without a threshold)."""
+        ``--goodput``, a flows' figure without ``--scenario``, ``--abort-on-fail`` without
+        a threshold)."""
         parsed = [parse_threshold(text) for text in thresholds]
         for t in parsed:
+            if t.metric == "flow_failure_rate" and not scenario:
+                raise ConfigError(
+                    f"{t.text!r}: flows are counted only with --scenario",
+                    field="--threshold",
+                    hint="add --scenario FILE.py:FUNCTION, or bound error_rate",
+                )
             if t.metric in _LLM_ONLY and not llm:
                 raise ConfigError(
                     f"{t.text!r}: {t.metric} is measured on LLM attacks only",
@@ -323,6 +336,9 @@ def final_value(t: Threshold, result: AttackResult, goodput: GoodputCounter | No
     if t.metric == "throttled_rate":
         throttled = total.by_outcome[Outcome.THROTTLED.value]
         return Fraction(throttled, requests) if requests else None
+    if t.metric == "flow_failure_rate":  # a flow that failed in its own code fails no request
+        ended = 0 if result.flows is None else result.flows.completed + result.failed_flows
+        return Fraction(result.failed_flows, ended) if ended else None
     if t.metric == "rate":
         return result.achieved_rate
     span = result.answer_span_s

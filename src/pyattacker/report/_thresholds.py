@@ -80,6 +80,8 @@ SHARES: dict[str, str] = {
     "error_rate": "requests that did not end OK (failed, throttled, dropped, cancelled)",
     "throttled_rate": "requests whose last attempt was throttled (429, rate-limit error)",
     "goodput": "requests that met every --goodput SLO",
+    "flow_failure_rate": "--scenario flows that did not complete (failed at a step or in "
+    "their own code, cancelled, dropped)",
 }
 #: rates per second
 RATES: dict[str, str] = {
