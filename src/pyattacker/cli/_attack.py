@@ -240,7 +240,8 @@ __all__ = ["attack_command"]
     help="A pass/fail gate (repeatable), e.g. 'p95(latency) < 250ms', 'error_rate < 1%', "
     "'rate >= 95/s', 'p99(ttft) < 2s', 'goodput >= 90%'. Figures: pQ/mean/min/max of latency "
     "(scheduled clock), service_time (sent clock), ttft, ttft_scheduled, itl, tpot, e2e, "
-    "e2e_scheduled; error_rate, throttled_rate, goodput (%); rate, tokens_per_s, "
+    "e2e_scheduled; error_rate, throttled_rate, goodput, flow_failure_rate (%); rate, "
+    "tokens_per_s, "
     "goodput_rate (/s). With thresholds the exit code is theirs: 0 all passed, 99 a breach.",
 )
 @click.option(
