@@ -298,7 +298,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
-    shared = workers.Shared.of(flags, gate.goodput, samples)  # None: one process
+    # None: one process; the workers' lines are printed once the live view is closed
+    shared = workers.Shared.of(flags, gate.goodput, samples, live)
     try:
         if serving is None:
             result = workers.run_plan(flags, plan, on_record, on_progress, limits, shared)

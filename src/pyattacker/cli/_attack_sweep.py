@@ -184,6 +184,7 @@ class _Runner:
                 plan,
                 on_progress=None if live is None else live.update,
                 samples_path=None if samples is None else samples.level_path(i),
+                live=live,  # closed before the level's worker lines
             )
         finally:
             if live is not None:

@@ -25,6 +25,7 @@ page here from the actors' snapshots; each worker's clock offset on stderr.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -49,6 +50,7 @@ from pyattacker.attack import (
     worker_plan,
 )
 from pyattacker.cli._attack_flags import AttackFlags
+from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
@@ -169,18 +171,24 @@ class Shared:
     taps: tuple[WorkerTap, ...]
     samples: SampleParts | None
     ray_address: str | None = None
+    live: LiveProgress | None = None
 
     @classmethod
     def of(
-        cls, flags: AttackFlags, goodput: WorkerTap | None, samples: Samples | None
+        cls,
+        flags: AttackFlags,
+        goodput: WorkerTap | None,
+        samples: Samples | None,
+        live: LiveProgress | None = None,
     ) -> Shared | None:
         """How the flags share a run (None: one process); ``goodput`` and ``samples`` (as
-        :func:`open_samples` made them) tap each worker's records."""
+        :func:`open_samples` made them) tap each worker's records; ``live``, the live view
+        on stderr, is closed before the workers' lines are printed."""
         if one_process(flags):
             return None
         parts = samples if isinstance(samples, SampleParts) else None
         taps = tuple(tap for tap in (goodput, parts) if tap is not None)
-        return cls(flags.workers, flags.per_worker, taps, parts, flags.ray_address)
+        return cls(flags.workers, flags.per_worker, taps, parts, flags.ray_address, live)
 
     def run(
         self,
@@ -202,13 +210,24 @@ class Shared:
 
     def told(self, result: WorkersResult) -> None:
         """The Ray workers' clock offsets, each worker's figures (every one with
-        ``--per-worker``, else the lost ones) and the samples' notes, on stderr."""
+        ``--per-worker``, else the lost ones) and the samples' notes, on stderr, once the
+        live view is closed: the attack is over, and its lines and the report follow it."""
+        say = self._closed_live()
         if self.ray_address is not None:
-            click.echo(clock_line(result), err=True)
+            say(clock_line(result))
         for line in worker_lines(result, every=self.per_worker):
-            click.echo(line, err=True)
+            say(line)
         for line in self.samples.notes if self.samples is not None else ():
-            click.echo(line, err=True)
+            say(line)
+
+    def _closed_live(self) -> Callable[[str], None]:
+        """How to print a line on stderr, the live view (if any) closed first (its last
+        frame cleared). Its own stream takes the lines, so that they land where a test's
+        fake terminal can see them as a terminal would."""
+        if self.live is None:
+            return functools.partial(click.echo, err=True)
+        self.live.close()
+        return self.live.echo
 
     def finished(self, on_finish: Callable[[AttackResult], None]) -> Callable[[AttackResult], None]:
         """``on_finish``, once :meth:`told` what the workers did."""
@@ -272,6 +291,7 @@ def run_level(
     on_progress: Callable[[Progress], str | None] | None,
     limits: Limits,
     samples_path: str | None = None,
+    live: LiveProgress | None = None,
 ) -> tuple[AttackResult, bool]:
     """One ``--sweep`` level: ``plan`` on :func:`level_workers` workers (or this process),
     its rows written to ``samples_path`` if given, as one attack's ``--samples`` are;
@@ -281,7 +301,7 @@ def run_level(
     on_record = samples.write if isinstance(samples, SampleWriter) else None
     try:
         result = run_plan(level, plan, on_record, on_progress, limits,
-                          Shared.of(level, None, samples))  # fmt: skip
+                          Shared.of(level, None, samples, live))  # fmt: skip
     finally:
         if samples is not None:
             samples.close()

@@ -56,7 +56,16 @@ class LiveProgress:
         blocks = [Text(f"{name}\n{value}", justify="right", no_wrap=True) for name, value in cells]
         self._live.update(Columns(blocks, padding=(0, 2)), refresh=True)
 
+    def echo(self, line: str) -> None:
+        """Print ``line`` as is on the live view's stream: above the block while it is
+        drawn (the block is then drawn again below it), plainly once it is closed. A line
+        written to the stream behind rich's back would be glued to the block's last row,
+        and the next redraw, which moves up over the block's rows, would erase it."""
+        self._live.console.print(Text(line), soft_wrap=True, highlight=False)
+
     def close(self) -> None:
+        """Stop drawing; the last frame is cleared (the report that follows has the final
+        figures). Again is harmless."""
         self._live.stop()
 
 
