@@ -453,3 +453,41 @@ def test_the_live_view_reads_a_workers_newest_progress_beside_its_last_snapshot(
     assert newest(None, new) is None
     final = replace(last, final=True, progress=None)
     assert newest(final, new) is final  # a final count has no progress to refresh
+
+
+def test_a_workers_progress_carries_its_current_loop_lag_and_cpu_seconds(
+    echo: EchoServerProcess,
+) -> None:
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=50), duration=1.0)
+    seen: list[Progress] = []
+    run_worker(plan, 0, 1, time.monotonic() + 0.2, on_progress=seen.append,
+               on_snapshot=lambda o: seen.append(o.progress) if o.progress else None,
+               progress_every=0.1, snapshot_every=0.4)  # fmt: skip
+    assert len(seen) >= 5
+    # the loop's probe runs from the start instant on (before it, no lag is measured,
+    # and the elapsed time is not yet counted from the start)
+    started = [p for p in seen if 0.05 < p.elapsed < 60]
+    assert len(started) >= 4
+    assert all(p.loop_lag_s is not None and p.loop_lag_s >= 0 for p in started)
+    cpu = [p.cpu_s for p in seen]
+    assert all(c is not None and c > 0 for c in cpu)
+    assert cpu == sorted(cpu)  # CPU seconds spent so far, rising
+
+
+def test_served_per_worker_progress_json_says_where_each_worker_is(
+    echo: EchoServerProcess,
+) -> None:
+    from pyattacker.report import LiveServer, serve_workers
+
+    plan = AttackPlan.build([echo.url + "/"], OpenModel(rate=100), duration=1.5)
+    server = LiveServer()
+    told: list[int] = []
+    serve_workers(plan, 2, server, per_worker=True,
+                  on_worker_progress=lambda lasts: told.append(len(lasts)))  # fmt: skip
+    assert told  # the terminal's view was told each round
+    assert set(told) == {2}
+    workers = server.progress_json()["workers"]
+    assert [w["index"] for w in workers] == [0, 1]
+    running = [w for w in workers if w["state"] == "running"]
+    assert running, workers
+    assert all(w["loop_lag_s"] is not None and w["cpu_s"] > 0 for w in running)

@@ -113,3 +113,20 @@ def test_on_a_real_terminal_the_per_worker_lines_and_the_report_are_left_whole(
     assert shown[-2:] == workers  # after the live view, nothing of it left below
     assert not any("elapsed" in line for line in shown)  # its frames are all cleared
     assert "Latency (ms)" in (tmp_path / "report.txt").read_text()
+
+
+def test_per_worker_lines_are_drawn_under_the_figures_and_the_default_view_has_none() -> None:
+    live, stream = fake_terminal()
+    live.update(progress(1.0, 50))
+    assert not any(line.startswith("worker") for line in screen(stream.getvalue()))
+    live.show_workers(["worker 0: sent 25 · loop lag 1.0 ms · CPU 0.10 s",
+                       "worker 1: sent 25 · loop lag 1490.0 ms · CPU 0.10 s"])  # fmt: skip
+    live.update(progress(1.5, 75))
+    live.update(progress(2.0, 100))  # redrawn over the last frame, workers' lines and all
+    shown = screen(stream.getvalue())
+    assert shown[-2:] == ["worker 0: sent 25 · loop lag 1.0 ms · CPU 0.10 s",
+                          "worker 1: sent 25 · loop lag 1490.0 ms · CPU 0.10 s"]  # fmt: skip
+    assert len(shown) == 4  # one frame: two rows of figures, then the workers' lines
+    assert "2.0s" in shown[1]
+    live.close()
+    assert screen(stream.getvalue()) == []

@@ -4,6 +4,7 @@ figures stop and what it sent after; each worker's late sends and loop lag p99 a
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from pyattacker.attack import AttackPlan, OpenModel, WorkerOutcome, merge_outcomes
 from pyattacker.attack._engine import Progress
@@ -12,6 +13,7 @@ from pyattacker.attack._tally import Tally
 from pyattacker.cli._attack_workers import worker_lines
 from pyattacker.measure import Attempt, Histogram, Outcome
 from pyattacker.report import attack_json, attack_markdown, attack_text
+from pyattacker.report._workers import worker_now_line, workers_now
 
 ORIGIN = 100.0
 PLAN = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=50), duration=8.0)
@@ -123,3 +125,24 @@ def test_the_stderr_line_of_a_lost_worker_says_where_its_figures_stop() -> None:
         "worker 0: lost, counted up to its last snapshot at 6.00s (it sent at least 436 "
         "more, not counted); scheduled 300, sent 300"
     )
+
+
+def running(index: int, elapsed: float, sent: int, lag: float) -> WorkerOutcome:
+    """A worker's last snapshot with its newest progress (as the driver hands them on)."""
+    newest = replace(progress(elapsed, sent), loop_lag_s=lag, cpu_s=elapsed / 4)
+    return replace(worker(index, counted(0), snapshot_at=0.5), progress=newest)
+
+
+def test_while_running_a_worker_that_went_silent_is_named_with_its_lag_and_cpu() -> None:
+    # Worker 1 was paused: its newest progress is 1.5 s older than worker 0's.
+    rows = workers_now([running(0, 3.0, 150, 0.002), running(1, 1.5, 75, 0.004), None])
+    lines = [worker_now_line(row) for row in rows]
+    assert lines == [
+        "worker 0: sent 150 · loop lag 2.0 ms · CPU 0.75 s",
+        "worker 1: sent 75 · loop lag 4.0 ms · CPU 0.38 s · silent 1.5 s",
+        "worker 2: waiting",
+    ]
+    # once it runs again, its first progress carries the stall as its lag
+    rows = workers_now([running(0, 3.5, 175, 0.002), running(1, 3.5, 80, 1.49)])
+    assert worker_now_line(rows[1]) == "worker 1: sent 80 · loop lag 1490.0 ms · CPU 0.88 s"
+    assert rows[1]["loop_lag_s"] == 1.49

@@ -75,6 +75,10 @@ class Progress:
     completion_tokens: int | None = None
     # each target's leases now: (target id, leases held, most it may hold)
     leases: tuple[tuple[str, int, int], ...] = ()
+    # a worker's (attack --workers): its loop's largest lag since its previous progress,
+    # and the CPU seconds it has spent (None in one process, and in the workers' whole)
+    loop_lag_s: float | None = None
+    cpu_s: float | None = None
 
 
 class Engine:

@@ -56,7 +56,7 @@ class LagProbe:
     """A self-rescheduling timer on ``loop`` recording its lateness (seconds, ``now``'s
     clock) into :attr:`lag`. :meth:`start` once, :meth:`stop` when the run is over."""
 
-    __slots__ = ("_due", "_handle", "_loop", "_now", "every", "lag")
+    __slots__ = ("_due", "_handle", "_loop", "_now", "_recent", "every", "lag")
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, now: Callable[[], float], every: float = 0.01
@@ -67,6 +67,7 @@ class LagProbe:
         self.lag = Histogram()
         self._due = 0.0
         self._handle: asyncio.TimerHandle | None = None
+        self._recent = 0.0  # the largest lag since take_recent last read it
 
     def start(self) -> None:
         self._arm()
@@ -80,7 +81,16 @@ class LagProbe:
         self._due = self._now() + self.every
         self._handle = self._loop.call_at(self._loop.time() + self.every, self._fire)
 
+    def take_recent(self) -> float:
+        """The largest lag since the last call (0 when on time), and start again: a
+        worker's *current* lag, which names it while it falls behind, where the whole
+        run's p99 would hide a stall of a second among thousands of timely ticks."""
+        recent, self._recent = self._recent, 0.0
+        return recent
+
     def _fire(self) -> None:
         late = self._now() - self._due
+        if late > self._recent:
+            self._recent = late
         self.lag.record(late if late > 0.0 else 0.0)
         self._arm()

@@ -159,6 +159,13 @@ async def work(
     if on_stop is not None:
         on_stop(session.stop)
 
+    def reading(progress: Progress) -> Progress:
+        """``progress`` with this worker's current loop lag and CPU seconds, which name
+        a worker falling behind in the live view (``--per-worker``)."""
+        probe = engine._lag
+        return replace(progress, loop_lag_s=None if probe is None else probe.take_recent(),
+                       cpu_s=time.process_time() - cpu0)  # fmt: skip
+
     def outcome(final: bool) -> WorkerOutcome:
         tally, times = engine.counted()
         lag = engine._lag.lag if engine._lag is not None else None
@@ -171,7 +178,7 @@ async def work(
             loop_lag=lag,
             cpu_s=time.process_time() - cpu0,
             final=final,
-            progress=None if final else engine.progress(),
+            progress=None if final else reading(engine.progress()),
             flows=engine.flows,
             taps=[p.part(final=final) for p in parts],
         )
@@ -184,7 +191,7 @@ async def work(
         if on_snapshot is not None and (ticks - 1) % per_snapshot == 0:
             on_snapshot(outcome(False))  # the first tick's, and every per_snapshot-th
         elif on_progress is not None:
-            on_progress(progress)
+            on_progress(reading(progress))
 
     try:
         await session.opened()

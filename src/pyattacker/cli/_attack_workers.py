@@ -41,6 +41,7 @@ from pyattacker.attack import (
     SampleParts,
     SampleWriter,
     WorkerFacts,
+    WorkerOutcome,
     WorkersResult,
     WorkerTap,
     run_attack,
@@ -54,6 +55,7 @@ from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
+from pyattacker.report._workers import worker_now_line, workers_now
 
 __all__ = [
     "LOST_EXIT",
@@ -197,16 +199,26 @@ class Shared:
         limits: Limits,
     ) -> WorkersResult:
         """Run ``plan`` on the workers, and tell what they did (:meth:`told`)."""
+        each = self.on_worker_progress()
         if self.ray_address is None:
             result = run_workers(plan, self.n, on_progress=on_progress,
-                                 per_worker=self.per_worker, limits=limits,
-                                 taps=self.taps)  # fmt: skip
+                                 per_worker=self.per_worker, on_worker_progress=each,
+                                 limits=limits, taps=self.taps)  # fmt: skip
         else:
             result = run_ray_workers(plan, self.n, self.ray_address or None,
                                      on_progress=on_progress, per_worker=self.per_worker,
-                                     limits=limits, taps=self.taps)  # fmt: skip
+                                     on_worker_progress=each, limits=limits,
+                                     taps=self.taps)  # fmt: skip
         self.told(result)
         return result
+
+    def on_worker_progress(self) -> Callable[[list[WorkerOutcome | None]], None] | None:
+        """With ``--per-worker`` on a terminal, what hands the live view each worker's
+        line as the workers report (None otherwise: the default view is the whole's)."""
+        live = self.live
+        if live is None or not self.per_worker:
+            return None
+        return lambda lasts: live.show_workers([worker_now_line(r) for r in workers_now(lasts)])
 
     def told(self, result: WorkersResult) -> None:
         """The Ray workers' clock offsets, each worker's figures (every one with

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.columns import Columns
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
@@ -21,6 +21,7 @@ class LiveProgress:
 
     def __init__(self, console: Console) -> None:
         self._live = Live(console=console, auto_refresh=False, transient=True)
+        self._workers: list[str] = []  # --per-worker: a line per worker under the figures
         self._live.start()
 
     @classmethod
@@ -54,7 +55,15 @@ class LiveProgress:
         # One small block per figure, name over value, laid side by side and wrapped onto
         # another row when the terminal is narrow: a number is never cut short.
         blocks = [Text(f"{name}\n{value}", justify="right", no_wrap=True) for name, value in cells]
-        self._live.update(Columns(blocks, padding=(0, 2)), refresh=True)
+        figures = Columns(blocks, padding=(0, 2))
+        # --per-worker: a line per worker under the figures, cut (not wrapped) to the width
+        lines = Text("\n".join(self._workers), no_wrap=True, overflow="ellipsis")
+        self._live.update(Group(figures, lines) if self._workers else figures, refresh=True)
+
+    def show_workers(self, lines: list[str]) -> None:
+        """Each worker's line, drawn under the figures from the next :meth:`update` on
+        (``--per-worker``: which worker lags, spends CPU or has gone silent)."""
+        self._workers = lines
 
     def echo(self, line: str) -> None:
         """Print ``line`` as is on the live view's stream: above the block while it is

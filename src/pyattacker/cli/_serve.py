@@ -117,7 +117,7 @@ class Serving:
                     linger=self.linger, on_progress=on_progress, limits=limits,
                     on_started=self._announce, on_finish=workers.finished(on_finish),
                     per_worker=workers.per_worker, taps=workers.taps,
-                    ray=workers.ray_address,
+                    ray=workers.ray_address, on_worker_progress=workers.on_worker_progress(),
                 )  # fmt: skip
             return serve_attack(
                 plan, server, host=self.host, port=self.port, linger=self.linger,

@@ -98,6 +98,8 @@ class LiveServer:
         self.points: list[tuple[float | int | None, ...]] = []
         self.in_flight = 0
         self.leases: tuple[tuple[str, int, int], ...] = ()
+        #: --workers --per-worker: each worker now (report/_workers.py, workers_now)
+        self.workers: list[dict[str, Any]] | None = None
         self.done = False
         self.stop_reason: str | None = None
         self.sections = sections
@@ -219,6 +221,7 @@ class LiveServer:
             "targets": list(self.targets),
             "requests": sum(self.metrics.requests.values()),
             "columns": columns,
+            **({} if self.workers is None else {"workers": self.workers}),
         }
 
     def respond(self, method: str, path: str) -> Response:

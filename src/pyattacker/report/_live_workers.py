@@ -45,6 +45,7 @@ from pyattacker.attack import (
 from pyattacker.http import Limits
 from pyattacker.report._live import LiveServer
 from pyattacker.report._metrics import AttackMetrics
+from pyattacker.report._workers import workers_now
 
 __all__ = ["serve_workers"]
 
@@ -53,9 +54,17 @@ class _Feed:
     """The driver's side: turns each round of snapshots into the server's state."""
 
     def __init__(
-        self, plan: AttackPlan, n: int, server: LiveServer, loop: asyncio.AbstractEventLoop
+        self,
+        plan: AttackPlan,
+        n: int,
+        server: LiveServer,
+        loop: asyncio.AbstractEventLoop,
+        per_worker: Callable[[list[WorkerOutcome | None]], None] | None,
     ) -> None:
+        """``per_worker``: with ``--per-worker``, also told each round (the terminal's
+        live view); ``/progress.json`` then says where each worker is."""
         self.plan, self.n, self.server, self.loop = plan, n, server, loop
+        self.per_worker = per_worker
         self.latest: AttackResult | None = None
 
     def progress(
@@ -69,6 +78,10 @@ class _Feed:
 
     def snapshots(self, lasts: list[WorkerOutcome | None]) -> None:
         """The workers' last snapshots (None before a worker's first): merged copies."""
+        if self.per_worker is not None:
+            self.per_worker(lasts)
+            now = workers_now(lasts)
+            self.loop.call_soon_threadsafe(setattr, self.server, "workers", now)
         counted = [copy.deepcopy(o) for o in lasts if o is not None]
         if not counted:
             return
@@ -105,11 +118,14 @@ def serve_workers(
     per_worker: bool = False,
     taps: Sequence[WorkerTap] = (),
     ray: str | None = None,
+    on_worker_progress: Callable[[list[WorkerOutcome | None]], None] | None = None,
 ) -> WorkersResult:
     """``run_workers(plan, n)`` with ``server`` listening on ``host:port`` (see the module
     docstring); the arguments mean what :func:`serve_attack`'s and :func:`run_workers`'s
     do. ``ray``: run the workers as Ray actors instead, on the cluster at that address
     (``""``: the one :func:`~pyattacker.attack.run_ray_workers` finds without one).
+    With ``per_worker``, ``/progress.json`` has each worker's newest figures (``workers``)
+    and ``on_worker_progress`` (if any) sees each round, as :func:`run_workers`' does.
     ``OSError`` if it cannot bind (before any worker starts)."""
     sections, server.sections = server.sections, None  # the gate's: at the end only
     loop = asyncio.new_event_loop()
@@ -120,7 +136,8 @@ def serve_workers(
         if on_started is not None:
             on_started(url)
         metrics = AttackMetrics(llm=server.llm)
-        feed = _Feed(plan, n, server, loop)
+        each = (on_worker_progress or _nothing) if per_worker else None
+        feed = _Feed(plan, n, server, loop, each)
         progress, tapped = feed.progress(on_progress), [metrics, *taps]
         if ray is None:
             result = run_workers(plan, n, on_progress=progress,
@@ -173,3 +190,7 @@ def _linger(seconds: float) -> None:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _nothing(lasts: list[WorkerOutcome | None]) -> None:
+    """No terminal view to tell: ``/progress.json`` alone shows the workers."""

@@ -6,14 +6,21 @@ progress, twice a second, says how many requests it had sent after that. Those r
 the server but are in no figure, so the report says so beside the figures it shows: the
 summary would otherwise count fewer requests than the server received, without a word.
 Text and Markdown print the same lines, from the JSON's ``workers.lost_each``.
+
+While the workers run, :func:`workers_now` says where each one is (``--per-worker``: the
+live view on a terminal, ``/progress.json`` of ``--serve``): its current loop lag and CPU
+seconds from its newest progress, and how long it has been silent while the others went
+on (a worker stalled or paused sends nothing: its silence names it before its lag can).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["lost_worker_lines"]
+from pyattacker.attack import WorkerOutcome
+
+__all__ = ["lost_worker_lines", "worker_now_line", "workers_now"]
 
 
 def lost_worker_lines(data: Mapping[str, Any]) -> list[str]:
@@ -47,3 +54,45 @@ def _after(w: Mapping[str, Any]) -> str:
         f"last heard from {heard:.2f}s into the run, it had sent at least {more} more "
         "requests, not in these figures"
     )
+
+
+def workers_now(lasts: Sequence[WorkerOutcome | None]) -> list[dict[str, Any]]:
+    """Each worker's newest figures (``lasts``: its last snapshot with its newest progress,
+    None before its first): sent, loop lag since its previous progress, CPU seconds, and
+    ``silent_s``, how far its newest progress is behind the newest of any worker's."""
+    # A progress without a lag was taken before the start instant (its elapsed time is
+    # not yet from the start): the worker is waiting, not silent.
+    heard = [o.progress for o in lasts if o is not None and o.progress is not None]
+    newest = max((p.elapsed for p in heard if p.loop_lag_s is not None), default=0.0)
+    rows = []
+    for index, last in enumerate(lasts):
+        progress = None if last is None else last.progress
+        if last is None or progress is None or progress.loop_lag_s is None:
+            state = "finished" if last is not None and last.final else "waiting"
+            rows.append({"index": index, "state": state})
+            continue
+        rows.append({
+            "index": index,
+            "state": "running",
+            "elapsed_s": progress.elapsed,
+            "sent": progress.sent,
+            "loop_lag_s": progress.loop_lag_s,
+            "cpu_s": progress.cpu_s,
+            "silent_s": newest - progress.elapsed,
+        })  # fmt: skip
+    return rows
+
+
+def worker_now_line(row: Mapping[str, Any]) -> str:
+    """``worker 1: sent 450 · loop lag 1490.2 ms · CPU 0.41 s · silent 1.5 s``."""
+    if row["state"] != "running":
+        return f"worker {row['index']}: {row['state']}"
+    lag, cpu = row["loop_lag_s"], row["cpu_s"]
+    line = (
+        f"worker {row['index']}: sent {row['sent']} · loop lag "
+        + ("-" if lag is None else f"{lag * 1000:.1f} ms")
+        + " · CPU "
+        + ("-" if cpu is None else f"{cpu:.2f} s")
+    )
+    # a progress comes twice a second: a second without one is a worker stalled
+    return line + (f" · silent {row['silent_s']:.1f} s" if row["silent_s"] >= 1.0 else "")
