@@ -74,8 +74,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of an attack one of whose worker processes died.
 LOST_EXIT = 3
 MAX_WORKERS = 1024
-#: --samples, one file or a part per worker (see SampleParts)
 AUTO = 0  # --workers auto, before workers_checked resolves it
+#: --samples, one file or a part per worker (see SampleParts)
 Samples = SampleWriter | SampleParts
 
 
@@ -150,7 +150,6 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
     return flags
 
 
-@dataclass(frozen=True)
 def auto_workers(flags: AttackFlags) -> int:
     """``--workers auto``: one per usable core, but no more than the plan can be shared
     by (its clients, and its connections per target, are divided between the workers)."""
@@ -164,6 +163,7 @@ def one_process(flags: AttackFlags) -> bool:
     return flags.workers == 1 and flags.ray_address is None and not flags.per_worker
 
 
+@dataclass(frozen=True)
 class Shared:
     """An attack on ``n`` workers (local processes, or Ray actors at ``ray_address``,
     ``""`` for the default cluster), and what taps their records."""
