@@ -198,8 +198,36 @@ def test_a_plan_the_workers_cannot_share_is_refused_naming_the_flag(
     assert run_cli(argv) == 2
     err = capsys.readouterr().err
     assert f"error: {field}" in err, err
+    assert "attacking" not in err  # refused before the start line
     assert echo.stats()["count"] == 0
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "workers"),
+    [
+        (1, ["--rate", "40/s"], 1),  # one usable core: one worker, and --per-worker shows it
+        (2, ["--clients", "1"], 1),  # one client cannot be shared
+        (4, ["--rate", "40/s", "--connections", "3"], 3),  # nor three connections by four
+        (2, ["--rate", "40/s"], 2),
+    ],
+)
+def test_workers_auto_takes_the_cores_the_plan_can_be_shared_by(
+    cores: int,
+    load: list[str],
+    workers: int,
+    echo: EchoServerProcess,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cli_workers, "usable_cores", lambda: cores)
+    echo.reset()
+    out = tmp_path / "r.json"
+    argv = ["attack", echo.url, *load, "--requests", "20", "--workers", "auto", "--per-worker"]
+    assert run_cli([*argv, "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["workers"]["count"] == len(report["workers"]["each"]) == workers
+    assert report["summary"]["sent"] == echo.stats()["count"] == 20
 
 
 def test_a_plan_is_shared_clients_connections_and_requests_divided() -> None:
@@ -229,36 +257,8 @@ FLOWS = textwrap.dedent(
 
 
 def _flows_run(echo: EchoServerProcess, tmp_path: Path, workers: int) -> tuple[dict, dict]:
-    assert "attacking" not in err  # refused before the start line
     """One --scenario run on ``workers`` processes: its report and the server's counts;
     every step's sample row has a number of its own."""
-@pytest.mark.parametrize(
-    ("cores", "load", "workers"),
-    [
-        (1, ["--rate", "40/s"], 1),  # one usable core: one worker, and --per-worker shows it
-        (2, ["--clients", "1"], 1),  # one client cannot be shared
-        (4, ["--rate", "40/s", "--connections", "3"], 3),  # nor three connections by four
-        (2, ["--rate", "40/s"], 2),
-    ],
-)
-def test_workers_auto_takes_the_cores_the_plan_can_be_shared_by(
-    cores: int,
-    load: list[str],
-    workers: int,
-    echo: EchoServerProcess,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(cli_workers, "usable_cores", lambda: cores)
-    echo.reset()
-    out = tmp_path / "r.json"
-    argv = ["attack", echo.url, *load, "--requests", "20", "--workers", "auto", "--per-worker"]
-    assert run_cli([*argv, "--json", str(out), "-q"]) == 0
-    report = json.loads(out.read_text())
-    assert report["workers"]["count"] == len(report["workers"]["each"]) == workers
-    assert report["summary"]["sent"] == echo.stats()["count"] == 20
-
-
     echo.reset()
     flows = tmp_path / "flows.py"
     flows.write_text(FLOWS)
