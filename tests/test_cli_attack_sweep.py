@@ -247,7 +247,7 @@ def test_a_sweep_on_workers_runs_each_level_on_the_workers_its_load_can_be_share
     data = json.loads(out.read_text())
     assert [row["requests"] for row in data["rows"]] == [10, 10]
     reports = [level["report"] for level in data["levels"]]
-    assert "workers" not in reports[0]  # one client: one process
+    assert reports[0]["workers"]["count"] == 1  # one client: one worker, --per-worker shows it
     assert reports[1]["workers"]["count"] == 2
     assert [w["scheduled"] for w in reports[1]["workers"]["each"]] == [5, 5]
     sent = sum(r["total"]["sent_attempts"] + r["warmup"]["sent_attempts"] for r in reports)
