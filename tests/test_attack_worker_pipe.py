@@ -72,6 +72,7 @@ def test_workers_stop_when_their_driver_is_killed_outright() -> None:
         command = [sys.executable, "-m", "pyattacker", "attack", echo.url + "/", "--rate",
                    "50/s", "--duration", "60s", "--workers", "2", "-q"]  # fmt: skip
         driver = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        workers: list[tuple[int, str]] = []
         try:
             deadline = wall_time() + 60
             while len(workers := _children(driver.pid)) < 2 or echo.stats()["count"] < 10:
@@ -85,7 +86,8 @@ def test_workers_stop_when_their_driver_is_killed_outright() -> None:
             while any(_alive(pid) for pid, _ in workers):
                 assert wall_time() < deadline, "a worker attacks on without its driver"
                 time.sleep(0.05)
-        finally:
+        finally:  # (a worker that outlived its driver is no longer its child)
             driver.kill()
-            for pid, _ in _children(driver.pid):
-                os.kill(pid, signal.SIGKILL)
+            for pid, _ in workers:
+                if _alive(pid):
+                    os.kill(pid, signal.SIGKILL)
