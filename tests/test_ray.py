@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pyattacker._ray import check_address
 from pyattacker.benchmark import get_scenario, run_benchmark
 from pyattacker.cli import run_cli
 from pyattacker.retry import Retrying
@@ -44,6 +45,10 @@ def cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+def test_the_ray_address_check_accepts_a_running_ray_head(cluster: str) -> None:
+    check_address(cluster, "--ray")  # its GCS answers the HTTP/2 greeting as gRPC does
 
 
 def _without_wall_time(value: Any) -> Any:

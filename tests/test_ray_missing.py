@@ -1,15 +1,23 @@
 """A Ray path refuses what cannot work at once, exit 2 and nothing written: Ray not
 installed (``pyattacker[ray]`` not taken: the install command), a cluster address nobody
-answers at, a task shape that cannot leave the Runner; and nothing else ever loads Ray."""
+answers at or where something other than a Ray head answers (in seconds, where Ray itself
+would retry for minutes), a task shape that cannot leave the Runner; and nothing else ever
+loads Ray."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from pyattacker._ray import check_address
 from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.run import task
@@ -96,3 +104,156 @@ def test_attack_ray_without_ray_exits_2_naming_the_flag_and_the_install_command(
     assert "--ray" in err
     assert "pip install 'pyattacker[ray]'" in err
     assert not report.exists()
+
+
+# ---- an address where something listens, but not a Ray head
+
+
+def _http_server(conn: socket.socket) -> None:
+    conn.recv(4096)
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    conn.close()
+
+
+def _byte_echo(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(conn.recv(4096))
+
+
+def _hangs_up(conn: socket.socket) -> None:
+    conn.close()
+
+
+def _says_nothing(conn: socket.socket) -> None:
+    pass  # keeps the connection open, reads nothing, answers nothing
+
+
+def _http2_server(conn: socket.socket) -> None:
+    """Answers as a gRPC server (a Ray head's GCS) does: its SETTINGS frame first."""
+    conn.recv(4096)
+    one_setting = (3).to_bytes(2, "big") + (100).to_bytes(4, "big")  # MAX_CONCURRENT_STREAMS
+    conn.sendall(len(one_setting).to_bytes(3, "big") + b"\x04\x00\x00\x00\x00\x00" + one_setting)
+
+
+@contextlib.contextmanager
+def listening(answer: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A TCP server on 127.0.0.1 handing each connection to ``answer``; its host:port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            accepted.append(conn)
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+        for conn in accepted:
+            conn.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (_http_server, "it answered 'HTTP/1.1 400 Bad Request'"),
+        (_byte_echo, "it answered 'PRI * HTTP/2.0'"),
+        (_hangs_up, "it closed the connection"),
+        (_says_nothing, "it said nothing within 2s"),
+    ],
+)
+def test_an_address_where_something_else_listens_is_refused_in_seconds_saying_what_it_did(
+    answer: Callable[[socket.socket], None], said: str
+) -> None:
+    with listening(answer) as address:
+        started = time.monotonic()
+        with pytest.raises(ConfigError, match="but not a Ray cluster") as caught:
+            check_address(address, "--ray")
+        took = time.monotonic() - started
+    assert said in caught.value.message
+    assert caught.value.field == "--ray"
+    assert "ray start --head" in (caught.value.hint or "")
+    assert took < 3.5
+
+
+def test_an_address_that_answers_as_http2_as_a_ray_head_does_is_accepted() -> None:
+    with listening(_http2_server) as address:
+        check_address(address, "--ray")  # no error: Ray's own connect takes it from here
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("answer", [_http_server, _says_nothing])
+def test_attack_ray_at_a_web_server_exits_2_in_seconds_naming_the_flag(
+    answer: Callable[[socket.socket], None], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("ray")
+    report = tmp_path / "report.json"
+    args = ["attack", "http://127.0.0.1:9/", "--rate", "10/s", "--requests", "4", "--quiet"]
+    with listening(answer) as address:
+        started = time.monotonic()
+        code = run_cli([*args, "--workers", "2", "--json", str(report), "--ray", address])
+        took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--ray: something answers at {address}, but not a Ray cluster" in err
+    assert "Traceback" not in err
+    assert not report.exists()
+    assert took < 5
+
+
+@pytest.mark.timeout(30)
+def test_bench_ray_at_a_web_server_exits_2_in_seconds_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("ray")
+    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
+    with listening(_http_server) as address:
+        code = run_cli(["bench", *small, "--ray", address])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--ray: something answers at {address}, but not a Ray cluster" in err
+
+
+@pytest.mark.timeout(30)
+def test_run_with_a_ray_task_and_ray_address_at_a_web_server_exits_2_writing_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    store = tmp_path / "r.db"
+    config = tmp_path / "r.yaml"
+    config.write_text(
+        f"run: {{store: {store}}}\n"
+        "pipeline: {name: r, tasks: [{use: echo, executor: ray}]}\n"
+        "source: {range: 3}\n"
+    )
+    with listening(_http_server) as address:
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        code = run_cli(["run", "-c", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"RAY_ADDRESS: something answers at {address}, but not a Ray cluster" in err
+    assert not store.exists()
+
+
+def test_run_with_only_local_tasks_never_looks_at_ray_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "r.yaml"
+    config.write_text(
+        f"run: {{store: {tmp_path / 'r.db'}}}\n"
+        "pipeline: {name: r, tasks: [{use: echo}]}\n"
+        "source: {range: 2}\n"
+    )
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # nobody there, and no task needs it
+    assert run_cli(["run", "-c", str(config), "--json"]) == 0

@@ -20,11 +20,13 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
+from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 
 __all__ = [
     "INSTALL_HINT",
     "by_value",
+    "check_address",
     "check_installed",
     "connect",
     "import_ray",
@@ -77,7 +79,7 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
     }
     if target == "local" and num_cpus is not None:
         options["num_cpus"] = num_cpus
-    _check_reachable(target, field)
+    check_address(target, field if address else "RAY_ADDRESS")
     try:
         ray.init(address=target, **options)
     except (ConnectionError, TimeoutError, ValueError) as exc:
@@ -87,19 +89,96 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
     return True
 
 
-def _check_reachable(target: str, field: str) -> None:
-    """A ``host:port`` nobody listens on is refused now: Ray itself would retry for minutes."""
+def check_address(target: str, field: str) -> None:
+    """``ConfigError`` on ``field`` unless a Ray cluster's head may be at ``target``.
+
+    Ray itself, given a ``host:port`` where no Ray listens, retries for minutes, filling
+    stderr with warnings. So nobody listening, and something listening that is not a Ray
+    head (a web server, the attack's own target), are refused here in seconds: a head's
+    GCS port speaks gRPC, so it must answer an HTTP/2 greeting as HTTP/2 does
+    (:func:`_not_grpc`). Other forms ("auto", "ray://...") are Ray's to resolve.
+    """
     host, colon, port = target.rpartition(":")
     if not colon or not host or "/" in target or not port.isdigit():
-        return  # "local", "auto", "ray://...": Ray's to resolve
+        return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
     except OSError as exc:
         raise ConfigError(
             f"no Ray cluster answers at {target} ({exc.strerror or exc})",
             field=field,
             hint=START_HINT,
         ) from None
+    with sock:
+        if _tls_only():
+            return  # a head with RAY_USE_TLS speaks TLS first: the greeting proves nothing
+        problem = _not_grpc(sock)
+    if problem is not None:
+        raise ConfigError(
+            f"something answers at {target}, but not a Ray cluster: {problem}",
+            field=field,
+            hint="give the address `ray start --head` printed (the head's GCS port, "
+            "6379 unless its --port said otherwise), not a web server's",
+        )
+
+
+#: How long a Ray head may take to answer the HTTP/2 greeting (it answers at once).
+PROBE_TIMEOUT_S = 2.0
+# What an HTTP/2 client sends first: the connection preface, then its SETTINGS frame
+# (empty: length 0, type 4, no flags, stream 0).
+_H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_FRAME_HEADER = 9
+_SETTINGS = 4
+
+
+def _not_grpc(sock: socket.socket, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None when the peer answers the HTTP/2 greeting as an HTTP/2 server must (its first
+    frame a SETTINGS frame on stream 0); else what it did instead, in words."""
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(_H2_GREETING)
+        head = _read(sock, _FRAME_HEADER, timeout)
+    except TimeoutError:
+        return f"it said nothing within {timeout:g}s of an HTTP/2 greeting"
+    except OSError as exc:
+        return f"it closed the connection after an HTTP/2 greeting ({exc.strerror or exc})"
+    if len(head) < _FRAME_HEADER:
+        said = f": {_first_line(head)}" if head else ""
+        return f"it closed the connection after an HTTP/2 greeting{said}"
+    length = int.from_bytes(head[:3], "big")
+    if head[3] == _SETTINGS and length % 6 == 0 and head[5:9] == b"\0\0\0\0":
+        return None
+    with contextlib.suppress(OSError):  # the rest of its first line, for the message
+        sock.settimeout(0.2)
+        head += sock.recv(200)
+    return f"it does not speak HTTP/2 (gRPC), as a Ray head does; it answered {_first_line(head)}"
+
+
+def _read(sock: socket.socket, n: int, timeout: float) -> bytes:
+    """Up to ``n`` bytes (fewer if the peer closes), all within ``timeout`` seconds."""
+    now = LoopClock().now  # monotonic: called off any loop
+    give_up = now() + timeout
+    data = b""
+    while len(data) < n:
+        left = give_up - now()
+        if left <= 0:
+            raise TimeoutError
+        sock.settimeout(left)
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _first_line(data: bytes) -> str:
+    """What a peer said, for a message: its first line if it is text (``HTTP/1.1 400``)."""
+    line = data.split(b"\r\n")[0].split(b"\n")[0][:60]
+    return repr(line.decode("latin-1"))
+
+
+def _tls_only() -> bool:
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
 
 
 @contextlib.contextmanager

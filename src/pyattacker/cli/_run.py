@@ -48,6 +48,7 @@ from pyattacker.run import (
     Shard,
     Task,
     check_captured_clients,
+    check_ray_address,
     not_read,
     pipeline,
 )
@@ -208,6 +209,7 @@ def run_command(
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
     check_captured_clients(template.tasks)  # before the store is created
+    check_ray_address(template.tasks)
     stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(

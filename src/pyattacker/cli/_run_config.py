@@ -29,7 +29,7 @@ from pyattacker.config import (
     render_effective,
 )
 from pyattacker.errors import ConfigError
-from pyattacker.run import FileSource, check_captured_clients, range_rows
+from pyattacker.run import FileSource, check_captured_clients, check_ray_address, range_rows
 
 __all__ = ["resume_command", "run_from_config", "validate_command"]
 
@@ -85,6 +85,7 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
     store_exists = loaded.store is not None and Path(loaded.store).is_file()
     resume = resume or bool(params.get("resume")) or fresh or (add_pipeline and store_exists)
     check_captured_clients(loaded.template.tasks)  # before the store is created
+    check_ray_address(loaded.template.tasks)
     if loaded.source is None and not resume:
         raise ConfigError(
             "which rows? the config has no source",

@@ -10,6 +10,7 @@ from pyattacker.run._codecs import DEFAULT_CODECS, Codec, CodecRegistry, registe
 from pyattacker.run._fanout import fanout
 from pyattacker.run._input import FieldKey, latest_input, not_read, resume_source
 from pyattacker.run._pipeline import PipelineSpec, PipelineSpecs, PipelineTemplate, pipeline
+from pyattacker.run._ray import check_ray_address
 from pyattacker.run._runner import Runner
 from pyattacker.run._shard import Shard, divide_pools, shard_of, shard_store_name
 from pyattacker.run._sources import FORMATS as INPUT_FORMATS
@@ -34,6 +35,7 @@ __all__ = [
     "Shard",
     "Task",
     "check_captured_clients",
+    "check_ray_address",
     "divide_pools",
     "fanout",
     "latest_input",

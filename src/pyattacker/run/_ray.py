@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pyattacker._ray import connect, import_ray
+from pyattacker._ray import check_address, connect, import_ray
 
-__all__ = ["call_on_ray"]
+__all__ = ["call_on_ray", "check_ray_address"]
 
 _remote: Any = None
 _connecting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -62,6 +63,27 @@ async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
         raise
     except ray.exceptions.RayTaskError as exc:
         raise _body_error(exc) from None
+
+
+def check_ray_address(tasks: Iterable[Any]) -> None:
+    """``ConfigError`` on ``RAY_ADDRESS`` when one of ``tasks`` runs on Ray and no Ray head
+    answers at the address it names: refused before the run writes anything, where the
+    first Ray attempt would fail every item with it (or wait minutes in Ray's retries, at
+    an address where something else listens). Ray is not imported."""
+    address = os.environ.get("RAY_ADDRESS")
+    if not address or not _any_on_ray(tasks):
+        return
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return  # the caller's own session is the one used, whatever RAY_ADDRESS says
+    check_address(address, "RAY_ADDRESS")
+
+
+def _any_on_ray(tasks: Iterable[Any]) -> bool:
+    """Whether a task, or a branch of a fanout among them at any depth, runs on Ray."""
+    return any(
+        getattr(t, "executor", None) == "ray" or _any_on_ray(getattr(t, "tasks", ())) for t in tasks
+    )
 
 
 async def _connect() -> None:

@@ -37,6 +37,7 @@ from pyattacker.run._commit import Committer
 from pyattacker.run._execute import Execution
 from pyattacker.run._input import Tracked, as_iterable, input_of
 from pyattacker.run._pacing import PacingTotals, pacing_events, pacing_totals
+from pyattacker.run._ray import check_ray_address
 from pyattacker.run._records import new_run_id, resource_rows
 from pyattacker.run._reuse import check_known, known_names, template_of
 from pyattacker.run._scrub import Scrubber
@@ -245,6 +246,7 @@ class Runner:
         template = template_of(specs)
         if template is not None:
             check_captured_clients(template.tasks)
+            check_ray_address(template.tasks)
         specs, tracker = input_of(specs, store, resume=resume, add_pipeline=add_pipeline)
         return specs, tracker, held
 
