@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pyattacker.cli import run_cli
 from pyattacker.config._schema import RUN, checked
 from pyattacker.errors import ConfigError
+from pyattacker.tasks import BUILT_IN_TASKS, NOT_ON_RAY, ON_RAY
 
 GOOD = {
     "run": "run:\n  store: out.db\n  concurrency: 4\n",
@@ -137,6 +138,11 @@ BAD: list[tuple[str, str | tuple[str, str], str]] = [
     (
         "an unknown executor",
         config(pipeline=task("{use: delay, executor: rey}")),
+        "pipeline.tasks[1].executor",
+    ),
+    (
+        "a built-in that needs the Runner, on Ray",
+        config(pipeline=task("{use: delay, executor: ray}")),
         "pipeline.tasks[1].executor",
     ),
     (
@@ -385,3 +391,30 @@ def test_a_known_run_field_is_kept_or_refused_by_its_path(name: str, value: obje
         assert refused.field == f"run.{name}"
     else:
         assert out.get(name) == (value if value is not None else RUN[name].default)
+
+
+@pytest.mark.parametrize("use", sorted(NOT_ON_RAY))
+def test_a_built_in_that_needs_the_runner_is_refused_on_ray_naming_those_that_can_run_there(
+    folder: Path, capsys: pytest.CaptureFixture[str], use: str
+) -> None:
+    name = _write(folder, config(pipeline=task(f"{{use: {use}, executor: ray}}")))
+    assert run_cli(["validate", "-c", name]) == 2
+    err = capsys.readouterr().err
+    assert f"pipeline.tasks[1].executor: {use} cannot run on Ray: it " in err
+    assert "built-ins that run on Ray: shell, echo, write_jsonl, boom" in err
+    assert "ctx" not in err  # a word for Python users, not for a config file's
+
+
+def test_every_built_in_either_runs_on_ray_or_says_why_not() -> None:
+    assert set(ON_RAY) | set(NOT_ON_RAY) == set(BUILT_IN_TASKS)
+    assert not set(ON_RAY) & set(NOT_ON_RAY)
+
+
+def test_the_built_ins_said_to_run_on_ray_build_as_ray_tasks(folder: Path) -> None:
+    pytest.importorskip("ray")  # a Ray task is refused when decorated without Ray
+    args = {"shell": "{command: 'echo {input}'}", "write_jsonl": "{path: out.jsonl}"}
+    steps = "".join(
+        f"    - {{use: {use}, executor: ray, args: {args.get(use, '{}')}}}\n" for use in ON_RAY
+    )
+    name = _write(folder, config(pipeline=f"pipeline:\n  name: demo\n  tasks:\n{steps}"))
+    assert run_cli(["validate", "-c", name]) == 0

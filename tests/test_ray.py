@@ -130,6 +130,34 @@ def test_a_ray_step_gives_the_outputs_of_the_same_step_run_locally(tmp_path: Pat
     assert outputs[0][5] == ("succeeded", f"<{crunch(15)}>")
 
 
+def test_a_config_files_shell_step_runs_on_ray_with_the_local_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for executor in ("ray", "local"):
+        (tmp_path / f"{executor}.yaml").write_text(
+            f"run: {{store: {executor}.db}}\n"
+            "pipeline:\n  name: sh\n  tasks:\n"
+            f"    - {{use: shell, executor: {executor}, "
+            "args: {command: 'echo $(({input} * 7)) $PPID', carry: false}}\n"
+            "source: {range: 3}\n"
+        )
+        assert run_cli(["run", "-c", f"{executor}.yaml", "--json"]) == 0
+        store = SQLiteStore(tmp_path / f"{executor}.db")
+        outputs.append(_outputs(store))
+        store.close()
+    ray_out, local_out = outputs
+    for n in range(3):
+        assert ray_out[n][0] == local_out[n][0] == "succeeded"
+        assert (
+            ray_out[n][1]["stdout"].split()[0] == local_out[n][1]["stdout"].split()[0] == str(7 * n)
+        )
+    # The command's parent is a Ray worker's process on Ray, this process locally.
+    assert {local_out[n][1]["stdout"].split()[-1] for n in range(3)} == {str(os.getpid())}
+    assert str(os.getpid()) not in {ray_out[n][1]["stdout"].split()[-1] for n in range(3)}
+
+
 def test_a_raising_ray_body_is_a_failed_attempt_retried_by_the_tasks_policy(
     tmp_path: Path,
 ) -> None:

@@ -137,14 +137,14 @@ def test_write_jsonl_appends_each_value(tmp_path: Path) -> None:
 
 def test_shell_runs_a_command_from_a_template_and_fails_on_a_non_zero_exit() -> None:
     ok = BUILT_IN_TASKS["shell"](command="echo hello {name}", task_name="sh")
-    out = asyncio.run(ok({"name": "there"}, TaskContext()))
+    out = asyncio.run(ok({"name": "there"}))  # no ctx: so that it can run on Ray
     assert out["sh"] == {"exit_code": 0, "stdout": "hello there\n", "stderr": ""}
     bad = BUILT_IN_TASKS["shell"](command="echo oops >&2; exit 3")
     with pytest.raises(Exception, match="exited 3: oops"):
-        asyncio.run(bad(1, TaskContext()))
+        asyncio.run(bad(1))
     slow = BUILT_IN_TASKS["shell"](command="sleep 5", timeout_s=0.05)
     with pytest.raises(Exception, match=r"ran over 0\.05 s and was killed"):
-        asyncio.run(slow(1, TaskContext()))
+        asyncio.run(slow(1))
 
 
 # --------------------------------------------------------------------------- http.request

@@ -20,7 +20,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.pool import Pool, Resource, resolve_algorithm
 from pyattacker.retry import resolve_retry
 from pyattacker.run import INPUT_FORMATS, PipelineTemplate, Runner, Task, pipeline
-from pyattacker.tasks import NEEDS_POOL
+from pyattacker.tasks import NEEDS_POOL, NOT_ON_RAY, ON_RAY
 
 __all__ = ["SourceSpec", "build_pipeline", "build_pools", "build_source", "runner_settings"]
 
@@ -137,6 +137,7 @@ def _default_name(use: str) -> str:
 
 
 def _task(row: dict[str, Any], path: str, pools: Mapping[str, Pool]) -> Task:
+    _check_on_ray(row, path)
     resource = row.get("resource")
     pool_names = list(pools)
     if resource is not None and resource not in pools:
@@ -178,6 +179,19 @@ def _task(row: dict[str, Any], path: str, pools: Mapping[str, Pool]) -> Task:
             version=row.get("version", _of(base, "version")),
             executor=row.get("executor", _of(base, "executor") or "local"),
             identity=identity,
+        )
+
+
+def _check_on_ray(row: dict[str, Any], path: str) -> None:
+    """A built-in whose body needs the Runner (leases, the run's clock) is refused on Ray
+    saying why, in a config's words (the Task's own refusal speaks of Python's ``ctx``)."""
+    use = row["use"]
+    if row.get("executor") == "ray" and use in NOT_ON_RAY:
+        raise ConfigError(
+            f"{use} cannot run on Ray: {NOT_ON_RAY[use]}",
+            field=f"{path}.executor",
+            hint=f"built-ins that run on Ray: {', '.join(ON_RAY)}; "
+            "drop executor: ray from this step (it runs in the Runner)",
         )
 
 

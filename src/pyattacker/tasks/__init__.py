@@ -39,6 +39,8 @@ from pyattacker.tasks._web import CommandFailed, http_request, shell
 __all__ = [
     "BUILT_IN_TASKS",
     "NEEDS_POOL",
+    "NOT_ON_RAY",
+    "ON_RAY",
     "Boom",
     "CommandFailed",
     "Flaked",
@@ -67,3 +69,25 @@ BUILT_IN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
 
 #: Built-in tasks that lease an endpoint and so need a ``resource`` (pool).
 NEEDS_POOL = frozenset({"llm.chat", "llm.completion"})
+
+#: Built-in tasks whose body can run on a Ray worker (``executor: ray``): they take the
+#: row only, no ``ctx``. ``shell`` is the one with CPU to spread.
+ON_RAY = ("shell", "echo", "write_jsonl", "boom")
+
+#: Why each other built-in stays in the Runner: its body uses the attempt's ``ctx``
+#: (leases, the run's clock, the attempt's number and random stream), which cannot travel.
+NOT_ON_RAY: Mapping[str, str] = MappingProxyType(
+    {
+        "llm.chat": "it calls its endpoint holding a lease from the pool, and leases stay "
+        "in the Runner",
+        "llm.completion": "it calls its endpoint holding a lease from the pool, and leases "
+        "stay in the Runner",
+        "http.request": "it sends on the run's clock, holding a lease when it has a pool, "
+        "and both stay in the Runner (a request gains nothing from another process)",
+        "delay": "it waits on the run's clock (virtual time in a simulated run), which "
+        "stays in the Runner",
+        "flaky": "it reads the attempt's number and random stream, which stay in the Runner",
+        "simulate_llm": "it waits on the run's clock and holds a lease when it has a pool, "
+        "and both stay in the Runner",
+    }
+)

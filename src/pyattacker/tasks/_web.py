@@ -9,7 +9,8 @@ the task has a pool, the request is made while holding one of its resources, and
 resource's ``base_url`` fills ``{base_url}`` in the URL.
 
 ``shell`` runs ``command`` (a template; run by ``/bin/sh``) with a ``timeout_s``; a non-zero
-exit fails the attempt. Its output is ``{exit_code, stdout, stderr}``.
+exit fails the attempt. Its output is ``{exit_code, stdout, stderr}``. It takes no ``ctx``,
+so it can run on a Ray worker (``executor: ray``).
 """
 
 from __future__ import annotations
@@ -170,13 +171,16 @@ def shell(
     output: str | None = None,
     carry: bool = True,
     task_name: str = "shell",
-) -> Task:
+) -> Callable[[Any], Awaitable[Any]]:
     """The command task (see the module docstring)."""
     template = Template(command, field="command")
     limit = seconds(timeout_s, "timeout_s")
     name, keep = text(output or task_name, "output"), flag(carry, "carry")
 
-    async def shell_task(value: Any, ctx: TaskContext) -> Any:
+    # Needs nothing of the Runner's (no lease, no clock: the timeout is the subprocess's
+    # own, in real time), so it takes no ctx and may run on a Ray worker (executor: ray),
+    # where a CPU-heavy command gets a core of its own.
+    async def shell_task(value: Any) -> Any:
         line = template.render(value)
         process = await asyncio.create_subprocess_shell(
             line, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
