@@ -1,8 +1,9 @@
 """``attack --ray`` on one local Ray of 2 CPUs (started once for the module): two actors
 against the echo server count what the server counted, the merge is exact, percentiles
 are not below the server's fixed delay, each actor's clock offset comes with its
-uncertainty, ``--samples`` rows arrive in one file on this machine, ``--serve`` serves the
-actors' merged snapshots here, and what cannot work is refused with exit 2."""
+uncertainty and its node, ``--samples`` rows arrive in one file on this machine,
+``--serve`` serves the actors' merged snapshots here, and what cannot work is refused with
+exit 2."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def test_ray_actors_started_by_wall_clock_merge_on_their_common_clock_bucket_by_
     assert sum(w["completed"] for w in merged.to_dict()["windows"]) == 60  # one set of windows
 
 
-def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
+def test_attack_ray_from_the_cli_reports_each_workers_node_and_clock_offset(
     server: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "report.json"
@@ -109,6 +110,13 @@ def test_attack_ray_from_the_cli_reports_each_workers_clock_offset(
     workers = json.loads(report.read_text())["workers"]
     assert [w["sent"] for w in workers["each"]] == [30, 30]
     assert all("clock_offset_s" in w and w["clock_uncertainty_s"] > 0 for w in workers["each"])
+    # Each worker's node (one here: this machine's), in the JSON and on its line.
+    here = ray.get_runtime_context().get_node_id()
+    ip = ray.util.get_node_ip_address()
+    assert [(w["node_id"], w["node_ip"]) for w in workers["each"]] == [(here, ip)] * 2
+    for index in (0, 1):
+        line = next(x for x in err.splitlines() if x.startswith(f"worker {index}: "))
+        assert f"; node {ip} (id {here[:8]}), clock offset " in line
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """The clocks of ``attack --ray`` without Ray: an actor's clock offset is measured within
-the uncertainty it states, and workers that counted on different monotonic clocks merge,
-once put on their common start, into the report of one tally of all their requests."""
+the uncertainty it states, workers that counted on different monotonic clocks merge,
+once put on their common start, into the report of one tally of all their requests, and
+each Ray worker's node is reported beside its offset."""
 
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +25,7 @@ from pyattacker.attack import (
 from pyattacker.attack._result import RunTimes
 from pyattacker.attack._tally import Tally
 from pyattacker.attack._warmup import WarmupTally
+from pyattacker.cli._attack_workers import worker_lines
 from pyattacker.measure import Attempt, Outcome
 
 PLAN = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=50), duration=6.0)
@@ -146,3 +149,23 @@ def test_a_warmup_span_counted_on_different_clocks_merges_into_one_tallys_warmup
     assert (one.warmup.scheduled, one.warmup.skipped_s) == (4, 1.0)
     assert merged.warmup == one.warmup
     assert merged.total.latency.to_dict() == one.total.latency.to_dict()
+
+
+def test_a_ray_worker_is_reported_with_its_node_and_clock_offset_a_local_one_without() -> None:
+    outcomes = [
+        WorkerOutcome(index=w, tally=_tally(ORIGIN), times=_times(0), decisions={},
+                      stop_reason=None, loop_lag=None, cpu_s=0.0, final=True)
+        for w in range(2)
+    ]  # fmt: skip
+    merged = merge_outcomes(PLAN, [on_common_clock(o) for o in outcomes], per_worker=True)
+    node = "9f3c1a2b" + "0" * 48  # Ray's node ids: 56 hex digits
+    merged.workers[1] = replace(merged.workers[1], node_id=node, node_ip="10.0.0.7",
+                                clock_offset_s=0.0015, clock_uncertainty_s=0.0002)  # fmt: skip
+    local, on_ray = merged.to_dict()["workers"]["each"]
+    assert not {"node_id", "node_ip", "clock_offset_s"} & set(local)
+    assert (on_ray["node_id"], on_ray["node_ip"]) == (node, "10.0.0.7")
+    assert (on_ray["clock_offset_s"], on_ray["clock_uncertainty_s"]) == (0.0015, 0.0002)
+    first, second = worker_lines(merged, every=True)
+    assert "node" not in first
+    assert "clock offset" not in first
+    assert second.endswith("; node 10.0.0.7 (id 9f3c1a2b), clock offset +1.500ms ±0.200ms")

@@ -42,8 +42,8 @@ class WorkerFacts:
     or none (``counted`` False) when it died before sending one. ``late`` counts its
     requests sent later than the plan's limit after their scheduled time. A worker on Ray
     also has its clock's offset from the driver's wall clock and that offset's uncertainty
-    (half the shortest round trip it was measured with); None for processes of this
-    machine.
+    (half the shortest round trip it was measured with), and the node it ran on (Ray's
+    node id and the node's IP address); None for processes of this machine.
 
     Of a lost worker, what its progress (which comes more often than its snapshots) told
     beyond its counts: when its last snapshot was taken (``snapshot_at_s``) and when it was
@@ -63,6 +63,8 @@ class WorkerFacts:
     late: int = 0
     clock_offset_s: float | None = None
     clock_uncertainty_s: float | None = None
+    node_id: str | None = None  # a Ray worker's node: Ray's id for it, and its IP address
+    node_ip: str | None = None
     snapshot_at_s: float | None = None
     heard_at_s: float | None = None
     sent_after_snapshot: int | None = None
@@ -82,14 +84,7 @@ class WorkerFacts:
             "cpu_s": self.cpu_s,
             "loop_lag_p99_s": lag.percentile(99) if lag is not None and lag.count else None,
             "loop_lag_max_s": lag.max if lag is not None and lag.count else None,
-            **(
-                {}
-                if self.clock_offset_s is None
-                else {
-                    "clock_offset_s": self.clock_offset_s,
-                    "clock_uncertainty_s": self.clock_uncertainty_s,
-                }
-            ),
+            **self._on_ray(),
             **(
                 {}
                 if self.state != "lost"
@@ -100,6 +95,16 @@ class WorkerFacts:
                 }
             ),
         }
+
+    def _on_ray(self) -> dict[str, Any]:
+        """A Ray worker's node and clock offset; nothing for a process of this machine."""
+        facts: dict[str, Any] = {}
+        if self.node_id is not None:
+            facts |= {"node_id": self.node_id, "node_ip": self.node_ip}
+        if self.clock_offset_s is not None:
+            facts |= {"clock_offset_s": self.clock_offset_s,
+                      "clock_uncertainty_s": self.clock_uncertainty_s}  # fmt: skip
+        return facts
 
     @classmethod
     def of(cls, outcome: WorkerOutcome, state: str) -> WorkerFacts:

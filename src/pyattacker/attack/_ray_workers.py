@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import pickle
 import secrets
 import signal
@@ -45,7 +46,7 @@ from typing import Any
 
 from pyattacker._ray import by_value, ray_session
 from pyattacker.attack._engine import Progress
-from pyattacker.attack._merge import WorkersResult, merge_outcomes
+from pyattacker.attack._merge import WorkerFacts, WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._processes import newest, usable_cores, whole_progress
 from pyattacker.attack._ray_clock import ClockOffset, measure_offset, on_common_clock
@@ -100,6 +101,13 @@ class WorkerActor:
         """This node's wall clock."""
         return _wall()
 
+    def node(self) -> tuple[str, str]:
+        """The Ray node this actor runs on: Ray's id for it, and its IP address (the report
+        names each worker's node, beside the offset of that node's clock)."""
+        ray: Any = importlib.import_module("ray")  # on the actor: Ray is there
+
+        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+
     def run(self, start_wall: float) -> WorkerOutcome:
         """Run this worker's share from ``start_wall`` on this node's wall clock."""
         plan, index, n, limits = self._work
@@ -151,6 +159,7 @@ class _Actor:
     index: int
     handle: Any
     offset: ClockOffset | None = None
+    node: tuple[str, str] | None = None  # (Ray's node id, its IP address)
     last: WorkerOutcome | None = None
     seen: int = 0  # snapshots of the actor's read (it sends only a newer one)
     progress: Progress | None = None
@@ -299,16 +308,16 @@ def _asker(ray: Any, handle: Any) -> Callable[[], float]:
 
 
 def _await_ready(ray: Any, actors: list[_Actor], stopping: list[str]) -> None:
-    """Wait until every actor answers (one that cannot start in time is lost), in short
-    waits so that a Ctrl-C is seen."""
-    pings = {actor.handle.clock.remote(): actor for actor in actors}
+    """Wait until every actor answers with its node (one that cannot start in time is
+    lost), in short waits so that a Ctrl-C is seen."""
+    pings = {actor.handle.node.remote(): actor for actor in actors}
     give_up = _now() + READY_TIMEOUT_S
     while pings and not stopping and _now() < give_up:
         done, _ = ray.wait(list(pings), num_returns=1, timeout=0.5)
         for ref in done:
             actor = pings.pop(ref)
             try:
-                ray.get(ref)
+                actor.node = ray.get(ref)
             except Exception:  # its process could not start, or died at once
                 actor.lost = True
     for actor in pings.values():
@@ -410,12 +419,7 @@ def _merged(
     result = merge_outcomes(plan, counted, lost=lost, workers=len(actors), per_worker=per_worker,
                             progress=_newest_progress(actors))  # fmt: skip
     for a in actors:
-        if a.offset is not None:
-            result.workers[a.index] = replace(
-                result.workers[a.index],
-                clock_offset_s=a.offset.offset_s,
-                clock_uncertainty_s=a.offset.uncertainty_s,
-            )
+        result.workers[a.index] = _on_ray(result.workers[a.index], a)
     if stopping and result.stop_reason is None:
         result = replace(result, stop_reason="interrupted")
     return result
@@ -425,3 +429,13 @@ def _newest_progress(actors: list[_Actor]) -> list[Progress | None]:
     """Each actor's newest progress, by index: fetched with its snapshots but newer than
     the last one, it says what a lost actor sent beyond the counts the report keeps."""
     return [a.progress for a in sorted(actors, key=lambda a: a.index)]
+
+
+def _on_ray(facts: WorkerFacts, actor: _Actor) -> WorkerFacts:
+    """A worker's facts with what only Ray knows: its node, and its clock's offset."""
+    if actor.node is not None:
+        facts = replace(facts, node_id=actor.node[0], node_ip=actor.node[1])
+    if actor.offset is not None:
+        facts = replace(facts, clock_offset_s=actor.offset.offset_s,
+                        clock_uncertainty_s=actor.offset.uncertainty_s)  # fmt: skip
+    return facts

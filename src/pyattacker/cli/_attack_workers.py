@@ -345,8 +345,21 @@ def worker_lines(result: WorkersResult, *, every: bool) -> list[str]:
             f"completed {w.completed}, failed {w.failed}, late {w.late}; CPU {w.cpu_s:.2f}s; "
             f"loop lag p99 {_lag_ms(facts['loop_lag_p99_s'])}, "
             f"max {_lag_ms(facts['loop_lag_max_s'])}"
+            f"{_node_part(w)}"
         )
     return lines
+
+
+def _node_part(w: WorkerFacts) -> str:
+    """Of a Ray worker, the node it ran on and its clock's offset from this machine's (a
+    node whose clock is off by seconds is one to check); nothing for a local process."""
+    parts = []
+    if w.node_ip is not None:
+        parts.append(f"node {w.node_ip} (id {(w.node_id or '')[:8]})")
+    if w.clock_offset_s is not None:
+        offset, within = w.clock_offset_s * 1000, (w.clock_uncertainty_s or 0.0) * 1000
+        parts.append(f"clock offset {offset:+.3f}ms ±{within:.3f}ms")
+    return f"; {', '.join(parts)}" if parts else ""
 
 
 def _state(w: WorkerFacts) -> str:
