@@ -158,6 +158,43 @@ def test_a_config_files_shell_step_runs_on_ray_with_the_local_output(
     assert str(os.getpid()) not in {ray_out[n][1]["stdout"].split()[-1] for n in range(3)}
 
 
+DIES_ONCE = """
+import os
+from pathlib import Path
+
+def dies_once(x):
+    mark = Path(MARKS) / str(x)
+    if not mark.exists():
+        mark.touch()
+        os._exit(1)  # the Ray worker dies: Ray's driver hears of it from the raylet
+    return x * 10
+"""
+
+
+def test_run_on_ray_keeps_stdout_for_the_report_and_rays_notes_off_it(
+    cluster: str, tmp_path: Path
+) -> None:
+    (tmp_path / "marks").mkdir()
+    (tmp_path / "dies.py").write_text(f"MARKS = {str(tmp_path / 'marks')!r}\n{DIES_ONCE}")
+    (tmp_path / "d.yaml").write_text(
+        "run: {store: d.db}\n"
+        "pipeline:\n  name: d\n  tasks:\n"
+        "    - {use: 'dies.py:dies_once', executor: ray, "
+        "retry: {max_attempts: 2, base: 0.01, retry_unknown: true}}\n"
+        "source: {range: 2}\n"
+    )
+    env = {**os.environ, "RAY_ADDRESS": cluster, "PYATTACKER_PURE": "1"}
+    out = subprocess.run([sys.executable, "-m", "pyattacker", "run", "-c", "d.yaml"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("pyattacker run report")  # the report, and nothing above it
+    assert "\x1b" not in out.stdout
+    assert "raylet" not in out.stdout
+    assert "(raylet) A worker died" in out.stderr  # Ray's word on the crash: on stderr, plain
+    assert "SIGTERM handler is not set" not in out.stderr  # the run handles SIGTERM itself
+
+
 def test_a_raising_ray_body_is_a_failed_attempt_retried_by_the_tasks_policy(
     tmp_path: Path,
 ) -> None:

@@ -14,9 +14,12 @@ the process's exit (Ray's own exit hook) for the lazy connection of a run's task
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
+import logging
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,6 +83,7 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
     if target == "local" and num_cpus is not None:
         options["num_cpus"] = num_cpus
     check_address(target, field if address else "RAY_ADDRESS")
+    _quiet_driver()
     try:
         ray.init(address=target, **options)
     except (ConnectionError, TimeoutError, ValueError) as exc:
@@ -87,6 +91,40 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
             f"cannot connect to the Ray cluster at {target!r}: {exc}", field=field, hint=START_HINT
         ) from None
     return True
+
+
+class _NoSigtermNote(logging.Filter):
+    """Drops Ray's note that ``ray.init`` off the main thread sets no SIGTERM handler: a
+    run connects from a thread (its loop must not wait), and the Runner handles SIGTERM
+    itself, so the note said nothing the user could act on, on every run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def _quiet_driver() -> None:
+    """Keep Ray's driver-side chatter off pyattacker's output (see :func:`_errors_to_stderr`)."""
+    worker_log = logging.getLogger("ray._private.worker")
+    if not any(isinstance(f, _NoSigtermNote) for f in worker_log.filters):
+        worker_log.addFilter(_NoSigtermNote())
+    _errors_to_stderr()
+
+
+def _errors_to_stderr() -> None:
+    """Ray's driver prints the cluster's error messages ("(raylet) A worker died...") on
+    stdout, in colour, whatever ``log_to_driver`` says (a thread of its own calls
+    ``ray._private.worker.print_to_stdstream``). pyattacker's stdout is the report, piped
+    or parsed, and the attempt that failed records the error already: they go to stderr,
+    plain. Ray's private function is replaced only where it is found as expected."""
+    module: Any = importlib.import_module("ray._private.worker")
+    if callable(getattr(module, "print_to_stdstream", None)):
+        module.print_to_stdstream = _plain_on_stderr
+
+
+def _plain_on_stderr(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+    source = data.get("pid", "ray")
+    for line in data.get("lines", ()):
+        print(f"({source}) {line}", file=sys.stderr)
 
 
 def check_address(target: str, field: str) -> None:
