@@ -55,7 +55,7 @@ from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
-from pyattacker.report._workers import worker_now_line, workers_now
+from pyattacker.report import worker_now_line, workers_now
 
 __all__ = [
     "LOST_EXIT",
