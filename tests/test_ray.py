@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from pyattacker._ray import check_address
 from pyattacker.benchmark import get_scenario, run_benchmark
 from pyattacker.cli import run_cli
+from pyattacker.clock import wall_time
 from pyattacker.retry import Retrying
 from pyattacker.run import Runner, pipeline, task
 from pyattacker.store import RowKind, SQLiteStore, results
@@ -318,3 +321,46 @@ def test_a_killed_driver_resumes_and_no_committed_ray_step_runs_again(
     finally:
         reader.close()
     assert outputs == {x: f"<{crunch(x * 3)}>" for x in range(n)}
+
+
+def _holding(directory: str) -> list[int]:
+    """The processes with a file open under ``directory`` (a Ray's temp dir: its logs)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            links = [
+                os.readlink(f"/proc/{entry}/fd/{fd}") for fd in os.listdir(f"/proc/{entry}/fd")
+            ]
+        except OSError:
+            continue  # gone, or not ours to read
+        if any(link.startswith(directory) for link in links):
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_local_ray_the_run_started_ends_with_the_command_agents_and_all(tmp_path: Path) -> None:
+    # Started from a thread that then ended, a local Ray left its agents running a minute
+    # after the command; the Runner now opens it from a thread that lives as long as it.
+    (tmp_path / "p.yaml").write_text(
+        "run: {store: p.db}\npipeline:\n  name: p\n  tasks:\n    - {use: echo, executor: ray}\n"
+    )
+    (tmp_path / "items.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(3)))
+    temp = tempfile.mkdtemp(prefix="pyat-ray-", dir="/tmp")  # short: Ray's sockets live here
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": temp}
+    try:
+        command = [sys.executable, "-m", "pyattacker", "run", "-c", "p.yaml", "--input",
+                   "items.jsonl"]  # fmt: skip
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        deadline = wall_time() + 15  # (the agents left behind lived 35-60 s)
+        while _holding(temp):
+            assert wall_time() < deadline, f"still running: {_holding(temp)}"
+            time.sleep(0.2)
+    finally:
+        for pid in _holding(temp):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)

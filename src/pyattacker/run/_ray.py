@@ -27,15 +27,20 @@ pyattacker itself travel by name and must be installed on every node.
 
 Connecting: the caller's Ray session when it has one (``ray.init(...)`` before the run),
 else the cluster ``RAY_ADDRESS`` names, else a local Ray on this machine's cores, opened
-once, at the first Ray attempt, off the loop (a thread), and closed at the process's exit.
+once, at the first Ray attempt, off the loop (a thread that lives as long as the process),
+and closed at the process's exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import inspect
 import os
+import queue
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -46,6 +51,8 @@ __all__ = ["call_on_ray", "check_ray_address"]
 
 _remote: Any = None
 _connecting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+_calls: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] | None = None
+_calls_lock = threading.Lock()
 
 
 async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
@@ -87,14 +94,45 @@ def _any_on_ray(tasks: Iterable[Any]) -> bool:
 
 
 async def _connect() -> None:
-    """Open the Ray session once, whatever number of attempts wait for it; in a thread, as
-    starting a local Ray takes seconds the run's loop must not stand still for."""
+    """Open the Ray session once, whatever number of attempts wait for it; on the Ray
+    thread (:func:`_on_ray_thread`), as starting a local Ray takes seconds the run's loop
+    must not stand still for."""
     global _connecting
     loop = asyncio.get_running_loop()
     if _connecting is None or _connecting[0] is not loop:  # a lock serves one loop
         _connecting = (loop, asyncio.Lock())
     async with _connecting[1]:
-        await asyncio.to_thread(connect, None, num_cpus=None, field="executor")
+        opening = functools.partial(connect, None, num_cpus=None, field="executor")
+        await asyncio.wrap_future(_on_ray_thread(opening))
+
+
+def _on_ray_thread(call: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    """``call`` on the one thread this process opens Ray from, a daemon thread that lives
+    as long as the process. A local Ray started from a thread that then ends (as
+    ``asyncio.to_thread``'s do when the run's loop closes) left its agents
+    (``ray::DashboardAgent``, ``ray::RuntimeEnvAgent``) running for a minute after the
+    command; started from a thread still alive, Ray's own shutdown at exit stops them."""
+    global _calls
+    with _calls_lock:
+        if _calls is None:
+            _calls = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(_calls,), name="pyattacker-ray",
+                             daemon=True).start()  # fmt: skip
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    _calls.put((call, done))
+    return done
+
+
+def _serve(
+    calls: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]],
+) -> None:
+    while True:
+        call, done = calls.get()
+        if done.set_running_or_notify_cancel():
+            try:
+                done.set_result(call())
+            except BaseException as exc:  # handed to the caller, as a thread pool does
+                done.set_exception(exc)
 
 
 def _remote_body(ray: Any) -> Any:
