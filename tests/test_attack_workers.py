@@ -141,7 +141,7 @@ def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
     out, rows = tmp_path / "r.json", tmp_path / "rows.csv"
     command = [sys.executable, "-m", "pyattacker", "attack", echo.url, "--rate", "100/s"]
     command += ["--duration", "60s", "--workers", "2", "--json", str(out), "-q"]
-    command += ["--samples", str(rows)]
+    command += ["--samples", str(rows), "--per-worker"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = wall_time() + PATIENCE_S
     while echo.stats()["count"] < 20:  # both workers under way (arrivals alternate)
@@ -154,7 +154,9 @@ def test_ctrl_c_stops_every_worker_and_reports_what_ran_with_exit_130(
     assert "Traceback" not in err
     report = json.loads(out.read_text())
     assert report["summary"]["stop_reason"] == "interrupted"
-    assert report["workers"] == {"count": 2, "lost": []}
+    assert (report["workers"]["count"], report["workers"]["lost"]) == (2, [])
+    assert [w["stop_reason"] for w in report["workers"]["each"]] == ["interrupted"] * 2
+    assert "worker 1: stopped (interrupted);" in err  # not "finished"
     # What was in flight was cancelled and counted; every answer counted OK was served.
     assert report["summary"]["sent"] >= 20
     assert report["total"]["outcomes"].get("ok", 0) <= echo.stats()["count"]

@@ -38,8 +38,10 @@ __all__ = ["WorkerFacts", "WorkersResult", "merge_outcomes"]
 @dataclass(frozen=True, slots=True)
 class WorkerFacts:
     """One worker's figures beside the whole: ``state`` is ``finished`` or ``lost`` (the
-    process died); a lost worker's counts are those of its last snapshot (``partial``),
-    or none (``counted`` False) when it died before sending one. ``late`` counts its
+    process died), and ``stop_reason`` why a finished one stopped early (``interrupted``,
+    a breached threshold), None when it ran its share to the end; a lost worker's counts
+    are those of its last snapshot (``partial``), or none (``counted`` False) when it died
+    before sending one. ``late`` counts its
     requests sent later than the plan's limit after their scheduled time. A worker on Ray
     also has its clock's offset from the driver's wall clock and that offset's uncertainty
     (half the shortest round trip it was measured with), and the node it ran on (Ray's
@@ -68,12 +70,14 @@ class WorkerFacts:
     snapshot_at_s: float | None = None
     heard_at_s: float | None = None
     sent_after_snapshot: int | None = None
+    stop_reason: str | None = None  # why it stopped before its share's end (Ctrl-C...)
 
     def to_dict(self) -> dict[str, Any]:
         lag = self.loop_lag
         return {
             "index": self.index,
             "state": self.state,
+            "stop_reason": self.stop_reason,
             "partial": self.state == "lost" and self.counted,
             "counted": self.counted,
             "scheduled": self.scheduled,
@@ -120,6 +124,7 @@ class WorkerFacts:
             cpu_s=outcome.cpu_s,
             loop_lag=outcome.loop_lag,
             late=outcome.tally.late,
+            stop_reason=outcome.stop_reason,
             # a snapshot's progress was taken with its counts: when they stop
             snapshot_at_s=None
             if outcome.final or outcome.progress is None

@@ -365,7 +365,7 @@ def _node_part(w: WorkerFacts) -> str:
 def _state(w: WorkerFacts) -> str:
     """``finished``, or of a lost worker where its figures stop and what it sent after."""
     if w.state != "lost":
-        return w.state
+        return w.state if w.stop_reason is None else f"stopped ({w.stop_reason})"
     if not w.counted:
         state = "lost, nothing counted"
     elif w.snapshot_at_s is None:
