@@ -92,6 +92,17 @@ def test_bench_ray_at_an_address_nobody_listens_on_exits_2_at_once(
     assert "ray start --head" in err
 
 
+@pytest.mark.parametrize(("workers", "noted"), [([], True), (["--workers", "2"], False)])
+def test_ray_on_one_worker_says_that_workers_spread_it(
+    capsys: pytest.CaptureFixture[str], workers: list[str], noted: bool
+) -> None:
+    pytest.importorskip("ray")
+    args = ["attack", "http://127.0.0.1:9/", "--rate", "10/s", "--requests", "4", *workers]
+    assert run_cli([*args, "--ray", "127.0.0.1:1"]) == 2  # (nobody answers there)
+    err = capsys.readouterr().err
+    assert ("note: --ray runs the plan on one actor: give --workers N" in err) is noted
+
+
 @pytest.mark.usefixtures("no_ray")
 def test_attack_ray_without_ray_exits_2_naming_the_flag_and_the_install_command(
     capsys: pytest.CaptureFixture[str], tmp_path: Path

@@ -147,6 +147,9 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
     if alone and flags.per_worker:
         raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                           hint="add --workers 2 (or auto)")  # fmt: skip
+    if flags.ray_address is not None and flags.workers == 1 and not flags.quiet:
+        click.echo("note: --ray runs the plan on one actor: give --workers N to spread it "
+                   "over N", err=True)  # fmt: skip
     return flags
 
 
