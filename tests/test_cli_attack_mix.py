@@ -163,6 +163,17 @@ def test_bad_input_exits_2_naming_the_field_and_writes_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files)
 
 
+@pytest.mark.parametrize("flag", ["--targets", "--data"])
+def test_a_file_flag_left_without_its_file_says_it_took_the_next_flag(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["attack", "http://127.0.0.1:9/", flag, "--rate", "5/s", "--requests", "1"]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: {flag}: cannot read '--rate'" in err
+    assert f"{flag} needs a file; '--rate' looks like the next flag" in err
+
+
 @pytest.mark.parametrize(
     ("flag", "text"), [("--data", '{"id": 1}\n'), ("--targets", '{"url": "/a"}\n')]
 )

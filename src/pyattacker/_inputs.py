@@ -38,8 +38,12 @@ def read_bounded(path: str | Path, field: str, limit: int | None = None) -> byte
         with where.open("rb") as file:
             data = file.read(limit + 1)
     except OSError as exc:
+        # A flag left without its value takes the next flag as one: say so.
+        flag = isinstance(exc, FileNotFoundError) and str(path).startswith("-")
         raise ConfigError(
-            f"cannot read {str(path)!r}: {exc.strerror or exc}", field=field
+            f"cannot read {str(path)!r}: {exc.strerror or exc}",
+            field=field,
+            hint=f"{field} needs a file; {str(path)!r} looks like the next flag" if flag else None,
         ) from None
     if len(data) > limit:
         raise ConfigError(
