@@ -62,6 +62,21 @@ def test_counts_per_name_equal_what_the_server_answered_per_line(
     assert {n: f["requests"] for n, f in json.loads(again.read_text())["names"].items()} == names
 
 
+def test_names_are_reported_in_the_order_of_the_targets_file(
+    echo: EchoServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text('{"url": "/z", "name": "zeta"}\n{"url": "/a", "name": "alpha"}\n')
+    out = tmp_path / "r.json"
+    argv = [f"{echo.url}/", "--targets", str(targets), "--rate", "50/s", "--requests", "6"]
+    # seed 2 draws the second line for the first arrival: first seen, alpha comes first
+    assert run_cli(["attack", *argv, "--seed", "2", "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert list(report["names"]) == list(report["name_windows"]) == ["zeta", "alpha"]
+    text = capsys.readouterr().out
+    assert text.index("name: zeta") < text.index("name: alpha")
+
+
 def test_data_rows_fill_the_template_in_turn(echo: EchoServerProcess, tmp_path: Path) -> None:
     echo.reset()
     rows = tmp_path / "rows.csv"

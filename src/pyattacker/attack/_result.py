@@ -17,6 +17,7 @@ from pyattacker._version import __version__
 from pyattacker.attack._flow_stats import FlowStats
 from pyattacker.attack._headline import headline
 from pyattacker.attack._load import OpenModel
+from pyattacker.attack._mix import name_of
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._plan_dict import plan_dict
 from pyattacker.attack._tally import ErrorGroup, Tally
@@ -146,6 +147,18 @@ class AttackResult:
             name_windows={n: w.windows() for n, w in tally.names.windows.items()},
             phases=tally.phases,
         )
+
+    def name_order(self) -> list[str]:
+        """The names figures are broken down by, in the order reports show them: a mix's in
+        the order of its lines (the targets file's), then any other (a scenario's steps)
+        as first seen."""
+        mix = self.plan.mix
+        if mix is None:
+            return list(self.by_name)
+        rank: dict[str | None, int] = {}
+        for i, line in enumerate(mix.lines):
+            rank.setdefault(name_of(line, self.plan.method), i)
+        return sorted(self.by_name, key=lambda name: rank.get(name, len(rank)))
 
     @property
     def interrupted(self) -> bool:
@@ -278,10 +291,11 @@ class AttackResult:
                     target: [w.to_dict() for w in windows]
                     for target, windows in self.target_windows.items()
                 },
-                "names": {name: stats_dict(s) for name, s in self.by_name.items()},
+                "names": {name: stats_dict(self.by_name[name]) for name in self.name_order()},
                 "name_windows": {
-                    name: [w.to_dict() for w in windows]
-                    for name, windows in self.name_windows.items()
+                    name: [w.to_dict() for w in self.name_windows[name]]
+                    for name in self.name_order()
+                    if name in self.name_windows
                 },
                 "timing": None if self.phases is None else self.phases.to_dict(),
             }
@@ -323,9 +337,9 @@ class AttackResult:
             }
         if self.by_name:
             section["names"] = {
-                name: llm_stats_dict(stats, answers)
-                for name, stats in self.by_name.items()
-                if stats.has_llm
+                name: llm_stats_dict(self.by_name[name], answers)
+                for name in self.name_order()
+                if self.by_name[name].has_llm
             }
         # the windows keep the run's clock: their span counts the warmup's too
         whole = span + self._warm_span()[0]
