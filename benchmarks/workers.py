@@ -12,6 +12,9 @@ reset before each run) twice, in alternating order: from this process
 - CPU per request, in µs: one process, its own CPU time (``time.process_time``) over the
   run; with workers, every worker's CPU time (from its start to its count's hand-over)
   plus the driver's (forking, reading snapshots, merging), over the requests sent;
+- context switches per request (``getrusage``: this process, and the workers once
+  joined): how often the kernel switched away from the generator, each a wake-up it paid
+  for; at low rates two workers switch more per request than one process;
 - the ratio of the two (the issue's budget: at most 1.10), and at the end its median over
   the rounds (one round's ratio moves by a tenth either way on this shared host);
 - each worker's CPU seconds and loop lag p99 (a worker that fell behind shows here);
@@ -36,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import time
 from typing import Any
@@ -67,8 +71,17 @@ def accuracy(result: AttackResult, truth: dict[str, Any]) -> tuple[float, bool]:
     return worst * 1000, ok
 
 
+def switches() -> int:
+    """Context switches so far of this process and of its children reaped (the workers,
+    once joined): the times the kernel switched away from them, each a wake-up to pay."""
+    own, reaped = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                       resource.RUSAGE_CHILDREN))  # fmt: skip
+    return own.ru_nvcsw + own.ru_nivcsw + reaped.ru_nvcsw + reaped.ru_nivcsw
+
+
 def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[str, Any]:
     server.reset()
+    switched0 = switches()
     cpu0, wall0 = time.process_time(), wall_time()
     if workers == 1:
         result: AttackResult = run_attack(plan, stop_on_signals=False)
@@ -81,6 +94,7 @@ def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[s
         cpu = driver + sum(w["cpu_s"] for w in each)
         result = merged
     wall = wall_time() - wall0
+    switched = switches() - switched0
     truth = server.stats()
     worst, ok = accuracy(result, truth)
     return {
@@ -89,6 +103,7 @@ def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[s
         "served": truth["count"],
         "cpu_s": cpu,
         "cpu_us_per_request": cpu / max(result.sent, 1) * 1e6,
+        "switches_per_request": switched / max(result.sent, 1),
         "wall_s": wall,
         "loop_lag_p99_ms": [
             None if w["loop_lag_p99_s"] is None else w["loop_lag_p99_s"] * 1000 for w in each
@@ -191,6 +206,7 @@ def main() -> None:
                 print(
                     f"round {round_ + 1} workers {run['workers']}: sent {run['sent']} "
                     f"(server {run['served']}), CPU {run['cpu_us_per_request']:.1f} us/request, "
+                    f"{run['switches_per_request']:.2f} context switches/request, "
                     f"worker CPU {[round(c, 2) for c in run['worker_cpu_s']]} s, driver CPU "
                     f"{run['driver_cpu_s'] and round(run['driver_cpu_s'], 3)} s, loop lag p99 "
                     f"{[None if v is None else round(v, 2) for v in run['loop_lag_p99_ms']]} ms, "
