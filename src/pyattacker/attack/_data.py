@@ -58,6 +58,10 @@ class DataRows:
     def __repr__(self) -> str:
         return f"DataRows({len(self)} rows, order={self.order!r}, path={self.path!r})"
 
+    def describe(self) -> dict[str, Any]:
+        """What a report's plan says of the rows: their file, how many, the order."""
+        return {"file": self.path, "rows": len(self), "order": self.order}
+
     def row(self, index: int) -> Mapping[str, Any] | None:
         """Request ``index``'s row (never None: the type leaves room for "no data")."""
         draw = self._draw

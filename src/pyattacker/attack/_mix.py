@@ -91,9 +91,7 @@ class Mix:
                 {"name": name_of(line, method), "weight": line.weight, "share": line.weight / total}
                 for line in self.lines
             ],
-            "data": None
-            if data is None
-            else {"file": data.path, "rows": len(data), "order": data.order},
+            "data": None if data is None else data.describe(),
         }
 
 

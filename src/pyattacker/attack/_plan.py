@@ -177,17 +177,20 @@ class AttackPlan:
         self._check_keys()
         self._check_requests()
         if self.warmup is not None:
-            self.warmup.check_fits(self.duration or getattr(self.load, "duration", None),
-                                   self.requests, self._last_arrival())  # fmt: skip
+            until = self.warmup.seconds  # (a warmup of requests needs no arrival drawn)
+            last = None if until is None else self._last_arrival(until)
+            duration = self.duration or getattr(self.load, "duration", None)
+            self.warmup.check_fits(duration, self.requests, last)
         if self.mix is not None:
             check_mix(self, self.mix)
         if self.sender is not None:
             self._check_sender()
 
-    def _last_arrival(self) -> float | None:
-        """The scheduled offset of the last of ``requests`` arrivals of an open model, when
-        it is cheap to know: a constant rate's is a division; stages or Poisson arrivals are
-        drawn (seeded, so the run draws the same), up to a million of them."""
+    def _last_arrival(self, until: float) -> float | None:
+        """The scheduled offset of the last of ``requests`` arrivals of an open model, or of
+        the first at ``until`` or later (enough to know a warmup of ``until`` seconds leaves
+        some), when it is cheap to know: a constant rate's is a division; stages or Poisson
+        arrivals are drawn (seeded, so the run draws the same), up to a million of them."""
         load = self.load
         if self.requests is None or not isinstance(load, OpenModel):
             return None
@@ -195,8 +198,11 @@ class AttackPlan:
             return (self.requests - 1) / load.rate
         if self.requests > _DRAWN_AT_MOST:
             return None
-        offsets = load.arrivals(seed=self.seed, duration=self.duration)
-        return max(islice(offsets, self.requests), default=None)  # offsets never decrease
+        last = None
+        for last in islice(load.arrivals(seed=self.seed, duration=self.duration), self.requests):
+            if last >= until:  # offsets never decrease: this one is measured
+                break
+        return last
 
     def _check_sender(self) -> None:
         """A plugin's sender replaces plain HTTP only: the other ways of sending have their own."""

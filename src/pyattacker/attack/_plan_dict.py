@@ -89,7 +89,7 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         data["scenario"] = plan.scenario.label
     rows = _data_rows(plan)
     if rows is not None:  # --data, whether a mix's templates or a scenario's flows read it
-        data["data"] = {"file": rows.path, "rows": len(rows), "order": rows.order}
+        data["data"] = rows.describe()
     if plan.llm is None:  # an LLM attack builds each body from a prompt
         data["body_bytes"] = len(plan.body) if plan.body else 0
     else:

@@ -416,19 +416,14 @@ def _merged(
     if not counted:
         raise PyAttackerError("every Ray worker was lost before it counted anything")
     lost = [a.index for a in actors if a.lost]
+    # each actor's newest progress (actors are by index): what a lost one sent beyond its counts
     result = merge_outcomes(plan, counted, lost=lost, workers=len(actors), per_worker=per_worker,
-                            progress=_newest_progress(actors))  # fmt: skip
+                            progress=[a.progress for a in actors])  # fmt: skip
     for a in actors:
         result.workers[a.index] = _on_ray(result.workers[a.index], a)
     if stopping and result.stop_reason is None:
         result = replace(result, stop_reason="interrupted")
     return result
-
-
-def _newest_progress(actors: list[_Actor]) -> list[Progress | None]:
-    """Each actor's newest progress, by index: fetched with its snapshots but newer than
-    the last one, it says what a lost actor sent beyond the counts the report keeps."""
-    return [a.progress for a in sorted(actors, key=lambda a: a.index)]
 
 
 def _on_ray(facts: WorkerFacts, actor: _Actor) -> WorkerFacts:

@@ -71,20 +71,17 @@ class Warmup:
                 return cls(requests=int(stripped))
             except ConfigError as exc:
                 raise ConfigError(exc.message, field=field, hint="e.g. 10s or 50") from None
+        unreadable = ConfigError(
+            f"cannot read {text!r} as a warmup",
+            field=field,
+            hint="a duration with its unit (10s, 1.5m) or a whole number of requests (50)",
+        )
         if _bare_number(stripped):
-            raise ConfigError(
-                f"cannot read {text!r} as a warmup",
-                field=field,
-                hint="a duration with its unit (10s, 1.5m) or a whole number of requests (50)",
-            )
+            raise unreadable
         try:
             seconds = parse_duration(stripped, field=field)
         except ConfigError:  # its hint says a bare number is seconds: here it is requests
-            raise ConfigError(
-                f"cannot read {text!r} as a warmup",
-                field=field,
-                hint="a duration with its unit (10s, 1.5m) or a whole number of requests (50)",
-            ) from None
+            raise unreadable from None
         try:
             return cls(seconds=seconds)
         except ConfigError as exc:

@@ -77,7 +77,6 @@ class AttackFlags:
     # attack --workers and --per-worker (cli/_attack_workers.py)
     workers: int = 1  # AUTO (0) for --workers auto, until workers_checked resolves it
     per_worker: bool = False
-    workers_auto: bool = False  # the number came from --workers auto
     ray_address: str | None = None  # attack --ray [ADDRESS]: "" without one
     sender: str | None = None  # --sender NAME: a plugin's sender (cli/_attack_http.py)
     plan_file: str | None = None  # -c PLAN: the file the other values came from, if any

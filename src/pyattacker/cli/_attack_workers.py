@@ -141,9 +141,10 @@ def workers_checked(flags: AttackFlags) -> AttackFlags:
                 hint="give the URL first, or the address after it: --ray HEAD:6379 (or --ray=)",
             )
         check_installed("--ray")
-    if flags.workers == AUTO:
-        flags = replace(flags, workers=auto_workers(flags), workers_auto=True)
-    alone = flags.workers == 1 and flags.ray_address is None and not flags.workers_auto
+    auto = flags.workers == AUTO
+    if auto:
+        flags = replace(flags, workers=auto_workers(flags))
+    alone = flags.workers == 1 and flags.ray_address is None and not auto
     if alone and flags.per_worker:
         raise ConfigError("--per-worker applies to --workers", field="--per-worker",
                           hint="add --workers 2 (or auto)")  # fmt: skip
@@ -279,7 +280,6 @@ def run_plan(
     shared = shared or Shared.of(flags, None, None)
     if shared is None:
         return run_attack(plan, on_record=on_record, on_progress=on_progress, limits=limits)
-    check_shared(plan, shared.n)
     return shared.run(plan, on_progress, limits)
 
 
@@ -312,6 +312,8 @@ def run_level(
     its rows written to ``samples_path`` if given, as one attack's ``--samples`` are;
     and whether writing them failed (stderr said so, naming the sweep's ``--samples``)."""
     level = replace(flags, workers=level_workers(flags, plan), samples_path=samples_path)
+    if not one_process(level):  # (a plain attack's plan is checked before it starts)
+        check_shared(plan, level.workers)
     samples = open_samples(level)
     on_record = samples.write if isinstance(samples, SampleWriter) else None
     try:
