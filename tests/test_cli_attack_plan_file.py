@@ -238,3 +238,14 @@ def test_each_sweep_levels_plan_names_the_plan_file(
     assert code == 0
     files = [level["report"]["plan"]["file"] for level in report["levels"]]
     assert files == [str(tmp_path / "plan.yaml")] * 2
+
+
+def test_a_plan_files_resolve_list_is_the_flags_and_a_typed_one_replaces_it(
+    tmp_path: Path,
+) -> None:
+    plan = "rate: 5/s\nrequests: 1\nresolve: [a.test:80:127.0.0.1, b.test:443:127.0.0.2]\n"
+    assert resolved(tmp_path, plan)["resolve"] == ("a.test:80:127.0.0.1", "b.test:443:127.0.0.2")
+    one = "resolve: c.test:80:127.0.0.1\n"
+    assert resolved(tmp_path, one)["resolve"] == ("c.test:80:127.0.0.1",)
+    typed = resolved(tmp_path, plan, "--resolve", "d.test:80:127.0.0.1")
+    assert typed["resolve"] == ("d.test:80:127.0.0.1",)

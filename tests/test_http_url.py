@@ -141,12 +141,14 @@ def test_pyattacker_http_exports_exactly_the_public_names_in_sorted_order() -> N
         "Headers",
         "HttpClient",
         "Limits",
+        "Resolve",
         "Response",
         "Timeouts",
         "Timing",
         "TlsOptions",
         "Waiter",
         "check_request",
+        "connect_map",
         "parse_size",
     ]
     assert pyattacker.http.__all__ == names

@@ -17,7 +17,7 @@ from pyattacker.attack._mix import Mix, check_mix
 from pyattacker.attack._scenario import Scenario
 from pyattacker.attack._warmup import Warmup
 from pyattacker.errors import ConfigError
-from pyattacker.http import URL, Timeouts, TlsOptions, check_request
+from pyattacker.http import URL, Resolve, Timeouts, TlsOptions, check_request, connect_map
 from pyattacker.pool import AlgorithmSpec, resolve_algorithm
 from pyattacker.retry import Retrying, resolve_retry
 
@@ -87,6 +87,9 @@ class AttackPlan:
       (``requests`` then counts flows; see ``docs/attack.md``, "Scripted flows").
     - ``tls``: :class:`~pyattacker.http.TlsOptions` for ``https`` targets (``None``: verify
       against the system's CAs, no client certificate).
+    - ``resolve``: :class:`~pyattacker.http.Resolve` entries, or their text
+      ``"HOST:PORT:ADDRESS"`` (curl's ``--resolve``): the connections for a host and port
+      go to another address, the URLs unchanged.
     - ``follow_redirects``: how many redirects (3xx with a ``Location``) a request follows,
       each hop one more attempt of it; 0 (the default): a redirect is the request's answer,
       counted as failed with error class ``redirect``.
@@ -120,6 +123,7 @@ class AttackPlan:
     warmup: Warmup | None = None
     scenario: Scenario | None = None
     tls: TlsOptions | None = None
+    resolve: tuple[Resolve, ...] = ()
     follow_redirects: int = 0
     mix: Mix | None = None
     sender: str | None = None
@@ -166,6 +170,11 @@ class AttackPlan:
         self._check_numbers()
         if self.tls is not None and not isinstance(self.tls, TlsOptions):
             raise ConfigError(f"must be a TlsOptions, got {type(self.tls).__name__}", field="tls")
+        entries: tuple[object, ...] = tuple(self.resolve)  # Resolve, or its text
+        object.__setattr__(
+            self, "resolve", tuple(Resolve.parse(e) if isinstance(e, str) else e for e in entries)
+        )
+        connect_map(self.resolve)
         if self.preconnect > self.connections:
             raise ConfigError(
                 f"{self.preconnect} is more than the {self.connections} connections allowed",

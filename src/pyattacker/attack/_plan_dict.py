@@ -83,6 +83,7 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         "window_s": plan.window,
         "seed": plan.seed,
         "tls": None if plan.tls is None else plan.tls.to_dict(),
+        "resolve": [str(entry) for entry in plan.resolve],
         "follow_redirects": plan.follow_redirects,
     }
     if plan.scenario is not None:

@@ -19,7 +19,7 @@ from pyattacker.attack._result import AttackResult
 from pyattacker.attack._send import HttpSender, Sender
 from pyattacker.clock import Clock
 from pyattacker.errors import ConfigError
-from pyattacker.http import HttpClient, Limits
+from pyattacker.http import HttpClient, Limits, connect_map
 from pyattacker.http._limits import KEEP_BODY, MAX_LINE
 from pyattacker.measure import RequestRecord
 
@@ -155,6 +155,7 @@ def _client_for(plan: AttackPlan, clock: Clock | None, limits: Limits | None) ->
         clock=clock,
         limits=_limits_for(plan, limits),
         ssl=None if plan.tls is None else plan.tls.context,
+        connect_to=connect_map(plan.resolve),
     )
 
 

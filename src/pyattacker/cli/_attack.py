@@ -32,7 +32,7 @@ from pyattacker.attack import (
 from pyattacker.cli import _attack_workers as workers  # --workers, --ray
 from pyattacker.cli._attack_flags import AttackFlags
 from pyattacker.cli._attack_help import EPILOG
-from pyattacker.cli._attack_http import http_options, http_plan_options
+from pyattacker.cli._attack_http import http_options, http_plan_options, resolve_note
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._attack_mix import mix_for, mix_options
 from pyattacker.cli._attack_plan_file import from_plan_file, with_plan_file
@@ -292,9 +292,9 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     shown = ", ".join(mask_url(url) for url in urls)
     if not flags.quiet:
         click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
-    note = proxy_note(urls)
-    if note is not None:
-        click.echo(note, err=True)
+    for note in (proxy_note(urls), resolve_note(plan)):
+        if note is not None:
+            click.echo(note, err=True)
     on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)
     on_progress = gate.on_progress(None if live is None else live.update)
     finish = functools.partial(_finish, flags, gate, live, samples)
@@ -351,7 +351,13 @@ def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
             llm=llm_spec,
             warmup=warmup_of(f),
             **http_plan_options(
-                f.insecure, f.cacert, f.cert, f.cert_key, f.follow_redirects, f.sender
+                f.insecure,
+                f.cacert,
+                f.cert,
+                f.cert_key,
+                f.follow_redirects,
+                f.sender,
+                f.resolve,
             ),
             mix=mix,
         )

@@ -70,6 +70,7 @@ class AttackFlags:
     cert: str | None = None
     cert_key: str | None = None
     follow_redirects: int = 0
+    resolve: Sequence[str] = ()  # --resolve HOST:PORT:ADDRESS (cli/_attack_http.py)
     # --targets (a file, or a plan file's inline lines), --data, --data-order
     targets_path: str | Sequence[MixLine] | None = None
     data_path: str | None = None

@@ -1,22 +1,22 @@
-"""``attack``'s HTTP options: TLS (``--insecure``, ``--cacert``, ``--cert``, ``--cert-key``)
-and ``--follow-redirects``, declared here and turned into the plan's ``tls`` and
-``follow_redirects``; a bad file exits 2 naming the flag.
+"""``attack``'s HTTP options: TLS (``--insecure``, ``--cacert``, ``--cert``, ``--cert-key``),
+``--resolve`` and ``--follow-redirects``, declared here and turned into the plan's ``tls``,
+``resolve`` and ``follow_redirects``; a bad file or entry exits 2 naming the flag.
 
 The client key is ``--cert-key``, not curl's ``--key``: ``--key`` is the API key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
-from pyattacker.attack import plugin_sender
+from pyattacker.attack import AttackPlan, plugin_sender
 from pyattacker.errors import ConfigError
-from pyattacker.http import TlsOptions
+from pyattacker.http import Resolve, TlsOptions, connect_map
 
-__all__ = ["http_options", "http_plan_options"]
+__all__ = ["http_options", "http_plan_options", "resolve_note"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,6 +27,15 @@ def http_options(command: F) -> F:
     """The TLS, redirect and sender options of ``attack`` (TLS and redirects for plain and
     ``--llm`` attacks alike)."""
     options = [
+        click.option(
+            "--resolve",
+            "resolve",
+            multiple=True,
+            metavar="HOST:PORT:ADDRESS",
+            help="Connect to ADDRESS for URLs of HOST and PORT, as curl's --resolve: the "
+            "URL, its Host header, TLS's server name (SNI) and the certificate's name stay "
+            "HOST (repeatable).",
+        ),
         click.option(
             "--sender",
             metavar="NAME",
@@ -80,10 +89,11 @@ def http_plan_options(
     cert_key: str | None,
     follow: int,
     sender: str | None = None,
+    resolve: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The plan's ``tls`` (``None`` when no TLS flag was given), ``follow_redirects`` and
-    ``sender`` (its plugin loaded now, before any traffic); a ``ConfigError`` names the
-    flag (a file that cannot be read or used included)."""
+    """The plan's ``tls`` (``None`` when no TLS flag was given), ``resolve``,
+    ``follow_redirects`` and ``sender`` (its plugin loaded now, before any traffic); a
+    ``ConfigError`` names the flag (a file that cannot be read or used included)."""
     if sender is not None:
         plugin_sender(sender)
     tls = None
@@ -98,4 +108,23 @@ def http_plan_options(
             elif exc.field == "cacert" and insecure:
                 hint = "give one of --insecure or --cacert"
             raise ConfigError(exc.message, field=field, hint=hint) from None
-    return {"tls": tls, "follow_redirects": follow, "sender": sender}
+    try:
+        entries = tuple(Resolve.parse(text) for text in resolve)
+        connect_map(entries)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field="--resolve", hint=exc.hint) from None
+    return {"tls": tls, "resolve": entries, "follow_redirects": follow, "sender": sender}
+
+
+def resolve_note(plan: AttackPlan) -> str | None:
+    """A note when a ``--resolve`` entry matches none of the plan's targets (a typo in its
+    host or port would otherwise send the load to the real address without a word); none
+    for scenarios and followed redirects, which may reach other hosts."""
+    if plan.scenario is not None or plan.follow_redirects:
+        return None
+    origins = {(url.host, url.port) for url in plan.targets}
+    unused = [str(entry) for entry in plan.resolve if (entry.host, entry.port) not in origins]
+    if not unused:
+        return None
+    shown = ", ".join(sorted({f"{host}:{port}" for host, port in origins}))
+    return f"note: --resolve {', '.join(unused)} matches none of the targets ({shown})"

@@ -9,6 +9,7 @@ policy to judge and record. See :class:`HttpClient`.
 from pyattacker.http._client import HttpClient
 from pyattacker.http._limits import HEAD_SIZE_RANGE, KEEP_BODY_RANGE, Limits, parse_size
 from pyattacker.http._request import check_request
+from pyattacker.http._resolve import Resolve, connect_map
 from pyattacker.http._response import Response
 from pyattacker.http._timeouts import Timeouts
 from pyattacker.http._tls import TlsOptions
@@ -22,11 +23,13 @@ __all__ = [
     "Headers",
     "HttpClient",
     "Limits",
+    "Resolve",
     "Response",
     "Timeouts",
     "Timing",
     "TlsOptions",
     "Waiter",
     "check_request",
+    "connect_map",
     "parse_size",
 ]

@@ -50,6 +50,9 @@ class HttpClient:
       FIFO order, within their connect (and total) timeout.
     - ``ssl``: the context for ``https`` URLs (default: ``ssl.create_default_context()``,
       which verifies certificates); SNI is the URL's host.
+    - ``connect_to``: ``(host, port) -> address``: connections for URLs of that host and
+      port go to ``address``, the URL (``Host``, SNI, the certificate's name) unchanged
+      (curl's ``--resolve``; see :class:`~pyattacker.http.Resolve`).
     - ``headers``: sent on every request, after ``User-Agent: pyattacker/<version>``
       (which a header of the same name replaces).
     - ``limits``: how much of a response is read and kept (:class:`Limits`: a head
@@ -71,8 +74,9 @@ class HttpClient:
     """
 
     __slots__ = (
-        "_clock", "_closed", "_encoder", "_last_pool", "_last_request", "_last_url", "_limit",
-        "_limits", "_loop", "_loop_thread", "_now", "_pools", "_ssl", "_timeouts",
+        "_clock", "_closed", "_connect_to", "_encoder", "_last_pool", "_last_request",
+        "_last_url", "_limit", "_limits", "_loop", "_loop_thread", "_now", "_pools", "_ssl",
+        "_timeouts",
     )  # fmt: skip
 
     def __init__(
@@ -84,6 +88,7 @@ class HttpClient:
         ssl: _ssl.SSLContext | None = None,
         headers: HeadersInput | None = None,
         limits: Limits = Limits(),  # noqa: B008  # frozen, so one shared default is safe
+        connect_to: Mapping[tuple[str, int], str] | None = None,
     ) -> None:
         if not isinstance(limits, Limits):
             raise ConfigError(
@@ -109,6 +114,7 @@ class HttpClient:
         self._limits = limits
         self._limit = check_whole(max_connections, "max_connections")
         self._ssl = ssl
+        self._connect_to: dict[tuple[str, int], str] = dict(connect_to or {})
         self._encoder = RequestEncoder(headers)
         self._pools: dict[tuple[str, str, int], OriginPool[Connection]] = {}
         self._last_url: URL | None = None  # the last URL's pool, found without hashing
@@ -420,10 +426,12 @@ class HttpClient:
         url, timing = response.url, response.timing
         conn = Connection(pool, self._now, loop, self._limits)
         context = self._ssl_context() if url.scheme == "https" else None
+        address = self._connect_to.get((url.host, url.port)) if self._connect_to else None
         timing.connect_start = self._now()
         try:
-            with mapped(url=url, timing=timing, stage=Stage.CONNECT):
-                transport, _ = await loop.create_connection(lambda: conn, url.host, url.port)
+            with mapped(url=url, timing=timing, stage=Stage.CONNECT, address=address):
+                host = url.host if address is None else address
+                transport, _ = await loop.create_connection(lambda: conn, host, url.port)
                 if context is not None:
                     # The handshake apart from the TCP connect, so that each is timed: SNI
                     # and the certificate's name are the URL's host.

@@ -43,7 +43,13 @@ class Stage(enum.Enum):
 
 
 def translate(
-    exc: BaseException | None, *, url: URL, timing: Timing, stage: Stage, reused: bool = False
+    exc: BaseException | None,
+    *,
+    url: URL,
+    timing: Timing,
+    stage: Stage,
+    reused: bool = False,
+    address: str | None = None,
 ) -> BaseException:
     """Our error for ``exc`` (``None``: the peer closed cleanly), or ``exc`` itself.
 
@@ -56,9 +62,11 @@ def translate(
     - at ``RESPONSE``: a close or an ``OSError`` → :class:`RemoteProtocolError`.
 
     Anything not in :data:`FOREIGN` is returned unchanged (a bug should surface as
-    itself). The caller raises the result ``from exc``.
+    itself). The caller raises the result ``from exc``. ``address``: where the connection
+    went instead of the URL's host (a :class:`~pyattacker.http.Resolve`), named in the
+    message.
     """
-    where = f"{url.host}:{url.port}"
+    where = f"{url.host}:{url.port}" if address is None else f"{url.host}:{url.port} (at {address})"
     if isinstance(exc, HttpParserUpgrade):
         return RemoteProtocolError(
             "server switched protocols (upgrade) unasked", url=url, timing=timing
@@ -116,9 +124,9 @@ def _describe(exc: BaseException) -> str:
 
 
 @contextmanager
-def mapped(*, url: URL, timing: Timing, stage: Stage) -> Iterator[None]:
+def mapped(*, url: URL, timing: Timing, stage: Stage, address: str | None = None) -> Iterator[None]:
     """Raise :func:`translate`'s error for any :data:`FOREIGN` exception in the block."""
     try:
         yield
     except FOREIGN as exc:
-        raise translate(exc, url=url, timing=timing, stage=stage) from exc
+        raise translate(exc, url=url, timing=timing, stage=stage, address=address) from exc

@@ -142,7 +142,9 @@ def _title(data: Mapping[str, Any]) -> str:
     where = targets[0] if len(targets) == 1 else f"{len(targets)} targets"
     opened = plan.get("preconnect")  # absent from reports written before it existed
     first = f", {opened} connections per target opened first" if opened else ""
-    return f"{_request_words(plan, where)}, {what}, retry {plan['retry']}{first}"
+    resolve = plan.get("resolve")  # absent from reports written before it existed
+    routed = f", connecting by --resolve {' '.join(resolve)}" if resolve else ""
+    return f"{_request_words(plan, where)}, {what}, retry {plan['retry']}{first}{routed}"
 
 
 def _request_words(plan: Mapping[str, Any], where: str) -> str:
