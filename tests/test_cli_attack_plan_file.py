@@ -230,6 +230,18 @@ def test_a_scenario_plans_report_names_its_data_file(
 
 
 @pytest.mark.slow
+def test_a_plan_files_reports_name_it_in_the_json_plan_and_the_markdown_title(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    plan = f"url: {echo.url}/\nrate: 200/s\nrequests: 2\nquiet: true\n"
+    code, report = run(tmp_path, plan, "--markdown", str(tmp_path / "r.md"))
+    assert code == 0
+    path = str(tmp_path / "plan.yaml")
+    assert report["plan"]["file"] == path
+    assert f"as planned in {path}" in (tmp_path / "r.md").read_text().splitlines()[0]
+
+
+@pytest.mark.slow
 def test_each_sweep_levels_plan_names_the_plan_file(
     echo: EchoServerProcess, tmp_path: Path
 ) -> None:

@@ -100,6 +100,8 @@ class AttackPlan:
       a factory called with the attack's ``HttpClient`` and this plan, returning a
       :class:`~pyattacker.attack.Sender`) that sends each attempt instead of plain HTTP;
       not with ``llm``, ``mix`` or ``scenario``, which bring their own.
+    - ``file``: the plan file these values were read from (``attack -c PLAN``), if any:
+      reported as ``plan.file``, so a report says which file to run again.
     """
 
     targets: tuple[URL, ...]
@@ -127,6 +129,7 @@ class AttackPlan:
     follow_redirects: int = 0
     mix: Mix | None = None
     sender: str | None = None
+    file: str | None = None
 
     def __post_init__(self) -> None:
         if not self.targets:

@@ -101,6 +101,8 @@ def plan_dict(plan: AttackPlan) -> dict[str, Any]:
         data["mix"] = _mix_dict(plan)
     if plan.sender is not None:
         data["sender"] = plan.sender
+    if plan.file is not None:
+        data["file"] = plan.file
     return data
 
 

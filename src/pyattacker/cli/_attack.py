@@ -35,7 +35,7 @@ from pyattacker.cli._attack_help import EPILOG
 from pyattacker.cli._attack_http import http_options, http_plan_options, resolve_note
 from pyattacker.cli._attack_llm import named_by_flag, no_llm_flags, spec_from_flags
 from pyattacker.cli._attack_mix import mix_for, mix_options
-from pyattacker.cli._attack_plan_file import from_plan_file, with_plan_file
+from pyattacker.cli._attack_plan_file import from_plan_file
 from pyattacker.cli._attack_scenario import flows_of, scenario_option
 from pyattacker.cli._attack_stages import parse_stages
 from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
@@ -360,6 +360,7 @@ def _plan(urls: Sequence[str], f: AttackFlags, mix: Mix | None) -> AttackPlan:
                 f.resolve,
             ),
             mix=mix,
+            file=f.plan_file,
         )
     except ConfigError as exc:
         raise _by_flag(exc) from None
@@ -424,20 +425,10 @@ def _report(result: AttackResult, f: AttackFlags, gate: Gate) -> None:
     each with the gate's verdicts when thresholds or goodput were asked for."""
     click.echo(gate.text(result, attack_text(result)), err=f.json_path == "-")
     if f.json_path:
-        write_report(f.json_path, _json_report(result, f, gate))
+        write_report(f.json_path, gate.json(result, attack_json(result)))
     if f.markdown_path:
         write_report(f.markdown_path, gate.markdown(result, attack_markdown(result)))
-    data = {**result.to_dict(), **gate.sections(result)}
-    write_attack_html(f.html_path, with_plan_file(data, f.plan_file))
-
-
-def _json_report(result: AttackResult, f: AttackFlags, gate: Gate) -> str:
-    """The JSON report, with the gate's sections and the plan file's path (``-c``)."""
-    report = gate.json(result, attack_json(result))
-    if f.plan_file is None:
-        return report
-    data = with_plan_file(json.loads(report), f.plan_file)
-    return json.dumps(data, indent=2, allow_nan=False)
+    write_attack_html(f.html_path, {**result.to_dict(), **gate.sections(result)})
 
 
 def _by_flag(exc: ConfigError) -> ConfigError:

@@ -35,7 +35,7 @@ from pyattacker._inputs import MiB, loads, read_bounded
 from pyattacker.attack import line_from_object
 from pyattacker.errors import ConfigError
 
-__all__ = ["CONFIG_PARAM", "LOAD_FLAGS", "LOAD_KEYS", "from_plan_file", "with_plan_file"]
+__all__ = ["CONFIG_PARAM", "LOAD_FLAGS", "LOAD_KEYS", "from_plan_file"]
 
 CONFIG_PARAM = "config_path"
 _LIMIT = 16 * MiB
@@ -81,15 +81,6 @@ def from_plan_file(
             continue  # null: as if the key were absent
         options[param.name] = _value(param, _expand(value, where), where, base, ctx)
     return urls, options
-
-
-def with_plan_file(report: dict[str, Any], path: str | None) -> dict[str, Any]:
-    """``report`` (an attack's report as a dict) with the plan file it came from, if any,
-    as ``plan.file``: the attack's plan knows only the values, and the report holds the
-    plan."""
-    if path is not None:
-        report["plan"]["file"] = path
-    return report
 
 
 def _typed(ctx: click.Context) -> set[str]:

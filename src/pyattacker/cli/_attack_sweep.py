@@ -37,7 +37,6 @@ from pyattacker.attack import (
     sweep,
 )
 from pyattacker.cli._attack_flags import AttackFlags
-from pyattacker.cli._attack_plan_file import with_plan_file
 from pyattacker.cli._attack_workers import (
     LOST_EXIT,
     check_shared,
@@ -131,8 +130,6 @@ def sweep_command(
         if samples is not None:
             samples.close()
     data = sweep_dict(result)
-    for level in data["levels"]:  # -c PLAN: each level's plan came from the file
-        with_plan_file(level["report"], flags.plan_file)
     click.echo(sweep_text(result, data), err=flags.json_path == "-")
     if flags.json_path:
         write_report(flags.json_path, sweep_json(result, data))

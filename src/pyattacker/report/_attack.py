@@ -144,7 +144,8 @@ def _title(data: Mapping[str, Any]) -> str:
     first = f", {opened} connections per target opened first" if opened else ""
     resolve = plan.get("resolve")  # absent from reports written before it existed
     routed = f", connecting by --resolve {' '.join(resolve)}" if resolve else ""
-    return f"{_request_words(plan, where)}, {what}, retry {plan['retry']}{first}{routed}"
+    source = f", as planned in {plan['file']}" if plan.get("file") else ""
+    return f"{_request_words(plan, where)}, {what}, retry {plan['retry']}{first}{routed}{source}"
 
 
 def _request_words(plan: Mapping[str, Any], where: str) -> str:
