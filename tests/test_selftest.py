@@ -263,3 +263,47 @@ def test_a_failed_check_with_other_work_running_says_the_failure_may_be_the_mach
     passed = ScaleCheck(hold=1, delay="fixed:1ms", levels=[clean], others_cpus=0.8)
     assert "may be the machine's" not in render_scale(passed)
     assert "other processes" not in render_scale(ScaleCheck(hold=1, delay="fixed:1ms"))
+
+
+def test_a_climb_clean_at_every_level_says_the_ceiling_may_be_higher() -> None:
+    low = Level(500, 500, 500, 500, 0, 0, 0.001, 0.002, [])
+    top = Level(1_000, 1_000, 1_000, 1_000, 0, 0, 0.001, 0.002, [])
+    check = ScaleCheck(hold=1, delay="fixed:1ms", levels=[low, top])
+    text = render_scale(check)
+    assert "clean at every level tried, up to 1,000 req/s" in text
+    assert "the ceiling may be higher: add higher --levels" in text
+    assert "highest clean rate" not in text
+    assert check.to_dict()["every_level_clean"] is True
+    behind = Level(2_000, 1_500, 1_500, 1_500, 0, 0, 0.05, 0.06, ["behind"])
+    stopped = ScaleCheck(hold=1, delay="fixed:1ms", levels=[low, top, behind])
+    assert "highest clean rate: 1,000 req/s" in render_scale(stopped)
+    assert "ceiling may be higher" not in render_scale(stopped)
+    assert stopped.to_dict()["every_level_clean"] is False
+
+
+@pytest.mark.parametrize("flag", ["--hold", "--duration"])
+@pytest.mark.parametrize("value", ["-1s", "0s", "soon"])
+def test_a_duration_that_is_not_above_0_is_refused_with_the_same_words(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["selftest", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} must be" in err
+    assert "above 0" in err
+    assert ">= 0" not in err
+
+
+@pytest.mark.parametrize(("levels", "bad"), [("0,5", "'0'"), ("5,-1", "'-1'"), ("5,,6", "''")])
+def test_a_bad_level_is_named_and_rates_must_be_above_0(
+    levels: str, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["selftest", "scale", "--levels", levels]) == 2
+    err = capsys.readouterr().err
+    assert f"--levels has {bad}" in err
+    assert "above 0" in err
+    assert "machine:" not in err
+
+
+def test_a_level_above_the_limit_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["selftest", "scale", "--levels", "500,2000000"]) == 2
+    assert "2,000,000/s" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from pyattacker._atomic import check_output, write_atomically
-from pyattacker._units import parse_duration, parse_rate
+from pyattacker._units import DURATION_HINT, parse_duration, parse_rate
 from pyattacker.errors import ConfigError
 from pyattacker.selftest import (
     LEVELS,
@@ -106,10 +106,10 @@ def selftest_command(
     """
     accuracy_settings = (
         parse_rate(rate, field="--rate"),
-        parse_duration(duration, field="--duration"),
+        _duration(duration, "--duration"),
         delay,
     )
-    climb, held = _levels(levels), parse_duration(hold, field="--hold")
+    climb, held = _levels(levels), _duration(hold, "--hold")
     check_accuracy_settings(*accuracy_settings)
     check_scale_settings(climb, held)
     if json_path not in (None, "-"):
@@ -145,11 +145,26 @@ def _write_json(path: str, document: dict[str, object]) -> None:
 
 
 def _levels(text: str) -> list[float]:
+    rates = []
+    for part in text.split(","):
+        try:
+            rates.append(parse_rate(part.strip(), field="--levels"))
+        except ConfigError as exc:
+            raise ConfigError(
+                f"--levels has {part.strip()!r}: each level must be a rate above 0 (req/s), "
+                "levels separated by commas",
+                field="--levels",
+                hint="e.g. --levels 500,1000,2000",
+            ) from exc
+    return rates
+
+
+def _duration(text: str, flag: str) -> float:
+    """Seconds from ``text``; a negative or garbled one is refused in the words the range
+    check uses for 0 (``above 0``), so the two refusals do not disagree."""
     try:
-        return [parse_rate(part.strip(), field="--levels") for part in text.split(",")]
+        return parse_duration(text, field=flag)
     except ConfigError as exc:
         raise ConfigError(
-            f"--levels must be rates separated by commas, not {text!r}",
-            field="--levels",
-            hint="e.g. --levels 500,1000,2000",
+            f"{flag} must be a duration above 0, not {text!r}", field=flag, hint=DURATION_HINT
         ) from exc

@@ -67,19 +67,30 @@ class ScaleCheck:
     def passed(self) -> bool:
         return bool(self.levels) and self.levels[0].clean
 
+    @property
+    def every_level_clean(self) -> bool:
+        """Every level tried was clean: the climb found no ceiling, only a floor under it."""
+        return bool(self.levels) and all(level.clean for level in self.levels)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for row, level in zip(data["levels"], self.levels, strict=True):
             row["clean"] = level.clean
-        data.update(highest_clean=self.highest_clean, passed=self.passed)
+        data.update(
+            highest_clean=self.highest_clean,
+            every_level_clean=self.every_level_clean,
+            passed=self.passed,
+        )
         return data
 
 
 def check_scale_settings(levels: Sequence[float], hold: float) -> None:
     """``ConfigError`` naming the flag when the levels or hold cannot make a check."""
-    if not levels or any(not 0 < rate <= 1_000_000 for rate in levels):
+    bad = [rate for rate in levels if not 0 < rate <= 1_000_000]
+    if not levels or bad:
+        named = f"has {bad[0]:,.10g}/s" if bad else "is empty"
         raise ConfigError(
-            "--levels must be rates above 0 and at most 1,000,000/s",
+            f"--levels {named}: each level must be a rate above 0 and at most 1,000,000/s",
             field="--levels",
             hint="rising rates separated by commas, e.g. --levels 500,1000,2000",
         )

@@ -102,7 +102,14 @@ def render_scale(check: ScaleCheck) -> str:
             f"lag p99 {level.lag_p99 * 1e3:7.3f} ms  latency p99 {level.latency_p99 * 1e3:7.3f} ms"
             f"  {state}"
         )
-    lines.append(f"  highest clean rate: {check.highest_clean:,.0f} req/s")
+    if check.every_level_clean:
+        # The climb stopped because the levels ran out, not at a level that failed.
+        lines.append(
+            f"  clean at every level tried, up to {check.highest_clean:,.0f} req/s; "
+            "the ceiling may be higher: add higher --levels"
+        )
+    else:
+        lines.append(f"  highest clean rate: {check.highest_clean:,.0f} req/s")
     lines.append(
         f"  scale: {_verdict(check.passed)}"
         + ("" if check.passed else " (the first level was not clean)")
