@@ -3,6 +3,12 @@
 Usage: ``.venv/bin/python benchmarks/compare.py [--rate 200] [--duration 5] [--stall 1]
 [--delay SPEC] [--tools ours,wrk,...] [--rounds 1] [--locust PATH] [--out compare.json]``
 
+Every setting is checked before anything starts (a bad one exits 2 naming its flag), so a
+run cannot end in a traceback and lose its tables. Locust is ``--locust``, else ``locust``
+on ``PATH``, else ``$PEERS_DIR/locust/bin/locust``: ``PEERS_DIR`` (default
+``/tmp/pyattacker-peers``) is the folder the peers' ``peers.sh`` (in ``shared/bench``,
+beside the checkout) installs them into. No other variable is read.
+
 About a minute per round with every tool (5 s per tool and case, plus start-up);
 ``--rounds N`` repeats everything and ends with each error's range over the rounds.
 
@@ -19,7 +25,8 @@ What each tool can run (its model) and where it starts its clock:
 - ``wrk``: closed loop, N connections, no rate option; N is the nearest equivalent
   (Little's law: N = rate x mean delay); counts from the send, yet its percentiles show
   a stall its own requests mostly did not meet: its printed distribution is adjusted
-  for requests it did not send (observed in the stall case; we did not look how);
+  for requests it did not send (observed in the stall case; we did not look how). Its
+  clock reads "sent, adjusted (see stall)", with a footnote under the table;
 - ``hey``: closed loop, N workers, each rate-limited to rate/N (``-q``); counts from the send;
 - ``locust``: closed loop, N users paced by ``constant_throughput(rate/N)``; counts from
   the send; it prints percentiles in whole milliseconds;
@@ -27,15 +34,15 @@ What each tool can run (its model) and where it starts its clock:
   reported, never guessed.
 
 Two cases. ``steady``: the server holds each request for a draw from ``--delay``; every
-percentile is compared with the server's truth of that run. ``stall`` (``--stall S``, 0
-skips it): a fixed 10 ms delay, and half way through the tool's traffic the server writes
-no response for S seconds (``POST /stall``). A user arriving at the planned rate during the
-stall waits until it ends, so the truth here is the open model's: the latencies of
-``rate x duration`` arrivals evenly spread, each held 10 ms or until the stall ends
-(computed, see :func:`stalled_truth`), while the server's own count shows how many
-requests the tool kept sending. A tool that stops sending while its connections are held
-(a closed loop) records only a few slow requests and hides the stall: coordinated
-omission. A measurement, not a test: nothing is pinned; run it on an idle machine.
+percentile is compared with the server's truth of that run. ``stall`` (``--stall S``;
+``--stall 0`` runs no stall case): a fixed 10 ms delay, and half way through the tool's
+traffic the server writes no response for S seconds (``POST /stall``). A user arriving at
+the planned rate during the stall waits until it ends, so the truth here is the open
+model's: the latencies of ``rate x duration`` arrivals evenly spread, each held 10 ms or
+until the stall ends (computed, see :func:`stalled_truth`), while the server's own count
+shows how many requests the tool kept sending. A tool that stops sending while its
+connections are held (a closed loop) records only a few slow requests and hides the stall:
+coordinated omission. A measurement, not a test: nothing is pinned; run it on an idle machine.
 """
 
 from __future__ import annotations
@@ -56,10 +63,19 @@ from pathlib import Path
 from typing import Any
 
 from pyattacker import __version__
+from pyattacker._atomic import check_output
 from pyattacker.clock import wall_time
+from pyattacker.errors import ConfigError
 from pyattacker.servers import Delay, EchoServerProcess
 
 TOOLS = ("ours", "wrk", "hey", "locust", "k6", "vegeta", "siege")
+DEFAULT_DELAY = "lognormal:median=20ms,sigma=0.5"
+#: wrk's clock, and the footnote printed under a table that shows it.
+WRK_CLOCK = "sent, adjusted (see stall)"
+CLOCK_NOTES = {
+    WRK_CLOCK: "wrk times from the send, yet its percentiles show a stall its own "
+    "requests mostly did not meet: adjusted for requests it did not send",
+}
 QUANTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0))
 STALL_DELAY_S = 0.010
 LOCUSTFILE = """\
@@ -250,8 +266,7 @@ def run_wrk(case: Case, url: str, workdir: Path) -> list[Run]:
     # A closed loop has no schedule, so its clock starts at the send; yet wrk's printed
     # percentiles show a stall its requests mostly did not meet (the stall case): its
     # distribution is adjusted for what it did not send. Observed, not looked up.
-    clock = "sent, adjusted (see stall)"
-    return [Run("wrk", version, model, clock, " ".join(command), count, None, figures, {})]
+    return [Run("wrk", version, model, WRK_CLOCK, " ".join(command), count, None, figures, {})]
 
 
 def run_hey(case: Case, url: str, workdir: Path) -> list[Run]:
@@ -287,14 +302,19 @@ def make_locust(path: str) -> Callable[[Case, str, Path], list[Run]]:
     return run_locust
 
 
+def peers_locust() -> Path:
+    """Where ``peers.sh`` installs Locust: ``$PEERS_DIR/locust/bin/locust``."""
+    return Path(os.environ.get("PEERS_DIR", "/tmp/pyattacker-peers")) / "locust/bin/locust"
+
+
 def find_locust(given: str | None) -> str | None:
+    """``given`` when it is executable (else None), or Locust on PATH, or the peers'."""
     if given:
         return given if os.access(given, os.X_OK) else None
     found = shutil.which("locust")
     if found:
         return found
-    peers = Path(os.environ.get("PEERS_DIR", "/tmp/pyattacker-peers")) / "locust/bin/locust"
-    return str(peers) if os.access(peers, os.X_OK) else None
+    return str(peers_locust()) if os.access(peers_locust(), os.X_OK) else None
 
 
 def runners(locust: str | None) -> dict[str, Callable[[Case, str, Path], list[Run]] | str]:
@@ -302,7 +322,11 @@ def runners(locust: str | None) -> dict[str, Callable[[Case, str, Path], list[Ru
     found: dict[str, Callable[[Case, str, Path], list[Run]] | str] = {"ours": run_ours}
     found["wrk"] = run_wrk if shutil.which("wrk") else "not installed"
     found["hey"] = run_hey if shutil.which("hey") else "not installed"
-    found["locust"] = make_locust(locust) if locust else "not installed"
+    found["locust"] = (
+        make_locust(locust)
+        if locust
+        else f"not installed (not on PATH, nor at {peers_locust()}: see PEERS_DIR)"
+    )
     for tool in ("k6", "vegeta", "siege"):
         where = shutil.which(tool)
         found[tool] = (
@@ -317,12 +341,13 @@ def runners(locust: str | None) -> dict[str, Callable[[Case, str, Path], list[Ru
 def run_case(case: Case, tools: list[str], locust: str | None) -> tuple[list[Run], list[str]]:
     table = runners(locust)
     runs: list[Run] = []
-    absent = []
+    absent = [f"{tool}: {table[tool]}" for tool in tools if isinstance(table[tool], str)]
+    if len(absent) == len(tools):
+        return runs, absent  # nothing to serve: no server started
     with EchoServerProcess(delay=case.delay) as server, tempfile.TemporaryDirectory() as tmp:
         for tool in tools:
             runner = table[tool]
             if isinstance(runner, str):
-                absent.append(f"{tool}: {runner}")
                 continue
             server.reset()
             done = threading.Event()
@@ -386,12 +411,20 @@ def run_round(cases: list[Case], tools: list[str], locust: str | None) -> list[d
         )
         print("\n" + header(case, words, os.getloadavg()[0]), flush=True)
         runs, absent = run_case(case, tools, locust)
-        for line in absent:
+        for line in clock_notes(runs) + absent:
             print(f"  {line}")
-        if case.stall:
+        if not runs:
+            print("  no tool ran: none of --tools is installed here")
+        elif case.stall:
             print("  server p99 per tool: " + ", ".join(f"{r.tool} {r.note}" for r in runs))
         done.append({"case": asdict(case), "runs": [asdict(run) for run in runs], "absent": absent})
     return done
+
+
+def clock_notes(runs: list[Run]) -> list[str]:
+    """A footnote for each clock label in ``runs`` that needs one, once each."""
+    clocks = dict.fromkeys(run.clock for run in runs)
+    return [f'clock "{clock}": {CLOCK_NOTES[clock]}' for clock in clocks if clock in CLOCK_NOTES]
 
 
 def print_ranges(rounds: list[list[dict[str, Any]]]) -> None:
@@ -416,39 +449,108 @@ def print_ranges(rounds: list[list[dict[str, Any]]]) -> None:
         print(f"| {name} | {tool} | " + " | ".join(cells) + " |")
 
 
-def main() -> None:
+@dataclass(frozen=True)
+class Settings:
+    """A run's settings, every one checked (``parse_args``)."""
+
+    rate: float
+    duration: float
+    delay: str
+    stall: float
+    tools: list[str]
+    rounds: int
+    locust: str | None
+    out: Path | None
+
+    def cases(self) -> list[Case]:
+        cases = [Case("steady", self.delay, self.rate, self.duration)]
+        if self.stall:
+            stall_delay = f"fixed:{STALL_DELAY_S * 1e3:g}ms"
+            cases.append(Case("stall", stall_delay, self.rate, self.duration, self.stall))
+        return cases
+
+
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=200.0, help="requests/s (default 200)")
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per tool (5)")
-    parser.add_argument("--delay", default="lognormal:median=20ms,sigma=0.5", help="steady case")
-    parser.add_argument("--stall", type=float, default=1.0, help="stall case: seconds (0: skip)")
-    parser.add_argument("--tools", default=",".join(TOOLS), help="which tools, in order")
-    parser.add_argument("--rounds", type=int, default=1, help="repeat everything; print ranges")
-    parser.add_argument("--locust", help="the locust executable (default: PATH, then PEERS_DIR)")
-    parser.add_argument("--out", help="write every run as JSON to this path")
-    args = parser.parse_args()
+    add = parser.add_argument
+    add("--rate", type=float, default=200.0, help="requests/s, above 0 (default %(default)g)")
+    add(
+        "--duration",
+        type=float,
+        default=5.0,
+        help="seconds per tool, above 0 (default %(default)g)",
+    )
+    add("--delay", default=DEFAULT_DELAY, help="steady case's server delay (default %(default)s)")
+    add(
+        "--stall",
+        type=float,
+        default=1.0,
+        help="stall case: seconds; 0: no stall case (default %(default)g)",
+    )
+    add("--tools", default=",".join(TOOLS), help="which tools, in order (default %(default)s)")
+    add(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat everything, 1 or more; ranges if 2+ (default %(default)s)",
+    )
+    add(
+        "--locust",
+        help="the locust executable (default: locust on PATH, then "
+        "$PEERS_DIR/locust/bin/locust; PEERS_DIR defaults to /tmp/pyattacker-peers)",
+    )
+    add("--out", help="write every run as JSON to this path (its folder must exist)")
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> Settings:
+    """The checked settings; any bad one exits 2 naming its flag, before anything runs."""
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    for flag, value in (("--rate", args.rate), ("--duration", args.duration)):
+        if not (math.isfinite(value) and value > 0):
+            parser.error(f"{flag} must be above 0, not {value:g}")
+    if not (math.isfinite(args.stall) and args.stall >= 0):
+        parser.error(f"--stall must be 0 (no stall case) or more seconds, not {args.stall:g}")
+    if args.rounds < 1:
+        parser.error(f"--rounds must be 1 or more, not {args.rounds}")
+    try:
+        Delay.parse(args.delay, field="--delay")
+        if args.out is not None:
+            check_output(Path(args.out), "--out", args.out)
+    except ConfigError as exc:
+        parser.error(str(exc))
     tools = [tool.strip() for tool in args.tools.split(",") if tool.strip()]
     unknown = sorted(set(tools) - set(TOOLS))
-    if unknown:
-        parser.error(f"unknown tools {unknown}: choose from {', '.join(TOOLS)}")
+    if unknown or not tools:
+        parser.error(f"--tools has {unknown or 'none'}: choose from {', '.join(TOOLS)}")
     locust = find_locust(args.locust)
+    if args.locust and locust is None:
+        parser.error(f"--locust {args.locust} is not an executable file")
+    out = None if args.out is None else Path(args.out)
+    return Settings(
+        args.rate, args.duration, args.delay, args.stall, tools, args.rounds, locust, out
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_args(argv)
     print(f"cpus {os.cpu_count()}, Python {sys.version.split()[0]}, pyattacker {__version__}")
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    cases = [Case("steady", args.delay, args.rate, args.duration)]
-    if args.stall > 0:
-        cases.append(
-            Case("stall", f"fixed:{STALL_DELAY_S * 1e3:g}ms", args.rate, args.duration, args.stall)
-        )
-    rounds = [run_round(cases, tools, locust) for _ in range(max(1, args.rounds))]
-    if len(rounds) > 1:
+    cases = settings.cases()
+    rounds = [run_round(cases, settings.tools, settings.locust) for _ in range(settings.rounds)]
+    ran = any(case["runs"] for case in rounds[0])
+    if len(rounds) > 1 and ran:
         print_ranges(rounds)
     print("\ncommands:")
     for case in rounds[0]:
         for command in dict.fromkeys(run["command"] for run in case["runs"]):
             print(f"  {case['case']['name']}: {command}")
-    if args.out:
+    if not ran:
+        print("  none: no tool ran")
+    if settings.out is not None:
         results = {"cpus": os.cpu_count(), "rounds": rounds}
-        Path(args.out).write_text(json.dumps(results, indent=2), encoding="utf-8")
+        settings.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":
