@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -20,7 +19,12 @@ from httptools import (
 __all__ = ["Headers", "Timing", "Waiter", "read_head"]
 
 
-@dataclass(slots=True)
+_TIMING_FIELDS = (
+    "started", "connected", "sent", "first_byte", "end", "chunk_times", "reused",
+    "connect_start", "tls_start",
+)  # fmt: skip
+
+
 class Timing:
     """When each step of one request happened, in the client's clock seconds.
 
@@ -38,15 +42,38 @@ class Timing:
     was ready (handshake done). :attr:`connect` and :attr:`tls` are those spans.
     """
 
-    started: float
-    connected: float | None = None
-    sent: float | None = None
-    first_byte: float | None = None
-    end: float | None = None
-    chunk_times: list[float] = field(default_factory=list)
-    reused: bool = False
-    connect_start: float | None = None
-    tls_start: float | None = None
+    __slots__ = (
+        "chunk_times", "connect_start", "connected", "end", "first_byte", "reused", "sent",
+        "started", "tls_start",
+    )  # fmt: skip
+
+    # A plain __init__, not @dataclass's: the dataclass one is generated Python that a
+    # compiled build still runs as bytecode, once per request.
+    def __init__(
+        self,
+        started: float,
+        connected: float | None = None,
+        sent: float | None = None,
+        first_byte: float | None = None,
+        end: float | None = None,
+        chunk_times: list[float] | None = None,
+        reused: bool = False,
+        connect_start: float | None = None,
+        tls_start: float | None = None,
+    ) -> None:
+        self.started = started
+        self.connected = connected
+        self.sent = sent
+        self.first_byte = first_byte
+        self.end = end
+        self.chunk_times: list[float] = [] if chunk_times is None else chunk_times
+        self.reused = reused
+        self.connect_start = connect_start
+        self.tls_start = tls_start
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _TIMING_FIELDS)
+        return f"Timing({shown})"
 
     @property
     def connect(self) -> float | None:
