@@ -97,7 +97,7 @@ def test_a_concurrency_sweep_runs_a_closed_model_at_each_concurrency() -> None:
     rows = sweep_dict(result)["rows"]
     assert [row["requests"] for row in rows] == [20, 40, 80]
     assert [row["concurrency"] for row in rows] == [1, 2, 4]
-    assert saturation(rows) is None
+    assert saturation(rows) == (None, None)
 
 
 def test_a_stopped_level_ends_the_sweep_and_the_levels_done_are_reported() -> None:
@@ -165,9 +165,11 @@ def test_the_rates_between_are_ascending_positive_and_strictly_inside(
 
 
 def row(offered: float | None, sustained: float | None, ttft_p99: float | None,
-        e2e_p99: float | None = 1.0) -> dict[str, object]:  # fmt: skip
-    return {"offered_rate": offered, "sustained_per_s": sustained, "ttft_p99_s": ttft_p99,
-            "e2e_p99_s": e2e_p99}  # fmt: skip
+        e2e_p99: float | None = 1.0, **more: object) -> dict[str, object]:  # fmt: skip
+    """A sweep row as the rule reads it; ``offered`` is the arrivals made a second."""
+    return {"level": f"level {offered}", "offered_rate": offered, "arrivals_per_s": offered,
+            "sustained_per_s": sustained, "ttft_p99_s": ttft_p99, "e2e_p99_s": e2e_p99,
+            "error_rate": 0.0, **more}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -184,7 +186,9 @@ def row(offered: float | None, sustained: float | None, ttft_p99: float | None,
 def test_the_saturation_rule_is_the_first_shortfall_or_latency_growth(
     rows: list[dict[str, object]], expected: int | None
 ) -> None:
-    assert saturation(rows) == expected
+    at, why = saturation(rows)
+    assert at == expected
+    assert (why is None) == (expected is None)
 
 
 def clients(n: int, sustained: float, e2e_p99: float = 1.0) -> dict[str, object]:
@@ -207,4 +211,97 @@ def clients(n: int, sustained: float, e2e_p99: float = 1.0) -> dict[str, object]
 def test_a_concurrency_sweep_saturates_where_more_clients_stop_adding_throughput(
     rows: list[dict[str, object]], expected: int | None
 ) -> None:
-    assert saturation(rows) == expected
+    assert saturation(rows)[0] == expected
+
+
+def test_a_throughput_levels_rate_is_what_the_endpoint_answered_not_plus_its_clients() -> None:
+    # 4 slots of 0.1 s: 40 answers/s, whatever the clients. Over the sending span alone,
+    # the 64 requests in flight when sending stopped would add 64 / 2 s = 32/s.
+    loads, (plan_for, run) = runs(lambda: server_with_capacity(slots=4, service=0.1))
+    result = sweep(SweepSpec.parse("auto", levels=2, max_concurrency=64), plan_for, run)
+    (_, throughput) = result.runs[1]
+    assert ok_rate(throughput) == pytest.approx(40.0, rel=0.05)
+    rates = [load.rate for load in loads[2:] if isinstance(load, OpenModel)]
+    assert max(rates) < 40.0
+    row_of = {row["kind"]: row for row in sweep_dict(result)["rows"]}
+    assert row_of["throughput"]["sustained_per_s"] == pytest.approx(40.0, rel=0.05)
+
+
+def test_poisson_levels_are_judged_against_the_arrivals_they_were_offered() -> None:
+    # Far below capacity; a Poisson draw makes fewer arrivals than the nominal rate, all
+    # answered at once: no level saturates.
+    _, (plan_for, run) = runs(lambda: FakeServer(latency=lambda n, t: 0.01))
+    spec = SweepSpec.parse("rate=19/s,20/s", arrival="poisson")
+    data = sweep_dict(sweep(spec, plan_for, run))
+    assert [row["sustained_per_s"] for row in data["rows"]] == pytest.approx(
+        [row["arrivals_per_s"] for row in data["rows"]]
+    )
+    assert data["sweep"]["saturated_at"] is None
+
+
+def test_a_stopped_level_is_marked_and_left_out_of_the_verdict() -> None:
+    slow = row(40, 40.0, 9.0, stopped=True)  # its p99 would saturate it
+    assert saturation([row(10, 10.0, 0.1), row(20, 20.0, 0.1), slow]) == (None, None)
+    server = FakeServer()
+
+    def run(plan: AttackPlan) -> AttackResult:
+        stop = 1.0 if isinstance(plan.load, OpenModel) and plan.load.rate == 20 else None
+        return attack(plan, server, stop_at=stop)[0]
+
+    _, (plan_for, _) = runs(FakeServer)
+    result = sweep(SweepSpec.parse("rate=5/s,20/s"), plan_for, run)
+    data = sweep_dict(result)
+    assert [row["stopped"] for row in data["rows"]] == [False, True]
+    assert "rate 20/s (stopped)" in sweep_text(result, data)
+    assert "rate 20/s (stopped)" in sweep_markdown(result, data)
+
+
+def test_a_first_level_that_mostly_failed_is_no_baseline_and_the_errors_are_quoted() -> None:
+    failing = row(10, 0.0, None, error_rate=1.0)
+    at, why = saturation([failing, row(20, 0.0, None, error_rate=1.0)])
+    assert at is None
+    assert why is not None
+    assert "failed 100% of its requests" in why
+    _, (plan_for, run) = runs(lambda: FakeServer(status=lambda n, attempt: 404))
+    result = sweep(SweepSpec.parse("rate=5/s,10/s"), plan_for, run)
+    text = sweep_text(result)
+    assert "Saturates at: cannot say: the first level (rate 5/s) failed 100%" in text
+    assert "Errors (rate 5/s, rate 10/s): " in text
+    assert "404" in text
+
+
+def test_the_verdict_says_which_rule_fired() -> None:
+    assert saturation([row(10, 10.0, 0.1), row(20, 17.0, 0.1)])[1] == (
+        "sustained 17.00/s, under 90% of the 20.00 arrivals/s it was offered"
+    )
+    assert saturation([row(10, 10.0, 0.1), row(20, 20.0, 0.4)])[1] == (
+        "TTFT p99 400.0 ms, over 3x the first level's 100.0 ms"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("concurrency=8,1,8", "concurrency 8 is given twice"),
+        ("rate=5/s,5/s", "rate 5 is given twice"),
+        ("concurrency=100001", "must be 1 to 100,000 clients, got 100,001"),
+        ("concurrency=1.5", "'1.5' is not a whole number of clients"),
+    ],
+)
+def test_a_list_sweeps_values_are_whole_and_distinct(text: str, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        SweepSpec.parse(text)
+    assert says in info.value.message
+
+
+def test_a_list_sweep_runs_its_levels_in_increasing_order() -> None:
+    assert SweepSpec.parse("concurrency=32,1,8").values == (1.0, 8.0, 32.0)
+    assert SweepSpec.parse("rate=10/s,2/s").values == (2.0, 10.0)
+
+
+@pytest.mark.parametrize(("clients", "says"), [(1, "synchronous one"), (200_000, "2 to 100,000")])
+def test_the_throughput_levels_clients_are_two_or_more_and_bounded(clients: int, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        SweepSpec.parse("auto", max_concurrency=clients)
+    assert info.value.field == "--clients"
+    assert says in info.value.message

@@ -55,6 +55,11 @@ LLM = ["--llm", "{url}/v1", "--model", "m", "--shape", "10:4"]
         ([*LLM, "--rate", "5/s", "--requests", "4", "--warmup", "soon"], "--warmup"),
         ([*LLM, "--sweep", "rate=1/s", "--duration", "1s", "--json", "/nonexistent/s.json"],
          "--json"),
+        ([*LLM, "--sweep", "concurrency=1,2", "--sweep-levels", "3", "--duration", "1s"],
+         "--sweep-levels"),
+        ([*LLM, "--sweep", "--clients", "1", "--duration", "1s"], "--clients"),
+        ([*LLM, "--sweep", "--clients", "200000", "--duration", "1s"], "--clients"),
+        ([*LLM, "--sweep", "rate=1/s,20000000/s", "--duration", "1s"], "--sweep"),
     ],
 )  # fmt: skip
 def test_bad_sweep_or_warmup_input_exits_2_naming_the_flag_and_sends_nothing(
@@ -75,6 +80,7 @@ def test_bad_sweep_or_warmup_input_exits_2_naming_the_flag_and_sends_nothing(
         return
     assert code == 2, err
     assert f"error: {field}" in err, err
+    assert f"error: {field}: {field}" not in err, err  # the flag, named once
     assert "Traceback" not in err
     assert llm.stats()["requests"] == 0
     assert list(tmp_path.iterdir()) == []
@@ -179,7 +185,7 @@ def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: P
     with EchoServerProcess() as echo:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pyattacker", "attack", echo.url, "--sweep",
-             "rate=100/s,1/s,5/s", "--requests", "20", "--json", str(out), "-q",
+             "rate=1/s,10/s,100/s", "--duration", "2s", "--json", str(out), "-q",
              "--samples", str(rows_path)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -188,7 +194,7 @@ def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: P
         while "sweep level 2/3" not in proc.stderr.readline():
             assert proc.poll() is None, proc.communicate()
             assert wall_time() < deadline, "the second level never began"
-        while echo.stats()["count"] <= 20:  # the second level's first request is in
+        while echo.stats()["count"] <= 2:  # the second level's first request is in
             assert wall_time() < deadline, "the second level sent nothing"
             time.sleep(0.05)  # real time: another process is at work
         proc.send_signal(signal.SIGINT)
@@ -198,15 +204,37 @@ def test_ctrl_c_during_a_sweep_reports_the_levels_done_and_exits_130(tmp_path: P
     assert "Traceback" not in err
     data = json.loads(out.read_text())
     assert data["sweep"]["interrupted"] is True
-    assert [row["level"] for row in data["rows"]] == ["rate 100/s", "rate 1/s"]
+    assert [row["level"] for row in data["rows"]] == ["rate 1/s", "rate 10/s"]
     assert data["rows"][1]["stop_reason"] == "interrupted"
+    assert [row["stopped"] for row in data["rows"]] == [False, True]
+    assert "rate 10/s (stopped)" in text
     assert sum(level["report"]["total"]["sent_attempts"] for level in data["levels"]) == served
     assert "Interrupted" in text
     # the rows of both levels, the one cut short too, and no level's file left over
     with rows_path.open(newline="") as f:
         loads = [row["load"] for row in csv.DictReader(f)]
-    assert loads == ["rate 100/s"] * 20 + ["rate 1/s"] * data["rows"][1]["requests"]
+    assert loads == ["rate 1/s"] * 2 + ["rate 10/s"] * data["rows"][1]["requests"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv", "s.json"]
+
+
+def test_a_closed_warmup_that_takes_every_request_says_nothing_was_measured_and_exits_1(
+    llm: LlmServerProcess, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A closed model's requests come as fast as the answers: no check before the run can
+    # tell whether 5 s of warmup leaves any of 10 requests.
+    argv = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--clients", "1",
+            "--requests", "10", "--warmup", "5s", "-q",
+            "--json", str(tmp_path / "r.json")]  # fmt: skip
+    assert run_cli(argv) == 1
+    err = capsys.readouterr().err
+    assert "nothing measured: the warmup took all 10 requests" in err
+    headline = json.loads((tmp_path / "r.json").read_text())["headline"]
+    assert headline["output_tokens_per_s"] is None
+    assert headline["requests_per_s"] is None
+    sweep = ["attack", *(a.replace("{url}", llm.url) for a in LLM), "--sweep",
+             "concurrency=1,2", "--requests", "10", "--warmup", "5s", "-q"]  # fmt: skip
+    assert run_cli(sweep) == 1
+    assert "nothing measured at concurrency 1, concurrency 2" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("suffix", "workers"), [(".csv", "1"), (".jsonl", "2")])

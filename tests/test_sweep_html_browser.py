@@ -36,9 +36,10 @@ def test_a_sweep_page_shows_a_row_per_level_and_charts_each_figure_against_the_l
 ) -> None:
     with LlmServerProcess(ttft="fixed:20ms", itl="fixed:2ms", output_tokens=6, seed=1) as server:
         args = ["attack", "--llm", server.url, "--model", "mock-llm", "--shape", "20:6"]
-        args += ["--sweep", "concurrency=1,4,8", "--duration", "1s", "-q"]
+        args += ["--sweep", "concurrency=1,4,8", "--duration", "1s", "--warmup", "0.2s", "-q"]
         args += ["--json", str(tmp_path / "s.json"), "--html", str(tmp_path / "s.html")]
         assert cli(args) == 0
+        served = server.stats()["requests"]
     report = json.loads((tmp_path / "s.json").read_text())
     opened = open_report(chromium, tmp_path / "s.html")
     assert opened.console == []
@@ -55,6 +56,15 @@ def test_a_sweep_page_shows_a_row_per_level_and_charts_each_figure_against_the_l
     assert ("rows", 2, "ttft_p99_s") in shown
     verdict = opened.page.locator("[data-saturation]").text_content() or ""
     assert verdict.startswith("Saturates at:")
+    reason = report["sweep"]["saturation_reason"]
+    assert reason is None or f"({reason})" in verdict
+    # the warmups of every level, in all, and the level of the highest output
+    page = opened.page.locator("body").text_content() or ""
+    warm = [row["warmup"] for row in report["rows"]]
+    measured = sum(row["requests"] for row in report["rows"])
+    assert sum(w["sent_attempts"] for w in warm) + measured == served
+    assert f"attempts for {sum(w['sent'] for w in warm):,} requests over 3 levels" in page
+    assert "Highest output: " in page
     screenshot(opened, "attack-sweep")
 
 

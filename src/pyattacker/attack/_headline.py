@@ -12,7 +12,8 @@ always agree.
   is in the LLM section);
 - ``itl_p50_s`` / ``itl_p99_s``: inter-token latency of the streams that ended OK.
 
-A figure with no data behind it (nothing streamed, an empty span) is ``None``.
+A figure with no data behind it (nothing streamed, an empty span, no request measured: a
+warmup that took them all) is ``None``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ HEADLINE_CLOCK = "scheduled"
 
 def headline(summary: Mapping[str, Any], llm: Mapping[str, Any]) -> dict[str, Any]:
     """The headline of a report whose ``summary`` and ``llm`` sections are given."""
-    span = summary["answer_span_s"]
-    ok = llm["per_minute"]["ok_requests"]
+    span = summary["answer_span_s"] if summary.get("completed", 1) else 0.0
+    ok = llm["per_minute"]["ok_requests"] if span else None
     ttft, itl = llm["ttft_s"][HEADLINE_CLOCK], llm["itl_s"]
     return {
         "output_tokens_per_s": llm["tokens"]["completion"] / span if span else None,

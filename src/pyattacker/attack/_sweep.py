@@ -5,10 +5,12 @@ Three kinds (:meth:`SweepSpec.parse`):
 - ``auto`` (``--sweep`` alone), as GuideLLM sweeps: a *synchronous* level (one client,
   one request at a time: the endpoint's unloaded latency), a *throughput* level (a closed
   model of ``max_concurrency`` clients: the most it answers), then ``levels`` open-model
-  rates evenly spaced strictly between the two levels' sustained rates (:func:`ok_rate`;
-  so the rates between are only known once the first two have run);
+  rates evenly spaced strictly between the two levels' OK answers per second
+  (:func:`ok_rate`; so the rates between are only known once the first two have run);
 - ``concurrency=1,8,32``: a closed model at each concurrency;
 - ``rate=1/s,5/s``: an open model at each rate (``--arrival`` applies).
+
+A list's values run in increasing order, each once (a repeated value is refused).
 
 Each level is a whole attack of the plan (same targets, prompts, duration or requests,
 warmup, retry policy), run by :func:`run_attack`: same engine, same two clocks, same
@@ -41,6 +43,7 @@ __all__ = [
 DEFAULT_LEVELS = 5
 DEFAULT_MAX_CONCURRENCY = 64
 MAX_LEVELS = 100
+MAX_CONCURRENCY = 100_000
 
 SweepKind = Literal["auto", "concurrency", "rate"]
 LevelKind = Literal["synchronous", "throughput", "rate", "concurrency"]
@@ -101,6 +104,7 @@ class SweepSpec:
         kind, sep, values = text.strip().partition("=")
         if kind == "auto" and not sep:
             most = DEFAULT_MAX_CONCURRENCY if max_concurrency is None else max_concurrency
+            _check_throughput_clients(most)
             return cls("auto", levels=levels, max_concurrency=most, arrival=arrival)
         if kind not in ("concurrency", "rate") or not sep:
             raise ConfigError(
@@ -111,15 +115,11 @@ class SweepSpec:
             )
         if max_concurrency is not None:
             raise ConfigError(
-                "--clients sets the throughput level of --sweep alone",
+                "sets the throughput level of --sweep alone",
                 field="--clients",
                 hint="a list sweep names each level's load itself",
             )
-        parsed = tuple(
-            _value(kind, v.strip(), f"{field}[{i}]") for i, v in enumerate(values.split(","))
-        )
-        if len(parsed) > MAX_LEVELS:
-            raise ConfigError(f"at most {MAX_LEVELS} levels", field=field)
+        parsed = _values(kind, values, field)
         return cls(kind, values=parsed, arrival=arrival)  # type: ignore[arg-type]
 
     def first_levels(self) -> list[SweepLevel]:
@@ -138,11 +138,44 @@ class SweepSpec:
         return 2 + self.levels if self.kind == "auto" else len(self.values)
 
 
+def _check_throughput_clients(clients: int) -> None:
+    if clients > MAX_CONCURRENCY:
+        raise ConfigError(f"must be 2 to {MAX_CONCURRENCY:,}, got {clients:,}", field="--clients")
+    if clients < 2:
+        raise ConfigError(
+            f"{clients} client makes the throughput level the synchronous one",
+            field="--clients",
+            hint="give --clients 2 or more (default 64)",
+        )
+
+
+def _values(kind: str, values: str, field: str) -> tuple[float, ...]:
+    """A list sweep's values, in increasing order; a ``ConfigError`` for a repeated one."""
+    parsed = [_value(kind, v.strip(), f"{field}[{i}]") for i, v in enumerate(values.split(","))]
+    if len(parsed) > MAX_LEVELS:
+        raise ConfigError(f"at most {MAX_LEVELS} levels", field=field)
+    repeated = sorted({v for v in parsed if parsed.count(v) > 1})
+    if repeated:
+        raise ConfigError(
+            f"{kind} {repeated[0]:g} is given twice", field=field, hint="list each level once"
+        )
+    return tuple(sorted(parsed))
+
+
 def _value(kind: str, text: str, field: str) -> float:
     if kind == "rate":
-        return parse_rate(text, field=field)
-    if not text.isdigit() or not 1 <= int(text) <= 100_000:
-        raise ConfigError(f"cannot read {text!r} as a concurrency", field=field, hint="e.g. 1,8,32")
+        rate = parse_rate(text, field=field)
+        try:
+            OpenModel(rate=rate)  # the bounds of any open model's rate
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field=field, hint=exc.hint) from None
+        return rate
+    if not text.isdigit():
+        raise ConfigError(f"{text!r} is not a whole number of clients", field=field,
+                          hint="e.g. concurrency=1,8,32")  # fmt: skip
+    if not 1 <= int(text) <= MAX_CONCURRENCY:
+        raise ConfigError(f"must be 1 to {MAX_CONCURRENCY:,} clients, got {int(text):,}",
+                          field=field, hint="e.g. concurrency=1,8,32")  # fmt: skip
     return float(int(text))
 
 
@@ -156,9 +189,12 @@ def rates_between(low: float, high: float, n: int) -> list[float]:
 
 
 def ok_rate(result: AttackResult) -> float:
-    """OK answers per second of the span the level sent over (``sending_span_s``): what it
-    sustained, without the last answers' tail (a long answer would make it read low)."""
-    span = result.sending_span_s
+    """OK answers per second of the whole run (``answer_span_s``: the start to the last
+    answer). The first two levels of ``auto`` are closed models, which send only as
+    answers come back, so the last answers' tail is part of their pace: over the sending
+    span alone, the requests still in flight when sending stopped (one per client) would
+    add ``clients / duration`` to what the endpoint answered."""
+    span = result.answer_span_s
     return result.total.by_outcome.get("ok", 0) / span if span > 0 else 0.0
 
 

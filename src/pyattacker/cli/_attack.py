@@ -38,7 +38,7 @@ from pyattacker.cli._attack_mix import mix_for, mix_options
 from pyattacker.cli._attack_plan_file import from_plan_file
 from pyattacker.cli._attack_scenario import flows_of, scenario_option
 from pyattacker.cli._attack_stages import parse_stages
-from pyattacker.cli._attack_sweep import sweep_command, sweep_options, warmup_of
+from pyattacker.cli._attack_sweep import nothing_measured, sweep_command, sweep_options, warmup_of
 from pyattacker.cli._html import html_option, write_attack_html
 from pyattacker.cli._progress import LiveProgress
 from pyattacker.cli._proxy_note import proxy_note
@@ -312,6 +312,10 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     if serving is None:
         finish(result)
     samples_failed = samples is not None and workers.samples_failed(samples, flags.samples_path)
+    empty = nothing_measured(result)  # a closed model's warmup can take every request
+    if empty is not None:
+        click.echo(empty, err=True)
+        return 1
     if gate.declared:  # thresholds decide the exit code (docs/attack.md, "Exit codes")
         return gate.exit_code(result, output_failed=samples_failed)
     if result.interrupted:

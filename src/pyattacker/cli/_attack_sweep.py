@@ -31,6 +31,7 @@ from pyattacker.attack import (
     AttackResult,
     ClosedModel,
     LoadModel,
+    OpenModel,
     SweepLevel,
     SweepSpec,
     Warmup,
@@ -51,7 +52,7 @@ from pyattacker.cli._sweep_samples import SweepSamples
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 
-__all__ = ["sweep_command", "sweep_options", "warmup_of"]
+__all__ = ["nothing_measured", "sweep_command", "sweep_options", "warmup_of"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,8 +60,9 @@ _SWEEP_HELP = (
     "LLM (or HTTP) sweep, one attack per level, one report with a row per level and the "
     "level where the endpoint saturates. Alone: a synchronous level (1 client), a "
     "throughput level (--clients clients, default 64), then --sweep-levels rates evenly "
-    "spaced between their OK rates. concurrency=1,8,32: a closed model at each. "
-    "rate=1/s,5/s: an open model at each. Each level runs --duration or --requests "
+    "spaced between the two levels' OK answers per second. concurrency=1,8,32: a closed "
+    "model at each. rate=1/s,5/s: an open model at each (a list runs in increasing order). "
+    "Each level runs --duration or --requests "
     "(and --warmup). --samples FILE holds every level's rows, with columns level and load."
 )
 
@@ -101,9 +103,22 @@ def warmup_of(flags: AttackFlags) -> Warmup | None:
     builds, so it also refuses ``--sweep-levels`` without ``--sweep`` (it would be
     silently ignored)."""
     if flags.sweep is None and flags.sweep_levels is not None:
-        raise ConfigError("--sweep-levels applies to --sweep", field="--sweep-levels",
+        raise ConfigError("applies to --sweep", field="--sweep-levels",
                           hint="add --sweep")  # fmt: skip
     return None if flags.warmup is None else Warmup.parse(flags.warmup, field="--warmup")
+
+
+def nothing_measured(result: AttackResult) -> str | None:
+    """The note when a warmup took every request of a run that was not interrupted (a
+    closed model's time warmup beside ``--requests``, which no check before the run can
+    rule out: its requests come as fast as the answers do), else None."""
+    warmup = result.warmup
+    if warmup is None or result.total.requests or result.interrupted or not warmup.scheduled:
+        return None
+    return (
+        f"nothing measured: the warmup took all {warmup.scheduled:,} requests of the run "
+        "(give more --requests, or a shorter --warmup)"
+    )
 
 
 def sweep_command(
@@ -117,7 +132,16 @@ def sweep_command(
     _check_outputs(flags)
 
     def plan_for(load: LoadModel) -> AttackPlan:
-        return plan_of(_level_flags(flags, load))
+        try:
+            return plan_of(_level_flags(flags, load))
+        except ConfigError as exc:  # a level's own load: the user typed it in --sweep
+            if exc.field not in ("--rate", "--clients", "rate", "clients") or (
+                exc.field in ("--clients", "clients") and flags.clients is not None
+            ):
+                raise
+            level = SweepLevel("rate" if isinstance(load, OpenModel) else "concurrency", load)
+            raise ConfigError(f"{level.name}: {exc.message}", field="--sweep",
+                              hint=exc.hint) from None  # fmt: skip
 
     for level in spec.first_levels():  # every flag checked before any traffic
         plan = plan_for(level.load)
@@ -142,6 +166,11 @@ def sweep_command(
         return 130
     if any(workers_exit(r, 0) == LOST_EXIT for _, r in result.runs):
         return LOST_EXIT  # a worker died during a level
+    empty = [level.name for level, r in result.runs if nothing_measured(r)]
+    if empty:
+        what = f"nothing measured at {', '.join(empty)}: the warmup took every request"
+        click.echo(f"{what} of the level (give more --requests, or a shorter --warmup)", err=True)
+        return 1
     if runner.samples_failed or (samples is not None and samples.failed is not None):
         return 1
     return 0 if all(r.failed_requests == 0 for _, r in result.runs) else 1
@@ -214,13 +243,16 @@ def _spec(flags: AttackFlags) -> SweepSpec:
     for name, flag in _REFUSED.items():
         if getattr(flags, name):
             raise ConfigError(
-                f"{flag} cannot be combined with --sweep",
+                "cannot be combined with --sweep",
                 field=flag,
                 hint="the sweep sets each level's load and judges no single level; run a "
                 "plain attack at the level you want to gate or watch",
             )
     if flags.clients is not None and flags.clients < 1:
         raise ConfigError(f"must be >= 1, got {flags.clients}", field="--clients")
+    if flags.sweep_levels is not None and flags.sweep.strip() != "auto":
+        raise ConfigError("applies to --sweep alone (its rates between)", field="--sweep-levels",
+                          hint="a list sweep names each level itself")  # fmt: skip
     arrival = flags.arrival or "constant"
     return SweepSpec.parse(
         flags.sweep,

@@ -8,10 +8,11 @@ summary and totals), so a row and the level's full report (kept whole under
 Saturation (an opinion, so it lives here): the rows in order of offered load, the first
 row after the first that either
 
-- offered an open-model rate and sustained less than ``1 - SHORTFALL`` of it:
-  ``sustained_per_s`` (OK answers per second of the span the level sent over: the sent
-  rate times the share answered OK, so a long answer's tail does not count against it)
-  below 90 % of the arrivals per second, or
+- offered an open-model rate and sustained less than ``1 - SHORTFALL`` of the arrivals it
+  was offered: ``sustained_per_s`` (OK answers per second of the span it sent over, so
+  the last answers' tail does not count against it) below 90 % of ``arrivals_per_s``
+  (the arrivals the schedule made a second: Poisson arrivals draw more or fewer than the
+  nominal rate), or
 - has a p99 latency more than ``GROWTH`` times the first row's (TTFT on the scheduled
   clock when the level streamed, else end to end / latency on the scheduled clock), or
 - in a concurrency sweep, sustained less than ``SCALING`` of the gain its added clients
@@ -20,17 +21,28 @@ row after the first that either
   give (from 4 to 16 clients, ``sustained_per_s`` must reach 2.5 times the level before's).
   The latency rule alone misses an endpoint that queues the extra clients evenly.
 
+A closed-model row's ``sustained_per_s`` is its OK answers per second of the whole run
+(``requests_per_s``): its clients send only as answers come back, so the last answers'
+tail is part of its pace (over the sending span alone, the requests in flight when it
+ended would count for nothing more than time). An open-model row's counts an endpoint
+that answers late but answers as sustaining: the latency rule is what catches it.
+
+A level stopped by Ctrl-C (``stopped``) takes no part: its figures cover a part of it.
+The first row is the baseline: when it failed more than half its requests, no level can
+be judged against it, and the verdict says so. The verdict names the rule that fired.
+
 A sweep with no such row says the endpoint did not saturate within the levels run.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import SweepLevel, SweepResult
-from pyattacker.report._lead import headline_text, warmup_text
+from pyattacker.report._lead import warmup_text
 
 __all__ = [
     "GROWTH",
@@ -48,8 +60,9 @@ GROWTH = 3.0
 SCALING = 0.5
 
 SATURATION_RULE = (
-    f"the first level after the first that sustained less than {1 - SHORTFALL:.0%} of its "
-    "offered rate (sustained/s: OK answers per second of the span it sent over), or whose "
+    f"the first level after the first that sustained less than {1 - SHORTFALL:.0%} of the "
+    "arrivals it was offered (sustained/s: OK answers per second of the span it sent over; "
+    "a closed model's, of the whole run), or whose "
     "p99 latency (TTFT when streamed, else end to end; scheduled clock) is more than "
     f"{GROWTH:g}x the first level's, or (concurrency sweeps) whose sustained/s gained less "
     f"than {SCALING:.0%} of what its added clients would at the level before's pace"
@@ -82,8 +95,11 @@ def sweep_dict(result: SweepResult) -> dict[str, Any]:
     level's whole attack report, same order)."""
     ordered = result.ordered()
     reports = [outcome.to_dict() for _, outcome in ordered]
-    rows = [level_row(level, report) for (level, _), report in zip(ordered, reports, strict=True)]
-    at = saturation(rows)
+    rows = [
+        level_row(level, report, stopped=outcome.interrupted)
+        for (level, outcome), report in zip(ordered, reports, strict=True)
+    ]
+    at, reason = saturation(rows)
     return {
         "sweep": {
             "kind": result.spec.kind,
@@ -93,6 +109,7 @@ def sweep_dict(result: SweepResult) -> dict[str, Any]:
             "saturation_rule": SATURATION_RULE,
             "saturated_at": None if at is None else rows[at]["level"],
             "saturated_index": at,
+            "saturation_reason": reason,
         },
         "rows": rows,
         "levels": [
@@ -101,13 +118,19 @@ def sweep_dict(result: SweepResult) -> dict[str, Any]:
     }
 
 
-def level_row(level: SweepLevel, report: Mapping[str, Any]) -> dict[str, Any]:
-    """One level's row from its JSON report (durations in seconds, rates per second)."""
+def level_row(
+    level: SweepLevel, report: Mapping[str, Any], *, stopped: bool = False
+) -> dict[str, Any]:
+    """One level's row from its JSON report (durations in seconds, rates per second);
+    ``stopped``: the level was cut short (Ctrl-C), so it covers a part of itself."""
     s, total = report["summary"], report["total"]
-    requests = total["requests"]
     outcomes = total["outcomes"]
+    # Requests cancelled by a Ctrl-C are ours, not the endpoint's: in no rate.
+    requests = total["requests"] - outcomes.get("cancelled", 0)
     ok, throttled = outcomes.get("ok", 0), outcomes.get("throttled", 0)
     span = s["answer_span_s"]
+    sending = s["sending_span_s"]
+    closed = level.offered_rate is None
     llm, head = report.get("llm"), report.get("headline") or {}
     e2e = llm["e2e_s"]["scheduled"] if llm else total["latency_s"]["scheduled"]
     tpot = llm["tpot_s"] if llm else {"count": 0}
@@ -118,8 +141,11 @@ def level_row(level: SweepLevel, report: Mapping[str, Any]) -> dict[str, Any]:
         "concurrency": level.concurrency,
         "requests": requests,
         "sent_per_s": s["achieved_rate"],
+        "arrivals_per_s": None if closed or not sending else s["scheduled"] / sending,
         "requests_per_s": ok / span if span else None,
-        "sustained_per_s": ok / s["sending_span_s"] if s["sending_span_s"] else None,
+        "sustained_per_s": (ok / span if span else None)
+        if closed
+        else (ok / sending if sending else None),
         "output_tokens_per_s": head.get("output_tokens_per_s"),
         "ttft_p50_s": head.get("ttft_p50_s"),
         "ttft_p99_s": head.get("ttft_p99_s"),
@@ -132,24 +158,53 @@ def level_row(level: SweepLevel, report: Mapping[str, Any]) -> dict[str, Any]:
         "error_rate": (requests - ok - throttled) / requests if requests else None,
         "throttled_rate": throttled / requests if requests else None,
         "stop_reason": s["stop_reason"],
+        "stopped": stopped,
         "warmup": report.get("warmup"),
+        "top_error": report["errors"][0]["example"] if report.get("errors") else None,
     }
 
 
-def saturation(rows: Sequence[Mapping[str, Any]]) -> int | None:
-    """The index of the row where the endpoint saturates (module docstring), or None."""
-    if not rows:
-        return None
-    base = _p99(rows[0])
-    for i, row in enumerate(rows[1:], 1):
-        offered, ok = row["offered_rate"], row["sustained_per_s"]
-        if offered and (ok or 0.0) < (1 - SHORTFALL) * offered:
-            return i
-        p99 = _p99(row)
-        if base and p99 is not None and p99 > GROWTH * base:
-            return i
-        if _scaled_poorly(rows[i - 1], row):
-            return i
+def saturation(rows: Sequence[Mapping[str, Any]]) -> tuple[int | None, str | None]:
+    """The index of the row where the endpoint saturates (module docstring) and why, or
+    ``(None, None)``; ``(None, why)`` when the first row cannot be the baseline."""
+    judged = [(i, row) for i, row in enumerate(rows) if not row.get("stopped")]
+    if not judged:
+        return None, None
+    first = judged[0][1]
+    if (first["error_rate"] or 0.0) > 0.5:
+        return None, (
+            f"the first level ({first['level']}) failed {first['error_rate']:.0%} of its "
+            "requests, so no level can be judged against it (see the errors)"
+        )
+    base = _p99(first)
+    for (_, before), (i, row) in itertools.pairwise(judged):
+        reason = _why(row, before, base)
+        if reason is not None:
+            return i, reason
+    return None, None
+
+
+def _why(row: Mapping[str, Any], before: Mapping[str, Any], base: float | None) -> str | None:
+    """Why ``row`` saturates (module docstring), or None; ``before`` is the row before."""
+    offered, ok = row.get("arrivals_per_s"), row["sustained_per_s"]
+    if offered and (ok or 0.0) < (1 - SHORTFALL) * offered:
+        return (
+            f"sustained {ok or 0.0:,.2f}/s, under {1 - SHORTFALL:.0%} of the "
+            f"{offered:,.2f} arrivals/s it was offered"
+        )
+    p99 = _p99(row)
+    if base and p99 is not None and p99 > GROWTH * base:
+        what = "TTFT" if row["ttft_p99_s"] is not None else "latency"
+        return (
+            f"{what} p99 {p99 * 1000:,.1f} ms, over {GROWTH:g}x the first level's "
+            f"{base * 1000:,.1f} ms"
+        )
+    if _scaled_poorly(before, row):
+        return (
+            f"{row['concurrency']} clients sustained {row['sustained_per_s']:,.2f}/s against "
+            f"{before['sustained_per_s']:,.2f}/s with {before['concurrency']}: less than "
+            f"{SCALING:.0%} of what the added clients would bring"
+        )
     return None
 
 
@@ -179,7 +234,8 @@ def sweep_html(data: Mapping[str, Any]) -> str:
     as a table, and each figure charted against the level."""
     from pyattacker.report._html import machine, page
 
-    extra = {"machine": machine(), "columns": [list(c) for c in _COLUMNS]}
+    notes = [*_intro(data)[2:], *_errors(data["rows"])]  # warmups, best output, errors
+    extra = {"machine": machine(), "columns": [list(c) for c in _COLUMNS], "notes": notes}
     return page("sweep", "pyattacker sweep report", data, extra)
 
 
@@ -221,26 +277,65 @@ def _intro(data: Mapping[str, Any]) -> list[str]:
                 f"{plan['requests']} requests" if plan["requests"] else ""]  # fmt: skip
         lines.append(f"Each level: {' or '.join(e for e in each if e)}; targets "
                      f"{', '.join(plan['targets'])}")  # fmt: skip
-        if first.get("warmup") is not None:
+        lines += _warmups(data["rows"])
+        best = _best_output(data["rows"])
+        if best is not None:
             lines.append(
-                "Each level warms up first; the first level's " + warmup_text(first["warmup"])
+                f"Highest output: {best['output_tokens_per_s']:,.1f} tokens/s at {best['level']} "
+                f"({best['requests_per_s'] or 0.0:,.2f} OK/s); each level's headline figures "
+                "are its row (out tok/s, OK/s, TTFT and ITL p50/p99)"
             )
-        if first.get("headline") is not None:
-            lines.append("First level: " + headline_text(first["headline"]))
     return lines
+
+
+def _warmups(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How much every level's warmup sent, in all (each level warms up anew)."""
+    warmups = [row["warmup"] for row in rows if row.get("warmup")]
+    if not warmups:
+        return []
+    sent = sum(w["sent"] for w in warmups)
+    attempts = sum(w["sent_attempts"] for w in warmups)
+    first = warmup_text(warmups[0]).removeprefix("Warmup: ").split(",")[0]
+    return [
+        f"Warmup: each level first sends {first}, excluded from every figure; in all the "
+        f"warmups sent {attempts:,} attempts for {sent:,} requests over {len(warmups)} "
+        "levels (count them against the server's own count; per level: rows[].warmup in "
+        "the JSON)"
+    ]
+
+
+def _best_output(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    produced = [row for row in rows if row.get("output_tokens_per_s")]
+    return max(produced, key=lambda row: row["output_tokens_per_s"]) if produced else None
 
 
 def _verdict(data: Mapping[str, Any]) -> list[str]:
     sweep = data["sweep"]
-    lines = []
+    reason = sweep.get("saturation_reason")
+    lines = _errors(data["rows"])
     if sweep["saturated_at"] is not None:
-        lines.append(f"Saturates at: {sweep['saturated_at']}")
+        lines.append(f"Saturates at: {sweep['saturated_at']} ({reason})")
+    elif reason is not None:
+        lines.append(f"Saturates at: cannot say: {reason}")
     else:
         lines.append("Saturates at: not within the levels run")
     lines.append(f"Saturation: {sweep['saturation_rule']}.")
     if sweep["interrupted"]:
-        lines.append("Interrupted: the sweep stopped at Ctrl-C; the last level covers what ran.")
+        lines.append(
+            "Interrupted: the sweep was stopped (Ctrl-C or a signal); a level marked "
+            "(stopped) covers what ran of it and takes no part in the verdict."
+        )
     return lines
+
+
+def _errors(rows: Sequence[Mapping[str, Any]], most: int = 3) -> list[str]:
+    """The levels' most common error messages, each once, with the levels it ended."""
+    by_message: dict[str, list[str]] = {}
+    for row in rows:
+        if row.get("top_error"):
+            by_message.setdefault(row["top_error"], []).append(row["level"])
+    return [f"Errors ({', '.join(levels)}): {message}"
+            for message, levels in list(by_message.items())[:most]]  # fmt: skip
 
 
 def _cells(row: Mapping[str, Any]) -> list[str]:
@@ -248,6 +343,8 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
     for key, _ in _COLUMNS:
         value = row[key] if key != "offered" else _offered(row)
         out.append(_format(key, value))
+    if row.get("stopped"):
+        out[0] += " (stopped)"
     return out
 
 

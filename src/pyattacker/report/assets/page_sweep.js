@@ -18,11 +18,16 @@
     add(root, "h1", "", payload.title);
     add(root, "p", "sub", "Sweep (" + sw.kind + "): " + sw.levels_run + " of " +
       sw.levels_planned + " levels run, one attack each. Latencies on the scheduled clock.");
-    var verdict = add(root, "p", sw.saturated_at === null ? "ok" : "warning",
-      "Saturates at: " + (sw.saturated_at === null ? "not within the levels run" : sw.saturated_at));
+    var why = sw.saturation_reason;
+    var said = sw.saturated_at !== null ? sw.saturated_at + " (" + why + ")"
+      : (why ? "cannot say: " + why : "not within the levels run");
+    var verdict = add(root, "p", sw.saturated_at === null && !why ? "ok" : "warning",
+      "Saturates at: " + said);
     verdict.setAttribute("data-saturation", "");
     note(root, "Saturation: " + sw.saturation_rule + ".");
-    if (sw.interrupted) note(root, "Interrupted: the last level covers what ran before Ctrl-C.");
+    (X.notes || []).forEach(function (line) { note(root, line); });
+    if (sw.interrupted) note(root, "Interrupted: the sweep was stopped (Ctrl-C or a signal); " +
+      "a level marked (stopped) covers what ran of it and takes no part in the verdict.");
     section("Levels", "One row per level, in order of offered load.");
     var cols = X.columns.filter(function (c) { return c[0] !== "offered"; });
     table(root, ["level", "offered"].concat(cols.slice(1).map(function (c) { return c[1]; })),
@@ -30,7 +35,7 @@
         var offered = row.offered_rate !== null
           ? value("td", ["rows", i, "offered_rate"], F.rate)
           : value("td", ["rows", i, "concurrency"], F.int);
-        return [row.level, offered].concat(cols.slice(1).map(function (c) {
+        return [row.level + (row.stopped ? " (stopped)" : ""), offered].concat(cols.slice(1).map(function (c) {
           return value("td", ["rows", i, c[0]], fmt(c[0]));
         }));
       }), function (r) { return r === sw.saturated_index ? "saturated" : ""; }
