@@ -70,9 +70,9 @@ def served_workers_run(
     target: str, tmp_path: Path, server_count: Callable[[], int], *flags: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Serve an attack of two workers (``flags``) against ``target`` to its end, checking
-    what every such run must show: while it ran, the merged whole of both workers, rising;
-    at the end, the final report on every endpoint, its count what ``server_count()``
-    says. Returns the final report and the reports seen while it ran."""
+    what every such run must show: while it ran, the merged whole of both workers, partial
+    and never falling; at the end, the final report on every endpoint, its count what
+    ``server_count()`` says. Returns the final report and the reports seen while it ran."""
     with served_attack(target, tmp_path, *flags) as served:
         seen, scrapes = watch_until_report(served)
         report = served.wait_for_report()
@@ -91,7 +91,10 @@ def served_workers_run(
     assert len(running) >= 2
     counts = [r["total"]["requests"] for r in running]
     assert counts == sorted(counts)
-    assert counts[0] < counts[-1] <= report["total"]["requests"]
+    # a partial whole before the end (two reads may fall between two of the page's
+    # refreshes on a busy machine, so not necessarily two different counts)
+    assert counts[0] < report["total"]["requests"]
+    assert counts[-1] <= report["total"]["requests"]
     assert all(r["workers"]["count"] == 2 for r in running)
     assert scrapes == sorted(scrapes)
     assert scrapes[-1] <= report["total"]["requests"]

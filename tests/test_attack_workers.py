@@ -289,7 +289,7 @@ def test_a_scenario_on_two_workers_counts_the_flows_and_steps_of_one_process_and
     assert flows[0] == flows[1]
     assert flows[1]["failed_by_step"] == {"browse": 10}
     assert (flows[1]["scheduled"], flows[1]["started"], flows[1]["completed"]) == (41, 41, 31)
-    assert two["workers"] == {"count": 2, "lost": []}
+    assert two["workers"] == {"count": 2, "lost": [], "on_ray": False}
 
 
 @pytest.mark.parametrize("warmup", ["12", "0.1s"])

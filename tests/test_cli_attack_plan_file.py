@@ -17,7 +17,8 @@ import pytest
 
 from pyattacker.cli import run_cli
 from pyattacker.cli._attack import attack_command
-from pyattacker.cli._attack_plan_file import from_plan_file
+from pyattacker.cli._attack_plan_file import OFF_FLAGS, from_plan_file
+from pyattacker.errors import ConfigError
 from pyattacker.servers import EchoServerProcess
 
 DOC_PLAN = "stages: ['1s:100/s', {duration: 1s, rate: 100/s}]\nquiet: true\n"
@@ -80,7 +81,12 @@ def test_without_a_load_on_the_command_line_the_files_load_stands(tmp_path: Path
 
 
 def boolean_options() -> list[click.Option]:
-    return [p for p in attack_command.params if isinstance(p, click.Option) and p.is_bool_flag]
+    """The on/off flags (not the off flags of value options, --no-serve and --no-ray)."""
+    return [
+        p
+        for p in attack_command.params
+        if isinstance(p, click.Option) and p.is_bool_flag and p.name not in OFF_FLAGS
+    ]
 
 
 def test_every_boolean_flag_has_a_no_form() -> None:
@@ -261,3 +267,29 @@ def test_a_plan_files_resolve_list_is_the_flags_and_a_typed_one_replaces_it(
     assert resolved(tmp_path, one)["resolve"] == ("c.test:80:127.0.0.1",)
     typed = resolved(tmp_path, plan, "--resolve", "d.test:80:127.0.0.1")
     assert typed["resolve"] == ("d.test:80:127.0.0.1",)
+
+
+def test_no_serve_and_no_ray_switch_off_what_the_file_switched_on(tmp_path: Path) -> None:
+    plan = "rate: 5/s\nrequests: 1\nserve: 9646\nray: 10.0.0.5:6379\nworkers: 2\n"
+    kept = resolved(tmp_path, plan)
+    assert (kept["serve"], kept["ray_address"]) == ("9646", "10.0.0.5:6379")
+    off = resolved(tmp_path, plan, "--no-serve", "--no-ray")
+    assert (off["serve"], off["ray_address"], off["workers"]) == (None, None, 2)
+    assert "no_serve" not in off
+    assert "no_ray" not in off
+
+
+@pytest.mark.parametrize(("both", "named"), [(["--serve", "0", "--no-serve"], "--no-serve"),
+                                             (["--ray", "--no-ray"], "--no-ray")])  # fmt: skip
+def test_an_off_flag_beside_its_own_flag_exits_2_naming_it(
+    both: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["attack", "http://127.0.0.1:9/", "--rate", "1/s", "--requests", "1", *both]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: {named}: cannot be combined with" in err, err
+
+
+def test_an_off_key_in_a_plan_file_is_unknown(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown key 'no-serve'"):
+        resolved(tmp_path, "rate: 5/s\nrequests: 1\nno-serve: true\n")

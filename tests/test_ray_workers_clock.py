@@ -27,6 +27,8 @@ from pyattacker.attack._tally import Tally
 from pyattacker.attack._warmup import WarmupTally
 from pyattacker.cli._attack_workers import worker_lines
 from pyattacker.measure import Attempt, Outcome
+from pyattacker.report import attack_markdown, attack_text, clock_text
+from pyattacker.report._workers import workers_line
 
 PLAN = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=50), duration=6.0)
 TARGET = PLAN.resolved_targets()[0].id
@@ -169,3 +171,30 @@ def test_a_ray_worker_is_reported_with_its_node_and_clock_offset_a_local_one_wit
     assert "node" not in first
     assert "clock offset" not in first
     assert second.endswith("; node 10.0.0.7 (id 9f3c1a2b), clock offset +1.500ms ±0.200ms")
+
+
+def test_every_report_of_ray_workers_states_their_clock_offsets_and_how_exact_they_are() -> None:
+    # Without --per-worker too: the text and Markdown reports' lead, and the JSON's section.
+    outcomes = [
+        WorkerOutcome(index=w, tally=_tally(ORIGIN), times=_times(0), decisions={},
+                      stop_reason=None, loop_lag=None, cpu_s=0.0, final=True)
+        for w in range(2)
+    ]  # fmt: skip
+    merged = merge_outcomes(PLAN, [on_common_clock(o) for o in outcomes])
+    local = merged.to_dict()
+    assert workers_line(local) == "Workers: 2 processes on this machine, their figures merged"
+    for w, (offset, within) in enumerate(((-0.0004, 0.0002), (0.0015, 0.0004))):
+        merged.workers[w] = replace(merged.workers[w], node_id="0" * 56, node_ip="10.0.0.7",
+                                    clock_offset_s=offset, clock_uncertainty_s=within)  # fmt: skip
+    data = merged.to_dict()
+    section = data["workers"]
+    assert "each" not in section
+    assert (section["clock_offset_min_s"], section["clock_offset_max_s"]) == (-0.0004, 0.0015)
+    assert section["clock_uncertainty_s"] == 0.0004
+    line = ("Workers: 2 on Ray, their figures merged; clock offsets from this machine "
+            "-0.400ms to +1.500ms, each within ±0.400ms: the common start instant is no more "
+            "exact than that")  # fmt: skip
+    assert workers_line(data) == line
+    assert line in attack_text(merged)
+    assert f"- {line}" in attack_markdown(merged)
+    assert "offsets from this machine +1.000ms, each" in clock_text(0.001, 0.001, 0.0)

@@ -73,6 +73,17 @@ def test_an_http_attack_page_draws_both_clocks_and_shows_the_json_reports_figure
     screenshot(opened, "attack-http")
 
 
+def test_a_workers_attack_page_says_what_ran_it(chromium: Any, tmp_path: Path) -> None:
+    with EchoServerProcess(delay="fixed:2ms") as echo:
+        args = ["attack", f"{echo.url}/", "--rate", "100/s", "--requests", "40", "-q"]
+        args += ["--workers", "2", "--html", str(tmp_path / "w.html")]
+        assert cli(args) == 0
+    opened = open_report(chromium, tmp_path / "w.html")
+    assert opened.console == []
+    shown = opened.page.locator("[data-workers]").text_content() or ""
+    assert shown == "Workers: 2 processes on this machine, their figures merged."
+
+
 def test_an_llm_attack_page_shows_ttft_itl_tpot_and_tokens_as_the_json_report_has_them(
     chromium: Any, tmp_path: Path
 ) -> None:

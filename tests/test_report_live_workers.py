@@ -29,7 +29,7 @@ def test_a_served_attack_on_two_workers_shows_the_merged_snapshots_then_the_fina
              "error_rate < 90%")  # fmt: skip
     report, running = served_workers_run(echo.url, tmp_path, lambda: echo.stats()["count"], *flags)
     assert report["total"]["requests"] == 600
-    assert report["workers"] == {"count": 2, "lost": []}
+    assert report["workers"] == {"count": 2, "lost": [], "on_ray": False}
     # the gate's sections come with the final report (goodput is added up at the end)
     assert "thresholds" in report
     assert not any("thresholds" in r for r in running)

@@ -104,7 +104,7 @@ def test_tallies_split_among_workers_merge_into_the_report_of_the_unsplit_tally(
     expected = AttackResult.build(PLAN, whole, TIMES, decisions={"retry": 6},
                                   stop_reason=None, loop_lag=None)  # fmt: skip
     got = merged.to_dict()
-    assert got.pop("workers") == {"count": 4, "lost": []}
+    assert got.pop("workers") == {"count": 4, "lost": [], "on_ray": False}
     want = expected.to_dict()
     # Every worker's CPU adds up (each outcome says 0.1 s); one process's build has none.
     assert got.pop("cpu")["process_s"] == pytest.approx(0.1 * len(outcomes))

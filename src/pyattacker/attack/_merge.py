@@ -165,9 +165,13 @@ class WorkersResult(AttackResult):
         section: dict[str, Any] = {"count": len(self.workers), "lost": self.lost}
         if self.lost:  # what each lost worker's figures leave out (docs/attack.md)
             section["lost_each"] = [w.to_dict() for w in self.workers if w.state == "lost"]
-        uncertain = [w.clock_uncertainty_s for w in self.workers if w.clock_uncertainty_s]
-        if uncertain:  # workers on Ray: how exact their common start was
-            section["clock_uncertainty_s"] = max(uncertain)
+        measured = [w for w in self.workers if w.clock_offset_s is not None]
+        if measured:  # workers on Ray: their clocks, and how exact their common start was
+            offsets = [w.clock_offset_s or 0.0 for w in measured]
+            section["clock_offset_min_s"] = min(offsets)
+            section["clock_offset_max_s"] = max(offsets)
+            section["clock_uncertainty_s"] = max(w.clock_uncertainty_s or 0.0 for w in measured)
+        section["on_ray"] = any(w.node_id is not None for w in self.workers) or bool(measured)
         if self.per_worker:
             section["each"] = [w.to_dict() for w in self.workers]
         report["workers"] = section

@@ -203,7 +203,10 @@ def _run(
     def on_signal(signum: int, _frame: object) -> None:
         stopping.append("interrupted")
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):  # not the main thread: the caller's business
+            previous[s] = signal.signal(s, on_signal)
     try:
         _await_ready(workers, stopping)
         start_at = _now() + START_MARGIN_S

@@ -35,7 +35,7 @@ from pyattacker._inputs import MiB, loads, read_bounded
 from pyattacker.attack import line_from_object
 from pyattacker.errors import ConfigError
 
-__all__ = ["CONFIG_PARAM", "LOAD_FLAGS", "LOAD_KEYS", "from_plan_file"]
+__all__ = ["CONFIG_PARAM", "LOAD_FLAGS", "LOAD_KEYS", "OFF_FLAGS", "from_plan_file"]
 
 CONFIG_PARAM = "config_path"
 _LIMIT = 16 * MiB
@@ -52,6 +52,9 @@ _FROM_USER = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 # --think, --sweep-levels) tunes the file's load instead, as any other flag does.
 LOAD_FLAGS = ("rate", "stages", "clients", "sweep")
 LOAD_KEYS = (*LOAD_FLAGS, "arrival", "think", "sweep_levels")
+# Value flags a plan can set that the command line switches off, as --no-X does an on/off
+# key: each off flag's parameter, and the one it clears (and cannot be typed beside).
+OFF_FLAGS = {"no_serve": ("serve", "--serve"), "no_ray": ("ray_address", "--ray")}
 
 
 def from_plan_file(
@@ -59,10 +62,24 @@ def from_plan_file(
 ) -> tuple[Sequence[str], dict[str, Any]]:
     """``urls`` and ``options`` with the plan file's values (when ``-c`` names one) for
     every parameter the command line did not set, and the file's path as ``plan_file``
-    (for the report's plan); none of the file's load when the command line gives one."""
+    (for the report's plan); none of the file's load when the command line gives one;
+    none of ``serve`` or ``ray`` with ``--no-serve`` or ``--no-ray`` (:data:`OFF_FLAGS`)."""
+    off = [name for name in OFF_FLAGS if options.pop(name, False)]
     path = options.pop(CONFIG_PARAM, None)
-    if path is None:
-        return urls, options
+    if path is not None:
+        urls = _merged(urls, options, path)
+    for name in off:
+        cleared, flag = OFF_FLAGS[name]
+        off_flag = "--" + name.replace("_", "-")
+        if cleared in _typed(click.get_current_context()):
+            raise ConfigError(f"cannot be combined with {flag}", field=off_flag,
+                              hint=f"give one of {flag} or {off_flag}")  # fmt: skip
+        options[cleared] = None
+    return urls, options
+
+
+def _merged(urls: Sequence[str], options: dict[str, Any], path: str) -> Sequence[str]:
+    """The URLs, and ``options`` updated in place, with the plan file at ``path``."""
     ctx = click.get_current_context()
     params = _params(ctx.command)
     plan = _read(path)
@@ -80,7 +97,7 @@ def from_plan_file(
         if value is None or param.name in typed:
             continue  # null: as if the key were absent
         options[param.name] = _value(param, _expand(value, where), where, base, ctx)
-    return urls, options
+    return urls
 
 
 def _typed(ctx: click.Context) -> set[str]:
@@ -132,7 +149,7 @@ def _params(command: click.Command) -> dict[str, click.Parameter]:
             found["urls"] = param
             continue
         for opt in param.opts:
-            if opt.startswith("--") and param.name not in (CONFIG_PARAM, "help"):
+            if opt.startswith("--") and param.name not in (CONFIG_PARAM, "help", *OFF_FLAGS):
                 found[opt[2:]] = found[opt[2:].replace("-", "_")] = param
     for alias, key in _ALIASES.items():
         found[alias] = found[key]

@@ -55,7 +55,7 @@ from pyattacker.cli._progress import LiveProgress
 from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import RequestRecord
-from pyattacker.report import worker_now_line, workers_now
+from pyattacker.report import clock_text, worker_now_line, workers_now
 
 __all__ = [
     "LOST_EXIT",
@@ -98,7 +98,13 @@ class _Workers(click.ParamType[int]):
 
 
 def workers_options(command: F) -> F:
-    """``--workers``, ``--per-worker`` and ``--ray`` on ``attack``."""
+    """``--workers``, ``--per-worker``, ``--ray`` and ``--no-ray`` on ``attack``."""
+    command = click.option(
+        "--no-ray",
+        "no_ray",
+        is_flag=True,
+        help="Run the workers on this machine, though the plan file (-c) says ray.",
+    )(command)
     command = click.option(
         "--ray",
         "ray_address",
@@ -398,11 +404,8 @@ def clock_line(result: WorkersResult) -> str:
         return "Ray workers: no clock measured (every worker was lost before it answered)"
     offsets = [w.clock_offset_s or 0.0 for w in measured]
     worst = max(w.clock_uncertainty_s or 0.0 for w in measured)
-    return (
-        f"Ray workers: {len(result.workers)}; clock offsets from this machine "
-        f"{min(offsets) * 1000:+.3f}ms to {max(offsets) * 1000:+.3f}ms, each within "
-        f"±{worst * 1000:.3f}ms: the common start instant is no more exact than that"
-    )
+    clocks = clock_text(min(offsets), max(offsets), worst)
+    return f"Ray workers: {len(result.workers)}; {clocks}"
 
 
 def workers_exit(result: AttackResult, code: int) -> int:

@@ -32,7 +32,13 @@ ANY_PORT = "0"
 
 
 def serve_options(command: F) -> F:
-    """The ``--serve``, ``--serve-host`` and ``--serve-linger`` options."""
+    """The ``--serve``, ``--no-serve``, ``--serve-host`` and ``--serve-linger`` options."""
+    command = click.option(
+        "--no-serve",
+        "no_serve",
+        is_flag=True,
+        help="Serve nothing, though the plan file (-c) says serve.",
+    )(command)
     command = click.option(
         "--serve-linger",
         metavar="DURATION",

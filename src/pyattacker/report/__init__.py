@@ -20,7 +20,7 @@ from pyattacker.report._run_text import render_run_text
 from pyattacker.report._serve_store import serve_store
 from pyattacker.report._sweep import sweep_dict, sweep_html, sweep_json, sweep_markdown, sweep_text
 from pyattacker.report._thresholds import Threshold, parse_threshold
-from pyattacker.report._workers import worker_now_line, workers_now
+from pyattacker.report._workers import clock_text, worker_now_line, workers_now
 
 __all__ = [
     "EXIT_BREACHED",
@@ -35,6 +35,7 @@ __all__ = [
     "attack_markdown",
     "attack_text",
     "bench_html",
+    "clock_text",
     "compare_html",
     "compare_reports",
     "comparison_text",

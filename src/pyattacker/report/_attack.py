@@ -34,7 +34,7 @@ from pyattacker.attack import AttackResult, lag_is_large
 from pyattacker.report._flows import flow_lines, flow_markdown, flow_schedule
 from pyattacker.report._lead import lead_lines
 from pyattacker.report._timing import TIMING_NOTE, timing_header, timing_rows
-from pyattacker.report._workers import lost_worker_lines
+from pyattacker.report._workers import lost_worker_lines, workers_line
 
 __all__ = ["attack_json", "attack_markdown", "attack_text"]
 
@@ -55,6 +55,7 @@ def attack_markdown(result: AttackResult) -> str:
     data = result.to_dict()
     lines = [f"# pyattacker attack — {_title(data)}", ""]
     lines += [*_items(_headline(data)), *_items(lost_worker_lines(data))]
+    lines += _items([w for w in [workers_line(data)] if w])
     lines += [*_items(lead_lines(data)), ""]
     latency = _latency_rows(data, nested="total: {}")
     lines += ["## Latency (ms)", "", *_markdown_table(_latency_header(), latency), ""]
@@ -91,7 +92,8 @@ def attack_text(result: AttackResult) -> str:
     """The report for a terminal: plain aligned text (rich renders it as is)."""
     data = result.to_dict()
     lines = [f"pyattacker attack — {_title(data)}", *_headline(data)]
-    lines += [*lost_worker_lines(data), *lead_lines(data), ""]  # a lost worker: its gap
+    workers = [w for w in [workers_line(data)] if w]
+    lines += [*lost_worker_lines(data), *workers, *lead_lines(data), ""]  # a lost worker: its gap
     latency = _latency_rows(data, nested="  {}")
     lines += ["Latency (ms)", *_aligned(_latency_header(), latency, labels=2), ""]
     if timing := timing_rows(data):  # the timing section (report/_timing.py)

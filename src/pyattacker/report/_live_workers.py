@@ -24,6 +24,7 @@ final result and metrics, ``on_finish`` prints the report, and the server linger
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import signal
 import threading
@@ -184,7 +185,10 @@ def _linger(seconds: float) -> None:
     def wake(signum: int, frame: object) -> None:
         woken.set()
 
-    previous = {s: signal.signal(s, wake) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):  # not the main thread: the caller's business
+            previous[s] = signal.signal(s, wake)
     try:
         woken.wait(seconds)
     finally:

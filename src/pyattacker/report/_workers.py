@@ -20,7 +20,31 @@ from typing import Any
 
 from pyattacker.attack import WorkerOutcome
 
-__all__ = ["lost_worker_lines", "worker_now_line", "workers_now"]
+__all__ = ["clock_text", "lost_worker_lines", "worker_now_line", "workers_line", "workers_now"]
+
+
+def workers_line(data: Mapping[str, Any]) -> str | None:
+    """What ran the attack when workers did: how many, where, and for Ray workers how
+    exact their common start was (their clocks' offsets from this machine's); None for
+    one process."""
+    w = data.get("workers")
+    if not w:
+        return None
+    if not w.get("on_ray"):
+        return f"Workers: {w['count']} processes on this machine, their figures merged"
+    if w.get("clock_offset_min_s") is None:
+        return f"Workers: {w['count']} on Ray; no clock measured (every worker was lost first)"
+    clocks = clock_text(w["clock_offset_min_s"], w["clock_offset_max_s"], w["clock_uncertainty_s"])
+    return f"Workers: {w['count']} on Ray, their figures merged; {clocks}"
+
+
+def clock_text(low: float, high: float, within: float) -> str:
+    """The Ray workers' clock offsets from this machine and the worst uncertainty."""
+    span = f"{low * 1000:+.3f}ms" if low == high else f"{low * 1000:+.3f}ms to {high * 1000:+.3f}ms"
+    return (
+        f"clock offsets from this machine {span}, each within ±{within * 1000:.3f}ms: the "
+        "common start instant is no more exact than that"
+    )
 
 
 def lost_worker_lines(data: Mapping[str, Any]) -> list[str]:

@@ -68,6 +68,20 @@
         " attempts for " + w.sent + " requests.");
       n.setAttribute("data-warmup", "");
     }
+    var ws = R.workers;
+    if (ws) {
+      var ms = function (v) { return (v >= 0 ? "+" : "") + (v * 1000).toFixed(3) + "ms"; };
+      var text = "Workers: " + ws.count + (ws.on_ray ? " on Ray" : " processes on this machine") +
+        ", their figures merged";
+      if (ws.clock_offset_min_s !== undefined) {
+        text += "; clock offsets from this machine " + ms(ws.clock_offset_min_s) +
+          (ws.clock_offset_max_s === ws.clock_offset_min_s ? "" : " to " + ms(ws.clock_offset_max_s)) +
+          ", each within ±" + (ws.clock_uncertainty_s * 1000).toFixed(3) +
+          "ms: the common start instant is no more exact than that";
+      }
+      if (ws.lost.length) text += "; lost: worker " + ws.lost.join(", ");
+      note(root, text + ".").setAttribute("data-workers", "");
+    }
   }
 
   function warnings() {
