@@ -153,6 +153,18 @@ def test_an_attack_with_a_lost_worker_exits_3_and_one_without_keeps_its_code() -
     assert workers_exit(whole, 1) == 1
 
 
+def test_when_every_worker_was_lost_the_rates_are_over_the_time_they_ran() -> None:
+    # Both workers' last snapshots were 2 s into an 8 s plan: nobody sent the other 6 s.
+    early = replace(TIMES, schedule_end=ORIGIN + 2, end=ORIGIN + 2)
+    snapshots = [replace(outcome(w, tally()), times=early, final=False) for w in (0, 1)]
+    merged = merge_outcomes(PLAN, snapshots, lost=[0, 1], workers=2)
+    assert merged.stop_reason == "every worker lost"
+    assert merged.schedule_s == 2.0
+    one_left = merge_outcomes(PLAN, [outcome(0, tally())], lost=[1], workers=2)
+    assert one_left.stop_reason is None  # the other worker ran the whole plan
+    assert one_left.schedule_s == 8.0
+
+
 @st.composite
 def flows(draw: st.DrawFn) -> list[tuple[int, str, str, float]]:
     """(worker, how it ended, where, duration) of a scenario's flows: completed, failed at

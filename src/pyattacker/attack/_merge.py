@@ -211,6 +211,10 @@ def merge_outcomes(
     for o in ordered:
         decisions.update(o.decisions)
     reasons = [o.stop_reason for o in ordered if o.stop_reason is not None]
+    if not reasons and {o.index for o in ordered} <= set(lost):
+        # every count is a lost worker's last snapshot: the run stopped there, and its
+        # rates are over the time up to then, not over the whole plan nobody sent
+        reasons = ["every worker lost"]
     lags = [o.loop_lag for o in ordered if o.loop_lag is not None]
     count = workers if workers is not None else len(ordered)
     base = AttackResult.build(
