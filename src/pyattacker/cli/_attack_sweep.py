@@ -31,7 +31,6 @@ from pyattacker.attack import (
     AttackResult,
     ClosedModel,
     LoadModel,
-    OpenModel,
     SweepLevel,
     SweepSpec,
     Warmup,
@@ -132,16 +131,7 @@ def sweep_command(
     _check_outputs(flags)
 
     def plan_for(load: LoadModel) -> AttackPlan:
-        try:
-            return plan_of(_level_flags(flags, load))
-        except ConfigError as exc:  # a level's own load: the user typed it in --sweep
-            if exc.field not in ("--rate", "--clients", "rate", "clients") or (
-                exc.field in ("--clients", "clients") and flags.clients is not None
-            ):
-                raise
-            level = SweepLevel("rate" if isinstance(load, OpenModel) else "concurrency", load)
-            raise ConfigError(f"{level.name}: {exc.message}", field="--sweep",
-                              hint=exc.hint) from None  # fmt: skip
+        return plan_of(_level_flags(flags, load))
 
     for level in spec.first_levels():  # every flag checked before any traffic
         plan = plan_for(level.load)

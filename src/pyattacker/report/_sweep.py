@@ -23,9 +23,10 @@ row after the first that either
 
 A closed-model row's ``sustained_per_s`` is its OK answers per second of the whole run
 (``requests_per_s``): its clients send only as answers come back, so the last answers'
-tail is part of its pace (over the sending span alone, the requests in flight when it
-ended would count for nothing more than time). An open-model row's counts an endpoint
-that answers late but answers as sustaining: the latency rule is what catches it.
+tail is part of its pace (over the sending span alone, the request each client still had
+in flight at its end would add to the count and not to the time). An open-model row's
+counts an endpoint that answers late, but answers, as sustaining: the latency rule is what
+catches that one.
 
 A level stopped by Ctrl-C (``stopped``) takes no part: its figures cover a part of it.
 The first row is the baseline: when it failed more than half its requests, no level can
@@ -131,6 +132,7 @@ def level_row(
     span = s["answer_span_s"]
     sending = s["sending_span_s"]
     closed = level.offered_rate is None
+    over = span if closed else sending  # a closed model's pace includes its answers' tail
     llm, head = report.get("llm"), report.get("headline") or {}
     e2e = llm["e2e_s"]["scheduled"] if llm else total["latency_s"]["scheduled"]
     tpot = llm["tpot_s"] if llm else {"count": 0}
@@ -143,9 +145,7 @@ def level_row(
         "sent_per_s": s["achieved_rate"],
         "arrivals_per_s": None if closed or not sending else s["scheduled"] / sending,
         "requests_per_s": ok / span if span else None,
-        "sustained_per_s": (ok / span if span else None)
-        if closed
-        else (ok / sending if sending else None),
+        "sustained_per_s": ok / over if over else None,
         "output_tokens_per_s": head.get("output_tokens_per_s"),
         "ttft_p50_s": head.get("ttft_p50_s"),
         "ttft_p99_s": head.get("ttft_p99_s"),
