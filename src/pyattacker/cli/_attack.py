@@ -319,7 +319,7 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     if gate.declared:  # thresholds decide the exit code (docs/attack.md, "Exit codes")
         return gate.exit_code(result, output_failed=samples_failed)
     if result.interrupted:
-        click.echo("interrupted: the report covers what ran before Ctrl-C", err=True)
+        click.echo("interrupted (Ctrl-C or SIGTERM): the report covers what ran before", err=True)
         return 130
     if samples_failed:
         return 1
