@@ -54,6 +54,31 @@ def test_the_ray_address_check_accepts_a_running_ray_head(cluster: str) -> None:
     check_address(cluster, "--ray")  # its GCS answers the HTTP/2 greeting as gRPC does
 
 
+def test_a_driver_without_the_clusters_token_is_refused_at_once_naming_ray_auth_mode(
+    cluster: str, tmp_path: Path
+) -> None:
+    """Ray 2.60 turns token authentication on for a cluster it starts (this module's too):
+    a driver whose RAY_AUTH_MODE is not 'token' is refused, which Ray's ray.init retries
+    for 20 s, then reports as a cluster it cannot reach (and `run` did for every item)."""
+    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        pytest.skip("this Ray cluster runs without token authentication")
+    (tmp_path / "r.yaml").write_text(
+        "run: {store: r.db}\n"
+        "pipeline: {name: r, tasks: [{use: echo, executor: ray}]}\n"
+        "source: {range: 3}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    env |= {"RAY_ADDRESS": cluster, "PYATTACKER_PURE": "1"}
+    out = subprocess.run([sys.executable, "-m", "pyattacker", "run", "-c", "r.yaml"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert f"RAY_AUTH_MODE: the Ray cluster at {cluster} (RAY_ADDRESS)" in out.stderr
+    assert "export RAY_AUTH_MODE=token" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "r.db").exists()
+
+
 def _without_wall_time(value: Any) -> Any:
     """The report with every ``wall_s`` (what the runs cost here, not what they found) out."""
     if isinstance(value, dict):

@@ -268,3 +268,182 @@ def test_run_with_only_local_tasks_never_looks_at_ray_address(
     )
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # nobody there, and no task needs it
     assert run_cli(["run", "-c", str(config), "--json"]) == 0
+
+
+# ---- RAY_ADDRESS for a run: checked, and the cluster connected to, before the store exists
+
+
+def _ray_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A config whose one step runs on Ray, and the store it names (not created yet)."""
+    store = tmp_path / "r.db"
+    config = tmp_path / "r.yaml"
+    config.write_text(
+        f"run: {{store: {store}}}\n"
+        "pipeline: {name: r, tasks: [{use: echo, executor: ray}]}\n"
+        "source: {range: 3}\n"
+    )
+    return config, store
+
+
+@pytest.mark.parametrize("address", ["bogus", "host:", "host:port", "::1:6379", "10.0.0.5:6379/x"])
+def test_run_with_a_ray_address_of_another_form_exits_2_naming_it_writing_nothing(
+    address: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("ray")
+    config, store = _ray_config(tmp_path)
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    code = run_cli(["run", "-c", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"RAY_ADDRESS: {address!r} is not a Ray cluster's address" in err
+    assert "HOST:PORT" in err
+    assert not store.exists()
+
+
+def test_bench_ray_names_ray_address_for_an_address_that_came_from_there(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    monkeypatch.setenv("RAY_ADDRESS", "bogus")
+    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
+    code = run_cli(["bench", *small, "--ray"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "RAY_ADDRESS: 'bogus' is not a Ray cluster's address" in err
+    assert "--ray:" not in err
+    assert "unset RAY_ADDRESS" in err  # the fix for a variable, not "pass the address"
+
+
+class _RefusingGcsClient:
+    """Ray's GCS client as a head with token authentication answers a driver without the
+    token (``AuthenticationError`` at once); ``tests/test_ray.py`` meets the real one."""
+
+    @staticmethod
+    def standalone(address: str, cluster_id: object, timeout_ms: int) -> object:
+        import ray.exceptions
+
+        raise ray.exceptions.AuthenticationError(
+            "RPC error: InvalidAuthToken: Authentication token is missing or incorrect"
+        )
+
+
+class _AcceptingGcsClient:
+    @staticmethod
+    def standalone(address: str, cluster_id: object, timeout_ms: int) -> object:
+        return object()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("mode", "field", "fix"),
+    [
+        (None, "RAY_AUTH_MODE", "export RAY_AUTH_MODE=token"),
+        ("token", "RAY_AUTH_TOKEN", "export RAY_AUTH_TOKEN=TOKEN"),
+    ],
+)
+def test_run_at_a_head_that_refuses_the_token_exits_2_naming_the_variable_writing_nothing(
+    mode: str | None,
+    field: str,
+    fix: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("ray")
+    import ray._raylet
+
+    monkeypatch.setattr(ray._raylet, "InnerGcsClient", _RefusingGcsClient)
+    if mode is None:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    else:
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+    config, store = _ray_config(tmp_path)
+    with listening(_http2_server) as address:
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        code = run_cli(["run", "-c", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{field}: the Ray cluster at {address} (RAY_ADDRESS)" in err
+    assert fix in err
+    assert "ray start --head" not in err  # the cluster is up: starting one is not the fix
+    assert "Traceback" not in err
+    assert not store.exists()
+
+
+@pytest.mark.timeout(60)
+def test_bench_ray_at_a_head_that_refuses_the_token_exits_2_naming_ray_auth_mode(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    import ray._raylet
+
+    monkeypatch.setattr(ray._raylet, "InnerGcsClient", _RefusingGcsClient)
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
+    with listening(_http2_server) as address:
+        code = run_cli(["bench", *small, "--ray", address])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"RAY_AUTH_MODE: the Ray cluster at {address} (--ray)" in err
+
+
+@pytest.mark.timeout(60)
+def test_run_connects_to_the_ray_address_cluster_once_before_the_store_is_created(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever Ray refuses past the checks (a cluster of another Ray version, say) is one
+    exit 2 with nothing written, not one failed item per row."""
+    pytest.importorskip("ray")
+    import ray._raylet
+
+    from pyattacker.run import _ray as run_ray
+
+    calls: list[str | None] = []
+
+    def refused(address: str | None, *, num_cpus: int | None, field: str) -> bool:
+        calls.append(address)
+        raise ConfigError("cannot connect to the Ray cluster: versions differ", field="RAY_ADDRESS")
+
+    monkeypatch.setattr(ray._raylet, "InnerGcsClient", _AcceptingGcsClient)
+    monkeypatch.setattr(run_ray, "connect", refused)
+    config, store = _ray_config(tmp_path)
+    with listening(_http2_server) as address:
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        code = run_cli(["run", "-c", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "RAY_ADDRESS: cannot connect to the Ray cluster: versions differ" in err
+    assert calls == [None]
+    assert not store.exists()
+
+
+def test_a_failed_ray_connection_fails_every_later_attempt_of_the_run_without_retrying_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray retries a refused connection for 20 s: each item asking again cost that much."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("this process has a Ray session: no connection is opened")
+    from pyattacker.run import Runner, pipeline
+    from pyattacker.run import _ray as run_ray
+    from pyattacker.store import SQLiteStore, results
+
+    calls: list[str | None] = []
+
+    def refused(address: str | None, *, num_cpus: int | None, field: str) -> bool:
+        calls.append(address)
+        raise ConfigError("cannot start a local Ray: no", field="executor")
+
+    monkeypatch.setattr(run_ray, "connect", refused)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    store = SQLiteStore(tmp_path / "r.db")
+    with Runner(store, concurrency=3, handle_signals=False) as runner:
+        runner.run(pipeline("r", task(square, executor="ray")).map(range(4)))
+    outcomes = [(row["state"], str(row["error"])) for row in results(store)]
+    store.close()
+    assert calls == [None]
+    assert len(outcomes) == 4
+    assert all(s == "failed" and "cannot start a local Ray" in e for s, e in outcomes)

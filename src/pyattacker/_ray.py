@@ -34,10 +34,12 @@ __all__ = [
     "connect",
     "import_ray",
     "ray_session",
+    "start_hint",
 ]
 
 INSTALL_HINT = "pip install 'pyattacker[ray]'"
-START_HINT = "start a cluster with `ray start --head` and pass the address it prints"
+#: Where a connection's address comes from when no flag gave one.
+ADDRESS_VARIABLE = "RAY_ADDRESS"
 
 
 def import_ray(field: str) -> Any:
@@ -67,12 +69,15 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
     ``address`` connects to a running cluster (``host:port``, ``auto``, ``ray://...``);
     ``None`` starts a local Ray with ``num_cpus`` CPUs (``None``: every core), unless
     ``RAY_ADDRESS`` names a cluster (Ray's own convention). A cluster that cannot be
-    reached is a ``ConfigError`` on ``field``.
+    reached is a ``ConfigError`` on ``field``, or on ``RAY_ADDRESS`` when the address came
+    from there (the user fixes the variable, not the flag).
     """
     ray = import_ray(field)
     if ray.is_initialized():
         return False
-    target = address or os.environ.get("RAY_ADDRESS") or "local"
+    from_variable = not address and bool(os.environ.get(ADDRESS_VARIABLE))
+    target = address or os.environ.get(ADDRESS_VARIABLE) or "local"
+    named = ADDRESS_VARIABLE if from_variable else field
     options: dict[str, Any] = {
         # The dashboard is a web server per cluster: no use to a sweep, and slow to start.
         "include_dashboard": False,
@@ -82,15 +87,33 @@ def connect(address: str | None, *, num_cpus: int | None, field: str) -> bool:
     }
     if target == "local" and num_cpus is not None:
         options["num_cpus"] = num_cpus
-    check_address(target, field if address else "RAY_ADDRESS")
+    check_address(target, named)
     _quiet_driver()
+    refused = getattr(ray.exceptions, "AuthenticationError", ())
     try:
         ray.init(address=target, **options)
-    except (ConnectionError, TimeoutError, ValueError) as exc:
+    except refused as exc:  # RAY_AUTH_MODE=token and no token here, or "auto"'s cluster
+        raise _token_refused(target, named, str(getattr(exc, "message", exc))) from None
+    # RuntimeError: Ray's refusal of a cluster of another Ray or Python version
+    except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
+        if target == "local":
+            raise ConfigError(f"cannot start a local Ray: {exc}", field=field) from None
         raise ConfigError(
-            f"cannot connect to the Ray cluster at {target!r}: {exc}", field=field, hint=START_HINT
+            f"cannot connect to the Ray cluster at {target!r}: {exc}",
+            field=named,
+            hint=start_hint(named),
         ) from None
     return True
+
+
+def start_hint(field: str) -> str:
+    """How to give a cluster's address through ``field`` (a flag, or ``RAY_ADDRESS``)."""
+    if field == ADDRESS_VARIABLE:
+        return (
+            "start a cluster with `ray start --head` and export RAY_ADDRESS=HOST:PORT as it "
+            "prints (6379 unless its --port said otherwise), or unset RAY_ADDRESS for a local Ray"
+        )
+    return f"start a cluster with `ray start --head` and give {field} the address it prints"
 
 
 class _NoSigtermNote(logging.Filter):
@@ -128,29 +151,32 @@ def _plain_on_stderr(data: dict[str, Any], ignore_prefix: bool = False) -> None:
 
 
 def check_address(target: str, field: str) -> None:
-    """``ConfigError`` on ``field`` unless a Ray cluster's head may be at ``target``.
+    """``ConfigError`` unless a Ray cluster's head may be at ``target`` and would let this
+    process in; ``field`` names where the address came from (``--ray``, ``RAY_ADDRESS``).
 
     Ray itself, given a ``host:port`` where no Ray listens, retries for minutes, filling
     stderr with warnings. So nobody listening, and something listening that is not a Ray
     head (a web server, the attack's own target), are refused here in seconds: a head's
     GCS port speaks gRPC, so it must answer an HTTP/2 greeting as HTTP/2 does
-    (:func:`_not_grpc`). Other forms ("auto", "ray://...") are Ray's to resolve.
+    (:func:`_not_grpc`). A head that wants a token this process does not send is refused
+    too (:func:`_check_token`), where Ray retries for 20 s and then blames the address.
+    ``auto``, ``local`` and Ray Client's ``ray://...`` are Ray's to resolve; any other form
+    than ``HOST:PORT`` is refused, as Ray would refuse it.
     """
-    host, colon, port = target.rpartition(":")
-    if not colon or not host or "/" in target or not port.isdigit():
+    if target in ("auto", "local") or target.startswith("ray://"):
         return
+    host, port = _host_port(target, field)
     try:
-        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
+        sock = socket.create_connection((host, port), timeout=5)
     except OSError as exc:
         raise ConfigError(
             f"no Ray cluster answers at {target} ({exc.strerror or exc})",
             field=field,
-            hint=START_HINT,
+            hint=start_hint(field),
         ) from None
     with sock:
-        if _tls_only():
-            return  # a head with RAY_USE_TLS speaks TLS first: the greeting proves nothing
-        problem = _not_grpc(sock)
+        # a head with RAY_USE_TLS speaks TLS first: the greeting would prove nothing
+        problem = None if _tls_only() else _not_grpc(sock)
     if problem is not None:
         raise ConfigError(
             f"something answers at {target}, but not a Ray cluster: {problem}",
@@ -158,6 +184,83 @@ def check_address(target: str, field: str) -> None:
             hint="give the address `ray start --head` printed (the head's GCS port, "
             "6379 unless its --port said otherwise), not a web server's",
         )
+    _check_token(target, field)
+
+
+def _host_port(target: str, field: str) -> tuple[str, int]:
+    """``target``'s host and port, or ``ConfigError`` on ``field`` for another shape (Ray's
+    own refusal would name neither the variable nor the form it wants)."""
+    host, colon, port = target.rpartition(":")
+    bare = host.strip("[]")
+    bracketed = host.startswith("[") and host.endswith("]")
+    if colon and bare and port.isdigit() and "/" not in target and (":" not in bare or bracketed):
+        return bare, int(port)
+    unset = " (or unset RAY_ADDRESS for a local Ray)" if field == ADDRESS_VARIABLE else ""
+    raise ConfigError(
+        f"{target!r} is not a Ray cluster's address",
+        field=field,
+        hint="give HOST:PORT as `ray start --head` prints it (e.g. 10.0.0.5:6379), or auto "
+        f"for the cluster started on this machine{unset}",
+    )
+
+
+#: How long the head may take to answer the token check (it answers in milliseconds).
+TOKEN_PROBE_MS = 3000
+_TOKEN_VARIABLE = "RAY_AUTH_MODE"
+_TOKEN_SETUP = "ray._private.authentication.authentication_token_setup"
+
+
+def _check_token(target: str, field: str) -> None:
+    """``ConfigError`` when the head at ``target`` refuses this process's credentials.
+
+    Ray 2.60's ``ray start --head`` turns token authentication on whenever its machine has
+    a token (``~/.ray/auth_token``, which any local ``ray.init()`` creates), while a driver
+    given an address sends a token only with ``RAY_AUTH_MODE=token``. Asked to connect
+    without it, ``ray.init`` retries for 20 s, then says the cluster cannot be reached.
+    Ray's own GCS client, asked for the cluster's id, is refused in milliseconds with
+    ``AuthenticationError``; only that answer is acted on: anything else (Ray's private
+    API moved, a slow head) is left to ``ray.init`` to report.
+    """
+    try:
+        raylet: Any = importlib.import_module("ray._raylet")
+        refused: Any = importlib.import_module("ray.exceptions").AuthenticationError
+        setup: Any = importlib.import_module(_TOKEN_SETUP)
+        has_token = setup.ensure_token_if_auth_enabled
+        standalone = raylet.InnerGcsClient.standalone
+    except (ImportError, AttributeError):
+        return
+    try:
+        # Token mode with no token anywhere is Ray's refusal here (as in ray.init); asked to
+        # connect so, Ray's client aborts the process (a failed CHECK in its C++).
+        has_token(None, create_token_if_missing=False)
+        standalone(target, None, TOKEN_PROBE_MS)
+    except refused as exc:
+        raise _token_refused(target, field, str(getattr(exc, "message", exc))) from None
+    except Exception:  # not ours to judge: ray.init says what it is
+        return
+
+
+def _token_refused(target: str, field: str, said: str) -> ConfigError:
+    """The refusal of a head that wants a token, naming the variable that fixes it."""
+    elsewhere = (
+        "on another machine than the head, also export RAY_AUTH_TOKEN=TOKEN, where TOKEN is "
+        "what `ray get-auth-token` prints on the head"
+    )
+    if os.environ.get(_TOKEN_VARIABLE, "").lower() != "token":
+        return ConfigError(
+            f"the Ray cluster at {target} ({field}) requires Ray's token authentication, "
+            f"and this process sends no token as RAY_AUTH_MODE is not 'token' (Ray: {said})",
+            field=_TOKEN_VARIABLE,
+            hint=f"export RAY_AUTH_MODE=token, which reads the token from ~/.ray/auth_token; "
+            f"{elsewhere}",
+        )
+    return ConfigError(
+        f"the Ray cluster at {target} ({field}) wants its token, and this process has "
+        f"another one or none (Ray: {said})",
+        field="RAY_AUTH_TOKEN",
+        hint="export RAY_AUTH_TOKEN=TOKEN, where TOKEN is what `ray get-auth-token` prints "
+        "on the head (or RAY_AUTH_TOKEN_PATH=FILE holding it)",
+    )
 
 
 #: How long a Ray head may take to answer the HTTP/2 greeting (it answers at once).

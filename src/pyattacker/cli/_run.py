@@ -209,7 +209,8 @@ def run_command(
     pools = _pools(load_target(pools_target, field="--pools")) if pools_target else []
     _check_pools(template, pools)
     check_captured_clients(template.tasks)  # before the store is created
-    check_ray_address(template.tasks)
+    # a RAY_ADDRESS cluster is connected to now: one refusal, not one per item
+    check_ray_address(template.tasks, open_session=shards is None)  # shards connect
     stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(

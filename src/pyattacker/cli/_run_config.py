@@ -85,7 +85,8 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
     store_exists = loaded.store is not None and Path(loaded.store).is_file()
     resume = resume or bool(params.get("resume")) or fresh or (add_pipeline and store_exists)
     check_captured_clients(loaded.template.tasks)  # before the store is created
-    check_ray_address(loaded.template.tasks)
+    # a RAY_ADDRESS cluster is connected to now: one refusal, not one per item
+    check_ray_address(loaded.template.tasks, open_session=shards is None)  # shards connect
     if loaded.source is None and not resume:
         raise ConfigError(
             "which rows? the config has no source",

@@ -28,7 +28,9 @@ pyattacker itself travel by name and must be installed on every node.
 Connecting: the caller's Ray session when it has one (``ray.init(...)`` before the run),
 else the cluster ``RAY_ADDRESS`` names, else a local Ray on this machine's cores, opened
 once, at the first Ray attempt, off the loop (a thread that lives as long as the process),
-and closed at the process's exit.
+and closed at the process's exit. ``pyattacker run`` opens a ``RAY_ADDRESS`` cluster's
+session before it creates the store (:func:`check_ray_address`), so a cluster it cannot
+use is refused once, exit 2, rather than in every item's attempt.
 """
 
 from __future__ import annotations
@@ -46,11 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from pyattacker._ray import check_address, connect, import_ray
+from pyattacker.errors import ConfigError
 
 __all__ = ["call_on_ray", "check_ray_address"]
 
 _remote: Any = None
-_connecting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+_connecting: tuple[asyncio.AbstractEventLoop, asyncio.Lock, list[ConfigError]] | None = None
 _calls: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] | None = None
 _calls_lock = threading.Lock()
 
@@ -72,11 +75,19 @@ async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
         raise _body_error(exc) from None
 
 
-def check_ray_address(tasks: Iterable[Any]) -> None:
-    """``ConfigError`` on ``RAY_ADDRESS`` when one of ``tasks`` runs on Ray and no Ray head
-    answers at the address it names: refused before the run writes anything, where the
-    first Ray attempt would fail every item with it (or wait minutes in Ray's retries, at
-    an address where something else listens). Ray is not imported."""
+def check_ray_address(tasks: Iterable[Any], *, open_session: bool = False) -> None:
+    """``ConfigError`` naming ``RAY_ADDRESS`` (or the token variable to set) when one of
+    ``tasks`` runs on Ray and the cluster ``RAY_ADDRESS`` names cannot be used: an address
+    of another form, nobody or something else answering there, a head that refuses this
+    process's token (:func:`~pyattacker._ray.check_address`). Refused before the run writes
+    anything, where each Ray attempt would fail on its own (after 20 s of Ray's retries,
+    for the token) and the run would record every item as failed.
+
+    ``open_session``: open the Ray session now too (where the first Ray attempt would), so
+    whatever else Ray refuses (a cluster of another Ray version, say) is refused now as
+    well: the command line does, before it creates the store; the Runner, whose loop must
+    not stand still for a connection, only checks. Without ``RAY_ADDRESS``, a local Ray is
+    started at the first Ray attempt as before (it takes seconds a resume may not need)."""
     address = os.environ.get("RAY_ADDRESS")
     if not address or not _any_on_ray(tasks):
         return
@@ -84,6 +95,8 @@ def check_ray_address(tasks: Iterable[Any]) -> None:
     if ray is not None and ray.is_initialized():
         return  # the caller's own session is the one used, whatever RAY_ADDRESS says
     check_address(address, "RAY_ADDRESS")
+    if open_session:
+        _on_ray_thread(functools.partial(connect, None, num_cpus=None, field="executor")).result()
 
 
 def _any_on_ray(tasks: Iterable[Any]) -> bool:
@@ -96,14 +109,22 @@ def _any_on_ray(tasks: Iterable[Any]) -> bool:
 async def _connect() -> None:
     """Open the Ray session once, whatever number of attempts wait for it; on the Ray
     thread (:func:`_on_ray_thread`), as starting a local Ray takes seconds the run's loop
-    must not stand still for."""
+    must not stand still for. A failure is kept for the run (its loop): every attempt after
+    it fails with it at once, where each would have retried (20 s for a refused token)."""
     global _connecting
     loop = asyncio.get_running_loop()
     if _connecting is None or _connecting[0] is not loop:  # a lock serves one loop
-        _connecting = (loop, asyncio.Lock())
-    async with _connecting[1]:
+        _connecting = (loop, asyncio.Lock(), [])
+    _, lock, failed = _connecting
+    async with lock:
+        if failed:
+            raise ConfigError(failed[0].message, field=failed[0].field, hint=failed[0].hint)
         opening = functools.partial(connect, None, num_cpus=None, field="executor")
-        await asyncio.wrap_future(_on_ray_thread(opening))
+        try:
+            await asyncio.wrap_future(_on_ray_thread(opening))
+        except ConfigError as exc:
+            failed.append(exc)
+            raise
 
 
 def _on_ray_thread(call: Callable[[], Any]) -> concurrent.futures.Future[Any]:
