@@ -5,11 +5,15 @@ Each run is one deterministic simulation, shipped to a Ray worker whole (its
 (algorithm, seed) order whatever order the tasks finish in, so it equals the serial one in
 everything but ``wall_s``. Failures keep the serial sweep's meaning: the first failure *in
 plan order* is raised once every run before it has finished, and the rest are cancelled.
+A run's own error comes back as a value, so an error Ray raises is Ray's: the cluster (or
+the worker a run was on) was lost, a :class:`ClusterLost` (exit 1) saying how many runs
+were done. A sweep reports all its runs or none (as a wall budget that runs out), so none.
 Ray is imported through :mod:`pyattacker._ray`, so only when this path is used.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,8 +21,14 @@ from pyattacker._ray import ray_session
 from pyattacker.benchmark._harness import Harness
 from pyattacker.benchmark._plan_order import PlanOrder
 from pyattacker.benchmark._result import RunResult
+from pyattacker.errors import PyAttackerError
 
-__all__ = ["on_ray"]
+__all__ = ["ClusterLost", "on_ray"]
+
+
+class ClusterLost(PyAttackerError):
+    """The Ray cluster (or the worker of a run) went away before the sweep finished."""
+
 
 OnResult = Callable[[RunResult], None]
 
@@ -50,7 +60,8 @@ def on_ray(
             return _collect(ray, pending, len(harnesses), on_result)
         finally:
             for ref in pending:
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(Exception):  # a lost cluster cancels nothing
+                    ray.cancel(ref, force=True)
 
 
 def _collect(
@@ -58,7 +69,28 @@ def _collect(
 ) -> list[RunResult]:
     done = PlanOrder(total, on_result)
     while pending:
-        finished, _ = ray.wait(list(pending), num_returns=1)
-        for ref in finished:
-            done.add(pending.pop(ref), ray.get(ref))
+        try:
+            finished, _ = ray.wait(list(pending), num_returns=1)
+            outcomes = [(ref, ray.get(ref)) for ref in finished]
+        except ray.exceptions.RayError as exc:  # a run's own error is a value: this is Ray's
+            raise _lost(exc, total - len(pending), total) from None
+        for ref, outcome in outcomes:
+            done.add(pending.pop(ref), outcome)
     return done.results()
+
+
+def _lost(exc: BaseException, finished: int, total: int) -> ClusterLost:
+    """What the user reads when Ray fails under the sweep: what was lost, and how far the
+    sweep had got, on one line (Ray's messages run to paragraphs)."""
+    said = str(exc).strip().splitlines()
+    name = type(exc).__name__
+    lost = "a Ray worker died" if name in _WORKER_ONLY else "the Ray cluster was lost"
+    return ClusterLost(
+        f"{lost}: {finished} of {total} runs done, so no report (a sweep reports all its "
+        f"runs); Ray said {name}: {said[0] if said else ''} — check the cluster (ray status) "
+        "and run the sweep again"
+    )
+
+
+#: Ray's errors for one worker lost (killed, out of memory) with the cluster still up.
+_WORKER_ONLY = frozenset({"WorkerCrashedError", "OutOfMemoryError"})

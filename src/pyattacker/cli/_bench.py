@@ -153,7 +153,8 @@ Exit codes: 0 done, 1 a run could not finish (wall budget, stalled), 2 bad input
     metavar="[ADDRESS]",
     help="Run the runs as Ray tasks (pip install 'pyattacker[ray]'): on the cluster at "
     "ADDRESS (e.g. 10.0.0.5:6379, auto), or without one on a local Ray of --jobs-parallel "
-    "CPUs. The report is the same.",
+    "CPUs. The report is the same. A cluster lost mid-sweep exits 1 with no report, "
+    "saying how many runs were done.",
 )
 @click.option(
     "--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-': stdout)."
