@@ -28,6 +28,7 @@ from pyattacker.cli._run_artifacts import artifacts_option, store_with
 from pyattacker.cli._run_commands import print_run_report
 from pyattacker.cli._run_input import Wanted, duration, pipelines_to_run, rows_to_run
 from pyattacker.cli._run_progress import RunProgress
+from pyattacker.cli._run_ray import check_run_ray, ray_option
 from pyattacker.cli._run_shards import (
     run_shards,
     shard_of_flag,
@@ -48,7 +49,6 @@ from pyattacker.run import (
     Shard,
     Task,
     check_captured_clients,
-    check_ray_address,
     not_read,
     pipeline,
 )
@@ -172,6 +172,7 @@ _INPUT_FLAGS = {"input": "--input", "format": "--input-format", "limit": "--limi
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @shard_options
 @artifacts_option
+@ray_option
 def run_command(
     target: str | None,
     config_path: str | None,
@@ -210,7 +211,7 @@ def run_command(
     _check_pools(template, pools)
     check_captured_clients(template.tasks)  # before the store is created
     # a RAY_ADDRESS cluster is connected to now: one refusal, not one per item
-    check_ray_address(template.tasks, open_session=shards is None)  # shards connect
+    check_run_ray(template.tasks, open_session=shards is None)  # shards connect
     stop_after_s = None if stop_after is None else duration(stop_after)
     if input_path is None and not resume:
         raise ConfigError(

@@ -20,6 +20,7 @@ from click.core import ParameterSource
 
 from pyattacker.cli._run import _execute, _flags, run_command, sharded_store
 from pyattacker.cli._run_input import Wanted, rows_to_run
+from pyattacker.cli._run_ray import check_run_ray
 from pyattacker.cli._run_shards import run_shards, shard_of_flag
 from pyattacker.config import (
     LoadedConfig,
@@ -29,7 +30,7 @@ from pyattacker.config import (
     render_effective,
 )
 from pyattacker.errors import ConfigError
-from pyattacker.run import FileSource, check_captured_clients, check_ray_address, range_rows
+from pyattacker.run import FileSource, check_captured_clients, range_rows
 
 __all__ = ["resume_command", "run_from_config", "validate_command"]
 
@@ -86,7 +87,7 @@ def run_from_config(ctx: click.Context, *, target: str | None, resume: bool = Fa
     resume = resume or bool(params.get("resume")) or fresh or (add_pipeline and store_exists)
     check_captured_clients(loaded.template.tasks)  # before the store is created
     # a RAY_ADDRESS cluster is connected to now: one refusal, not one per item
-    check_ray_address(loaded.template.tasks, open_session=shards is None)  # shards connect
+    check_run_ray(loaded.template.tasks, open_session=shards is None)  # shards connect
     if loaded.source is None and not resume:
         raise ConfigError(
             "which rows? the config has no source",

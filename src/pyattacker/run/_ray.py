@@ -75,7 +75,9 @@ async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
         raise _body_error(exc) from None
 
 
-def check_ray_address(tasks: Iterable[Any], *, open_session: bool = False) -> None:
+def check_ray_address(
+    tasks: Iterable[Any], *, open_session: bool = False, flag: str | None = None
+) -> None:
     """``ConfigError`` naming ``RAY_ADDRESS`` (or the token variable to set) when one of
     ``tasks`` runs on Ray and the cluster ``RAY_ADDRESS`` names cannot be used: an address
     of another form, nobody or something else answering there, a head that refuses this
@@ -87,14 +89,26 @@ def check_ray_address(tasks: Iterable[Any], *, open_session: bool = False) -> No
     whatever else Ray refuses (a cluster of another Ray version, say) is refused now as
     well: the command line does, before it creates the store; the Runner, whose loop must
     not stand still for a connection, only checks. Without ``RAY_ADDRESS``, a local Ray is
-    started at the first Ray attempt as before (it takes seconds a resume may not need)."""
+    started at the first Ray attempt as before (it takes seconds a resume may not need).
+
+    ``flag``: the command line's flag that asked for Ray (``run --ray``), named in the
+    refusals instead of ``RAY_ADDRESS``; with it, a pipeline with no step on Ray is
+    refused too."""
+    on_ray = _any_on_ray(tasks)
+    if flag is not None and not on_ray:
+        raise ConfigError(
+            "no step of this pipeline runs on Ray, so there is nothing to send there",
+            field=flag,
+            hint='mark the CPU-bound steps @task(executor="ray") (executor: ray in a config '
+            f"file), or leave out {flag}",
+        )
     address = os.environ.get("RAY_ADDRESS")
-    if not address or not _any_on_ray(tasks):
+    if not address or not on_ray:
         return
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return  # the caller's own session is the one used, whatever RAY_ADDRESS says
-    check_address(address, "RAY_ADDRESS")
+    check_address(address, flag or "RAY_ADDRESS")
     if open_session:
         _on_ray_thread(functools.partial(connect, None, num_cpus=None, field="executor")).result()
 
