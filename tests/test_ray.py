@@ -142,6 +142,35 @@ def _outputs(runner_store: Any) -> dict[Any, Any]:
     return {row["input"]: (row["state"], row["output"]) for row in results(runner_store)}
 
 
+def meet(row: dict[str, Any]) -> int:
+    """Say it started, then compute until the other body has started too. On Ray's 2 CPUs
+    the two run at once; run one after the other (as one process's steps are: one GIL), the
+    first would compute here until the deadline ends it as a failure."""
+    folder, index = Path(row["folder"]), int(row["index"])
+    (folder / f"started-{index}").write_text(str(os.getpid()))
+    deadline, total = time.monotonic() + 60, index
+    while not (folder / f"started-{1 - index}").exists():
+        total = (total * 31 + 7) % 1_000_003  # CPU-bound while it waits
+        if time.monotonic() > deadline:
+            raise TimeoutError("the other body never ran alongside this one")
+    return os.getpid()
+
+
+def test_two_cpu_bound_ray_steps_run_at_once_in_two_processes(tmp_path: Path) -> None:
+    # What makes Ray worth it for a run: its CPU-bound steps compute in parallel, which the
+    # driver's one process cannot (benchmarks/ray_run.py measures what that gains).
+    store = SQLiteStore(tmp_path / "r.db")
+    steps = pipeline("p", task(meet, executor="ray"))
+    rows = [{"folder": str(tmp_path), "index": i} for i in range(2)]
+    with Runner(store, concurrency=2, handle_signals=False) as runner:
+        report = runner.run(steps.map(rows))
+    assert report.by_state == {"succeeded": 2}, report.failures[0]["error"]
+    pids = {row["output"] for row in results(store)}
+    store.close()
+    assert len(pids) == 2
+    assert os.getpid() not in pids
+
+
 def test_a_ray_step_gives_the_outputs_of_the_same_step_run_locally(tmp_path: Path) -> None:
     outputs = []
     for executor in ("ray", "local"):
