@@ -22,6 +22,9 @@ from pyattacker.cli import run_cli
 from pyattacker.errors import ConfigError
 from pyattacker.run import task
 
+# a bench sweep small enough to be refused or run in a moment
+SMALL_BENCH = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
+
 
 @pytest.fixture
 def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,8 +48,7 @@ def test_bench_ray_without_ray_exits_2_naming_the_flag_and_the_install_command(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     report = tmp_path / "report.json"
-    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
-    code = run_cli(["bench", *small, "--ray", "--json", str(report)])
+    code = run_cli(["bench", *SMALL_BENCH, "--ray", "--json", str(report)])
     err = capsys.readouterr().err
     assert code == 2
     assert "--ray" in err
@@ -84,8 +86,7 @@ def test_bench_ray_at_an_address_nobody_listens_on_exits_2_at_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("ray")
-    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
-    code = run_cli(["bench", *small, "--ray", "127.0.0.1:1"])
+    code = run_cli(["bench", *SMALL_BENCH, "--ray", "127.0.0.1:1"])
     err = capsys.readouterr().err
     assert code == 2
     assert "no Ray cluster answers at 127.0.0.1:1" in err
@@ -228,9 +229,8 @@ def test_bench_ray_at_a_web_server_exits_2_in_seconds_naming_the_flag(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("ray")
-    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
     with listening(_http_server) as address:
-        code = run_cli(["bench", *small, "--ray", address])
+        code = run_cli(["bench", *SMALL_BENCH, "--ray", address])
     err = capsys.readouterr().err
     assert code == 2
     assert f"--ray: something answers at {address}, but not a Ray cluster" in err
@@ -308,8 +308,7 @@ def test_bench_ray_names_ray_address_for_an_address_that_came_from_there(
 ) -> None:
     pytest.importorskip("ray")
     monkeypatch.setenv("RAY_ADDRESS", "bogus")
-    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
-    code = run_cli(["bench", *small, "--ray"])
+    code = run_cli(["bench", *SMALL_BENCH, "--ray"])
     err = capsys.readouterr().err
     assert code == 2
     assert "RAY_ADDRESS: 'bogus' is not a Ray cluster's address" in err
@@ -382,9 +381,8 @@ def test_bench_ray_at_a_head_that_refuses_the_token_exits_2_naming_ray_auth_mode
 
     monkeypatch.setattr(ray._raylet, "InnerGcsClient", _RefusingGcsClient)
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
-    small = ["--algorithms", "wait", "--seeds", "1", "--jobs", "10", "--horizon", "10"]
     with listening(_http2_server) as address:
-        code = run_cli(["bench", *small, "--ray", address])
+        code = run_cli(["bench", *SMALL_BENCH, "--ray", address])
     err = capsys.readouterr().err
     assert code == 2
     assert f"RAY_AUTH_MODE: the Ray cluster at {address} (--ray)" in err
