@@ -14,7 +14,8 @@ reset before each run) twice, in alternating order: from this process
   plus the driver's (forking, reading snapshots, merging), over the requests sent;
 - context switches per request (``getrusage``: this process, and the workers once
   joined): how often the kernel switched away from the generator, each a wake-up it paid
-  for; at low rates two workers switch more per request than one process;
+  for; at low rates two workers switch more per request than one process; in brackets the
+  involuntary ones (another runnable process took the core);
 - the ratio of the two (the issue's budget: at most 1.10), and at the end its median over
   the rounds of each rate (one round's ratio moves by a tenth either way on this shared
   host): the ratio depends on the rate, since a process that sleeps between arrivals pays
@@ -74,12 +75,14 @@ def accuracy(result: AttackResult, truth: dict[str, Any]) -> tuple[float, bool]:
     return worst * 1000, ok
 
 
-def switches() -> int:
+def switches() -> tuple[int, int]:
     """Context switches so far of this process and of its children reaped (the workers,
-    once joined): the times the kernel switched away from them, each a wake-up to pay."""
+    once joined), voluntary (it waited: each a wake-up to pay) and involuntary (another
+    runnable process took the core: on this machine the workers and the server contend
+    for two cores, which a worker with a core of its own would not)."""
     own, reaped = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
                                                        resource.RUSAGE_CHILDREN))  # fmt: skip
-    return own.ru_nvcsw + own.ru_nivcsw + reaped.ru_nvcsw + reaped.ru_nivcsw
+    return own.ru_nvcsw + reaped.ru_nvcsw, own.ru_nivcsw + reaped.ru_nivcsw
 
 
 def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[str, Any]:
@@ -97,7 +100,7 @@ def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[s
         cpu = driver + sum(w["cpu_s"] for w in each)
         result = merged
     wall = wall_time() - wall0
-    switched = switches() - switched0
+    voluntary, involuntary = (b - a for a, b in zip(switched0, switches(), strict=True))
     truth = server.stats()
     worst, ok = accuracy(result, truth)
     return {
@@ -106,7 +109,8 @@ def one_run(server: EchoServerProcess, plan: AttackPlan, workers: int) -> dict[s
         "served": truth["count"],
         "cpu_s": cpu,
         "cpu_us_per_request": cpu / max(result.sent, 1) * 1e6,
-        "switches_per_request": switched / max(result.sent, 1),
+        "switches_per_request": (voluntary + involuntary) / max(result.sent, 1),
+        "involuntary_per_request": involuntary / max(result.sent, 1),
         "wall_s": wall,
         "loop_lag_p99_ms": [
             None if w["loop_lag_p99_s"] is None else w["loop_lag_p99_s"] * 1000 for w in each
@@ -176,7 +180,8 @@ def run_rate(
             print(
                 f"{rate:g}/s round {round_ + 1} workers {run['workers']}: sent {run['sent']} "
                 f"(server {run['served']}), CPU {run['cpu_us_per_request']:.1f} us/request, "
-                f"{run['switches_per_request']:.2f} context switches/request, "
+                f"{run['switches_per_request']:.2f} context switches/request "
+                f"({run['involuntary_per_request']:.2f} involuntary), "
                 f"worker CPU {[round(c, 2) for c in run['worker_cpu_s']]} s, driver CPU "
                 f"{run['driver_cpu_s'] and round(run['driver_cpu_s'], 3)} s, loop lag p99 "
                 f"{[None if v is None else round(v, 2) for v in run['loop_lag_p99_ms']]} ms, "
