@@ -49,6 +49,7 @@ from pyattacker.run._commit import Committer
 from pyattacker.run._input import Tracked
 from pyattacker.run._job import Job
 from pyattacker.run._live import LivePipelines
+from pyattacker.run._ray import cluster_lost
 from pyattacker.run._records import Recorder
 from pyattacker.run._scrub import Scrubber
 from pyattacker.run._settings import Settings
@@ -345,6 +346,9 @@ class Execution:
             self.stop(f"{type(exc).__name__} raised by task {task.name!r}")
         except BaseException as exc:
             error = exc
+            lost = cluster_lost(exc)
+            if lost is not None:  # every later attempt on Ray would fail the same way
+                self.stop(lost)
         finally:
             counters.in_flight -= 1
             self._slots.release()

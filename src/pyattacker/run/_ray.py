@@ -16,6 +16,9 @@ How an attempt on Ray ends:
   policy retries only if it names it (``on=(ray.exceptions.WorkerCrashedError,)``) or retries
   unknown errors. Ray never retries on its own (``max_retries=0``): the one retry budget is
   the task's;
+- the cluster itself is lost to this driver (``LocalRayletDiedError``, ``RaySystemError``:
+  :func:`cluster_lost`): the attempt fails with it, and the run stops as on a signal, so
+  the pipelines not done wait for a resume instead of each failing in turn;
 - the attempt is cancelled (its ``timeout_s``, a stopping run): the Ray task is cancelled
   too (its worker is killed), so no orphan keeps burning a CPU.
 
@@ -50,7 +53,12 @@ from typing import Any
 from pyattacker._ray import check_address, connect, import_ray
 from pyattacker.errors import ConfigError
 
-__all__ = ["call_on_ray", "check_ray_address"]
+__all__ = ["call_on_ray", "check_ray_address", "cluster_lost"]
+
+# Ray's errors that say this driver has lost its cluster (its own raylet, or the cluster's
+# control), not that one worker or one node of several died: every later attempt would
+# fail the same way, so the run stops and leaves the rest to a resume.
+_CLUSTER_LOST = frozenset({"LocalRayletDiedError", "RaySystemError"})
 
 _remote: Any = None
 _connecting: tuple[asyncio.AbstractEventLoop, asyncio.Lock, list[ConfigError]] | None = None
@@ -73,6 +81,18 @@ async def call_on_ray(fn: Callable[[Any], Any], value: Any) -> Any:
         raise
     except ray.exceptions.RayTaskError as exc:
         raise _body_error(exc) from None
+
+
+def cluster_lost(exc: BaseException) -> str | None:
+    """The run's stop reason when ``exc`` (an attempt's error) says the Ray cluster is gone,
+    else None. Read by name, so that a run without Ray never imports it."""
+    kind = type(exc)
+    if kind.__name__ not in _CLUSTER_LOST or not kind.__module__.startswith("ray"):
+        return None
+    return (
+        f"the Ray cluster was lost ({kind.__name__}); the pipelines not done wait for "
+        "--resume once it is back"
+    )
 
 
 def check_ray_address(
