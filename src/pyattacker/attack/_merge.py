@@ -160,18 +160,27 @@ class WorkersResult(AttackResult):
     def lost(self) -> list[int]:
         return [w.index for w in self.workers if w.state == "lost"]
 
+    def clocks(self) -> tuple[float, float, float] | None:
+        """Of the Ray workers whose clock was measured: the lowest and highest offset from
+        the driver's, and the largest uncertainty (None: no clock measured, or no Ray)."""
+        measured = [w for w in self.workers if w.clock_offset_s is not None]
+        if not measured:
+            return None
+        offsets = [w.clock_offset_s or 0.0 for w in measured]
+        within = max(w.clock_uncertainty_s or 0.0 for w in measured)
+        return min(offsets), max(offsets), within
+
     def to_dict(self) -> dict[str, Any]:
         report = super().to_dict()
         section: dict[str, Any] = {"count": len(self.workers), "lost": self.lost}
         if self.lost:  # what each lost worker's figures leave out (docs/attack.md)
             section["lost_each"] = [w.to_dict() for w in self.workers if w.state == "lost"]
-        measured = [w for w in self.workers if w.clock_offset_s is not None]
-        if measured:  # workers on Ray: their clocks, and how exact their common start was
-            offsets = [w.clock_offset_s or 0.0 for w in measured]
-            section["clock_offset_min_s"] = min(offsets)
-            section["clock_offset_max_s"] = max(offsets)
-            section["clock_uncertainty_s"] = max(w.clock_uncertainty_s or 0.0 for w in measured)
-        section["on_ray"] = any(w.node_id is not None for w in self.workers) or bool(measured)
+        clocks = self.clocks()
+        if clocks is not None:  # workers on Ray: their clocks, and how exact their start was
+            low, high, within = clocks
+            section |= {"clock_offset_min_s": low, "clock_offset_max_s": high,
+                        "clock_uncertainty_s": within}  # fmt: skip
+        section["on_ray"] = any(w.node_id is not None for w in self.workers) or bool(clocks)
         if self.per_worker:
             section["each"] = [w.to_dict() for w in self.workers]
         report["workers"] = section

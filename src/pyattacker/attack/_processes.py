@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from pyattacker._gc import quiet_gc
+from pyattacker._signals import stop_signals
 from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
@@ -203,19 +204,14 @@ def _run(
     def on_signal(signum: int, _frame: object) -> None:
         stopping.append("interrupted")
 
-    previous = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError):  # not the main thread: the caller's business
-            previous[s] = signal.signal(s, on_signal)
     try:
-        _await_ready(workers, stopping)
-        start_at = _now() + START_MARGIN_S
-        for w in workers:
-            _tell(w, ("stop", "interrupted") if stopping else ("start", start_at))
-        _drive(workers, stopping, on_progress, progress_every, on_worker_progress)
+        with stop_signals(on_signal):
+            _await_ready(workers, stopping)
+            start_at = _now() + START_MARGIN_S
+            for w in workers:
+                _tell(w, ("stop", "interrupted") if stopping else ("start", start_at))
+            _drive(workers, stopping, on_progress, progress_every, on_worker_progress)
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
         for w in workers:
             w.process.join(timeout=5)
             if w.process.is_alive():  # pragma: no cover - a worker that will not end

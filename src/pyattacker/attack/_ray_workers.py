@@ -38,13 +38,13 @@ import contextlib
 import importlib
 import pickle
 import secrets
-import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pyattacker._ray import by_value, ray_session
+from pyattacker._signals import stop_signals
 from pyattacker.attack._engine import Progress
 from pyattacker.attack._merge import WorkerFacts, WorkersResult, merge_outcomes
 from pyattacker.attack._plan import AttackPlan
@@ -272,11 +272,7 @@ def _drive(
     def on_signal(signum: int, _frame: object) -> None:
         stopping.append("interrupted")
 
-    previous = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError):  # not the main thread: the caller's business
-            previous[s] = signal.signal(s, on_signal)
-    try:
+    with stop_signals(on_signal):
         _await_ready(ray, actors, stopping)
         for actor in actors:
             if not (actor.lost or stopping):
@@ -293,9 +289,6 @@ def _drive(
             if actor.offset is not None and not actor.lost
         }
         _collect(ray, running, actors, stopping, watch)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     return _merged(plan, actors, stopping, per_worker)
 
 

@@ -66,25 +66,28 @@ def from_plan_file(
     none of ``serve`` or ``ray`` with ``--no-serve`` or ``--no-ray`` (:data:`OFF_FLAGS`)."""
     off = [name for name in OFF_FLAGS if options.pop(name, False)]
     path = options.pop(CONFIG_PARAM, None)
+    typed = _typed(click.get_current_context())
     if path is not None:
-        urls = _merged(urls, options, path)
+        urls = _merged(urls, options, path, typed)
     for name in off:
         cleared, flag = OFF_FLAGS[name]
         off_flag = "--" + name.replace("_", "-")
-        if cleared in _typed(click.get_current_context()):
+        if cleared in typed:
             raise ConfigError(f"cannot be combined with {flag}", field=off_flag,
                               hint=f"give one of {flag} or {off_flag}")  # fmt: skip
         options[cleared] = None
     return urls, options
 
 
-def _merged(urls: Sequence[str], options: dict[str, Any], path: str) -> Sequence[str]:
-    """The URLs, and ``options`` updated in place, with the plan file at ``path``."""
+def _merged(
+    urls: Sequence[str], options: dict[str, Any], path: str, typed: set[str]
+) -> Sequence[str]:
+    """The URLs, and ``options`` updated in place, with the plan file at ``path`` for the
+    parameters not ``typed`` on the command line."""
     ctx = click.get_current_context()
     params = _params(ctx.command)
     plan = _read(path)
     base = Path(path).parent
-    typed = _typed(ctx)
     options["plan_file"] = path
     for key, value in plan.items():
         param = _param_for(key, params, path)

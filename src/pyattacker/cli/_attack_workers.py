@@ -399,13 +399,10 @@ def _where(flags: AttackFlags) -> str:
 def clock_line(result: WorkersResult) -> str:
     """The Ray workers' clock offsets from the driver's wall clock, and how exact they are:
     a start agreed across machines is no more exact than the largest uncertainty."""
-    measured = [w for w in result.workers if w.clock_offset_s is not None]
-    if not measured:
+    clocks = result.clocks()
+    if clocks is None:
         return "Ray workers: no clock measured (every worker was lost before it answered)"
-    offsets = [w.clock_offset_s or 0.0 for w in measured]
-    worst = max(w.clock_uncertainty_s or 0.0 for w in measured)
-    clocks = clock_text(min(offsets), max(offsets), worst)
-    return f"Ray workers: {len(result.workers)}; {clocks}"
+    return f"Ray workers: {len(result.workers)}; {clock_text(*clocks)}"
 
 
 def workers_exit(result: AttackResult, code: int) -> int:

@@ -24,14 +24,13 @@ final result and metrics, ``on_finish`` prints the report, and the server linger
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from pyattacker._signals import stop_signals
 from pyattacker.attack import (
     AttackPlan,
     AttackResult,
@@ -185,15 +184,8 @@ def _linger(seconds: float) -> None:
     def wake(signum: int, frame: object) -> None:
         woken.set()
 
-    previous = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError):  # not the main thread: the caller's business
-            previous[s] = signal.signal(s, wake)
-    try:
+    with stop_signals(wake):
         woken.wait(seconds)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def _nothing(lasts: list[WorkerOutcome | None]) -> None:

@@ -234,7 +234,7 @@ def sweep_html(data: Mapping[str, Any]) -> str:
     as a table, and each figure charted against the level."""
     from pyattacker.report._html import machine, page
 
-    notes = [*_intro(data)[2:], *_errors(data["rows"])]  # warmups, best output, errors
+    notes = [*_lead(data["rows"]), *_errors(data["rows"])]
     extra = {"machine": machine(), "columns": [list(c) for c in _COLUMNS], "notes": notes}
     return page("sweep", "pyattacker sweep report", data, extra)
 
@@ -277,14 +277,21 @@ def _intro(data: Mapping[str, Any]) -> list[str]:
                 f"{plan['requests']} requests" if plan["requests"] else ""]  # fmt: skip
         lines.append(f"Each level: {' or '.join(e for e in each if e)}; targets "
                      f"{', '.join(plan['targets'])}")  # fmt: skip
-        lines += _warmups(data["rows"])
-        best = _best_output(data["rows"])
-        if best is not None:
-            lines.append(
-                f"Highest output: {best['output_tokens_per_s']:,.1f} tokens/s at {best['level']} "
-                f"({best['requests_per_s'] or 0.0:,.2f} OK/s); each level's headline figures "
-                "are its row (out tok/s, OK/s, TTFT and ITL p50/p99)"
-            )
+        lines += _lead(data["rows"])
+    return lines
+
+
+def _lead(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the levels' warmups sent in all, and the level of the highest output: the
+    lines the text, Markdown and HTML reports lead with."""
+    lines = _warmups(rows)
+    best = _best_output(rows)
+    if best is not None:
+        lines.append(
+            f"Highest output: {best['output_tokens_per_s']:,.1f} tokens/s at {best['level']} "
+            f"({best['requests_per_s'] or 0.0:,.2f} OK/s); each level's headline figures "
+            "are its row (out tok/s, OK/s, TTFT and ITL p50/p99)"
+        )
     return lines
 
 
