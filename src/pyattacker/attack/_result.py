@@ -257,6 +257,7 @@ class AttackResult:
 
     def to_dict(self) -> dict[str, Any]:
         started = datetime.datetime.fromtimestamp(self.started_at, tz=datetime.UTC)
+        names = self.name_order()
         report: dict[str, Any] = _json_safe(
             {
                 "pyattacker": __version__,
@@ -291,10 +292,10 @@ class AttackResult:
                     target: [w.to_dict() for w in windows]
                     for target, windows in self.target_windows.items()
                 },
-                "names": {name: stats_dict(self.by_name[name]) for name in self.name_order()},
+                "names": {name: stats_dict(self.by_name[name]) for name in names},
                 "name_windows": {
                     name: [w.to_dict() for w in self.name_windows[name]]
-                    for name in self.name_order()
+                    for name in names
                     if name in self.name_windows
                 },
                 "timing": None if self.phases is None else self.phases.to_dict(),
