@@ -40,6 +40,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "_rng",
             "_plugins",
             "_secrets",
+            "_signals",
             "_sim",
             "_units",
             "_usage",
