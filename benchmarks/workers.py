@@ -16,6 +16,11 @@ reset before each run) twice, in alternating order: from this process
   joined): how often the kernel switched away from the generator, each a wake-up it paid
   for; at low rates two workers switch more per request than one process; in brackets the
   involuntary ones (another runnable process took the core);
+- with ``--control`` (the default), a third run: one process at one worker's own rate
+  (``rate / workers``, the same number of requests, polling as a worker polls): what a
+  process costs at that rate with no workers' machinery (no fork, no snapshots, no
+  pipe); a worker costing no more than it says the extra CPU of several workers is their
+  sparser arrivals, not the sharing;
 - the ratio of the two (the issue's budget: at most 1.10), and at the end its median over
   the rounds of each rate (one round's ratio moves by a tenth either way on this shared
   host): the ratio depends on the rate, since a process that sleeps between arrivals pays
@@ -146,51 +151,82 @@ def snapshot_every(seconds: float) -> None:
         function.__kwdefaults__["snapshot_every"] = seconds
 
 
-def polling_per_worker(workers: int, own: bool) -> None:
+def polling_per_worker(workers: int, own: bool, *, share_of: int = 1) -> None:
     """Before a run of ``workers`` processes: with ``own``, each worker polls
     ``POLL_SHARE`` of its own waits (the schedule before it divided the share among the
-    workers), else the package's share."""
+    workers), else the package's share; ``share_of``: one process polling as one worker of
+    that many does (the control run)."""
     from pyattacker.attack import _schedule
 
-    _schedule.POLL_SHARE = DEFAULT_POLL_SHARE * (workers if own else 1)
+    own_share = DEFAULT_POLL_SHARE * (workers if own else 1)
+    _schedule.POLL_SHARE = own_share if own else own_share / share_of
+
+
+def plans(args: argparse.Namespace, url: list[str], rate: float) -> dict[str, AttackPlan]:
+    """The runs of a round: ``one`` process and the ``workers`` at ``rate``, and with
+    ``--control`` (open model only) one process at one worker's rate, as many requests."""
+    if args.clients is not None:
+        closed = ClosedModel(args.clients)
+        return {"one": (plan := AttackPlan.build(url, closed, requests=int(rate * args.duration))),
+                "workers": plan}  # fmt: skip
+    plan = AttackPlan.build(url, OpenModel(rate=rate), duration=args.duration)
+    runs = {"one": plan, "workers": plan}
+    if args.control:
+        runs["control"] = AttackPlan.build(url, OpenModel(rate=rate / args.workers),
+                                           duration=args.duration * args.workers)  # fmt: skip
+    return runs
+
+
+def show(label: str, run: dict[str, Any]) -> None:
+    print(
+        f"{label}: sent {run['sent']} (server {run['served']}), CPU "
+        f"{run['cpu_us_per_request']:.1f} us/request, {run['switches_per_request']:.2f} "
+        f"context switches/request ({run['involuntary_per_request']:.2f} involuntary), "
+        f"worker CPU {[round(c, 2) for c in run['worker_cpu_s']]} s, driver CPU "
+        f"{run['driver_cpu_s'] and round(run['driver_cpu_s'], 3)} s, loop lag p99 "
+        f"{[None if v is None else round(v, 2) for v in run['loop_lag_p99_ms']]} ms, "
+        f"sent-clock worst error {run['sent_clock_worst_error_ms']:.3f} ms "
+        f"({'meets' if run['accuracy_rule_met'] else 'misses'} the rule)",
+        flush=True,
+    )
 
 
 def run_rate(
     server: EchoServerProcess, args: argparse.Namespace, rate: float
-) -> tuple[list[dict[str, Any]], list[float]]:
-    """Every round at ``rate``: its runs, and each round's ratio (workers / one process)."""
-    url = [server.url + "/"]
-    plan = (
-        AttackPlan.build(url, OpenModel(rate=rate), duration=args.duration)
-        if args.clients is None
-        else AttackPlan.build(url, ClosedModel(args.clients), requests=int(rate * args.duration))
-    )
-    runs, ratios = [], []
+) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+    """Every round at ``rate``: its runs, and each round's ratios: ``budget``, workers /
+    one process; ``control``, workers / one process at a worker's rate (with --control)."""
+    kinds = plans(args, [server.url + "/"], rate)
+    runs: list[dict[str, Any]] = []
+    ratios: dict[str, list[float]] = {"budget": []}
+    if "control" in kinds:
+        ratios["control"] = []
+    n = args.workers
     for round_ in range(args.rounds):
-        order = [1, args.workers] if round_ % 2 == 0 else [args.workers, 1]
-        pair = {}
-        for n in order:
-            polling_per_worker(n, args.own_polling)
-            pair[n] = {"rate": rate, **one_run(server, plan, n)}
-        runs.extend(pair.values())
-        one, many = pair[1], pair[args.workers]
-        ratio = many["cpu_us_per_request"] / one["cpu_us_per_request"]
-        ratios.append(ratio)
-        for run in (one, many):
-            print(
-                f"{rate:g}/s round {round_ + 1} workers {run['workers']}: sent {run['sent']} "
-                f"(server {run['served']}), CPU {run['cpu_us_per_request']:.1f} us/request, "
-                f"{run['switches_per_request']:.2f} context switches/request "
-                f"({run['involuntary_per_request']:.2f} involuntary), "
-                f"worker CPU {[round(c, 2) for c in run['worker_cpu_s']]} s, driver CPU "
-                f"{run['driver_cpu_s'] and round(run['driver_cpu_s'], 3)} s, loop lag p99 "
-                f"{[None if v is None else round(v, 2) for v in run['loop_lag_p99_ms']]} ms, "
-                f"sent-clock worst error {run['sent_clock_worst_error_ms']:.3f} ms "
-                f"({'meets' if run['accuracy_rule_met'] else 'misses'} the rule)",
-                flush=True,
-            )
-        print(f"{rate:g}/s round {round_ + 1}: CPU per request, {args.workers} workers / "
-              f"1 process = {ratio:.3f}", flush=True)  # fmt: skip
+        order = list(kinds) if round_ % 2 == 0 else list(reversed(kinds))
+        done = {}
+        for kind in order:
+            if kind == "control":
+                polling_per_worker(1, args.own_polling, share_of=n)
+            else:
+                polling_per_worker(n if kind == "workers" else 1, args.own_polling)
+            workers = n if kind == "workers" else 1
+            done[kind] = {"rate": rate / n if kind == "control" else rate, "kind": kind,
+                          **one_run(server, kinds[kind], workers)}  # fmt: skip
+        runs.extend(done.values())
+        many = done["workers"]["cpu_us_per_request"]
+        ratios["budget"].append(many / done["one"]["cpu_us_per_request"])
+        if "control" in done:
+            ratios["control"].append(many / done["control"]["cpu_us_per_request"])
+        for kind in kinds:
+            label = {"one": "1 process", "workers": f"{n} workers",
+                     "control": f"1 process at {rate / n:g}/s (a worker's rate)"}[kind]  # fmt: skip
+            show(f"{rate:g}/s round {round_ + 1} {label}", done[kind])
+        line = f"{rate:g}/s round {round_ + 1}: CPU per request, {n} workers / 1 process = "
+        line += f"{ratios['budget'][-1]:.3f}"
+        if "control" in done:
+            line += f"; / 1 process at a worker's rate = {ratios['control'][-1]:.3f}"
+        print(line, flush=True)
     return runs, ratios
 
 
@@ -228,6 +264,14 @@ def parse_args() -> argparse.Namespace:
         help="each worker polls POLL_SHARE of its own waits, not POLL_SHARE / workers "
         "(what the schedule did before; one process is unchanged)",
     )
+    parser.add_argument(
+        "--control",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run one process at one worker's rate (rate / workers, as many requests, "
+        "polling as a worker polls) in each round of the open model: what the workers' "
+        "machinery adds, apart from their sparser arrivals (default: on)",
+    )
     args = parser.parse_args()
     try:
         args.rates = [float(r) for r in str(args.rates).split(",")]
@@ -254,12 +298,20 @@ def main() -> None:
             done, ratios = run_rate(server, args, rate)
             runs += done
             summary.append((rate, ratios))
-    print(f"\nCPU per request, {args.workers} workers / 1 process (budget 1.10):")
-    for rate, ratios in summary:
-        within = sum(r <= 1.10 for r in ratios)
-        print(f"  {rate:>8g}/s  median of {len(ratios)} rounds {statistics.median(ratios):.3f} "
-              f"({within} of {len(ratios)} within 1.10; each: "
-              f"{', '.join(f'{r:.3f}' for r in ratios)})")  # fmt: skip
+    titles = {
+        "budget": f"{args.workers} workers / 1 process at the same rate (budget 1.10)",
+        "control": f"{args.workers} workers / 1 process at one worker's rate (the workers' "
+        "machinery)",
+    }
+    for kind, title in titles.items():
+        rows = [(rate, ratios[kind]) for rate, ratios in summary if kind in ratios]
+        if rows:
+            print(f"\nCPU per request, {title}:")
+        for rate, each in rows:
+            within = sum(r <= 1.10 for r in each)
+            print(f"  {rate:>8g}/s  median of {len(each)} rounds {statistics.median(each):.3f} "
+                  f"({within} of {len(each)} within 1.10; each: "
+                  f"{', '.join(f'{r:.3f}' for r in each)})")  # fmt: skip
     if args.out:
         with open(args.out, "w", encoding="utf-8") as out:
             json.dump(runs, out, indent=2)

@@ -28,6 +28,7 @@ from pyattacker.attack import (
     ClosedModel,
     OpenModel,
     SampleParts,
+    Stage,
     WorkerOutcome,
     run_workers,
     worker_plan,
@@ -493,3 +494,37 @@ def test_served_per_worker_progress_json_says_where_each_worker_is(
     running = [w for w in workers if w["state"] == "running"]
     assert running, workers
     assert all(w["loop_lag_s"] is not None and w["cpu_s"] > 0 for w in running)
+
+
+@pytest.mark.parametrize(
+    ("load", "n", "on_ray", "each"),
+    [
+        (OpenModel(rate=2000), 2, False, "1000/s each"),
+        (OpenModel(stages=(Stage(10, 500), Stage(10, 6000))), 2, False, "3000/s each"),
+        (OpenModel(rate=8000), 2, False, None),  # 4,000/s a worker: workers pay from here
+        (OpenModel(rate=2000), 1, False, None),  # one process
+        (OpenModel(rate=2000), 2, True, None),  # Ray: other machines' cores
+        (ClosedModel(clients=8), 2, False, None),  # no planned rate to share
+    ],
+)
+def test_workers_with_few_arrivals_each_are_noted_as_costing_more_than_one_process(
+    load: OpenModel | ClosedModel, n: int, on_ray: bool, each: str | None
+) -> None:
+    plan = AttackPlan.build(["http://127.0.0.1:9/"], load, duration=20)
+    note = cli_workers.sparse_note(plan, n, on_ray=on_ray)
+    if each is None:
+        assert note is None
+    else:
+        assert note is not None
+        assert each in note
+        assert "more CPU per request than one process" in note
+
+
+def test_the_cli_notes_workers_too_sparse_to_pay_on_stderr(
+    echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["attack", echo.url, "--rate", "40/s", "--requests", "4", "-q", "--workers"]
+    assert run_cli([*argv, "2"]) == 0
+    assert "note: 2 workers at 40/s have 20/s each" in capsys.readouterr().err
+    assert run_cli([*argv, "1"]) == 0
+    assert "note:" not in capsys.readouterr().err

@@ -292,7 +292,8 @@ def attack_command(urls: Sequence[str], **options: Any) -> int:
     shown = ", ".join(mask_url(url) for url in urls)
     if not flags.quiet:
         click.echo(f"attacking {shown} — Ctrl-C stops and reports what ran", err=True)
-    for note in (proxy_note(urls), resolve_note(plan)):
+    sparse = workers.sparse_note(plan, flags.workers, on_ray=flags.ray_address is not None)
+    for note in (proxy_note(urls), resolve_note(plan), sparse):
         if note is not None:
             click.echo(note, err=True)
     on_record = gate.on_record(samples.write if isinstance(samples, SampleWriter) else None)

@@ -37,6 +37,7 @@ from pyattacker.attack import (
     AttackPlan,
     AttackResult,
     ClosedModel,
+    OpenModel,
     Progress,
     SampleParts,
     SampleWriter,
@@ -64,6 +65,7 @@ __all__ = [
     "open_samples",
     "run_level",
     "run_plan",
+    "sparse_note",
     "workers_checked",
     "workers_exit",
     "workers_options",
@@ -296,6 +298,33 @@ def check_shared(plan: AttackPlan, n: int) -> None:
             worker_plan(plan, index, n)
         except ConfigError as exc:
             raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
+
+
+#: Below this many arrivals a second each, local workers cost more CPU per request than one
+#: process at the same rate: a worker wakes for its own arrivals and answers, which one
+#: process shares among more events per wake-up (2 workers / 1 process: ~1.2x at 4,000/s,
+#: 1.15-1.5x at 2,000/s, ~0.85-1.07x from 8,000/s up; benchmarks/README.md, "workers'
+#: CPU at low rates").
+SPARSE_WORKER_RATE = 4000.0
+
+
+def sparse_note(plan: AttackPlan, n: int, *, on_ray: bool) -> str | None:
+    """A note when ``n`` local workers each have so few plain arrivals a second that one
+    process would spend less CPU per request (None otherwise: one process, Ray, a closed
+    model, LLM streams or scripted flows, whose cost per arrival is of another size)."""
+    load = plan.load
+    if n < 2 or on_ray or not isinstance(load, OpenModel):
+        return None
+    if plan.llm is not None or plan.scenario is not None:
+        return None
+    peak = max([load.rate, *(stage.rate for stage in load.stages)])
+    if peak / n >= SPARSE_WORKER_RATE:
+        return None
+    return (f"note: {n} workers at {peak:g}/s have {peak / n:g}/s each; below about "
+            f"{SPARSE_WORKER_RATE:,.0f}/s a worker, workers spend more CPU per request than "
+            "one process (each wakes up for its own arrivals and answers): --workers pays "
+            "once one process falls behind (docs/attack.md, \"Many processes, many "
+            "machines\")")  # fmt: skip
 
 
 def level_workers(flags: AttackFlags, plan: AttackPlan) -> int:
