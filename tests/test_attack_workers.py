@@ -520,6 +520,14 @@ def test_workers_with_few_arrivals_each_are_noted_as_costing_more_than_one_proce
         assert "more CPU per request than one process" in note
 
 
+def test_the_docs_quote_the_sparse_workers_note_as_the_cli_prints_it() -> None:
+    plan = AttackPlan.build(["http://127.0.0.1:9/"], OpenModel(rate=2000), duration=1)
+    note = cli_workers.sparse_note(plan, 2, on_ray=False)
+    assert note is not None
+    docs = Path(__file__).parent.parent / "docs" / "attack.md"
+    assert note in docs.read_text(encoding="utf-8")
+
+
 def test_the_cli_notes_workers_too_sparse_to_pay_on_stderr(
     echo: EchoServerProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:
