@@ -187,7 +187,8 @@ class Neighbours:
 
     ``start()`` then ``stop()``; ``share`` is the others' CPU seconds per second of wall
     time (1.0 = one CPU busy all along), or None where ``/proc`` is missing. "Others" are
-    user + system time of every process but this one and ``server_pid``, plus steal time
+    user + system time of every process but this one and ``server_pid`` (and their
+    children once reaped: ``--workers``' processes are ours), plus steal time
     (a hypervisor running someone else on our CPUs); interrupt time is left out, since
     loopback traffic is accounted there and it is ours.
     """
@@ -206,7 +207,8 @@ class Neighbours:
             for pid in self.pids:
                 with open(f"/proc/{pid}/stat") as stat:
                     fields = stat.read().rsplit(")", 1)[1].split()
-                ours += int(fields[11]) + int(fields[12])
+                # utime, stime, and the same of its children once reaped (the workers)
+                ours += sum(int(v) for v in fields[11:15])
         except OSError:
             return None
         ticks = os.sysconf("SC_CLK_TCK")
