@@ -500,7 +500,12 @@ def test_served_per_worker_progress_json_says_where_each_worker_is(
     ("load", "n", "on_ray", "each"),
     [
         (OpenModel(rate=2000), 2, False, "1000/s each"),
-        (OpenModel(stages=(Stage(10, 500), Stage(10, 6000))), 2, False, "3000/s each"),
+        (
+            OpenModel(stages=(Stage(10, 500), Stage(10, 6000))),
+            2,
+            False,
+            "at up to 6000/s have 3000/s each",
+        ),
         (OpenModel(rate=8000), 2, False, None),  # 4,000/s a worker: workers pay from here
         (OpenModel(rate=2000), 1, False, None),  # one process
         (OpenModel(rate=2000), 2, True, None),  # Ray: other machines' cores

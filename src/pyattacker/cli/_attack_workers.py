@@ -303,9 +303,8 @@ def check_shared(plan: AttackPlan, n: int) -> None:
 
 #: Below this many arrivals a second each, local workers cost more CPU per request than one
 #: process at the same rate: a worker wakes for its own arrivals and answers, which one
-#: process shares among more events per wake-up (2 workers / 1 process: ~1.2x at 4,000/s,
-#: 1.15-1.5x at 2,000/s, ~0.85-1.07x from 8,000/s up; benchmarks/README.md, "workers'
-#: CPU at low rates").
+#: process shares among more events per wake-up (benchmarks/README.md, "workers' CPU at
+#: low rates", and `benchmarks/bare_split.py`).
 SPARSE_WORKER_RATE = 4000.0
 
 
@@ -321,7 +320,8 @@ def sparse_note(plan: AttackPlan, n: int, *, on_ray: bool) -> str | None:
     peak = max([load.rate, *(stage.rate for stage in load.stages)])
     if peak / n >= SPARSE_WORKER_RATE:
         return None
-    return (f"note: {n} workers at {peak:g}/s have {peak / n:g}/s each; below about "
+    at = "at up to" if load.stages else "at"
+    return (f"note: {n} workers {at} {peak:g}/s have {peak / n:g}/s each; below about "
             f"{SPARSE_WORKER_RATE:,.0f}/s a worker, workers spend more CPU per request than "
             "one process (each wakes up for its own arrivals and answers): --workers pays "
             "once one process falls behind (docs/attack.md, \"Many processes, many "
