@@ -206,9 +206,9 @@ class Neighbours:
             ours = 0
             for pid in self.pids:
                 with open(f"/proc/{pid}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
+                    process = stat.read().rsplit(")", 1)[1].split()
                 # utime, stime, and the same of its children once reaped (the workers)
-                ours += sum(int(v) for v in fields[11:15])
+                ours += sum(int(v) for v in process[11:15])
         except OSError:
             return None
         ticks = os.sysconf("SC_CLK_TCK")

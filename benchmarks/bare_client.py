@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import time
 from collections import deque
+from typing import Protocol
 
 import uvloop
 from accuracy import cpu_pair, pin_generator, pin_server
@@ -29,8 +30,15 @@ from pyattacker.servers import EchoServerProcess
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
+class Answered(Protocol):
+    def answered(self, conn: Conn) -> None: ...
+
+
 class Conn(asyncio.Protocol):
-    def __init__(self, driver: Driver) -> None:
+    """A keep-alive connection that tells ``driver`` of each complete answer (also
+    ``bare_split.py``'s)."""
+
+    def __init__(self, driver: Answered) -> None:
         self.driver, self.parser = driver, HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
 

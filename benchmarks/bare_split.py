@@ -27,29 +27,12 @@ from multiprocessing.queues import Queue
 from typing import Any
 
 import uvloop
-from httptools import HttpResponseParser
+from bare_client import REQUEST, Conn
 from workers import one_run
 
 from pyattacker.attack import AttackPlan, OpenModel
 from pyattacker.clock import PreciseTimer
 from pyattacker.servers import EchoServerProcess
-
-REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-
-
-class Conn(asyncio.Protocol):
-    def __init__(self, client: Client) -> None:
-        self.client, self.parser = client, HttpResponseParser(self)
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.parser.feed_data(data)
-
-    def on_message_complete(self) -> None:
-        self.client.answered(self)
 
 
 class Client:
