@@ -166,9 +166,9 @@ def plans(args: argparse.Namespace, url: list[str], rate: float) -> dict[str, At
     """The runs of a round: ``one`` process and the ``workers`` at ``rate``, and with
     ``--control`` (open model only) one process at one worker's rate, as many requests."""
     if args.clients is not None:
-        closed = ClosedModel(args.clients)
-        return {"one": (plan := AttackPlan.build(url, closed, requests=int(rate * args.duration))),
-                "workers": plan}  # fmt: skip
+        requests = int(rate * args.duration)
+        closed = AttackPlan.build(url, ClosedModel(args.clients), requests=requests)
+        return {"one": closed, "workers": closed}
     plan = AttackPlan.build(url, OpenModel(rate=rate), duration=args.duration)
     runs = {"one": plan, "workers": plan}
     if args.control:
