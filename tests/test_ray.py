@@ -75,6 +75,7 @@ def test_a_driver_without_the_clusters_token_is_refused_at_once_naming_ray_auth_
     assert out.returncode == 2, out.stderr
     assert f"RAY_AUTH_MODE: the Ray cluster at {cluster} (RAY_ADDRESS)" in out.stderr
     assert "export RAY_AUTH_MODE=token" in out.stderr
+    assert "gcs_client" not in out.stderr  # Ray's own log line of the same refusal
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "r.db").exists()
 

@@ -7,6 +7,7 @@ loads Ray."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -329,6 +330,26 @@ class _RefusingGcsClient:
         )
 
 
+#: What Ray's C++ GCS client logs to file descriptor 2 as it meets a head's refusal.
+_RAY_WARNING = "gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated"
+
+
+class _LoggingGcsClient:
+    """A GCS client that logs to descriptor 2, as Ray's C++ does, then refuses the token
+    (``refuse``) or answers."""
+
+    refuse = True
+
+    @classmethod
+    def standalone(cls, address: str, cluster_id: object, timeout_ms: int) -> object:
+        import ray.exceptions
+
+        os.write(2, f"[W] {_RAY_WARNING}\n".encode())
+        if cls.refuse:
+            raise ray.exceptions.AuthenticationError("RPC error: InvalidAuthToken")
+        return object()
+
+
 class _AcceptingGcsClient:
     @staticmethod
     def standalone(address: str, cluster_id: object, timeout_ms: int) -> object:
@@ -445,3 +466,24 @@ def test_a_failed_ray_connection_fails_every_later_attempt_of_the_run_without_re
     assert calls == [None]
     assert len(outcomes) == 4
     assert all(s == "failed" and "cannot start a local Ray" in e for s, e in outcomes)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("refuse", [True, False])
+def test_rays_own_log_of_a_token_refusal_is_left_out_and_any_other_kept(
+    refuse: bool, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    import ray._raylet
+
+    monkeypatch.setattr(ray._raylet, "InnerGcsClient", _LoggingGcsClient)
+    monkeypatch.setattr(_LoggingGcsClient, "refuse", refuse)
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with listening(_http2_server) as address:
+        if refuse:
+            with pytest.raises(ConfigError, match="requires Ray's token authentication"):
+                check_address(address, "--ray")
+        else:
+            check_address(address, "--ray")
+    err = capfd.readouterr().err
+    assert (_RAY_WARNING in err) is not refuse  # our message says it; Ray's line would twice

@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -233,11 +234,40 @@ def _check_token(target: str, field: str) -> None:
         # Token mode with no token anywhere is Ray's refusal here (as in ray.init); asked to
         # connect so, Ray's client aborts the process (a failed CHECK in its C++).
         has_token(None, create_token_if_missing=False)
-        standalone(target, None, TOKEN_PROBE_MS)
+        with _logs_held(dropped_on=refused):
+            standalone(target, None, TOKEN_PROBE_MS)
     except refused as exc:
         raise _token_refused(target, field, str(getattr(exc, "message", exc))) from None
     except Exception:  # not ours to judge: ray.init says what it is
         return
+
+
+@contextlib.contextmanager
+def _logs_held(dropped_on: type[BaseException]) -> Iterator[None]:
+    """Hold what is written to file descriptor 2 while the block runs (Ray's C++ logs
+    there, beneath ``sys.stderr``), and write it out after, unless the block ends with
+    ``dropped_on``: a refusal Ray has already logged as a warning, which our own message
+    explains (two lines for one mistake, the first of them Ray's C++ log format)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 (a daemon): nothing to hold
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        keep = True
+        try:
+            yield
+        except dropped_on:
+            keep = False
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if keep and held.seek(0, os.SEEK_END):
+                held.seek(0)
+                os.write(2, held.read())
 
 
 def _token_refused(target: str, field: str, said: str) -> ConfigError:
