@@ -305,3 +305,14 @@ def test_the_throughput_levels_clients_are_two_or_more_and_bounded(clients: int,
         SweepSpec.parse("auto", max_concurrency=clients)
     assert info.value.field == "--clients"
     assert says in info.value.message
+
+
+def test_the_sweeps_warmup_line_keeps_a_count_with_a_thousands_separator_whole() -> None:
+    from pyattacker.report._sweep import _lead
+
+    warmup = {"seconds": None, "scheduled": 1500, "skipped_s": 0.75, "sent": 1500,
+              "sent_attempts": 1502}  # fmt: skip
+    rows = [{"level": name, "warmup": warmup} for name in ("synchronous", "throughput")]
+    (line,) = _lead(rows)
+    assert line.startswith("Warmup: each level first sends the first 1,500 requests (0.75s), ")
+    assert "3,004 attempts for 3,000 requests over 2 levels" in line

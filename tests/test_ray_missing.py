@@ -242,13 +242,7 @@ def test_run_with_a_ray_task_and_ray_address_at_a_web_server_exits_2_writing_not
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("ray")
-    store = tmp_path / "r.db"
-    config = tmp_path / "r.yaml"
-    config.write_text(
-        f"run: {{store: {store}}}\n"
-        "pipeline: {name: r, tasks: [{use: echo, executor: ray}]}\n"
-        "source: {range: 3}\n"
-    )
+    config, store = _ray_config(tmp_path)
     with listening(_http_server) as address:
         monkeypatch.setenv("RAY_ADDRESS", address)
         code = run_cli(["run", "-c", str(config)])

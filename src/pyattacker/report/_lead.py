@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["headline_text", "lead_lines", "warmup_text"]
+__all__ = ["headline_text", "lead_lines", "warmup_text", "warmup_what"]
 
 
 def lead_lines(data: Mapping[str, Any]) -> list[str]:
@@ -34,14 +34,19 @@ def headline_text(h: Mapping[str, Any]) -> str:
 
 def warmup_text(w: Mapping[str, Any]) -> str:
     """``Warmup: 10 requests in the first 5s, excluded from every figure (...)``."""
-    if w["seconds"] is not None:
-        what = f"{w['scheduled']:,} requests in the first {w['seconds']:g}s"
-    else:
-        what = f"the first {w['scheduled']:,} requests ({w['skipped_s']:.2f}s)"
     return (
-        f"Warmup: {what}, excluded from every figure below; it sent {w['sent_attempts']:,} "
-        f"attempts for {w['sent']:,} requests (count them against the server's own count)"
+        f"Warmup: {warmup_what(w)}, excluded from every figure below; it sent "
+        f"{w['sent_attempts']:,} attempts for {w['sent']:,} requests (count them against "
+        "the server's own count)"
     )
+
+
+def warmup_what(w: Mapping[str, Any]) -> str:
+    """What a warmup set apart: ``10 requests in the first 5s`` or ``the first 10 requests
+    (0.50s)``."""
+    if w["seconds"] is not None:
+        return f"{w['scheduled']:,} requests in the first {w['seconds']:g}s"
+    return f"the first {w['scheduled']:,} requests ({w['skipped_s']:.2f}s)"
 
 
 def _num(value: float | None, digits: int = 1) -> str:

@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyattacker.attack import SweepLevel, SweepResult
-from pyattacker.report._lead import warmup_text
+from pyattacker.report._lead import warmup_what
 
 __all__ = [
     "GROWTH",
@@ -302,7 +302,7 @@ def _warmups(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         return []
     sent = sum(w["sent"] for w in warmups)
     attempts = sum(w["sent_attempts"] for w in warmups)
-    first = warmup_text(warmups[0]).removeprefix("Warmup: ").split(",")[0]
+    first = warmup_what(warmups[0])
     return [
         f"Warmup: each level first sends {first}, excluded from every figure; in all the "
         f"warmups sent {attempts:,} attempts for {sent:,} requests over {len(warmups)} "
