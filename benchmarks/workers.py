@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/workers.py [--rates 2000,8000,16000] [--duration 5]
 [--rounds 3] [--workers 2] [--delay fixed:1ms] [--clients N] [--out results.json] [--probe-every S]
-[--snapshot-every S] [--own-polling]``
+[--snapshot-every S] [--own-polling] [--poll-share F] [--no-control]``
 
 Each round runs the same open-model plan against one echo server process (started once,
 reset before each run) twice, in alternating order: from this process
@@ -151,14 +151,14 @@ def snapshot_every(seconds: float) -> None:
         function.__kwdefaults__["snapshot_every"] = seconds
 
 
-def polling_per_worker(workers: int, own: bool, *, share_of: int = 1) -> None:
-    """Before a run of ``workers`` processes: with ``own``, each worker polls
-    ``POLL_SHARE`` of its own waits (the schedule before it divided the share among the
-    workers), else the package's share; ``share_of``: one process polling as one worker of
-    that many does (the control run)."""
+def polling_per_worker(workers: int, own: bool, share: float, *, share_of: int = 1) -> None:
+    """Before a run of ``workers`` processes: with ``own``, each worker polls ``share``
+    (the package's ``POLL_SHARE`` unless ``--poll-share``) of its own waits (the schedule
+    before it divided the share among the workers), else ``share`` as the package divides
+    it; ``share_of``: one process polling as one worker of that many does (the control)."""
     from pyattacker.attack import _schedule
 
-    own_share = DEFAULT_POLL_SHARE * (workers if own else 1)
+    own_share = share * (workers if own else 1)
     _schedule.POLL_SHARE = own_share if own else own_share / share_of
 
 
@@ -207,9 +207,9 @@ def run_rate(
         done = {}
         for kind in order:
             if kind == "control":
-                polling_per_worker(1, args.own_polling, share_of=n)
+                polling_per_worker(1, args.own_polling, args.poll_share, share_of=n)
             else:
-                polling_per_worker(n if kind == "workers" else 1, args.own_polling)
+                polling_per_worker(n if kind == "workers" else 1, args.own_polling, args.poll_share)
             workers = n if kind == "workers" else 1
             done[kind] = {"rate": rate / n if kind == "control" else rate, "kind": kind,
                           **one_run(server, kinds[kind], workers)}  # fmt: skip
@@ -263,6 +263,14 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="each worker polls POLL_SHARE of its own waits, not POLL_SHARE / workers "
         "(what the schedule did before; one process is unchanged)",
+    )
+    parser.add_argument(
+        "--poll-share",
+        type=float,
+        default=DEFAULT_POLL_SHARE,
+        help="the share of each wait for an arrival spent polling (attack._schedule."
+        f"POLL_SHARE, default {DEFAULT_POLL_SHARE:g}; 0: sleep on the timer to the arrival): "
+        "what the polling costs",
     )
     parser.add_argument(
         "--control",
