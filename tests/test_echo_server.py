@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
+import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -28,7 +30,7 @@ from echo_helpers import (
     served,
     until_parsed,
 )
-from pyattacker.clock import LoopClock
+from pyattacker.clock import LoopClock, PreciseTimer
 from pyattacker.errors import ConfigError
 from pyattacker.measure import exact_percentile
 from pyattacker.servers import Delay, EchoServer
@@ -215,8 +217,8 @@ def test_stats_are_the_exact_nearest_rank_percentiles_of_the_samples() -> None:
 
 
 def test_a_fixed_delay_holds_every_request_at_least_that_long_on_uvloop() -> None:
-    # uvloop rounds 3.4 ms to a 3 ms timer on its truncated millisecond clock, so timers
-    # fire early: the server re-arms until the delay is really over.
+    # On Linux the hold ends on the kernel's timer, which never fires early (the loop's
+    # timers do: the test below).
     async def check(server: EchoServer) -> None:
         await asyncio.gather(*(exchange(server.url, request(), request()) for _ in range(8)))
         stats = server.stats(samples=True)
@@ -224,6 +226,47 @@ def test_a_fixed_delay_holds_every_request_at_least_that_long_on_uvloop() -> Non
         assert min(stats["samples"]) >= 0.0034
 
     on_uvloop(lambda: served(EchoServer(delay="fixed:3.4ms"), check))
+
+
+def test_without_a_kernel_timer_the_loops_early_timers_still_hold_at_least_the_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Elsewhere than Linux holds end on the loop's timers: uvloop rounds 3.4 ms to a 3 ms
+    # timer on its truncated millisecond clock, and the server re-arms until it is over.
+    monkeypatch.setattr(PreciseTimer, "open", staticmethod(lambda loop: None))
+
+    async def check(server: EchoServer) -> None:
+        assert server._core.timer is None
+        await asyncio.gather(*(exchange(server.url, request(), request()) for _ in range(8)))
+        stats = server.stats(samples=True)
+        assert stats["count"] == 16
+        assert min(stats["samples"]) >= 0.0034
+
+    on_uvloop(lambda: served(EchoServer(delay="fixed:3.4ms"), check))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux's")
+def test_on_linux_a_hold_ends_on_the_kernels_timer_which_stop_closes() -> None:
+    async def main() -> None:
+        server = EchoServer(delay="fixed:200ms")
+        await server.start()
+        timer = server._core.timer
+        assert isinstance(timer, PreciseTimer)
+        fd = timer._fd
+        reader, writer = await connect(server.url)
+        writer.write(request())
+        await until_parsed(server.url, 1)
+        assert len(timer._heap) == 1  # the held request, waiting on the kernel's timer
+        reply = await read_reply(reader)
+        assert reply.status == 200
+        assert server.stats()["min"] >= 0.2
+        writer.close()
+        await server.stop()
+        assert server._core.timer is None
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            os.fstat(fd)  # closed: a server started and stopped many times leaks nothing
+
+    on_uvloop(main)
 
 
 def test_reset_forgets_every_hold_time() -> None:

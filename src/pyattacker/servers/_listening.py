@@ -74,8 +74,10 @@ class ListeningServer:
                 reuse_port=self.reuse_port or None,
             )
         except OSError as exc:
+            self._unbind()
             raise listen_error(self.host, self.port, exc) from None
         except UnicodeError:  # a label past 63 characters fails to encode, not to resolve
+            self._unbind()
             raise ConfigError(
                 f"not a host name: {self.host[:60]!r}", field="host", hint="e.g. 127.0.0.1"
             ) from None
@@ -97,6 +99,7 @@ class ListeningServer:
         for protocol in list(self._open()):
             protocol.abort()
         await server.wait_closed()
+        self._unbind()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -115,6 +118,10 @@ class ListeningServer:
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Serve on ``loop`` (called by :meth:`start`, before any connection)."""
         raise NotImplementedError
+
+    def _unbind(self) -> None:
+        """Let go of what :meth:`_bind` took from the loop (called by :meth:`stop`, and by
+        :meth:`start` when it cannot listen); nothing by default."""
 
     def _protocol(self) -> asyncio.Protocol:
         """The protocol of one new connection."""

@@ -19,9 +19,13 @@ Contract of a connection (:class:`EchoProtocol`):
   control path) on an idle connection is answered inside
   ``on_message_complete`` with precomputed bytes and no timer; everything else (delays,
   failures, overrides, bodies, control paths, stalls, closing) takes :meth:`_handle`.
-- Timers fire early on uvloop (libuv's millisecond clock is truncated), so a due request
-  re-checks its deadline on our clock and re-arms for the remainder: a hold is never
-  shorter than its drawn delay.
+- A hold ends on the kernel's timer where there is one (Linux: the ``Core``'s
+  :class:`~pyattacker.clock.PreciseTimer`), which never fires early and late only by a
+  wake-up: uvloop's timers count whole milliseconds, and held a 1 ms request for 1 to 2
+  ms, which put a step in the truth's tail that a client's percentiles straddled.
+  Elsewhere the loop's timers fire early (libuv's millisecond clock is truncated), so a
+  due request re-checks its deadline on our clock and re-arms for the remainder: a hold
+  is never shorter than its drawn delay.
 - A request whose connection closes before its response was flushed is *dropped*: counted
   as such, never recorded as a hold time.
 - The server's :class:`~pyattacker.servers._guard.Limits` hold (head and body sizes, time,
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs
 
@@ -42,7 +47,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.servers._guard import Guarded, Limits
 
 if TYPE_CHECKING:
-    from pyattacker.servers._core import Core
+    from pyattacker.servers._core import Cancellable, Core
 
 __all__ = ["EchoProtocol"]
 
@@ -66,7 +71,7 @@ class _Held:
         self.status = status
         self.keep_alive = keep_alive
         self.ready = delay <= 0
-        self.timer: asyncio.TimerHandle | None = None
+        self.timer: Cancellable | None = None
 
 
 class EchoProtocol(Guarded):
@@ -100,7 +105,7 @@ class EchoProtocol(Guarded):
         self._paused = False
         self._lingering = False  # refused mid-request: half-close, let the client finish
         self._closed = False  # closing or closed: nothing more will be written
-        self._stall_timer: asyncio.TimerHandle | None = None
+        self._stall_timer: Cancellable | None = None
         # httptools looks the callbacks up once, here: they must exist before this line.
         self._parser = httptools.HttpRequestParser(self)
 
@@ -244,7 +249,7 @@ class EchoProtocol(Guarded):
         if held.ready:
             self._flush()
         elif held.response:  # not a control reply still being computed (see _answered)
-            held.timer = core.loop.call_later(held.delay, self._due, held)
+            held.timer = core.call_at(held.start + held.delay, partial(self._due, held))
 
     def _echo(
         self, start: float, body: bytes, overrides: dict[bytes, bytes], keep_alive: bool
@@ -293,9 +298,9 @@ class EchoProtocol(Guarded):
         if self._closed:
             return
         core = self._core
-        remaining = held.start + held.delay - core.now()
-        if remaining > 0:
-            held.timer = core.loop.call_later(remaining, self._due, held)
+        end = held.start + held.delay
+        if end > core.now():  # (the loop's timer fired early)
+            held.timer = core.call_at(end, partial(self._due, held))
             return
         held.timer, held.ready = None, True
         self._flush()
@@ -323,8 +328,7 @@ class EchoProtocol(Guarded):
 
     def _wait_for_stall_end(self) -> None:
         if self._stall_timer is None:
-            wait = self._core.stall_until - self._core.now()
-            self._stall_timer = self._core.loop.call_later(wait, self._stall_over)
+            self._stall_timer = self._core.call_at(self._core.stall_until, self._stall_over)
 
     def _stall_over(self) -> None:
         self._stall_timer = None

@@ -180,6 +180,9 @@ class EchoServer(ListeningServer):
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._core.bind(loop)
 
+    def _unbind(self) -> None:
+        self._core.unbind()
+
     def _protocol(self) -> EchoProtocol:
         return EchoProtocol(self._core, self.limits)
 
