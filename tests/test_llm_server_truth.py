@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import random
+import sys
 import time
 from itertools import pairwise
 from typing import Any
@@ -34,6 +36,7 @@ from llm_server_helpers import (
     small_send_buffer,
     until,
 )
+from pyattacker.clock import PreciseTimer
 from pyattacker.measure import exact_percentile
 from pyattacker.servers import Delay, LlmServer
 
@@ -60,6 +63,25 @@ def test_each_token_is_recorded_when_written_and_no_gap_is_shorter_thanpinned(lo
         assert sample["e2e"] == sample["end"] - sample["received"]
 
     serve(main, loop=loop)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux's")
+def test_on_linux_tokens_are_due_on_the_kernels_timer_which_stop_closes() -> None:
+    closed: list[int] = []
+
+    async def main(server: LlmServer) -> None:
+        timer = server._core.timer
+        assert isinstance(timer, PreciseTimer)
+        assert server._core.ticker._kernel is timer  # not uvloop's millisecond timers
+        reply = await post(
+            server.url, CHAT, chat("hi", stream=True), x_mock_tokens="3", **pinned("20ms", "5ms")
+        )
+        assert reply.complete
+        closed.append(timer._fd)
+
+    serve(main, loop="uvloop")
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(closed[0])  # stopped: a server started and stopped many times leaks nothing
 
 
 def test_the_client_never_receives_a_token_before_the_server_recorded_writing_it() -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from pyattacker._rng import LazyRandom
-from pyattacker.clock import LoopClock, epoch_time
+from pyattacker.clock import LoopClock, PreciseTimer, epoch_time
 from pyattacker.servers._llm_dice import Failures
 from pyattacker.servers._llm_limits import Limiter
 from pyattacker.servers._llm_settings import Settings
@@ -115,6 +115,7 @@ class LlmCore:
         self.keys = frozenset(key.encode() for key in settings.api_keys)
         self.loop: asyncio.AbstractEventLoop  # set by bind(), before any connection
         self.ticker: Ticker  # ditto
+        self.timer: PreciseTimer | None = None
         self.now: Callable[[], float] = LoopClock().now
         self.epoch = Epoch(0, 0.0)
         self.created = int(epoch_time())
@@ -134,12 +135,21 @@ class LlmCore:
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Serve on ``loop`` (the running one): its timers, its clock, and t = 0 now."""
+        self.unbind()
         self.loop = loop
         self.now = LoopClock().reader()
-        self.ticker = Ticker(loop, self.now)
+        # Tokens are due on the kernel's timer where there is one (see the ticker's module).
+        self.timer = PreciseTimer.open(loop)
+        self.ticker = Ticker(loop, self.now, self.timer)
         self.epoch.origin = self.now()
         rpm, tpm = self.settings.rpm, self.settings.tpm
         self.limiter = Limiter(rpm, tpm, self.epoch.origin) if rpm or tpm else None
+
+    def unbind(self) -> None:
+        """Stop using the loop's kernel timer, if any (the server stopped)."""
+        if self.timer is not None:
+            self.timer.close()
+            self.timer = None
 
     def reset(self) -> int:
         """A new epoch from now, both buckets full; return the records forgotten."""

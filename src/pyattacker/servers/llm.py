@@ -27,8 +27,9 @@ draw, and each later token one ITL draw after the previous token was written; th
 token's write carries the finish event, the usage event (with
 ``stream_options.include_usage``) and ``[DONE]``. A non-streamed request is answered whole
 after TTFT + the ITL draws (their sum in closed form when the ITL is fixed). No gap is ever
-shorter than its draw; under uvloop, whose timers have millisecond resolution, a gap can
-come out up to about 1 ms longer, and the truth records the gap that happened. Capacity
+shorter than its draw: on Linux a token is due on the kernel's timer, late only by a
+wake-up; elsewhere on the loop's timers (uvloop's have millisecond resolution: a gap can
+come out up to about 1 ms longer). The truth records the gap that happened. Capacity
 refusals, RPM/TPM limits, failures and storms are decided when the request is handled, in
 that order (see :mod:`pyattacker.servers._llm_handle`,
 :mod:`pyattacker.servers._llm_limits` and :mod:`pyattacker.servers._llm_dice`); fault
@@ -204,6 +205,9 @@ class LlmServer(ListeningServer):
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._core.bind(loop)
+
+    def _unbind(self) -> None:
+        self._core.unbind()
 
     def _protocol(self) -> LlmProtocol:
         return LlmProtocol(self._core, self.limits)
