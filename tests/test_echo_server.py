@@ -236,7 +236,7 @@ def test_without_a_kernel_timer_the_loops_early_timers_still_hold_at_least_the_d
     monkeypatch.setattr(PreciseTimer, "open", staticmethod(lambda loop: None))
 
     async def check(server: EchoServer) -> None:
-        assert server._core.timer is None
+        assert server._core.timer.kernel is None
         await asyncio.gather(*(exchange(server.url, request(), request()) for _ in range(8)))
         stats = server.stats(samples=True)
         assert stats["count"] == 16
@@ -250,7 +250,7 @@ def test_on_linux_a_hold_ends_on_the_kernels_timer_which_stop_closes() -> None:
     async def main() -> None:
         server = EchoServer(delay="fixed:200ms")
         await server.start()
-        timer = server._core.timer
+        timer = server._core.timer.kernel
         assert isinstance(timer, PreciseTimer)
         fd = timer._fd
         reader, writer = await connect(server.url)
@@ -262,7 +262,7 @@ def test_on_linux_a_hold_ends_on_the_kernels_timer_which_stop_closes() -> None:
         assert server.stats()["min"] >= 0.2
         writer.close()
         await server.stop()
-        assert server._core.timer is None
+        assert server._timer is None
         with pytest.raises(OSError, match="Bad file descriptor"):
             os.fstat(fd)  # closed: a server started and stopped many times leaks nothing
 

@@ -33,6 +33,7 @@ from pyattacker.servers._llm_ticker import Ticker
 from pyattacker.servers._llm_truth import Epoch, Ledger, Outcome, Record
 from pyattacker.servers._llm_values import CAP, PERCENTILES, SLICE, Values, select
 from pyattacker.servers._llm_wire import VOCABULARY, Ask, Events, parse_ask
+from pyattacker.servers._timer import ServerTimer
 from pyattacker.testing import run_virtual
 from pyattacker.world import EndpointProfile, FailureProfile, ProviderModel, Scenario
 
@@ -297,7 +298,7 @@ def test_the_ticker_calls_in_due_order_never_early_even_when_loop_timers_fire_ea
         def lagging() -> float:  # our clock reads behind the loop's: its timers look early
             return loop.time() - 0.0004
 
-        ticker = Ticker(loop, lagging)
+        ticker = Ticker(ServerTimer(loop, lagging))
         log: list[tuple[str, float, float]] = []
         for name, at in (("c", 0.030), ("a", 0.010), ("b", 0.010), ("d", 0.020)):
             ticker.at(at, Recorder(name, log, lagging))
@@ -326,7 +327,7 @@ class Rescheduler:
 def test_a_call_scheduled_from_a_call_does_not_delay_one_already_waiting() -> None:
     async def main() -> tuple[list[float], list[tuple[str, float, float]]]:
         loop = asyncio.get_running_loop()
-        ticker = Ticker(loop, loop.time)
+        ticker = Ticker(ServerTimer(loop, loop.time))
         slow: list[float] = []
         log: list[tuple[str, float, float]] = []
         ticker.at(0.001, Rescheduler(ticker, 0.100, 3, slow))
@@ -348,7 +349,7 @@ def test_a_callback_that_raises_does_not_stop_the_others() -> None:
     async def main() -> list[tuple[str, float, float]]:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda loop, context: None)  # the loop logs it; we don't
-        ticker = Ticker(loop, loop.time)
+        ticker = Ticker(ServerTimer(loop, loop.time))
         log: list[tuple[str, float, float]] = []
         ticker.at(0.001, Broken())
         ticker.at(0.002, Recorder("after", log, loop.time))

@@ -70,9 +70,11 @@ def test_on_linux_tokens_are_due_on_the_kernels_timer_which_stop_closes() -> Non
     closed: list[int] = []
 
     async def main(server: LlmServer) -> None:
-        timer = server._core.timer
+        assert server._timer is not None
+        timer = server._timer.kernel
         assert isinstance(timer, PreciseTimer)
-        assert server._core.ticker._kernel is timer  # not uvloop's millisecond timers
+        # the ticker arms the server's timer, not uvloop's millisecond timers
+        assert server._core.ticker._call_at == server._timer.call_at
         reply = await post(
             server.url, CHAT, chat("hi", stream=True), x_mock_tokens="3", **pinned("20ms", "5ms")
         )

@@ -23,13 +23,14 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from pyattacker._checks import check_number
-from pyattacker.clock import LoopClock, PreciseTimer, TimerEntry
+from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.servers._delays import Delay
 from pyattacker.servers._ranges import MOST_RETRY_AFTER_S, request_seconds
 
 if TYPE_CHECKING:
     from pyattacker.servers._protocol import EchoProtocol
+    from pyattacker.servers._timer import ServerTimer
 
 __all__ = ["Control", "Core", "check_fail", "check_status"]
 
@@ -38,9 +39,6 @@ __all__ = ["Control", "Core", "check_fail", "check_status"]
 Control = Callable[
     [bytes, bytes, bytes], "tuple[int, bytes] | asyncio.Future[tuple[int, bytes]] | None"
 ]
-
-# What ``Core.call_at`` returns: its ``cancel()`` forgets the call.
-Cancellable = asyncio.TimerHandle | TimerEntry
 
 _RETRY_AFTER = re.compile(rb"[0-9]+(?:\.[0-9]+)?")
 _NO_BODY_STATUSES = frozenset({204, 304})
@@ -80,7 +78,7 @@ class Core:
         control: Control,
     ) -> None:
         self.loop: asyncio.AbstractEventLoop  # set by bind(), before any connection
-        self.timer: PreciseTimer | None = None
+        self.timer: ServerTimer  # ditto
         self.now: Callable[[], float] = LoopClock().now
         self.delay = delay
         self.rng = random.Random(seed)
@@ -100,27 +98,10 @@ class Core:
         self.slow_until = -math.inf if self.plain else math.inf
         self.connections: set[EchoProtocol] = set()
 
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Serve on ``loop`` (the running one): its timers, and a clock read fit for it."""
-        self.unbind()
-        self.loop = loop
-        self.now = LoopClock().reader()
-        # Holds end on the kernel's timer where there is one (see the protocol's module).
-        self.timer = PreciseTimer.open(loop)
-
-    def unbind(self) -> None:
-        """Stop using the loop's kernel timer, if any (the server stopped)."""
-        if self.timer is not None:
-            self.timer.close()
-            self.timer = None
-
-    def call_at(self, deadline: float, callback: Callable[[], object]) -> Cancellable:
-        """Call ``callback()`` at ``deadline`` (``now()``'s clock), never before it on the
-        kernel's timer; on a loop without one, the loop's timer (which may fire early:
-        the caller checks)."""
-        if self.timer is not None:
-            return self.timer.call_at(deadline, callback)
-        return self.loop.call_later(max(0.0, deadline - self.now()), callback)
+    def bind(self, loop: asyncio.AbstractEventLoop, timer: ServerTimer) -> None:
+        """Serve on ``loop`` (the running one): holds end on ``timer``, and the clock is
+        the one read fit for it."""
+        self.loop, self.timer, self.now = loop, timer, timer.now
 
     def stall(self, seconds: float) -> None:
         """No echo response is written before ``seconds`` from now (never shortens a stall)."""

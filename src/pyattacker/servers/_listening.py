@@ -19,9 +19,9 @@ from types import TracebackType
 from typing import ClassVar, Self
 
 from pyattacker._checks import check_whole
-from pyattacker.clock import LoopClock
 from pyattacker.errors import ConfigError
 from pyattacker.servers._guard import Guarded, Limits, Sweeper
+from pyattacker.servers._timer import ServerTimer
 
 __all__ = ["ListeningServer", "listen_error"]
 
@@ -47,6 +47,7 @@ class ListeningServer:
         self.reuse_port = False
         self._server: asyncio.Server | None = None
         self._sweeper: Sweeper | None = None
+        self._timer: ServerTimer | None = None
         self._url: str | None = None
 
     @property
@@ -63,7 +64,8 @@ class ListeningServer:
         if self._server is not None:
             raise RuntimeError(f"the {self.what} is already started")
         loop = asyncio.get_running_loop()
-        self._bind(loop)
+        self._timer = timer = ServerTimer(loop)
+        self._bind(loop, timer)
         try:
             self._server = await loop.create_server(
                 self._protocol,
@@ -74,15 +76,15 @@ class ListeningServer:
                 reuse_port=self.reuse_port or None,
             )
         except OSError as exc:
-            self._unbind()
+            timer.close()
             raise listen_error(self.host, self.port, exc) from None
         except UnicodeError:  # a label past 63 characters fails to encode, not to resolve
-            self._unbind()
+            timer.close()
             raise ConfigError(
                 f"not a host name: {self.host[:60]!r}", field="host", hint="e.g. 127.0.0.1"
             ) from None
         # One timer for the whole server closes the connections that are too slow.
-        self._sweeper = Sweeper(loop, LoopClock().reader(), self._open, self.limits.timeout)
+        self._sweeper = Sweeper(loop, timer.now, self._open, self.limits.timeout)
         port = self._server.sockets[0].getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self._url = f"{'https' if self.ssl is not None else 'http'}://{host}:{port}"
@@ -99,7 +101,9 @@ class ListeningServer:
         for protocol in list(self._open()):
             protocol.abort()
         await server.wait_closed()
-        self._unbind()
+        if self._timer is not None:
+            self._timer.close()
+            self._timer = None
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -115,13 +119,10 @@ class ListeningServer:
 
     # -- what a subclass provides ---------------------------------------------------------
 
-    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Serve on ``loop`` (called by :meth:`start`, before any connection)."""
+    def _bind(self, loop: asyncio.AbstractEventLoop, timer: ServerTimer) -> None:
+        """Serve on ``loop``, its waits on ``timer`` (called by :meth:`start`, before any
+        connection; :meth:`stop` closes the timer)."""
         raise NotImplementedError
-
-    def _unbind(self) -> None:
-        """Let go of what :meth:`_bind` took from the loop (called by :meth:`stop`, and by
-        :meth:`start` when it cannot listen); nothing by default."""
 
     def _protocol(self) -> asyncio.Protocol:
         """The protocol of one new connection."""

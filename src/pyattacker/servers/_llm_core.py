@@ -29,7 +29,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from pyattacker._rng import LazyRandom
-from pyattacker.clock import LoopClock, PreciseTimer, epoch_time
+from pyattacker.clock import LoopClock, epoch_time
 from pyattacker.servers._llm_dice import Failures
 from pyattacker.servers._llm_limits import Limiter
 from pyattacker.servers._llm_settings import Settings
@@ -39,6 +39,7 @@ from pyattacker.servers._llm_truth import Epoch, Ledger
 if TYPE_CHECKING:
     from pyattacker.servers._llm_exchange import Exchange
     from pyattacker.servers._llm_protocol import LlmProtocol
+    from pyattacker.servers._timer import ServerTimer
 
 __all__ = ["Control", "Incoming", "LlmCore", "Tally", "Work"]
 
@@ -115,7 +116,6 @@ class LlmCore:
         self.keys = frozenset(key.encode() for key in settings.api_keys)
         self.loop: asyncio.AbstractEventLoop  # set by bind(), before any connection
         self.ticker: Ticker  # ditto
-        self.timer: PreciseTimer | None = None
         self.now: Callable[[], float] = LoopClock().now
         self.epoch = Epoch(0, 0.0)
         self.created = int(epoch_time())
@@ -133,23 +133,15 @@ class LlmCore:
         # numbers its dice streams lane, lane + lanes, ... so no two processes share one.
         self.lane, self.lanes = 0, 1
 
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Serve on ``loop`` (the running one): its timers, its clock, and t = 0 now."""
-        self.unbind()
+    def bind(self, loop: asyncio.AbstractEventLoop, timer: ServerTimer) -> None:
+        """Serve on ``loop`` (the running one): tokens due on ``timer``, its clock, and
+        t = 0 now."""
         self.loop = loop
-        self.now = LoopClock().reader()
-        # Tokens are due on the kernel's timer where there is one (see the ticker's module).
-        self.timer = PreciseTimer.open(loop)
-        self.ticker = Ticker(loop, self.now, self.timer)
+        self.now = timer.now
+        self.ticker = Ticker(timer)
         self.epoch.origin = self.now()
         rpm, tpm = self.settings.rpm, self.settings.tpm
         self.limiter = Limiter(rpm, tpm, self.epoch.origin) if rpm or tpm else None
-
-    def unbind(self) -> None:
-        """Stop using the loop's kernel timer, if any (the server stopped)."""
-        if self.timer is not None:
-            self.timer.close()
-            self.timer = None
 
     def reset(self) -> int:
         """A new epoch from now, both buckets full; return the records forgotten."""

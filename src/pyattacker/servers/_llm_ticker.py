@@ -3,10 +3,8 @@
 Arming a loop timer per token costs more than writing the token (a handle and a libuv
 timer each, on uvloop). :class:`Ticker` keeps the due times in a heap and holds a single
 timer, for the earliest; when it fires, every exchange whose time has come writes its
-token, in due order. Under load, one timer serves many tokens. That timer is the kernel's
-where there is one (a :class:`~pyattacker.clock.PreciseTimer`: never early, late by a
-wake-up), else the loop's: uvloop's count whole milliseconds, so a 2 ms gap came out 2 to
-3 ms.
+token, in due order. Under load, one timer serves many tokens. That timer is the server's
+:class:`~pyattacker.servers._timer.ServerTimer`: the kernel's where there is one.
 
 Guarantees: a callback never runs before its due time on the clock it was given (loop
 timers that fire early, as uvloop's millisecond timers do, just re-arm for the rest);
@@ -17,15 +15,13 @@ the call (see ``Exchange.due``).
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Callable
 from heapq import heappop, heappush
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from pyattacker.clock import PreciseTimer, TimerEntry
+    from pyattacker.servers._timer import Cancellable, ServerTimer
 
 __all__ = ["Due", "Ticker"]
 
@@ -40,20 +36,13 @@ class Due(Protocol):
 class Ticker:
     """The due times of one loop's exchanges; see the module docstring."""
 
-    __slots__ = ("_armed", "_heap", "_kernel", "_loop", "_now", "_order", "_timer")
+    __slots__ = ("_armed", "_call_at", "_heap", "_now", "_order", "_timer")
 
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        now: Callable[[], float],
-        kernel: PreciseTimer | None = None,
-    ) -> None:
-        self._loop = loop
-        self._now = now
-        self._kernel = kernel  # the kernel's timer (on ``now``'s clock), else the loop's
+    def __init__(self, timer: ServerTimer) -> None:
+        self._call_at, self._now = timer.call_at, timer.now
         self._heap: list[tuple[float, int, Due]] = []
         self._order = count()
-        self._timer: asyncio.TimerHandle | TimerEntry | None = None
+        self._timer: Cancellable | None = None
         self._armed = math.inf  # the due time the timer is set for
 
     def at(self, when: float, item: Due) -> None:
@@ -69,10 +58,7 @@ class Ticker:
         if self._timer is not None:
             self._timer.cancel()
         self._armed = when
-        if self._kernel is not None:
-            self._timer = self._kernel.call_at(when, self._fire)
-        else:
-            self._timer = self._loop.call_later(max(0.0, when - self._now()), self._fire)
+        self._timer = self._call_at(when, self._fire)
 
     def _fire(self) -> None:
         # Nothing arms the loop timer while callbacks run (they schedule their next call):

@@ -19,13 +19,10 @@ Contract of a connection (:class:`EchoProtocol`):
   control path) on an idle connection is answered inside
   ``on_message_complete`` with precomputed bytes and no timer; everything else (delays,
   failures, overrides, bodies, control paths, stalls, closing) takes :meth:`_handle`.
-- A hold ends on the kernel's timer where there is one (Linux: the ``Core``'s
-  :class:`~pyattacker.clock.PreciseTimer`), which never fires early and late only by a
-  wake-up: uvloop's timers count whole milliseconds, and held a 1 ms request for 1 to 2
-  ms, which put a step in the truth's tail that a client's percentiles straddled.
-  Elsewhere the loop's timers fire early (libuv's millisecond clock is truncated), so a
-  due request re-checks its deadline on our clock and re-arms for the remainder: a hold
-  is never shorter than its drawn delay.
+- A hold ends on the ``Core``'s :class:`~pyattacker.servers._timer.ServerTimer`: the
+  kernel's timer where there is one, never early. Elsewhere the loop's timers fire early
+  (libuv's millisecond clock is truncated), so a due request re-checks its deadline on
+  our clock and re-arms for the remainder: a hold is never shorter than its drawn delay.
 - A request whose connection closes before its response was flushed is *dropped*: counted
   as such, never recorded as a hold time.
 - The server's :class:`~pyattacker.servers._guard.Limits` hold (head and body sizes, time,
@@ -47,7 +44,8 @@ from pyattacker.errors import ConfigError
 from pyattacker.servers._guard import Guarded, Limits
 
 if TYPE_CHECKING:
-    from pyattacker.servers._core import Cancellable, Core
+    from pyattacker.servers._core import Core
+    from pyattacker.servers._timer import Cancellable
 
 __all__ = ["EchoProtocol"]
 
@@ -249,7 +247,7 @@ class EchoProtocol(Guarded):
         if held.ready:
             self._flush()
         elif held.response:  # not a control reply still being computed (see _answered)
-            held.timer = core.call_at(held.start + held.delay, partial(self._due, held))
+            held.timer = core.timer.call_at(held.start + held.delay, partial(self._due, held))
 
     def _echo(
         self, start: float, body: bytes, overrides: dict[bytes, bytes], keep_alive: bool
@@ -300,7 +298,7 @@ class EchoProtocol(Guarded):
         core = self._core
         end = held.start + held.delay
         if end > core.now():  # (the loop's timer fired early)
-            held.timer = core.call_at(end, partial(self._due, held))
+            held.timer = core.timer.call_at(end, partial(self._due, held))
             return
         held.timer, held.ready = None, True
         self._flush()
@@ -328,7 +326,7 @@ class EchoProtocol(Guarded):
 
     def _wait_for_stall_end(self) -> None:
         if self._stall_timer is None:
-            self._stall_timer = self._core.call_at(self._core.stall_until, self._stall_over)
+            self._stall_timer = self._core.timer.call_at(self._core.stall_until, self._stall_over)
 
     def _stall_over(self) -> None:
         self._stall_timer = None

@@ -50,6 +50,7 @@ from pyattacker.servers._loops import run_until_signalled
 from pyattacker.servers._process import EchoServerProcess
 from pyattacker.servers._protocol import EchoProtocol
 from pyattacker.servers._ranges import request_seconds
+from pyattacker.servers._timer import ServerTimer
 
 __all__ = [
     "HEAD_LIMIT",
@@ -177,11 +178,8 @@ class EchoServer(ListeningServer):
         """
         self._core.stall(check_number(seconds, "seconds", at_least=0))
 
-    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._core.bind(loop)
-
-    def _unbind(self) -> None:
-        self._core.unbind()
+    def _bind(self, loop: asyncio.AbstractEventLoop, timer: ServerTimer) -> None:
+        self._core.bind(loop, timer)
 
     def _protocol(self) -> EchoProtocol:
         return EchoProtocol(self._core, self.limits)

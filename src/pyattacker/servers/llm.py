@@ -96,6 +96,7 @@ from pyattacker.servers._llm_truth import Record
 from pyattacker.servers._llm_wire import error_body
 from pyattacker.servers._loops import run_until_signalled
 from pyattacker.servers._ranges import request_whole
+from pyattacker.servers._timer import ServerTimer
 from pyattacker.world import FailureProfile
 
 __all__ = [
@@ -203,11 +204,8 @@ class LlmServer(ListeningServer):
         )
         self._core = LlmCore(self.settings, self._control)
 
-    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._core.bind(loop)
-
-    def _unbind(self) -> None:
-        self._core.unbind()
+    def _bind(self, loop: asyncio.AbstractEventLoop, timer: ServerTimer) -> None:
+        self._core.bind(loop, timer)
 
     def _protocol(self) -> LlmProtocol:
         return LlmProtocol(self._core, self.limits)
