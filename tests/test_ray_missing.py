@@ -408,28 +408,36 @@ def test_run_connects_to_the_ray_address_cluster_once_before_the_store_is_create
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever Ray refuses past the checks (a cluster of another Ray version, say) is one
-    exit 2 with nothing written, not one failed item per row."""
+    exit 2 with nothing written, not one failed item per row; the head is probed once."""
     pytest.importorskip("ray")
     import ray._raylet
 
-    from pyattacker.run import _ray as run_ray
+    from pyattacker import _ray as pyattacker_ray
 
-    calls: list[str | None] = []
+    inits: list[str | None] = []
+    probes: list[str] = []
+    probe = pyattacker_ray._not_grpc
 
-    def refused(address: str | None, *, num_cpus: int | None, field: str) -> bool:
-        calls.append(address)
-        raise ConfigError("cannot connect to the Ray cluster: versions differ", field="RAY_ADDRESS")
+    def init(address: str | None = None, **_options: object) -> None:
+        inits.append(address)
+        raise RuntimeError("versions differ")
+
+    def counted(sock: socket.socket, timeout: float = pyattacker_ray.PROBE_TIMEOUT_S) -> str | None:
+        probes.append(str(sock.getpeername()))
+        return probe(sock, timeout)
 
     monkeypatch.setattr(ray._raylet, "InnerGcsClient", _AcceptingGcsClient)
-    monkeypatch.setattr(run_ray, "connect", refused)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(pyattacker_ray, "_not_grpc", counted)
     config, store = _ray_config(tmp_path)
     with listening(_http2_server) as address:
         monkeypatch.setenv("RAY_ADDRESS", address)
         code = run_cli(["run", "-c", str(config)])
     err = capsys.readouterr().err
     assert code == 2
-    assert "RAY_ADDRESS: cannot connect to the Ray cluster: versions differ" in err
-    assert calls == [None]
+    assert f"RAY_ADDRESS: cannot connect to the Ray cluster at {address!r}: versions differ" in err
+    assert inits == [address]
+    assert len(probes) == 1
     assert not store.exists()
 
 

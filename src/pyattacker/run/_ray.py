@@ -128,9 +128,12 @@ def check_ray_address(
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return  # the caller's own session is the one used, whatever RAY_ADDRESS says
-    check_address(address, flag or "RAY_ADDRESS")
-    if open_session:
-        _on_ray_thread(functools.partial(connect, None, num_cpus=None, field="executor")).result()
+    field = flag or "RAY_ADDRESS"
+    if not open_session:
+        check_address(address, field)
+        return
+    # connect() probes the address as check_address does, once, naming the same field
+    _on_ray_thread(functools.partial(connect, address, num_cpus=None, field=field)).result()
 
 
 def _any_on_ray(tasks: Iterable[Any]) -> bool:
