@@ -1,0 +1,105 @@
+"""CPU per request of ``attack --workers N`` against one process, as a user measures it.
+
+Usage: ``.venv/bin/python benchmarks/workers_cli.py [--rates 2000,5000,10000,20000]
+[--delay 0] [--arrival constant] [--duration 8] [--rounds 3] [--workers 2]``
+
+``workers.py`` runs both sides in its own process, with its own probes. This runs the
+command a user runs, ``pyattacker attack URL --rate R --duration D --workers W -q --json
+FILE``, once with ``--workers 1`` and once with ``--workers N`` in each round (the order
+alternating from round to round), against one echo server started with ``--delay``
+(reset before each run), and reads the report's own figure: ``cpu.per_request_s``, every
+process's CPU (the driver's and each worker's) over the requests sent. Per round it prints
+both figures and their ratio (the budget: at most 1.10), and whether each run sent what
+the server served; per rate, the median ratio over the rounds. One round's ratio moves by
+a tenth or more either way on a shared 2-core host: read medians of several rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from pyattacker.servers import EchoServerProcess
+
+BUDGET = 1.10
+
+
+def one_run(
+    server: EchoServerProcess, args: argparse.Namespace, rate: float, workers: int
+) -> tuple[float, int]:
+    """CPU seconds per request and requests sent of one ``attack`` command."""
+    server.reset()
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "report.json")
+        command = [sys.executable, "-m", "pyattacker", "attack", server.url,
+                   "--rate", f"{rate:g}", "--duration", f"{args.duration:g}",
+                   "--arrival", args.arrival, "--workers", str(workers),
+                   "-q", "--json", out]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            sys.exit(f"attack exited {done.returncode}: {done.stderr.strip()}")
+        with open(out, encoding="utf-8") as report:
+            found = json.load(report)
+    served = int(server.stats()["count"])
+    sent = int(found["summary"]["sent"])
+    if served != sent:
+        print(f"    counts differ: sent {sent}, the server served {served}")
+    return float(found["cpu"]["per_request_s"]), sent
+
+
+def run_rate(server: EchoServerProcess, args: argparse.Namespace, rate: float) -> list[float]:
+    ratios = []
+    for round_no in range(args.rounds):
+        order = (1, args.workers) if round_no % 2 == 0 else (args.workers, 1)
+        cost = {workers: one_run(server, args, rate, workers)[0] for workers in order}
+        ratio = cost[args.workers] / cost[1]
+        ratios.append(ratio)
+        print(f"  {rate:>8g}/s round {round_no + 1}: 1 process {cost[1] * 1e6:6.1f} us, "
+              f"{args.workers} workers {cost[args.workers] * 1e6:6.1f} us a request, "
+              f"ratio {ratio:.3f}", flush=True)  # fmt: skip
+    return ratios
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", default="2000,5000,10000,20000", help="requests/s, commas")
+    parser.add_argument("--delay", default="0", help="the echo server's --delay")
+    parser.add_argument("--arrival", choices=("constant", "poisson"), default="constant")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (each: both ways)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    args = parser.parse_args()
+    try:
+        args.rates = [float(r) for r in args.rates.split(",")]
+    except ValueError:
+        parser.error(f"--rates: {args.rates!r} is not rates separated by commas")
+    if not all(r > 0 for r in args.rates) or args.duration <= 0:
+        parser.error("--rates and --duration must be above 0")
+    if args.rounds < 1 or args.workers < 2:
+        parser.error("--rounds must be at least 1 and --workers at least 2")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"cores {len(os.sched_getaffinity(0))}; echo server --delay {args.delay}; "
+          f"{args.arrival} arrivals; {args.duration:g}s a run; cpu.per_request_s of "
+          f"`attack --workers 1` and `--workers {args.workers}`")  # fmt: skip
+    summary = []
+    with EchoServerProcess(delay=args.delay) as server:
+        for rate in args.rates:
+            summary.append((rate, run_rate(server, args, rate)))
+    print(f"\nCPU per request, {args.workers} workers / 1 process (budget {BUDGET:.2f}):")
+    for rate, each in summary:
+        within = sum(r <= BUDGET for r in each)
+        print(f"  {rate:>8g}/s  median of {len(each)} rounds {statistics.median(each):.3f} "
+              f"({within} of {len(each)} within {BUDGET:.2f})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
