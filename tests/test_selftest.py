@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pyattacker.attack import usable_cores
 from pyattacker.cli import run_cli
 from pyattacker.selftest import (
     GOAL,
@@ -89,9 +91,50 @@ def test_selftest_scale_climbs_the_levels_it_is_given(
     assert code == (0 if scale["passed"] else 1)
 
 
+def test_selftest_scale_with_workers_auto_counts_every_request_once_and_prices_each_level(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, document = run_json(["scale", *TINY_SCALE, "--workers", "auto"], capsys)
+    scale = document["scale"]
+    assert scale["workers"] == usable_cores()
+    assert scale["server_processes"] == 1
+    for level in scale["levels"]:
+        # the workers' merged count is the server's: none lost, none counted twice
+        assert level["requests"] - level["dropped"] == level["server_count"] > 0
+        assert level["cpu_per_request"] > 0
+    assert code == (0 if scale["passed"] else 1)
+
+
+def test_selftest_accuracy_from_workers_against_a_server_of_two_processes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["accuracy", *TINY_ACCURACY, "--workers", "2", "--server-processes", "2"]
+    code, document = run_json(args, capsys)
+    accuracy = document["accuracy"]
+    assert (accuracy["workers"], accuracy["server_processes"]) == (2, 2)
+    assert accuracy["requests"] == accuracy["server_count"] == 30  # merged /stats too
+    assert len(accuracy["figures"]) == 6
+    assert code == (0 if document["passed"] else 1)
+
+
+def test_the_text_says_what_attacked_and_each_levels_cpu_per_request() -> None:
+    level = Level(500, 500, 250, 250, 0, 0, 0.001, 0.002, [], cpu_per_request=42e-6)
+    check = ScaleCheck(hold=0.5, delay="fixed:1ms", levels=[level], workers=4,
+                       server_processes=2)  # fmt: skip
+    text = render_scale(check)
+    assert "open model, from 4 workers, echo server of 2 processes," in text
+    assert "CPU   42.0 us/req" in text
+    alone = render_scale(ScaleCheck(hold=0.5, delay="fixed:1ms", levels=[level]))
+    assert "open model, clean" in alone  # one process, one server process: nothing said
+
+
 @pytest.mark.parametrize(
     ("args", "flag"),
     [
+        (["--workers", "0"], "--workers"),
+        (["--workers", "many"], "--workers"),
+        (["--workers", "257"], "--workers"),
+        (["--server-processes", "auto"], "--server-processes"),
         (["--rate", "0"], "--rate"),
         (["--rate", "20000/s"], "--rate"),
         (["--duration", "0s"], "--duration"),
@@ -135,6 +178,8 @@ def test_help_names_the_parts_the_rule_and_the_exit_codes(
     assert "scale" in out
     assert "max(1 %, 0.5 ms)" in out
     assert "Exit codes: 0" in out
+    assert "--workers N|auto" in out
+    assert "--server-processes N" in out
 
 
 rates = st.floats(min_value=1, max_value=1e6)
@@ -216,14 +261,29 @@ def test_a_busy_machine_is_named_in_a_note_and_an_idle_one_is_not() -> None:
     assert busy_note({**about, "load_average": None}) is None
 
 
-def fake_proc(root: Path, busy: int, idle: int, ours: dict[int, tuple[int, int]]) -> None:
+def fake_proc(
+    root: Path,
+    busy: int,
+    idle: int,
+    ours: dict[int, tuple[int, int]],
+    *,
+    parents: dict[int, int] | None = None,
+    waited: dict[int, int] | None = None,
+) -> None:
     """A /proc with the machine's ``busy`` ticks (user, system, steal) and ``idle`` ticks
-    (idle, iowait), and utime/stime for each pid."""
+    (idle, iowait), and utime/stime for each pid (a pid left out ended): its parent from
+    ``parents`` (else 1), the ticks of its ended children from ``waited`` (else 0)."""
     user, system, steal = busy - busy // 2 - 10, busy // 2, 10
     (root / "stat").write_text(f"cpu  {user} 0 {system} {idle - 5} 5 0 0 {steal} 0 0\ncpu0 1\n")
+    for old in root.iterdir():
+        if old.name.isdigit() and int(old.name) not in ours:
+            shutil.rmtree(old)
     for pid, (utime, stime) in ours.items():
         (root / str(pid)).mkdir(exist_ok=True)
-        fields = ["S", *["0"] * 10, str(utime), str(stime), *["0"] * 30]
+        parent = (parents or {}).get(pid, 1)
+        children = (waited or {}).get(pid, 0)
+        fields = ["S", str(parent), *["0"] * 9, str(utime), str(stime), str(children), "0"]
+        fields += ["0"] * 28
         (root / str(pid) / "stat").write_text(f"{pid} (odd) name) {' '.join(fields)}\n")
 
 
@@ -239,6 +299,27 @@ def test_others_cpu_is_the_machines_busy_time_less_ours_over_the_span(
     fake_proc(tmp_path, busy=1300, idle=5100, ours={os.getpid(): (120, 80), server: (60, 0)})
     tick = os.sysconf("SC_CLK_TCK")
     assert others.cpus() == pytest.approx((300 - 100 - 40) / tick / 2.0)
+
+
+def test_others_cpu_counts_what_our_workers_and_the_servers_processes_spent_as_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker this process forked (running, then ended and waited for) and a process
+    the echo server forked are ours, not other work on the machine."""
+    now = iter([10.0, 12.0])
+    monkeypatch.setattr(_neighbours, "wall_time", lambda: next(now))
+    me, worker, server, member = os.getpid(), 5000, 4242, 4243
+    parents = {worker: me, member: server}
+    fake_proc(tmp_path, busy=1000, idle=5000, parents=parents,
+              ours={me: (50, 50), worker: (10, 0), server: (20, 0), member: (5, 0)})  # fmt: skip
+    others = _neighbours.OthersCpu([server], proc=str(tmp_path))
+    # the worker spent 20 more ticks, ended and was waited for: its 30 are now ours
+    fake_proc(tmp_path, busy=1300, idle=5100, parents=parents, waited={me: 30},
+              ours={me: (120, 80), server: (60, 0), member: (25, 0)})  # fmt: skip
+    tick = os.sysconf("SC_CLK_TCK")
+    ours = (120 + 80 + 30) - (50 + 50 + 10)  # this process and its worker
+    theirs = (60 + 25) - (20 + 5)  # the server and its member
+    assert others.cpus() == pytest.approx((300 - ours - theirs) / tick / 2.0)
 
 
 def test_others_cpu_is_unknown_without_a_proc_to_read(tmp_path: Path) -> None:

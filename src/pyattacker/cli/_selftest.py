@@ -9,12 +9,16 @@ import click
 
 from pyattacker._atomic import check_output, write_atomically
 from pyattacker._units import DURATION_HINT, parse_duration, parse_rate
+from pyattacker.attack import usable_cores
 from pyattacker.errors import ConfigError
 from pyattacker.selftest import (
     LEVELS,
+    MAX_PROCESSES,
+    Setup,
     busy_note,
     check_accuracy_settings,
     check_scale_settings,
+    check_setup,
     machine,
     render_accuracy,
     render_machine,
@@ -68,6 +72,23 @@ __all__ = ["selftest_command"]
     help="scale: how long each level lasts.",
 )
 @click.option(
+    "--workers",
+    default="1",
+    show_default=True,
+    metavar="N|auto",
+    help="Attack from N worker processes, as attack --workers N (auto: one per usable "
+    "core); each level's CPU per request then counts every worker's.",
+)
+@click.option(
+    "--server-processes",
+    default="1",
+    show_default=True,
+    metavar="N",
+    help="Run the echo server as N processes behind its one port (as echo-server "
+    "--processes N), so that it is not the limit. Workers and server processes together "
+    "should not outnumber the cores.",
+)
+@click.option(
     "--json",
     "json_path",
     metavar="PATH",
@@ -80,6 +101,8 @@ def selftest_command(
     delay: str,
     levels: str,
     hold: str,
+    workers: str,
+    server_processes: str,
     json_path: str | None,
 ) -> int:
     """Check this machine: how accurate pyattacker's figures are here, and the highest
@@ -95,6 +118,11 @@ def selftest_command(
     and event loop, so figures from different machines compare. Run it on an otherwise
     idle machine: other work shows up as lag.
 
+    With --workers N, each attack runs on N worker processes, as attack --workers N does
+    (its schedule shared, its figures merged), and each scale level also gives the CPU
+    per request of all of them: run scale with and without workers to see how far the
+    clean rate rises with cores, and what the split costs per request.
+
     \b
     Exit codes: 0 every check passed, 1 a check failed, 2 bad input.
 
@@ -103,6 +131,7 @@ def selftest_command(
       pyattacker selftest
       pyattacker selftest accuracy --rate 500/s --duration 5s
       pyattacker selftest scale --levels 1000,5000,20000 --hold 2s --json -
+      pyattacker selftest scale --workers 4 --server-processes 4   # 8 cores
     """
     accuracy_settings = (
         parse_rate(rate, field="--rate"),
@@ -110,8 +139,10 @@ def selftest_command(
         delay,
     )
     climb, held = _levels(levels), _duration(hold, "--hold")
+    setup = Setup(_count(workers, "--workers"), _count(server_processes, "--server-processes"))
     check_accuracy_settings(*accuracy_settings)
     check_scale_settings(climb, held)
+    check_setup(setup)
     if json_path not in (None, "-"):
         check_output(Path(json_path), "--json")
     to_stderr = json_path == "-"  # stdout carries the JSON alone
@@ -120,11 +151,11 @@ def selftest_command(
     accuracy = scale = None
     if part in (None, "accuracy"):
         accuracy = run_accuracy(
-            rate=accuracy_settings[0], duration=accuracy_settings[1], delay=delay
+            rate=accuracy_settings[0], duration=accuracy_settings[1], delay=delay, setup=setup
         )
         click.echo(render_accuracy(accuracy), err=to_stderr)
     if part in (None, "scale"):
-        scale = run_scale(climb, hold=held)
+        scale = run_scale(climb, hold=held, setup=setup)
         click.echo(render_scale(scale), err=to_stderr)
     document = selftest_document(about, accuracy, scale)
     click.echo("selftest: " + ("PASS" if document["passed"] else "FAIL"), err=to_stderr)
@@ -157,6 +188,21 @@ def _levels(text: str) -> list[float]:
                 hint="e.g. --levels 500,1000,2000",
             ) from exc
     return rates
+
+
+def _count(text: str, flag: str) -> int:
+    """A number of processes from ``text`` (``auto``: one per usable core, for
+    ``--workers``)."""
+    said = text.strip().lower()
+    if said == "auto" and flag == "--workers":
+        return usable_cores()
+    if said.isdigit() and 1 <= int(said) <= MAX_PROCESSES:
+        return int(said)
+    raise ConfigError(
+        f"must be a number of processes from 1 to {MAX_PROCESSES}, not {text!r}",
+        field=flag,
+        hint=f"e.g. {flag} 2" + (" or auto (one per usable core)" if flag == "--workers" else ""),
+    )
 
 
 def _duration(text: str, flag: str) -> float:

@@ -3,8 +3,10 @@
 ``accuracy`` attacks our echo server (its own process, on loopback) at a fixed delay and
 judges our percentiles on both clocks against the server's exact truth under the accuracy
 budget, max(1 %, 0.5 ms). ``scale`` finds the highest open-model rate one process keeps
-cleanly in a few short levels. Every report names the machine (CPU count, Python, loop) so
-figures from different machines compare. See ``docs/attack.md`` ("Checking your machine").
+cleanly in a few short levels. Either attacks from this process or, as a :class:`Setup`
+says, from worker processes against an echo server of several processes. Every report
+names the machine (CPU count, Python, loop) so figures from different machines compare.
+See ``docs/attack.md`` ("Checking your machine").
 """
 
 from pyattacker.selftest._accuracy import (
@@ -24,6 +26,7 @@ from pyattacker.selftest._rule import (
     level_problems,
 )
 from pyattacker.selftest._scale import LEVELS, Level, ScaleCheck, check_scale_settings, run_scale
+from pyattacker.selftest._setup import MAX_PROCESSES, Setup, check_setup
 from pyattacker.selftest._text import (
     busy_note,
     render_accuracy,
@@ -37,6 +40,7 @@ __all__ = [
     "LEVELS",
     "MAX_ERROR_FRACTION",
     "MAX_P99_LAG_S",
+    "MAX_PROCESSES",
     "MAX_RATE_ERROR",
     "QUANTILES",
     "AccuracyCheck",
@@ -44,9 +48,11 @@ __all__ = [
     "Level",
     "Rule",
     "ScaleCheck",
+    "Setup",
     "busy_note",
     "check_accuracy_settings",
     "check_scale_settings",
+    "check_setup",
     "level_problems",
     "machine",
     "render_accuracy",

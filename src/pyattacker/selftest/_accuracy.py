@@ -1,7 +1,8 @@
 """``selftest accuracy``: our percentiles on both clocks against the echo server's truth.
 
 The echo server runs in its own process with a known delay; this process attacks it at a
-constant rate through the public API (:func:`pyattacker.attack.run_attack`), then reads
+constant rate through the public API (:func:`pyattacker.attack.run_attack`; with
+``--workers``, :func:`~pyattacker.attack.run_workers`, see :mod:`._setup`), then reads
 the server's exact hold times of that run (``/stats``, reset first) and judges each of our
 percentiles under :data:`GOAL`. The truth leaves out loopback and both event loops'
 wake-ups, so the comparison is conservative: all of that counts against us.
@@ -12,11 +13,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pyattacker.attack import AttackPlan, OpenModel, run_attack
+from pyattacker.attack import AttackPlan, OpenModel
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Histogram, Outcome
 from pyattacker.selftest._neighbours import OthersCpu
 from pyattacker.selftest._rule import GOAL
+from pyattacker.selftest._setup import ONE_PROCESS, Setup, check_setup
 from pyattacker.servers import Delay, EchoServerProcess
 
 __all__ = ["QUANTILES", "AccuracyCheck", "Figure", "check_accuracy_settings", "run_accuracy"]
@@ -60,6 +62,8 @@ class AccuracyCheck:
     figures: list[Figure] = field(default_factory=list)
     #: CPUs other processes kept busy (on average) during the attack; None: unknown
     others_cpus: float | None = None
+    workers: int = 1
+    server_processes: int = 1
 
     def problems(self) -> list[str]:
         """Why the check failed (empty when it passed)."""
@@ -110,22 +114,30 @@ def check_accuracy_settings(rate: float, duration: float, delay: str) -> None:
 
 
 def run_accuracy(
-    *, rate: float = 200.0, duration: float = 3.0, delay: str = "fixed:20ms"
+    *,
+    rate: float = 200.0,
+    duration: float = 3.0,
+    delay: str = "fixed:20ms",
+    setup: Setup = ONE_PROCESS,
 ) -> AccuracyCheck:
-    """Attack a fresh echo server process (``delay``) at ``rate`` for ``duration`` seconds
-    and judge our p50/p90/p99 on both clocks against its truth.
+    """Attack a fresh echo server (``delay``) at ``rate`` for ``duration`` seconds as
+    ``setup`` says and judge our p50/p90/p99 on both clocks against its truth.
 
     Raises ``ConfigError`` for bad settings (see :func:`check_accuracy_settings`) and
     ``PyAttackerError`` when the server process cannot start. Blocks; not inside a loop.
     """
     check_accuracy_settings(rate, duration, delay)
-    with EchoServerProcess(delay=delay) as server:
+    check_setup(setup)
+    with EchoServerProcess(delay=delay, processes=setup.server_processes) as server:
         plan = AttackPlan.build(
-            [server.url + "/"], OpenModel(rate=rate), duration=duration, preconnect=_PRECONNECT
+            [server.url + "/"],
+            OpenModel(rate=rate),
+            duration=duration,
+            preconnect=max(_PRECONNECT, setup.workers),  # divided among the workers
         )
         server.reset()
         others = OthersCpu([server.pid])
-        result = run_attack(plan, stop_on_signals=False)
+        result = setup.attack(plan)
         others_cpus = others.cpus()
         truth = server.stats()
     total = result.total
@@ -139,6 +151,8 @@ def run_accuracy(
         dropped=result.dropped,
         not_ok=total.requests - total.by_outcome.get(Outcome.OK.value, 0),
         others_cpus=others_cpus,
+        workers=setup.workers,
+        server_processes=setup.server_processes,
     )
     if truth["count"] and total.latency.count:
         for clock, histogram in (("scheduled", total.latency), ("sent", total.service_time)):

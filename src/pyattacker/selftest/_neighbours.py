@@ -4,8 +4,11 @@ A selftest that fails on a busy machine measured the machine, not pyattacker: an
 process that holds a CPU when our event loop or the echo server wants it shows up as lag
 and latency in every figure. The load average before the check misses work that starts
 during it, so the check counts, from ``/proc/stat``, the CPU time the whole machine spent
-busy over its span, less what this process and the echo server spent (their
-``/proc/PID/stat``), and reports the rest in CPUs. Linux only: ``None`` elsewhere.
+busy over its span, less what this process and the echo server spent, each with every
+process it started (``/proc/PID/stat``: a live child's own figures, an ended one's in its
+parent's; ``selftest --workers`` attacks from worker processes, and an echo server of
+several processes forks them), and reports the rest in CPUs. Linux only: ``None``
+elsewhere.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ class OthersCpu:
         try:
             with open(f"{self._proc}/stat", encoding="ascii") as stat:
                 fields = [int(v) for v in stat.readline().split()[1:]]
-            ours = sum(_process_ticks(self._proc, pid) for pid in self._pids)
+            children = _children(self._proc)
+            ours = sum(_tree_ticks(self._proc, pid, children) for pid in self._pids)
         except (OSError, ValueError, IndexError):
             return None
         # user nice system idle iowait irq softirq steal ...: idle and iowait are not busy;
@@ -48,9 +52,36 @@ class OthersCpu:
         return sum(fields[:8]) - fields[3] - fields[4], ours
 
 
-def _process_ticks(proc: str, pid: int) -> int:
-    """utime + stime of ``pid`` (every thread), from ``/proc/PID/stat`` (after the name,
-    which is in parentheses and may hold any character)."""
+def _stat(proc: str, pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the name (in parentheses, and it may hold
+    any character): index 0 is field 3 of proc(5)."""
     with open(f"{proc}/{pid}/stat", encoding="ascii") as stat:
-        after_name = stat.read().rsplit(")", 1)[1].split()
-    return int(after_name[11]) + int(after_name[12])  # fields 14 and 15 of proc(5)
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def _children(proc: str) -> dict[int, list[int]]:
+    """Each live process's children, by parent, from every ``/proc/PID/stat``."""
+    found: dict[int, list[int]] = {}
+    for name in os.listdir(proc):
+        if name.isdigit():
+            try:
+                parent = int(_stat(proc, int(name))[1])
+            except (OSError, ValueError, IndexError):  # ended since the listing
+                continue
+            found.setdefault(parent, []).append(int(name))
+    return found
+
+
+def _tree_ticks(proc: str, pid: int, children: dict[int, list[int]]) -> int:
+    """CPU ticks of ``pid`` (every thread), of its children that ended and were waited
+    for, and of its live descendants: a count that a child's end does not change."""
+    after_name = _stat(proc, pid)
+    # utime, stime, cutime, cstime: fields 14 to 17 of proc(5)
+    own = sum(int(v) for v in after_name[11:15])
+    live = 0
+    for child in children.get(pid, ()):
+        try:
+            live += _tree_ticks(proc, child, children)
+        except (OSError, ValueError, IndexError):  # ended since the listing
+            continue
+    return own + live

@@ -1,11 +1,13 @@
 """``selftest scale``: the highest open-model rate this process keeps cleanly.
 
-One echo server process (1 ms fixed delay) serves every level; each level is a fresh
-attack from this process at a rising constant rate, its connections opened before its
-first arrival (the level measures the generator's steady state, not connecting). A level
-is clean by :func:`~pyattacker.selftest.level_problems`; the climb stops at the first
-level that is not. The generator and the server share the machine, so the figure is a
-lower bound for a generator on its own host.
+One echo server (1 ms fixed delay) serves every level; each level is a fresh attack from
+this process (or from ``--workers`` worker processes, :mod:`._setup`) at a rising
+constant rate, its connections opened before its first arrival (the level measures the
+generator's steady state, not connecting). A level is clean by
+:func:`~pyattacker.selftest.level_problems`; the climb stops at the first level that is
+not. Each level also says the generator's CPU per request (every process's). The
+generator and the server share the machine, so the figure is a lower bound for a
+generator on its own host.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pyattacker.attack import AttackPlan, OpenModel, run_attack
+from pyattacker.attack import AttackPlan, OpenModel
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Outcome
 from pyattacker.selftest._neighbours import OthersCpu
 from pyattacker.selftest._rule import level_problems
+from pyattacker.selftest._setup import ONE_PROCESS, Setup, check_setup
 from pyattacker.servers import EchoServerProcess
 
 __all__ = ["LEVELS", "Level", "ScaleCheck", "check_scale_settings", "run_scale"]
@@ -42,6 +45,8 @@ class Level:
     lag_p99: float
     latency_p99: float
     problems: list[str]
+    #: the generator's CPU seconds per request scheduled (every process's); None: unknown
+    cpu_per_request: float | None = None
 
     @property
     def clean(self) -> bool:
@@ -55,6 +60,8 @@ class ScaleCheck:
     hold: float
     delay: str
     levels: list[Level] = field(default_factory=list)
+    workers: int = 1
+    server_processes: int = 1
     #: CPUs other processes kept busy (on average) during the climb; None: unknown
     others_cpus: float | None = None
 
@@ -102,19 +109,24 @@ def check_scale_settings(levels: Sequence[float], hold: float) -> None:
         )
 
 
-def run_scale(levels: Sequence[float] = LEVELS, *, hold: float = 1.0) -> ScaleCheck:
+def run_scale(
+    levels: Sequence[float] = LEVELS, *, hold: float = 1.0, setup: Setup = ONE_PROCESS
+) -> ScaleCheck:
     """Climb ``levels`` (requests/s, in rising order) for ``hold`` seconds each against
-    one fresh echo server process, up to and including the first level that is not clean.
+    one fresh echo server, up to and including the first level that is not clean; each
+    level attacks as ``setup`` says (this process, or workers; the server's processes).
 
     Raises ``ConfigError`` for bad settings and ``PyAttackerError`` when the server
     process cannot start. Blocks; not inside a loop.
     """
     check_scale_settings(levels, hold)
-    check = ScaleCheck(hold=hold, delay=_DELAY)
-    with EchoServerProcess(delay=_DELAY) as server:
+    check_setup(setup)
+    check = ScaleCheck(hold=hold, delay=_DELAY, workers=setup.workers,
+                       server_processes=setup.server_processes)  # fmt: skip
+    with EchoServerProcess(delay=_DELAY, processes=setup.server_processes) as server:
         others = OthersCpu([server.pid])
         for rate in sorted(levels):
-            level = _level(server, rate, hold)
+            level = _level(server, rate, hold, setup)
             check.levels.append(level)
             if not level.clean:
                 break
@@ -122,12 +134,12 @@ def run_scale(levels: Sequence[float] = LEVELS, *, hold: float = 1.0) -> ScaleCh
     return check
 
 
-def _level(server: EchoServerProcess, rate: float, hold: float) -> Level:
+def _level(server: EchoServerProcess, rate: float, hold: float, setup: Setup) -> Level:
     server.reset()
     plan = AttackPlan.build(
         [server.url + "/"], OpenModel(rate=rate), duration=hold, preconnect=_CONNECTIONS
     )
-    result = run_attack(plan, stop_on_signals=False)
+    result = setup.attack(plan)
     total = result.total
     not_ok = total.requests - total.by_outcome.get(Outcome.OK.value, 0)
     lag_p99 = total.dispatch_delay.percentile(99) if total.dispatch_delay.count else 0.0
@@ -155,4 +167,5 @@ def _level(server: EchoServerProcess, rate: float, hold: float) -> Level:
         lag_p99=lag_p99,
         latency_p99=latency_p99,
         problems=problems,
+        cpu_per_request=result.cpu_dict()["per_request_s"],
     )

@@ -60,6 +60,15 @@ def others_lines(others_cpus: float | None, passed: bool) -> list[str]:
     return lines
 
 
+def _from(workers: int, server_processes: int) -> str:
+    """``, from 2 workers`` (and the server's processes past one); nothing for the
+    default, one process against one server process."""
+    said = "" if workers == 1 else f", from {workers} workers"
+    if server_processes > 1:
+        said += f", echo server of {server_processes} processes"
+    return said
+
+
 def _verdict(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
 
@@ -68,7 +77,8 @@ def render_accuracy(check: AccuracyCheck) -> str:
     """The accuracy part: settings, one line per clock and percentile, counts, verdict."""
     lines = [
         f"accuracy: echo server {check.delay}, {check.rate:g}/s for {check.duration:g} s "
-        f"(open model); rule |ours - truth| <= {check.rule}",
+        f"(open model{_from(check.workers, check.server_processes)}); "
+        f"rule |ours - truth| <= {check.rule}",
         f"  {'clock':<10} {'pct':<4} {'ours ms':>9} {'truth ms':>9} {'error ms':>9} "
         f"{'error %':>8} {'allowed ms':>10}",
     ]
@@ -92,15 +102,18 @@ def render_accuracy(check: AccuracyCheck) -> str:
 def render_scale(check: ScaleCheck) -> str:
     """The scale part: one line per level climbed, the highest clean rate, verdict."""
     lines = [
-        f"scale: echo server {check.delay}, {check.hold:g} s per level, open model, "
+        f"scale: echo server {check.delay}, {check.hold:g} s per level, open model"
+        f"{_from(check.workers, check.server_processes)}, "
         "clean = nothing dropped, rate within 2 %, < 0.1 % not ok, p99 lag < 10 ms"
     ]
     for level in check.levels:
         state = "clean" if level.clean else "NOT clean: " + "; ".join(level.problems)
+        cpu = level.cpu_per_request
         lines.append(
             f"  {level.rate:>9,.0f}/s  achieved {level.achieved_rate:>10,.1f}/s  "
             f"lag p99 {level.lag_p99 * 1e3:7.3f} ms  latency p99 {level.latency_p99 * 1e3:7.3f} ms"
-            f"  {state}"
+            + ("" if cpu is None else f"  CPU {cpu * 1e6:6.1f} us/req")
+            + f"  {state}"
         )
     if check.every_level_clean:
         # The climb stopped because the levels ran out, not at a level that failed.
