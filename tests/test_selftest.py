@@ -18,17 +18,21 @@ from hypothesis import strategies as st
 
 from pyattacker.attack import usable_cores
 from pyattacker.cli import run_cli
+from pyattacker.errors import ConfigError
 from pyattacker.selftest import (
     GOAL,
+    MAX_PROCESSES,
     AccuracyCheck,
     Figure,
     Level,
     ScaleCheck,
+    Setup,
     _neighbours,
     busy_note,
     level_problems,
     render_accuracy,
     render_scale,
+    run_scale,
 )
 
 TINY_ACCURACY = ["--rate", "100/s", "--duration", "0.3s", "--delay", "fixed:5ms"]
@@ -115,6 +119,22 @@ def test_selftest_accuracy_from_workers_against_a_server_of_two_processes(
     assert accuracy["requests"] == accuracy["server_count"] == 30  # merged /stats too
     assert len(accuracy["figures"]) == 6
     assert code == (0 if document["passed"] else 1)
+
+
+@pytest.mark.parametrize(
+    ("setup", "flag"),
+    [
+        (Setup(workers=0), "--workers"),
+        (Setup(server_processes=MAX_PROCESSES + 1), "--server-processes"),
+    ],
+)
+def test_a_setup_out_of_range_is_refused_naming_its_flag_before_a_server_starts(
+    setup: Setup, flag: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        run_scale([100], hold=0.1, setup=setup)
+    assert refused.value.field == flag
+    assert f"1 to {MAX_PROCESSES}" in str(refused.value)
 
 
 def test_the_text_says_what_attacked_and_each_levels_cpu_per_request() -> None:

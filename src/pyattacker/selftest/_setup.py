@@ -48,6 +48,6 @@ def check_setup(setup: Setup) -> None:
             raise ConfigError(
                 f"must be 1 to {MAX_PROCESSES}, not {n!r}",
                 field=flag,
-                hint=f"e.g. {flag} 2, or auto for one per usable core",
+                hint=f"e.g. {flag} 2",
             )
     check_processes(setup.server_processes, "--server-processes")
