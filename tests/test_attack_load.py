@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyattacker.attack import ClosedModel, OpenModel, Stage
-from pyattacker.attack._load import _Segment
+from pyattacker.attack import AttackPlan, ClosedModel, OpenModel, Stage
+from pyattacker.attack._load import CLUSTER_S, _Segment, share_below
+from pyattacker.attack._workers import arrival_run
 from pyattacker.errors import ConfigError
+
+A = "http://127.0.0.1:9/"
 
 
 def test_a_constant_rate_spaces_arrivals_exactly_one_period_apart_from_zero() -> None:
@@ -128,6 +132,7 @@ def test_a_constant_segment_inverts_to_the_general_root_bit_for_bit(
     workers=st.integers(min_value=1, max_value=9),
     poisson=st.booleans(),
     staged=st.booleans(),
+    drawn_run=st.integers(min_value=1, max_value=4),
 )
 def test_each_workers_numbered_share_is_exactly_its_part_of_the_whole_schedule(
     rate: float,
@@ -136,9 +141,11 @@ def test_each_workers_numbered_share_is_exactly_its_part_of_the_whole_schedule(
     workers: int,
     poisson: bool,
     staged: bool,
+    drawn_run: int,
 ) -> None:
     # A constant rate computes its share; every other plan draws all and skips: both must
-    # give each worker exactly the arrivals k mod N == index of the one schedule, bit for bit.
+    # give each worker exactly its arrivals of the one schedule, bit for bit: k mod N ==
+    # index, or for Poisson arrivals runs of consecutive ones in turn.
     if duration is None and requests is None:
         requests = 200  # (an open-ended constant rate never ends)
     model = OpenModel(
@@ -150,10 +157,49 @@ def test_each_workers_numbered_share_is_exactly_its_part_of_the_whole_schedule(
     assert whole == list(
         itertools.islice(enumerate(model.arrivals(seed=7, duration=duration)), requests)
     )
+    run = drawn_run if poisson or staged else 1  # evenly spaced at one rate: one by one
     shares = [
-        list(model.numbered(seed=7, duration=duration, requests=requests, part=(i, workers)))
+        list(
+            model.numbered(seed=7, duration=duration, requests=requests, part=(i, workers), run=run)
+        )
         for i in range(workers)
     ]
     assert sorted(itertools.chain.from_iterable(shares)) == whole
     for index, share in enumerate(shares):
-        assert all(k % workers == index for k, _ in share)
+        assert all((k // run) % workers == index for k, _ in share)
+        assert len(share) == share_below(len(whole), (index, workers), run)
+
+
+def test_poisson_arrivals_go_to_workers_in_runs_of_five_milliseconds_at_the_peak_rate() -> None:
+    poisson = OpenModel(rate=2_000, arrival="poisson", stages=(Stage(1.0, 8_000),))
+    plan = AttackPlan.build([A], poisson, duration=1.0)
+    assert poisson.peak_rate == 8_000
+    assert arrival_run(plan, 1) == 1
+    # 40 arrive in CLUSTER_S at 8,000/s; a quarter of a worker's 128 connections is 32
+    assert int(8_000 * CLUSTER_S) == 40
+    assert arrival_run(plan, 2) == 32
+    assert arrival_run(replace(plan, connections=1024), 2) == 40
+    assert arrival_run(plan, 16) == 256 // 16 // 4  # a quarter of a worker's 16 connections
+    assert arrival_run(AttackPlan.build([A], OpenModel(rate=8_000), duration=1.0), 2) == 1
+    slow = OpenModel(rate=50, arrival="poisson")
+    assert arrival_run(AttackPlan.build([A], slow, duration=1.0), 2) == 1
+    assert arrival_run(AttackPlan.build([A], ClosedModel(clients=4), requests=10), 2) == 1
+    share = [k for k, _ in poisson.numbered(seed=1, requests=200, part=(1, 2), run=40)]
+    assert share == [*range(40, 80), *range(120, 160)]
+    with pytest.raises(ValueError, match="one by one"):
+        OpenModel(rate=10).numbered(requests=5, part=(0, 2), run=2)
+
+
+@given(
+    first=st.integers(0, 500),
+    span=st.integers(0, 500),
+    n=st.integers(1, 7),
+    run=st.integers(1, 50),
+)
+def test_each_workers_count_of_a_span_of_arrival_numbers_is_exact_and_they_add_up(
+    first: int, span: int, n: int, run: int
+) -> None:
+    end = first + span
+    counts = [share_below(end, (i, n), run) - share_below(first, (i, n), run) for i in range(n)]
+    assert counts == [sum((k // run) % n == i for k in range(first, end)) for i in range(n)]
+    assert sum(counts) == span

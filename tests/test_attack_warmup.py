@@ -19,6 +19,7 @@ from pyattacker.attack import (
     worker_plan,
 )
 from pyattacker.attack._warmup import WarmupTally
+from pyattacker.attack._workers import arrival_run
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Attempt, Outcome, RequestRecord
 from pyattacker.report import Gate
@@ -189,7 +190,7 @@ def _on_workers(plan: AttackPlan, n: int) -> tuple[AttackResult, list[int]]:
     async def worker(index: int) -> WorkerOutcome:
         mine = worker_plan(plan, index, n)
         engine = Engine(mine, FakeServer(), on_record=records.append, part=(index, n),
-                        start_at=0.0)  # fmt: skip
+                        run=arrival_run(plan, n), start_at=0.0)  # fmt: skip
         await engine.run()
         tally, times = engine.counted()
         return WorkerOutcome(index=index, tally=tally, times=times, decisions={},
@@ -204,14 +205,25 @@ def _on_workers(plan: AttackPlan, n: int) -> tuple[AttackResult, list[int]]:
 )
 @pytest.mark.parametrize(
     "load",
-    [OpenModel(rate=20, arrival="poisson"), ClosedModel(clients=4, think_time=0.03)],
-    ids=["open", "closed"],
+    [
+        OpenModel(rate=20, arrival="poisson"),
+        OpenModel(rate=2_000, arrival="poisson"),  # in runs of 10 arrivals a worker
+        ClosedModel(clients=4, think_time=0.03),
+    ],
+    ids=["open", "open-runs", "closed"],
 )
 @pytest.mark.parametrize("n", [2, 3])
 def test_workers_set_apart_the_same_warmup_arrivals_as_one_process(
     warmup: Warmup, load: OpenModel | ClosedModel, n: int
 ) -> None:
-    plan = AttackPlan.build([A], load, requests=30, connections=4, warmup=warmup, seed=3)
+    # enough connections that runs of Poisson arrivals at 2,000/s take 10 (a quarter of a
+    # worker's connections bounds a run)
+    connections = 128 if isinstance(load, OpenModel) and load.rate > 1_000 else 4
+    if connections == 128 and warmup.seconds is not None:
+        warmup = Warmup(seconds=0.006)  # 30 arrivals take 15 ms: the first dozen or so
+    plan = AttackPlan.build([A], load, requests=30, connections=connections, warmup=warmup,
+                            seed=3)  # fmt: skip
+    assert arrival_run(plan, n) == (10 if connections == 128 else 1)
     one, records = attack(plan, FakeServer())
     merged, measured = _on_workers(plan, n)
     # the same arrivals left out (a closed model's turns in the first span are numbered
@@ -234,27 +246,29 @@ def test_workers_set_apart_the_same_warmup_arrivals_as_one_process(
     n=st.integers(1, 4),
     plain=st.integers(0, 40),
     rest=st.integers(0, 30),
+    run=st.integers(1, 6),
 )
 def test_a_warmup_of_n_split_by_arrival_index_sets_apart_what_one_tally_does(
-    warm: int, n: int, plain: int, rest: int
+    warm: int, n: int, plain: int, rest: int, run: int
 ) -> None:
     """Arrivals 0..plain-1 one by one, then the rest dropped in bulk (an overrun): each
-    worker's tally sees its share, in order, and the merge equals one tally's count."""
+    worker's tally sees its share (runs of ``run`` consecutive arrivals in turn), in
+    order, and the merge equals one tally's count."""
 
     def tally(part: tuple[int, int]) -> WarmupTally:
-        return WarmupTally(Warmup(requests=warm), origin=0.0, part=part, window=1.0,
+        return WarmupTally(Warmup(requests=warm), origin=0.0, part=part, run=run, window=1.0,
                            late_after=0.01, per_target=False, on_record=None)  # fmt: skip
 
     whole, parts = tally((0, 1)), [tally((i, n)) for i in range(n)]
     for k in range(plain):
-        for into in (whole, parts[k % n]):
+        for into in (whole, parts[(k // run) % n]):
             into.arrival(k / 10, 1)
             attempt = Attempt(k, 1, k / 10, sent=k / 10, end=k / 10 + 0.01, status=200)
             attempt.outcome = Outcome.OK
             into.finished([attempt])
     whole.dropped(plain / 10, rest, "dropped: the schedule overran")
     for i, part in enumerate(parts):
-        mine = len(range(plain, plain + rest)[(i - plain) % n :: n])
+        mine = sum((k // run) % n == i for k in range(plain, plain + rest))
         part.dropped(plain / 10, mine, "dropped: the schedule overran")
     for part in parts[1:]:
         parts[0].merge(part)

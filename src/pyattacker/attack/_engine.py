@@ -92,12 +92,14 @@ class Engine:
         clock: Clock | None = None,
         on_record: Callable[[RequestRecord], None] | None = None,
         part: tuple[int, int] = (0, 1),
+        run: int = 1,
         start_at: float | None = None,
     ) -> None:
         self.plan = plan
-        # One worker of several (attack/_workers.py): the open model's arrivals k with
-        # k mod n == index, all from one instant on the clock the workers share.
-        self._part, self._start_at = part, start_at
+        # One worker of several (attack/_workers.py): its share of the open model's
+        # arrivals (OpenModel.numbered, runs of ``run`` in turn), all from one instant on
+        # the clock the workers share.
+        self._part, self._run, self._start_at = part, run, start_at
         self.sender = sender
         self.clock: Clock = clock if clock is not None else LoopClock()
         self.on_record = on_record
@@ -133,8 +135,9 @@ class Engine:
     def _new_tally(self, origin: float) -> Tally:
         plan = self.plan
         if plan.warmup is not None:  # the warmup's requests are counted apart
-            return WarmupTally(plan.warmup, origin=origin, part=self._part, window=plan.window,
-                               late_after=plan.late_after, per_target=len(self._targets) > 1,
+            return WarmupTally(plan.warmup, origin=origin, part=self._part, run=self._run,
+                               window=plan.window, late_after=plan.late_after,
+                               per_target=len(self._targets) > 1,
                                on_record=self.on_record)  # fmt: skip
         return Tally(
             origin=origin,
@@ -214,7 +217,7 @@ class Engine:
         self._schedule = (
             OpenSchedule(
                 plan, self._start, time, flight, requests, dispatcher,
-                queue_when_full=mode.queue_when_full, part=self._part,
+                queue_when_full=mode.queue_when_full, part=self._part, run=self._run,
             )
             if mode.open
             else ClosedSchedule(plan, self._start, time, flight, requests, part=self._part,

@@ -32,10 +32,32 @@ from pyattacker.attack._arrivals import constant_share
 from pyattacker.attack._limits import MAX_RATE, check
 from pyattacker.errors import ConfigError
 
-__all__ = ["ARRIVALS", "Arrival", "ClosedModel", "LoadModel", "OpenModel", "Stage"]
+__all__ = [
+    "ARRIVALS",
+    "CLUSTER_S",
+    "Arrival",
+    "ClosedModel",
+    "LoadModel",
+    "OpenModel",
+    "Stage",
+    "share_below",
+]
 
 Arrival = Literal["constant", "poisson"]
 ARRIVALS: tuple[Arrival, ...] = ("constant", "poisson")
+
+#: Poisson arrivals go to workers in runs of as many consecutive arrivals as come in this
+#: long at the plan's peak rate (``attack/_workers.py``, ``arrival_run``).
+CLUSTER_S = 5e-3
+
+
+def share_below(end: int, part: tuple[int, int], run: int) -> int:
+    """How many of the arrivals numbered ``0`` to ``end - 1`` are worker ``index`` of
+    ``n``'s (``part``), the workers taking runs of ``run`` consecutive arrivals in turn
+    (``run`` 1: arrival k is worker k mod n's)."""
+    index, n = part
+    cycles, rest = divmod(max(end, 0), n * run)
+    return cycles * run + min(max(rest - index * run, 0), run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +222,12 @@ class OpenModel:
         duration: float | None = None,
         requests: int | None = None,
         part: tuple[int, int] = (0, 1),
+        run: int = 1,
     ) -> Iterator[tuple[int, float]]:
         """``(k, offset)`` of arrival k of :meth:`arrivals` (the first ``requests`` only),
-        for every k with ``k mod n == index`` (``part = (index, n)``: one worker's share).
+        for every k that is worker ``index`` of ``n``'s (``part = (index, n)``), the
+        workers taking ``run`` consecutive arrivals in turn: (k // run) mod n == index
+        (``run`` 1: k mod n). Only a Poisson or staged plan takes runs longer than one.
 
         A constant rate without stages computes its own share (arrival k is at
         ``k / rate``); any other plan draws every arrival and skips the others' (each
@@ -215,8 +240,17 @@ class OpenModel:
             )
             if requests is not None:
                 numbered = islice(numbered, requests)
-            return numbered if n == 1 else islice(numbered, index, None, n)
+            if n == 1 or run == 1:
+                return numbered if n == 1 else islice(numbered, index, None, n)
+            return (arrival for arrival in numbered if (arrival[0] // run) % n == index)
+        if run != 1:
+            raise ValueError("evenly spaced arrivals at a constant rate are dealt one by one")
         return constant_share(self.rate, _end_of(duration, None), requests, index, n)
+
+    @property
+    def peak_rate(self) -> float:
+        """The highest rate the plan reaches (requests/s)."""
+        return max([self.rate, *(stage.rate for stage in self.stages)])
 
 
 def _end_of(duration: float | None, plan: float | None) -> float:

@@ -23,7 +23,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable
 
-from pyattacker.attack._load import OpenModel
+from pyattacker.attack._load import OpenModel, share_below
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._result import DRAIN_STOP
 from pyattacker.attack._tally import Tally
@@ -82,11 +82,13 @@ def drop_rest(
     start: float,
     *,
     part: tuple[int, int] = (0, 1),
+    run: int = 1,
 ) -> None:
     """Count as dropped every arrival from number ``n`` (at ``offset`` s) to the end of
     ``plan``'s schedule (and at most ``plan.requests`` in all), in ``tally``'s windows;
     ``start`` is the run's origin on the engine's clock. A worker's ``part`` (index, n)
-    counts only its share: the arrivals k with k mod n == index."""
+    counts only its share: the arrivals :meth:`OpenModel.numbered` gives it (runs of
+    ``run`` in turn)."""
     load = plan.load
     assert isinstance(load, OpenModel)
     end = schedule_end(plan)
@@ -102,14 +104,13 @@ def drop_rest(
         due = min(math.ceil(load.planned(bound) - base - 1e-9), left)
         if due > counted:
             at = start + max(offset, index * width)
-            share = _share(n + counted, n + int(due), part)
+            share = _share(n + counted, n + int(due), part, run)
             if share:
                 tally.dropped(at, share, OVERRUN)
             counted = int(due)
         index += 1
 
 
-def _share(first: int, end: int, part: tuple[int, int]) -> int:
+def _share(first: int, end: int, part: tuple[int, int], run: int) -> int:
     """How many of the arrivals numbered ``first`` to ``end - 1`` are this worker's."""
-    index, workers = part
-    return -((index - end) // workers) + ((index - first) // workers)
+    return share_below(end, part, run) - share_below(first, part, run)

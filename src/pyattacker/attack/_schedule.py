@@ -74,16 +74,18 @@ class OpenSchedule:
         *,
         queue_when_full: bool,
         part: tuple[int, int] = (0, 1),
+        run: int = 1,
     ) -> None:
         assert isinstance(plan.load, OpenModel)
-        self.part = part  # (index, n): this worker's arrivals are k with k mod n == index
+        # (index, n): this worker's arrivals are OpenModel.numbered's, runs of ``run``
+        self.part, self.arrival_run = part, run
         self.plan, self.load, self.start, self.time = plan, plan.load, start, time
         self.flight, self.requests, self.dispatcher = flight, requests, dispatcher
         self.capacity = flight.capacity if queue_when_full else math.inf
         self.last_offset = 0.0
         # this worker's share of the one schedule (OpenModel.numbered says how it is drawn)
         self._arrivals = self.load.numbered(
-            seed=plan.seed, duration=plan.duration, requests=plan.requests, part=part
+            seed=plan.seed, duration=plan.duration, requests=plan.requests, part=part, run=run
         )
         self._next: tuple[int, float] | None = None  # the arrival waited for, if any
         self._behind = 0  # arrivals dispatched late since the last wait
@@ -166,7 +168,7 @@ class OpenSchedule:
             self._behind += 1
             if self._behind % _YIELD_EVERY == 0:
                 if now() >= self._over:  # past the schedule's end: none can start in time
-                    drop_rest(tally, plan, n, offset, start, part=self.part)
+                    drop_rest(tally, plan, n, offset, start, part=self.part, run=self.arrival_run)
                     return None
                 self._next = upcoming  # dispatched when the loop calls again
                 return _YIELD

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pyattacker._units import parse_duration
+from pyattacker.attack._load import share_below
 from pyattacker.attack._tally import Tally
 from pyattacker.errors import ConfigError
 from pyattacker.measure import Attempt, PlainRow, row_attempt
@@ -170,23 +171,29 @@ class WarmupTally(Tally):
     ``request`` is below ``warmup.requests``, or its first ``scheduled`` time is within
     ``warmup.seconds`` of ``origin``.
 
-    A worker's tally (``part``: its index of n workers, whose arrivals are the global
-    ones ``index + i * n``) counts its ``i``-th arrival as the warmup's when ``index + i
-    * n`` is below ``warmup.requests``: the same arrivals one process would set apart, so
-    the workers' tallies :meth:`merge` into one process's.
+    A worker's tally (``part``: its index of n workers, taking runs of ``run``
+    consecutive arrivals of the one schedule in turn, :meth:`OpenModel.numbered`) counts
+    its ``i``-th arrival as the warmup's when that arrival's global number is below
+    ``warmup.requests``: the same arrivals one process would set apart, so the workers'
+    tallies :meth:`merge` into one process's.
     """
 
     def __init__(
-        self, warmup: Warmup, *, origin: float, part: tuple[int, int] = (0, 1), **options: Any
+        self,
+        warmup: Warmup,
+        *,
+        origin: float,
+        part: tuple[int, int] = (0, 1),
+        run: int = 1,
+        **options: Any,
     ) -> None:
         super().__init__(origin=origin, **options)
         self.warmup = warmup
         self._cut = origin + (warmup.seconds or 0.0)
         self._origin = origin
         self._arrivals = 0
-        index, n = part
         # how many of this worker's arrivals are among the first warmup.requests of all
-        self._warm_arrivals = max(0, -(-((warmup.requests or 0) - index) // n))
+        self._warm_arrivals = share_below(warmup.requests or 0, part, run)
         self.warm_scheduled = 0
         self._warm_outcomes: Counter[str] = Counter()
         self._warm_sent = self._warm_attempts = 0

@@ -4,9 +4,10 @@ How a plan is shared between ``n`` workers (``docs/attack.md``, "Many processes,
 machines"):
 
 - the open model's arrivals come from one stream of draws (the plan's seed), and arrival
-  ``k`` goes to worker ``k mod n``: each worker walks the whole schedule and keeps its
-  share, so every arrival has the scheduled time it has in one process, and
-  ``--requests`` is counted over all workers;
+  ``k`` goes to worker ``k mod n`` (Poisson arrivals: in runs of consecutive arrivals,
+  ``OpenModel.run_of``): each worker walks the whole schedule and keeps its share, so
+  every arrival has the scheduled time it has in one process, and ``--requests`` is
+  counted over all workers;
 - the closed model's clients, a closed model's ``--requests``, the connections (and
   preconnections) per target and the open model's ``max_in_flight`` are divided, the first
   workers taking one more when the division leaves a rest;
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pyattacker._gc import quiet_gc
 from pyattacker.attack._engine import Engine, Progress
 from pyattacker.attack._flow_stats import FlowTally
-from pyattacker.attack._load import ClosedModel, OpenModel
+from pyattacker.attack._load import CLUSTER_S, ClosedModel, OpenModel
 from pyattacker.attack._plan import AttackPlan
 from pyattacker.attack._result import RunTimes
 from pyattacker.attack._run import (
@@ -45,7 +46,7 @@ from pyattacker.errors import ConfigError
 from pyattacker.http import Limits
 from pyattacker.measure import Histogram
 
-__all__ = ["WorkerOutcome", "run_worker", "share", "work", "worker_plan"]
+__all__ = ["WorkerOutcome", "arrival_run", "run_worker", "share", "work", "worker_plan"]
 
 #: How often a worker hands its whole count to the driver (what is kept of a worker that
 #: dies, and what the live view's percentiles merge), and its progress in between (the
@@ -83,6 +84,24 @@ def share(total: int, index: int, n: int) -> int:
     """Worker ``index``'s part of ``total`` divided among ``n`` (the first ones get one more
     when the division leaves a rest)."""
     return total // n + (1 if index < total % n else 0)
+
+
+def arrival_run(plan: AttackPlan, n: int) -> int:
+    """How many consecutive arrivals of ``plan``'s open model each of ``n`` workers takes
+    in turn (``OpenModel.numbered``): 1 (arrival k to worker k mod n) but for Poisson
+    arrivals, as many as come in ``CLUSTER_S`` at the plan's peak rate. Poisson arrivals
+    come in bursts, and a burst dealt one by one wakes every worker where one process
+    sends it on one wake-up: two workers then spent 1.13-1.46x one process's CPU per
+    request where runs of 5 ms spent 1.00-1.06x from 16,000/s (benchmarks/README.md,
+    "Poisson arrivals dealt in blocks"). While it has its run a worker carries the whole
+    rate, so a run is at most a quarter of a worker's connections and of its share of
+    ``max_in_flight``: a run alone never fills them. From the whole plan, so that every
+    worker deals alike."""
+    load = plan.load
+    if n == 1 or not isinstance(load, OpenModel) or load.arrival != "poisson":
+        return 1
+    room = min(plan.connections, load.max_in_flight) // n // 4
+    return max(1, min(int(load.peak_rate * CLUSTER_S), room))
 
 
 def worker_plan(plan: AttackPlan, index: int, n: int) -> AttackPlan:
@@ -153,7 +172,8 @@ async def work(
     sender = _llm_sender(mine, client) if mine.llm else _http_sender(mine, client)
     parts = [tap.open(index) for tap in taps]
     engine = Engine(mine, sender, on_record=on_record_of(parts),
-                    part=(index, n) if n > 1 else (0, 1), start_at=start_at)  # fmt: skip
+                    part=(index, n) if n > 1 else (0, 1), run=arrival_run(plan, n),
+                    start_at=start_at)  # fmt: skip
     session = _Session(mine, engine, client)
     session.handle_signals()
     if on_stop is not None:
