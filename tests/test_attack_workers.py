@@ -78,6 +78,25 @@ def test_two_workers_send_the_whole_schedule_once_and_count_what_the_server_serv
     assert report["total"]["latency_s"]["sent"]["min"] >= DELAY * LOW
 
 
+def test_poisson_arrivals_reach_two_workers_in_runs_and_every_one_is_sent_once(
+    echo: EchoServerProcess, tmp_path: Path
+) -> None:
+    """At 4,000/s a run is 20 arrivals (5 ms), so of 150 worker 0 takes 0-19, 40-59, ...
+    (80 in all) and worker 1 the other 70; the server serves each once."""
+    echo.reset()
+    out, rows = tmp_path / "r.json", tmp_path / "rows.jsonl"
+    argv = ["attack", echo.url, "--rate", "4000/s", "--arrival", "poisson", "--requests", "150",
+            "--workers", "2", "--per-worker", "--json", str(out), "--samples", str(rows),
+            "-q"]  # fmt: skip
+    assert run_cli(argv) == 0
+    report = json.loads(out.read_text())
+    summary = report["summary"]
+    assert summary["sent"] == report["total"]["requests"] == echo.stats()["count"] == 150
+    assert [w["sent"] for w in report["workers"]["each"]] == [80, 70]
+    numbers = sorted(json.loads(line)["request"] for line in rows.read_text().splitlines())
+    assert numbers == list(range(150))
+
+
 def test_a_worker_killed_mid_attack_is_named_lost_and_the_others_finish(
     echo: EchoServerProcess,
 ) -> None:
