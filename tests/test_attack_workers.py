@@ -74,6 +74,8 @@ def test_two_workers_send_the_whole_schedule_once_and_count_what_the_server_serv
     assert [w["sent"] for w in each] == [75, 75]  # arrival k to worker k mod 2
     assert sum(w["completed"] for w in each) == 150
     assert all(w["state"] == "finished" and w["cpu_s"] > 0 for w in each)
+    # the report's CPU is every worker's and the driver's (forking, reading, merging)
+    assert report["cpu"]["process_s"] > sum(w["cpu_s"] for w in each)
     # The server held every request DELAY: no sent-clock figure can be below it.
     assert report["total"]["latency_s"]["sent"]["min"] >= DELAY * LOW
 

@@ -195,13 +195,15 @@ def merge_outcomes(
     workers: int | None = None,
     per_worker: bool = False,
     progress: Sequence[Progress | None] = (),
+    driver_cpu_s: float = 0.0,
 ) -> WorkersResult:
     """One result from the workers' ``outcomes`` of ``plan`` (the whole plan; at least one
     outcome), as one process would have counted their requests. ``lost`` lists the workers
     whose process died (their outcome, if any, is their last snapshot); ``workers`` is how
     many there were (default: the outcomes'); ``progress``, each worker's newest progress
-    by index, says what a lost one sent beyond its last snapshot. The outcomes' tallies
-    are consumed."""
+    by index, says what a lost one sent beyond its last snapshot; ``driver_cpu_s``, the CPU
+    the driver spent on them, is counted with the workers'. The outcomes' tallies are
+    consumed."""
     assert outcomes, "nothing to merge"
     ordered = sorted(outcomes, key=lambda o: o.index)
     # each worker's own figures first: merging adds the others into the first one's tally
@@ -234,7 +236,8 @@ def merge_outcomes(
         stop_reason=reasons[0] if reasons else None,
         loop_lag=_merged(lags),
     )
-    base.cpu_s = sum(o.cpu_s for o in ordered)  # every worker's CPU: the report's per request
+    # every worker's CPU and the driver's: what the attack cost, the report's per request
+    base.cpu_s = driver_cpu_s + sum(o.cpu_s for o in ordered)
     flows = _merged_flows([o.flows for o in ordered if o.flows is not None])
     if flows is not None:  # a scenario's flows, as one process counts them
         base.flows = flows.stats(tally.scheduled)

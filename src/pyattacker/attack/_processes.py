@@ -22,6 +22,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
@@ -185,6 +186,7 @@ def _run(
     limits: Limits | None,
     taps: Sequence[WorkerTap],
 ) -> WorkersResult:
+    cpu0 = time.process_time()  # the driver's own: forking, reading, merging
     context = multiprocessing.get_context("fork")
     workers: list[_Worker] = []
     for index in range(n):
@@ -225,7 +227,8 @@ def _run(
     # a lost worker's newest progress says what it sent beyond its last snapshot
     newest_progress = [w.progress for w in workers]
     result = merge_outcomes(plan, counted, lost=lost, workers=n, per_worker=per_worker,
-                            progress=newest_progress)  # fmt: skip
+                            progress=newest_progress,
+                            driver_cpu_s=time.process_time() - cpu0)  # fmt: skip
     if stopping and result.stop_reason is None:
         result = replace(result, stop_reason="interrupted")
     return result

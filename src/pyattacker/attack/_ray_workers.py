@@ -39,6 +39,7 @@ import importlib
 import pickle
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -268,6 +269,7 @@ def _drive(
     ray: Any, plan: AttackPlan, actors: list[_Actor], watch: _Watch, per_worker: bool
 ) -> WorkersResult:
     stopping: list[str] = []
+    cpu0 = time.process_time()  # the driver's own, from the actors' start (Ray's start aside)
 
     def on_signal(signum: int, _frame: object) -> None:
         stopping.append("interrupted")
@@ -289,7 +291,7 @@ def _drive(
             if actor.offset is not None and not actor.lost
         }
         _collect(ray, running, actors, stopping, watch)
-    return _merged(plan, actors, stopping, per_worker)
+    return _merged(plan, actors, stopping, per_worker, time.process_time() - cpu0)
 
 
 def _asker(ray: Any, handle: Any) -> Callable[[], float]:
@@ -403,7 +405,11 @@ def _tick(actors: list[_Actor], watch: _Watch) -> str | None:
 
 
 def _merged(
-    plan: AttackPlan, actors: list[_Actor], stopping: list[str], per_worker: bool
+    plan: AttackPlan,
+    actors: list[_Actor],
+    stopping: list[str],
+    per_worker: bool,
+    driver_cpu_s: float,
 ) -> WorkersResult:
     counted = [a.last for a in actors if a.last is not None]  # on the common clock
     if not counted:
@@ -411,7 +417,8 @@ def _merged(
     lost = [a.index for a in actors if a.lost]
     # each actor's newest progress (actors are by index): what a lost one sent beyond its counts
     result = merge_outcomes(plan, counted, lost=lost, workers=len(actors), per_worker=per_worker,
-                            progress=[a.progress for a in actors])  # fmt: skip
+                            progress=[a.progress for a in actors],
+                            driver_cpu_s=driver_cpu_s)  # fmt: skip
     for a in actors:
         result.workers[a.index] = _on_ray(result.workers[a.index], a)
     if stopping and result.stop_reason is None:
