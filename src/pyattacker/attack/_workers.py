@@ -5,7 +5,7 @@ machines"):
 
 - the open model's arrivals come from one stream of draws (the plan's seed), and arrival
   ``k`` goes to worker ``k mod n`` (Poisson arrivals: in runs of consecutive arrivals,
-  ``OpenModel.run_of``): each worker walks the whole schedule and keeps its share, so
+  :func:`arrival_run`): each worker walks the whole schedule and keeps its share, so
   every arrival has the scheduled time it has in one process, and ``--requests`` is
   counted over all workers;
 - the closed model's clients, a closed model's ``--requests``, the connections (and
@@ -91,12 +91,10 @@ def arrival_run(plan: AttackPlan, n: int) -> int:
     in turn (``OpenModel.numbered``): 1 (arrival k to worker k mod n) but for Poisson
     arrivals, as many as come in ``CLUSTER_S`` at the plan's peak rate. Poisson arrivals
     come in bursts, and a burst dealt one by one wakes every worker where one process
-    sends it on one wake-up: two workers then spent 1.13-1.46x one process's CPU per
-    request where runs of 5 ms spent 1.00-1.06x from 16,000/s (benchmarks/README.md,
-    "Poisson arrivals dealt in blocks"). While it has its run a worker carries the whole
-    rate, so a run is at most a quarter of a worker's connections and of its share of
-    ``max_in_flight``: a run alone never fills them. From the whole plan, so that every
-    worker deals alike."""
+    sends it on one wake-up (benchmarks/README.md, "Poisson arrivals dealt in runs").
+    While it has its run a worker carries the whole rate, so a run is at most a quarter of
+    a worker's connections and of its share of ``max_in_flight``: a run alone never fills
+    them. From the whole plan, so that every worker deals alike."""
     load = plan.load
     if n == 1 or not isinstance(load, OpenModel) or load.arrival != "poisson":
         return 1

@@ -76,10 +76,10 @@ class ListeningServer:
                 reuse_port=self.reuse_port or None,
             )
         except OSError as exc:
-            timer.close()
+            self._close_timer()
             raise listen_error(self.host, self.port, exc) from None
         except UnicodeError:  # a label past 63 characters fails to encode, not to resolve
-            timer.close()
+            self._close_timer()
             raise ConfigError(
                 f"not a host name: {self.host[:60]!r}", field="host", hint="e.g. 127.0.0.1"
             ) from None
@@ -101,6 +101,9 @@ class ListeningServer:
         for protocol in list(self._open()):
             protocol.abort()
         await server.wait_closed()
+        self._close_timer()
+
+    def _close_timer(self) -> None:
         if self._timer is not None:
             self._timer.close()
             self._timer = None
