@@ -1,7 +1,7 @@
 """CPU per request of ``attack --workers N`` against one process, as a user measures it.
 
 Usage: ``.venv/bin/python benchmarks/workers_cli.py [--rates 2000,5000,10000,20000]
-[--delay 0] [--arrival constant] [--duration 8] [--rounds 3] [--workers 2]``
+[--delay 0] [--arrival constant] [--duration 8] [--rounds 3] [--workers 2] [--alone]``
 
 ``workers.py`` runs both sides in its own process, with its own probes. This runs the
 command a user runs, ``pyattacker attack URL --rate R --duration D --workers W -q --json
@@ -9,9 +9,12 @@ FILE``, once with ``--workers 1`` and once with ``--workers N`` in each round (t
 alternating from round to round), against one echo server started with ``--delay``
 (reset before each run), and reads the report's own figure: ``cpu.per_request_s``, every
 process's CPU (the driver's and each worker's) over the requests sent. Per round it prints
-both figures and their ratio (the budget: at most 1.10), and whether each run sent what
-the server served; per rate, the median ratio over the rounds. One round's ratio moves by
-a tenth or more either way on a shared 2-core host: read medians of several rounds.
+both figures and their ratio (the budget: at most 1.10), the workers' driver's own CPU
+seconds (the report's ``cpu.process_s`` less every worker's, ``--per-worker``), and
+whether each run sent what the server served; per rate, the median ratio over the
+rounds. One round's ratio moves by a tenth or more either way on a shared 2-core host:
+read medians of several rounds. ``--alone`` runs one process only and prints its CPU per
+request at each rate (what a request costs as the arrivals thin out).
 """
 
 from __future__ import annotations
@@ -31,15 +34,16 @@ BUDGET = 1.10
 
 def one_run(
     server: EchoServerProcess, args: argparse.Namespace, rate: float, workers: int
-) -> tuple[float, int]:
-    """CPU seconds per request and requests sent of one ``attack`` command."""
+) -> tuple[float, float | None]:
+    """CPU seconds per request of one ``attack`` command, and its driver's CPU seconds
+    (None for one process)."""
     server.reset()
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "report.json")
         command = [sys.executable, "-m", "pyattacker", "attack", server.url,
                    "--rate", f"{rate:g}", "--duration", f"{args.duration:g}",
                    "--arrival", args.arrival, "--workers", str(workers),
-                   "-q", "--json", out]  # fmt: skip
+                   *(["--per-worker"] if workers > 1 else []), "-q", "--json", out]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             sys.exit(f"attack exited {done.returncode}: {done.stderr.strip()}")
@@ -49,19 +53,31 @@ def one_run(
     sent = int(found["summary"]["sent"])
     if served != sent:
         print(f"    counts differ: sent {sent}, the server served {served}")
-    return float(found["cpu"]["per_request_s"]), sent
+    cpu = found["cpu"]
+    each = found.get("workers", {}).get("each")
+    driver = None if not each else cpu["process_s"] - sum(w["cpu_s"] for w in each)
+    return float(cpu["per_request_s"]), driver
 
 
 def run_rate(server: EchoServerProcess, args: argparse.Namespace, rate: float) -> list[float]:
+    """The ratios of the rounds at ``rate`` (with ``--alone``: one process's CPU per
+    request in each round)."""
+    if args.alone:
+        costs = [one_run(server, args, rate, 1)[0] for _ in range(args.rounds)]
+        print(f"  {rate:>8g}/s  1 process: "
+              f"{', '.join(f'{c * 1e6:.1f}' for c in costs)} us a request", flush=True)  # fmt: skip
+        return costs
     ratios = []
     for round_no in range(args.rounds):
         order = (1, args.workers) if round_no % 2 == 0 else (args.workers, 1)
-        cost = {workers: one_run(server, args, rate, workers)[0] for workers in order}
+        runs = {workers: one_run(server, args, rate, workers) for workers in order}
+        cost = {workers: found[0] for workers, found in runs.items()}
         ratio = cost[args.workers] / cost[1]
         ratios.append(ratio)
         print(f"  {rate:>8g}/s round {round_no + 1}: 1 process {cost[1] * 1e6:6.1f} us, "
               f"{args.workers} workers {cost[args.workers] * 1e6:6.1f} us a request, "
-              f"ratio {ratio:.3f}", flush=True)  # fmt: skip
+              f"ratio {ratio:.3f}; driver {runs[args.workers][1] or 0.0:.4f} s",
+              flush=True)  # fmt: skip
     return ratios
 
 
@@ -73,6 +89,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per run")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (each: both ways)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--alone", action="store_true", help="one process only, no ratio")
     args = parser.parse_args()
     try:
         args.rates = [float(r) for r in args.rates.split(",")]
@@ -94,6 +111,8 @@ def main() -> None:
     with EchoServerProcess(delay=args.delay) as server:
         for rate in args.rates:
             summary.append((rate, run_rate(server, args, rate)))
+    if args.alone:
+        return
     print(f"\nCPU per request, {args.workers} workers / 1 process (budget {BUDGET:.2f}):")
     for rate, each in summary:
         within = sum(r <= BUDGET for r in each)
