@@ -133,8 +133,9 @@ def workers_options(command: F) -> F:
         "schedule; Poisson arrivals in runs of about 5 ms, so a burst reaches one worker), "
         "clients and connections are divided, one report merges them. auto: one "
         "per usable core, no more than the clients or connections per target (for a "
-        "generator on its own machine). Under 4,000 arrivals/s a worker, one process spends "
-        "less CPU per request (a note says so). Works with every flag "
+        "generator on its own machine). Under 4,000 arrivals/s a worker one process keeps "
+        "up, and spends less CPU per request beside the server under test (a note says "
+        "so). Works with every flag "
         "(with --ray too: --samples rows and the --serve page end up on this machine). "
         "Exit 3 if a worker died.",
     )(command)
@@ -302,17 +303,20 @@ def check_shared(plan: AttackPlan, n: int) -> None:
             raise ConfigError(exc.message, field="--workers", hint=exc.hint) from None
 
 
-#: Below this many arrivals a second each, local workers cost more CPU per request than one
-#: process at the same rate: a worker wakes for its own arrivals and answers, which one
-#: process shares among more events per wake-up (benchmarks/README.md, "workers' CPU at
-#: low rates", and `benchmarks/bare_split.py`).
+#: Below this many arrivals a second each, one process keeps up with room to spare, and
+#: local workers on a machine shared with the server under test cost more CPU per request
+#: than one process at the same rate: three busy processes contend for the cores where two
+#: did not, and the server's own CPU per request rises with the workers' (benchmarks/
+#: README.md, "the server's own CPU as a control"). With the server on cores of its own,
+#: workers cost about what one process costs from well below this rate.
 SPARSE_WORKER_RATE = 4000.0
 
 
 def sparse_note(plan: AttackPlan, n: int, *, on_ray: bool) -> str | None:
     """A note when ``n`` local workers each have so few plain arrivals a second that one
-    process would spend less CPU per request (None otherwise: one process, Ray, a closed
-    model, LLM streams or scripted flows, whose cost per arrival is of another size)."""
+    process would keep up, and spend less CPU per request where the server under test
+    shares the machine (None otherwise: one process, Ray, a closed model, LLM streams or
+    scripted flows, whose cost per arrival is of another size)."""
     load = plan.load
     if n < 2 or on_ray or not isinstance(load, OpenModel):
         return None
@@ -323,10 +327,10 @@ def sparse_note(plan: AttackPlan, n: int, *, on_ray: bool) -> str | None:
         return None
     at = "at up to" if load.stages else "at"
     return (f"note: {n} workers {at} {peak:g}/s have {peak / n:g}/s each; below about "
-            f"{SPARSE_WORKER_RATE:,.0f}/s a worker, workers spend more CPU per request than "
-            "one process (each wakes up for its own arrivals and answers): --workers pays "
-            "once one process falls behind (docs/attack.md, \"Many processes, many "
-            "machines\")")  # fmt: skip
+            f"{SPARSE_WORKER_RATE:,.0f}/s a worker one process keeps up, and on a machine shared "
+            "with the server under test workers spend more CPU per request than one process "
+            "(they contend with it for the cores): --workers pays once one process falls "
+            "behind (docs/attack.md, \"Many processes, many machines\")")  # fmt: skip
 
 
 def level_workers(flags: AttackFlags, plan: AttackPlan) -> int:
