@@ -104,12 +104,12 @@ def run_rate(
 ) -> list[tuple[float, float]]:
     """Each round's ratios at ``rate``: the workers' CPU per request over one process's,
     and the server's CPU per request while it served them over while it served one process
-    (with ``--alone``: one process's CPU per request in each round, twice)."""
+    (with ``--alone``: none; it prints one process's CPU per request in each round)."""
     if args.alone:
         costs = [one_run(server, args, rate, 1).per_request for _ in range(args.rounds)]
         print(f"  {rate:>8g}/s  1 process: "
               f"{', '.join(f'{c * 1e6:.1f}' for c in costs)} us a request", flush=True)  # fmt: skip
-        return [(c, c) for c in costs]
+        return []
     ratios = []
     for round_no in range(args.rounds):
         order = (1, args.workers) if round_no % 2 == 0 else (args.workers, 1)
