@@ -170,15 +170,16 @@ def test_each_workers_numbered_share_is_exactly_its_part_of_the_whole_schedule(
         assert len(share) == share_below(len(whole), (index, workers), run)
 
 
-def test_poisson_arrivals_go_to_workers_in_runs_of_five_milliseconds_at_the_peak_rate() -> None:
+def test_poisson_arrivals_go_to_workers_in_runs_of_twenty_milliseconds_at_the_peak_rate() -> None:
     poisson = OpenModel(rate=2_000, arrival="poisson", stages=(Stage(1.0, 8_000),))
     plan = AttackPlan.build([A], poisson, duration=1.0)
     assert poisson.peak_rate == 8_000
     assert arrival_run(plan, 1) == 1
-    # 40 arrive in CLUSTER_S at 8,000/s; a quarter of a worker's 128 connections is 32
-    assert int(8_000 * CLUSTER_S) == 40
+    # 160 arrive in CLUSTER_S at 8,000/s; a quarter of a worker's 128 connections is 32
+    assert int(8_000 * CLUSTER_S) == 160
     assert arrival_run(plan, 2) == 32
-    assert arrival_run(replace(plan, connections=1024), 2) == 40
+    assert arrival_run(replace(plan, connections=1024), 2) == 128
+    assert arrival_run(replace(plan, connections=4096), 2) == 160
     assert arrival_run(plan, 16) == 256 // 16 // 4  # a quarter of a worker's 16 connections
     assert arrival_run(AttackPlan.build([A], OpenModel(rate=8_000), duration=1.0), 2) == 1
     slow = OpenModel(rate=50, arrival="poisson")

@@ -207,7 +207,7 @@ def _on_workers(plan: AttackPlan, n: int) -> tuple[AttackResult, list[int]]:
     "load",
     [
         OpenModel(rate=20, arrival="poisson"),
-        OpenModel(rate=2_000, arrival="poisson"),  # in runs of 10 arrivals a worker
+        OpenModel(rate=500, arrival="poisson"),  # in runs of 10 arrivals a worker
         ClosedModel(clients=4, think_time=0.03),
     ],
     ids=["open", "open-runs", "closed"],
@@ -216,11 +216,11 @@ def _on_workers(plan: AttackPlan, n: int) -> tuple[AttackResult, list[int]]:
 def test_workers_set_apart_the_same_warmup_arrivals_as_one_process(
     warmup: Warmup, load: OpenModel | ClosedModel, n: int
 ) -> None:
-    # enough connections that runs of Poisson arrivals at 2,000/s take 10 (a quarter of a
-    # worker's connections bounds a run)
-    connections = 128 if isinstance(load, OpenModel) and load.rate > 1_000 else 4
+    # enough connections that runs of Poisson arrivals at 500/s take 10, as many as come in
+    # 20 ms (a quarter of a worker's connections bounds a run)
+    connections = 128 if isinstance(load, OpenModel) and load.rate >= 500 else 4
     if connections == 128 and warmup.seconds is not None:
-        warmup = Warmup(seconds=0.006)  # 30 arrivals take 15 ms: the first dozen or so
+        warmup = Warmup(seconds=0.024)  # 30 arrivals take 60 ms: the first dozen or so
     plan = AttackPlan.build([A], load, requests=30, connections=connections, warmup=warmup,
                             seed=3)  # fmt: skip
     assert arrival_run(plan, n) == (10 if connections == 128 else 1)

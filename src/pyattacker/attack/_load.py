@@ -48,7 +48,7 @@ ARRIVALS: tuple[Arrival, ...] = ("constant", "poisson")
 
 #: Poisson arrivals go to workers in runs of as many consecutive arrivals as come in this
 #: long at the plan's peak rate (``attack/_workers.py``, ``arrival_run``).
-CLUSTER_S = 5e-3
+CLUSTER_S = 20e-3
 
 
 def share_below(end: int, part: tuple[int, int], run: int) -> int:

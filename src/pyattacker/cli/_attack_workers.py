@@ -130,7 +130,7 @@ def workers_options(command: F) -> F:
         default="1",
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
-        "schedule; Poisson arrivals in runs of about 5 ms, so a burst reaches one worker), "
+        "schedule; Poisson arrivals in runs of up to 20 ms, so a burst reaches one worker), "
         "clients and connections are divided, one report merges them. auto: one "
         "per usable core, no more than the clients or connections per target (for a "
         "generator on its own machine). Under 4,000 arrivals/s a worker one process keeps "
