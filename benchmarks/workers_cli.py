@@ -36,6 +36,8 @@ import tempfile
 from collections.abc import Callable
 from typing import NamedTuple
 
+from accuracy import pin_server
+
 from pyattacker.servers import EchoServerProcess
 
 BUDGET = 1.10
@@ -64,12 +66,6 @@ def pin_to(cores: set[int] | None) -> Callable[[], None] | None:
     if cores is None:
         return None
     return lambda: os.sched_setaffinity(0, cores)
-
-
-def pin_process(pid: int, cores: set[int]) -> None:
-    """Keep every thread of process ``pid`` on ``cores``."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        os.sched_setaffinity(int(task), cores)
 
 
 def one_run(server: EchoServerProcess, args: argparse.Namespace, rate: float, workers: int) -> Run:
@@ -162,11 +158,9 @@ def main() -> None:
     with EchoServerProcess(delay=args.delay) as server:
         if args.pin:
             cores = sorted(os.sched_getaffinity(0))
-            pin_process(server.pid, {cores[-1]})
             args.generator_cores = set(cores[:-1])
-            print(
-                f"the server on core {cores[-1]}, the generator on {sorted(args.generator_cores)}"
-            )
+            where = pin_server(server.pid, (cores[-1], cores[0]))  # (server, generator)
+            print(f"the server on core {where}, the generator on {sorted(args.generator_cores)}")
         for rate in args.rates:
             summary.append((rate, run_rate(server, args, rate)))
     if args.alone:

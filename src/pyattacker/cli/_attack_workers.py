@@ -59,7 +59,9 @@ from pyattacker.measure import RequestRecord
 from pyattacker.report import clock_text, worker_now_line, workers_now
 
 __all__ = [
+    "AUTO",
     "LOST_EXIT",
+    "WORKERS",
     "Samples",
     "Shared",
     "open_samples",
@@ -82,6 +84,9 @@ Samples = SampleWriter | SampleParts
 
 
 class _Workers(click.ParamType[int]):
+    """A number of worker processes, or ``auto`` (:data:`AUTO`, for the caller to
+    resolve)."""
+
     name = "N|auto"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
@@ -97,6 +102,10 @@ class _Workers(click.ParamType[int]):
         if not 1 <= n <= MAX_WORKERS:
             self.fail(f"must be 1 to {MAX_WORKERS}, got {n}: give N >= 1 or auto", param, ctx)
         return n
+
+
+#: ``--workers N|auto``'s type (``attack``'s and ``selftest``'s)
+WORKERS = _Workers()
 
 
 def workers_options(command: F) -> F:
@@ -126,7 +135,7 @@ def workers_options(command: F) -> F:
     )(command)
     return click.option(
         "--workers",
-        type=_Workers(),
+        type=WORKERS,
         default="1",
         show_default=True,
         help="Processes sharing the plan: arrival k goes to worker k mod N (one seeded "
@@ -322,7 +331,7 @@ def sparse_note(plan: AttackPlan, n: int, *, on_ray: bool) -> str | None:
         return None
     if plan.llm is not None or plan.scenario is not None:
         return None
-    peak = max([load.rate, *(stage.rate for stage in load.stages)])
+    peak = load.peak_rate
     if peak / n >= SPARSE_WORKER_RATE:
         return None
     at = "at up to" if load.stages else "at"

@@ -10,10 +10,10 @@ import click
 from pyattacker._atomic import check_output, write_atomically
 from pyattacker._units import DURATION_HINT, parse_duration, parse_rate
 from pyattacker.attack import usable_cores
+from pyattacker.cli._attack_workers import AUTO, WORKERS
 from pyattacker.errors import ConfigError
 from pyattacker.selftest import (
     LEVELS,
-    MAX_PROCESSES,
     Setup,
     busy_note,
     check_accuracy_settings,
@@ -73,6 +73,7 @@ __all__ = ["selftest_command"]
 )
 @click.option(
     "--workers",
+    type=WORKERS,
     default="1",
     show_default=True,
     metavar="N|auto",
@@ -81,7 +82,8 @@ __all__ = ["selftest_command"]
 )
 @click.option(
     "--server-processes",
-    default="1",
+    type=int,
+    default=1,
     show_default=True,
     metavar="N",
     help="Run the echo server as N processes behind its one port (as echo-server "
@@ -101,8 +103,8 @@ def selftest_command(
     delay: str,
     levels: str,
     hold: str,
-    workers: str,
-    server_processes: str,
+    workers: int,
+    server_processes: int,
     json_path: str | None,
 ) -> int:
     """Check this machine: how accurate pyattacker's figures are here, and the highest
@@ -139,7 +141,7 @@ def selftest_command(
         delay,
     )
     climb, held = _levels(levels), _duration(hold, "--hold")
-    setup = Setup(_count(workers, "--workers"), _count(server_processes, "--server-processes"))
+    setup = Setup(usable_cores() if workers == AUTO else workers, server_processes)
     check_accuracy_settings(*accuracy_settings)
     check_scale_settings(climb, held)
     check_setup(setup)
@@ -188,21 +190,6 @@ def _levels(text: str) -> list[float]:
                 hint="e.g. --levels 500,1000,2000",
             ) from exc
     return rates
-
-
-def _count(text: str, flag: str) -> int:
-    """A number of processes from ``text`` (``auto``: one per usable core, for
-    ``--workers``); :func:`~pyattacker.selftest.check_setup` judges its range."""
-    said = text.strip().lower()
-    if said == "auto" and flag == "--workers":
-        return usable_cores()
-    if said.isdigit():
-        return int(said)
-    raise ConfigError(
-        f"must be a number of processes from 1 to {MAX_PROCESSES}, not {text!r}",
-        field=flag,
-        hint=f"e.g. {flag} 2" + (" or auto (one per usable core)" if flag == "--workers" else ""),
-    )
 
 
 def _duration(text: str, flag: str) -> float:
