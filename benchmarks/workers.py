@@ -137,8 +137,8 @@ def probe_every(seconds: float) -> None:
 
     made = _lag.LagProbe.__init__
 
-    def init(self: Any, loop: Any, now: Any, every: float = seconds) -> None:
-        made(self, loop, now, every)
+    def init(self: Any, call_at: Any, now: Any, every: float = seconds) -> None:
+        made(self, call_at, now, every)
 
     _lag.LagProbe.__init__ = init  # type: ignore[method-assign]
 

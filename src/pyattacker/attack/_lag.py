@@ -5,14 +5,23 @@ Every timestamp the engine takes (a send, a first byte, a token) is taken when t
 gets round to the callback that sees it. While the loop is busy (too many streams, a
 garbage collection, a neighbour stealing the CPU) the bytes wait in the socket and are
 stamped late: the server did nothing wrong, the generator did. The open model's dispatch
-delay shows this for sends; nothing showed it for reads. The probe is a timer that fires
-every ``every`` seconds and records how late it ran (its real time minus the time it was
-due), into a histogram. A busy loop is late for every callback alike, so the probe's lag
-bounds how late any read was stamped.
+delay shows this for sends; nothing showed it for reads. The probe is a timer due every
+``every`` seconds, on a grid fixed when it starts, that records how late each instant of
+the grid was served (the time it ran minus the time it was due) into a histogram.
+A busy loop is late for every callback alike, so the probe's lag bounds how late any read
+was stamped. When the loop stalls past several instants, each one missed is recorded with
+its own lateness when the loop comes back (a 100 ms stall: 100, 90, ... 10 ms): the
+histogram is the share of the run's *time* the loop was that late, as a read arriving at
+a random moment would find it, not one sample per stall (the coordinated omission the
+attack's own clocks avoid).
 
-Resolution: uvloop's timers fire up to about a millisecond early or late by themselves
-(see :meth:`pyattacker.clock.LoopClock.sleep_until`), so lags under ~1 ms are
-timer noise; the report warns only well above that. An early firing counts as 0.
+Resolution: on Linux the probe rides the run's :class:`~pyattacker.clock.PreciseTimer`
+(one kernel timer, which never fires early and wakes the loop once an instant, shared
+with the open model's schedule), so an idle loop reads tens of microseconds, the kernel's
+wake-up. Elsewhere it uses the loop's own timer, which fires up to about a millisecond
+early or late by itself (see :meth:`pyattacker.clock.LoopClock.sleep_until`), so lags under
+~1 ms are timer noise there; the report warns only well above that. An early firing
+counts as 0.
 
 When a lag is worth a warning (:func:`lag_is_large`): a lag matters for what it does to
 the figures, so it is judged against the latencies measured, not alone. A p99 lag of 6 ms
@@ -24,10 +33,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Protocol
 
 from pyattacker.measure import Histogram
 
-__all__ = ["LAG_SHARE", "LAG_WARN_S", "LagProbe", "lag_is_large"]
+__all__ = ["LAG_SHARE", "LAG_WARN_S", "CallAt", "LagProbe", "lag_is_large", "loop_call_at"]
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> object: ...
+
+
+CallAt = Callable[[float, Callable[[], object]], Cancellable]
+"""Calls a callback at an instant and returns what cancels the call."""
 
 LAG_WARN_S = 0.005
 """The floor of :func:`lag_is_large` for the loop lag: below it, never a warning."""
@@ -53,33 +71,31 @@ def lag_is_large(
 
 
 class LagProbe:
-    """A self-rescheduling timer on ``loop`` recording its lateness (seconds, ``now``'s
-    clock) into :attr:`lag`. :meth:`start` once, :meth:`stop` when the run is over."""
+    """A timer due every ``every`` seconds of ``now``'s clock, recording how late it ran
+    into :attr:`lag`. ``call_at(deadline, callback)`` calls ``callback()`` at ``deadline``
+    (``now``'s clock) and returns a handle whose ``cancel()`` forgets it: the run's
+    :meth:`~pyattacker.clock.PreciseTimer.call_at`, or :func:`loop_call_at`. :meth:`start`
+    once, :meth:`stop` when the run is over."""
 
-    __slots__ = ("_due", "_handle", "_loop", "_now", "_recent", "every", "lag")
+    __slots__ = ("_call_at", "_due", "_handle", "_now", "_recent", "every", "lag")
 
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, now: Callable[[], float], every: float = 0.01
-    ) -> None:
-        self._loop = loop
+    def __init__(self, call_at: CallAt, now: Callable[[], float], every: float = 0.01) -> None:
+        self._call_at = call_at
         self._now = now
         self.every = every
         self.lag = Histogram()
         self._due = 0.0
-        self._handle: asyncio.TimerHandle | None = None
+        self._handle: Cancellable | None = None
         self._recent = 0.0  # the largest lag since take_recent last read it
 
     def start(self) -> None:
-        self._arm()
+        self._due = self._now() + self.every
+        self._handle = self._call_at(self._due, self._fire)
 
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-
-    def _arm(self) -> None:
-        self._due = self._now() + self.every
-        self._handle = self._loop.call_at(self._loop.time() + self.every, self._fire)
 
     def take_recent(self) -> float:
         """The largest lag since the last call (0 when on time), and start again: a
@@ -89,8 +105,25 @@ class LagProbe:
         return recent
 
     def _fire(self) -> None:
-        late = self._now() - self._due
+        now, due, every = self._now(), self._due, self.every
+        late = now - due
         if late > self._recent:
             self._recent = late
-        self.lag.record(late if late > 0.0 else 0.0)
-        self._arm()
+        while True:  # this instant, and every later one the loop missed meanwhile
+            self.lag.record(late if late > 0.0 else 0.0)
+            due += every
+            late = now - due
+            if late < 0.0:
+                break
+        self._due = due
+        self._handle = self._call_at(due, self._fire)
+
+
+def loop_call_at(loop: asyncio.AbstractEventLoop, now: Callable[[], float]) -> CallAt:
+    """``call_at`` for :class:`LagProbe` on ``loop``'s own timer, for instants read on
+    ``now``'s clock (which need not be the loop's)."""
+
+    def call_at(deadline: float, callback: Callable[[], object]) -> Cancellable:
+        return loop.call_at(loop.time() + (deadline - now()), callback)
+
+    return call_at
