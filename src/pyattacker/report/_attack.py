@@ -191,7 +191,7 @@ def _headline(data: Mapping[str, Any]) -> list[str]:
     if lag and lag["count"]:
         lines.append(
             f"Generator loop lag: p50 {_ms(lag['p50'])} · p99 {_ms(lag['p99'])} · "
-            f"max {_ms(lag['max'])} ms (how late our own event loop ran; ~1 ms is timer noise)"
+            f"max {_ms(lag['max'])} ms (how late our own event loop ran; under 1 ms is noise)"
         )
         median = _sent_p50(data)
         if lag_is_large(lag["p99"], median):
