@@ -204,3 +204,24 @@ def test_the_recorded_resume_command_works_from_any_folder(project: Path) -> Non
     assert shlex.split(folder) == ["cd", str(project)]
     assert rest.startswith("pyattacker run ")
     assert rest.endswith("--store eval.db --resume")
+
+
+def test_the_recorded_command_is_the_command_line_only_when_pyattacker_is_the_program(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run by another program's __main__ (python -m pytest, an embedding script), its
+    # arguments are not a pyattacker command: the essentials are recorded instead.
+    def recorded(argv: list[str], store: str) -> str:
+        monkeypatch.setattr("sys.argv", argv)
+        assert _run("--input", "items.jsonl", "--store", store) == 0
+        with SQLiteStore(project / store, read_only=True) as opened:
+            return str(opened.runs()[0].config["command"]).partition(" && ")[2]
+
+    ours = ["run", "evals.py:evaluation", "--pools", "evals.py:pools", "--input",
+            "items.jsonl", "--store", "a.db"]  # fmt: skip
+    as_module = recorded(["/venv/lib/python3.11/site-packages/pyattacker/__main__.py", *ours],
+                         "a.db")  # fmt: skip
+    assert as_module == shlex.join(["pyattacker", *ours, "--resume"])
+    other = recorded(["/venv/lib/python3.11/site-packages/pytest/__main__.py", "-q", "t.py"],
+                     "b.db")  # fmt: skip
+    assert other == "pyattacker run evals.py:evaluation --store b.db --resume"

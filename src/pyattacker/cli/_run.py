@@ -477,7 +477,13 @@ def _run(
 
 
 def _invoked_as_cli() -> bool:
-    return Path(sys.argv[0]).name in {"pyattacker", "__main__.py"}
+    """Whether this process is the ``pyattacker`` command (or ``python -m pyattacker``),
+    so that ``sys.argv`` is the command line to record; another program's ``__main__``
+    (``python -m pytest``, an embedding script) has arguments of its own."""
+    entry = Path(sys.argv[0])
+    return entry.name == "pyattacker" or (
+        entry.name == "__main__.py" and entry.parent.name == "pyattacker"
+    )
 
 
 def _again(argv: list[str] | None, target: str, path: Path) -> str:
