@@ -58,7 +58,14 @@ def run_wrk(prefix: list[str], url: str, connections: int, seconds: int) -> tupl
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` so far, or None where /proc is not there."""
+    """User + system CPU seconds of ``pid`` so far, or None where /proc is not there:
+    ``/proc/PID/schedstat``'s nanoseconds where the kernel keeps them (a short run's CPU
+    is then not rounded to clock ticks), else ``/proc/PID/stat``'s ticks."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as schedstat:
+            return int(schedstat.read().split()[0]) / 1e9
+    except OSError:
+        pass
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()

@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pyattacker.attack._lag import LagProbe, loop_call_at
+from pyattacker.attack._lag import LagProbe
+from pyattacker.attack._time import loop_call_at
 from pyattacker.testing import run_virtual
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pyattacker.attack._dispatch import DirectDispatcher, Dispatcher, TaskDispatcher
 from pyattacker.attack._flow_stats import FlowTally
 from pyattacker.attack._flows import FlowDispatcher, flow_mode, steps_for
-from pyattacker.attack._lag import LagProbe, loop_call_at
+from pyattacker.attack._lag import LagProbe
 from pyattacker.attack._load import OpenModel
 from pyattacker.attack._mode import Flight, Mode
 from pyattacker.attack._overrun import bound_wall_time
@@ -169,8 +169,7 @@ class Engine:
         watchdog = bound_wall_time(self.plan, self._start, time.wait_until, self.stop)
         # On a real loop, watch how late our own loop runs (a simulated one is never late).
         if time.precise is not None:
-            call_at = loop_call_at(loop, time.now) if time.timer is None else time.timer.call_at
-            self._lag = LagProbe(call_at, time.now)
+            self._lag = LagProbe(time.call_at, time.now)
             self._lag.start()
         try:
             await self._run_to_end(schedule, dispatcher, requests)

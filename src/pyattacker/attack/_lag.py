@@ -31,21 +31,12 @@ a 2 s one; a warning that fires on both is one users learn to ignore.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import Protocol
 
+from pyattacker.attack._time import CallAt, Cancellable
 from pyattacker.measure import Histogram
 
-__all__ = ["LAG_SHARE", "LAG_WARN_S", "CallAt", "LagProbe", "lag_is_large", "loop_call_at"]
-
-
-class Cancellable(Protocol):
-    def cancel(self) -> object: ...
-
-
-CallAt = Callable[[float, Callable[[], object]], Cancellable]
-"""Calls a callback at an instant and returns what cancels the call."""
+__all__ = ["LAG_SHARE", "LAG_WARN_S", "LagProbe", "lag_is_large"]
 
 LAG_WARN_S = 0.005
 """The floor of :func:`lag_is_large` for the loop lag: below it, never a warning."""
@@ -74,8 +65,8 @@ class LagProbe:
     """A timer due every ``every`` seconds of ``now``'s clock, recording how late it ran
     into :attr:`lag`. ``call_at(deadline, callback)`` calls ``callback()`` at ``deadline``
     (``now``'s clock) and returns a handle whose ``cancel()`` forgets it: the run's
-    :meth:`~pyattacker.clock.PreciseTimer.call_at`, or :func:`loop_call_at`. :meth:`start`
-    once, :meth:`stop` when the run is over."""
+    :attr:`~pyattacker.attack._time.RunTime.call_at`. :meth:`start` once, :meth:`stop` when
+    the run is over."""
 
     __slots__ = ("_call_at", "_due", "_handle", "_now", "_recent", "every", "lag")
 
@@ -117,13 +108,3 @@ class LagProbe:
                 break
         self._due = due
         self._handle = self._call_at(due, self._fire)
-
-
-def loop_call_at(loop: asyncio.AbstractEventLoop, now: Callable[[], float]) -> CallAt:
-    """``call_at`` for :class:`LagProbe` on ``loop``'s own timer, for instants read on
-    ``now``'s clock (which need not be the loop's)."""
-
-    def call_at(deadline: float, callback: Callable[[], object]) -> Cancellable:
-        return loop.call_at(loop.time() + (deadline - now()), callback)
-
-    return call_at

@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Protocol
 
 from pyattacker.clock import Clock, LoopClock, PreciseTimer, is_simulated
 
-__all__ = ["PoolTime", "RunTime"]
+__all__ = ["CallAt", "Cancellable", "PoolTime", "RunTime", "loop_call_at"]
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> object: ...
+
+
+CallAt = Callable[[float, Callable[[], object]], Cancellable]
+"""Calls a callback at an instant and returns what cancels the call."""
+
+
+def loop_call_at(loop: asyncio.AbstractEventLoop, now: Callable[[], float]) -> CallAt:
+    """A :data:`CallAt` on ``loop``'s own timer, for instants read on ``now``'s clock
+    (which need not be the loop's)."""
+
+    def call_at(deadline: float, callback: Callable[[], object]) -> Cancellable:
+        return loop.call_at(loop.time() + (deadline - now()), callback)
+
+    return call_at
 
 
 class RunTime:
@@ -23,11 +42,12 @@ class RunTime:
     ``timer`` is a :class:`~pyattacker.clock.PreciseTimer` when the clock is ``precise``
     and the platform has one (Linux): waits then sleep to the instant, with no polling
     (the open model's schedule has the timer call it back directly). Elsewhere
-    ``sleep_until`` polls its last moments.
+    ``sleep_until`` polls its last moments. ``call_at(deadline, callback)`` calls back at
+    an instant of the clock: on the timer when there is one, else on the loop's own.
     :meth:`close` when the run ends.
     """
 
-    __slots__ = ("clock", "now", "precise", "timer")
+    __slots__ = ("call_at", "clock", "now", "precise", "timer")
 
     def __init__(self, clock: Clock, loop: asyncio.AbstractEventLoop) -> None:
         self.clock = clock
@@ -36,6 +56,9 @@ class RunTime:
             clock if isinstance(clock, LoopClock) and not is_simulated(loop) else None
         )
         self.timer = PreciseTimer.open(loop) if self.precise is not None else None
+        self.call_at: CallAt = (
+            loop_call_at(loop, self.now) if self.timer is None else self.timer.call_at
+        )
 
     async def wait_until(self, deadline: float) -> None:
         """Return at ``deadline`` on this clock, never before it."""

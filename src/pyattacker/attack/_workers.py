@@ -98,9 +98,9 @@ def arrival_run(plan: AttackPlan, n: int) -> int:
     such answers a request (benchmarks/README.md, "What the split changes, in system
     calls"). While it has its run a worker carries the whole rate, so a run is at most
     half a worker's connections and of its share of ``max_in_flight``: a run alone never
-    fills them (a quarter cost two workers 6 % more CPU a request than half at 4,000/s,
-    benchmarks/README.md, "Runs of half a worker's connections"). From the whole plan, so
-    that every worker deals alike."""
+    fills them, and longer runs than a quarter cost less (benchmarks/README.md, "Runs of
+    half a worker's connections"). From the whole plan, so that every worker deals
+    alike."""
     load = plan.load
     if n == 1 or not isinstance(load, OpenModel) or load.arrival != "poisson":
         return 1
