@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/workers_cli.py [--rates 2000,5000,10000,20000]
 [--delay 0] [--arrival constant] [--duration 8] [--rounds 3] [--workers 2] [--alone]
-[--pin]``
+[--pin] [--run R[,R]]``
 
 ``workers.py`` runs both sides in its own process, with its own probes. This runs the
 command a user runs, ``pyattacker attack URL --rate R --duration D --workers W -q --json
@@ -21,7 +21,11 @@ runs one process only and prints its CPU per request at each rate (what a reques
 as the arrivals thin out). ``--pin`` keeps the server on the last usable core and the
 generator (one process, or the driver and every worker) on the others: the generator's
 cores are its own, as on a machine with the server elsewhere; on two cores the workers
-then share one core, the harder case for them.
+then share one core, the harder case for them. ``--run R`` has the workers deal Poisson
+arrivals in runs of R instead of the package's ``arrival_run`` (a measurement's knob,
+set by a ``sitecustomize`` in the attack's process); ``--run A,B`` runs both in every
+round, beside one process (the order rotating), and says in how many rounds B cost less
+than A: two run lengths compared in the same minutes, which this host needs.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from accuracy import pin_server
+from echo_server import cpu_seconds
 
 from pyattacker.servers import EchoServerProcess
 
@@ -53,11 +58,12 @@ class Run(NamedTuple):
     server_per_request: float
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time process ``pid`` has run (``/proc/PID/schedstat``: nanoseconds, finer
-    than ``/proc/PID/stat``'s ticks)."""
-    with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
-        return int(stat.read().split()[0]) / 1e9
+def server_seconds(server: EchoServerProcess) -> float:
+    """The echo server's CPU seconds so far (from ``/proc``: Linux only, as is ``--pin``)."""
+    seconds = cpu_seconds(server.pid)
+    if seconds is None:
+        sys.exit("workers_cli.py reads the echo server's CPU from /proc: Linux only")
+    return seconds
 
 
 def pin_to(cores: set[int] | None) -> Callable[[], None] | None:
@@ -68,10 +74,35 @@ def pin_to(cores: set[int] | None) -> Callable[[], None] | None:
     return lambda: os.sched_setaffinity(0, cores)
 
 
-def one_run(server: EchoServerProcess, args: argparse.Namespace, rate: float, workers: int) -> Run:
-    """One ``attack`` command's figures (see :class:`Run`)."""
+#: The ``sitecustomize`` that ``--run`` puts first on the attack's ``PYTHONPATH``: every
+#: run the package would deal in more than one arrival at a time is dealt in the given one.
+RUN_PATCH = """import os
+from pyattacker.attack import _workers
+_made, _run = _workers.arrival_run, int(os.environ["WORKERS_CLI_RUN"])
+_workers.arrival_run = lambda plan, n: _run if _made(plan, n) > 1 else 1
+"""
+
+
+def run_env(scratch: str, run: int | None) -> dict[str, str] | None:
+    """The attack's environment: this one, or (``run``) with :data:`RUN_PATCH` loaded."""
+    if run is None:
+        return None
+    with open(os.path.join(scratch, "sitecustomize.py"), "w", encoding="utf-8") as patch:
+        patch.write(RUN_PATCH)
+    path = os.pathsep.join(p for p in (scratch, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "WORKERS_CLI_RUN": str(run)}
+
+
+def one_run(
+    server: EchoServerProcess,
+    args: argparse.Namespace,
+    rate: float,
+    workers: int,
+    run: int | None = None,
+) -> Run:
+    """One ``attack`` command's figures (see :class:`Run`); ``run``: see ``--run``."""
     server.reset()
-    server_before = cpu_seconds(server.pid)
+    server_before = server_seconds(server)
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "report.json")
         command = [sys.executable, "-m", "pyattacker", "attack", server.url,
@@ -79,12 +110,13 @@ def one_run(server: EchoServerProcess, args: argparse.Namespace, rate: float, wo
                    "--arrival", args.arrival, "--workers", str(workers),
                    *(["--per-worker"] if workers > 1 else []), "-q", "--json", out]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=False,
+                              env=run_env(scratch, run),
                               preexec_fn=pin_to(args.generator_cores))  # fmt: skip
         if done.returncode != 0:
             sys.exit(f"attack exited {done.returncode}: {done.stderr.strip()}")
         with open(out, encoding="utf-8") as report:
             found = json.load(report)
-    server_cpu = cpu_seconds(server.pid) - server_before
+    server_cpu = server_seconds(server) - server_before
     served = int(server.stats()["count"])
     sent = int(found["summary"]["sent"])
     if served != sent:
@@ -97,29 +129,38 @@ def one_run(server: EchoServerProcess, args: argparse.Namespace, rate: float, wo
 
 def run_rate(
     server: EchoServerProcess, args: argparse.Namespace, rate: float
-) -> list[tuple[float, float]]:
-    """Each round's ratios at ``rate``: the workers' CPU per request over one process's,
-    and the server's CPU per request while it served them over while it served one process
-    (with ``--alone``: none; it prints one process's CPU per request in each round)."""
+) -> list[list[tuple[float, float]]]:
+    """Each round's ratios at ``rate``, one pair for each of ``--run``'s lengths (one pair
+    without it): the workers' CPU per request over one process's, and the server's CPU
+    per request while it served them over while it served one process (with ``--alone``:
+    none; it prints one process's CPU per request in each round)."""
     if args.alone:
         costs = [one_run(server, args, rate, 1).per_request for _ in range(args.rounds)]
         print(f"  {rate:>8g}/s  1 process: "
               f"{', '.join(f'{c * 1e6:.1f}' for c in costs)} us a request", flush=True)  # fmt: skip
         return []
-    ratios = []
+    rounds = []
     for round_no in range(args.rounds):
-        order = (1, args.workers) if round_no % 2 == 0 else (args.workers, 1)
-        runs = {workers: one_run(server, args, rate, workers) for workers in order}
-        one, split = runs[1], runs[args.workers]
-        ratio = split.per_request / one.per_request
-        server_ratio = split.server_per_request / one.server_per_request
-        ratios.append((ratio, server_ratio))
-        print(f"  {rate:>8g}/s round {round_no + 1}: 1 process {one.per_request * 1e6:6.1f} us, "
-              f"{args.workers} workers {split.per_request * 1e6:6.1f} us a request, "
-              f"ratio {ratio:.3f}; driver {split.driver or 0.0:.4f} s; the server "
-              f"{one.server_per_request * 1e6:.1f} and {split.server_per_request * 1e6:.1f} us "
-              f"a request, ratio {server_ratio:.3f}", flush=True)  # fmt: skip
-    return ratios
+        kinds = [None, *args.run]  # None: one process; else the workers with that run
+        turn = round_no % len(kinds)
+        found = {kind: one_run(server, args, rate, 1 if kind is None else args.workers,
+                               None if kind in (None, 0) else kind)
+                 for kind in kinds[turn:] + kinds[:turn]}  # fmt: skip
+        one, each = found[None], []
+        for kind in args.run:
+            split = found[kind]
+            ratio = split.per_request / one.per_request
+            server_ratio = split.server_per_request / one.server_per_request
+            each.append((ratio, server_ratio))
+            runs = f" (runs of {kind})" if kind else ""
+            print(f"  {rate:>8g}/s round {round_no + 1}: 1 process "
+                  f"{one.per_request * 1e6:6.1f} us, {args.workers} workers{runs} "
+                  f"{split.per_request * 1e6:6.1f} us a request, "
+                  f"ratio {ratio:.3f}; driver {split.driver or 0.0:.4f} s; the server "
+                  f"{one.server_per_request * 1e6:.1f} and {split.server_per_request * 1e6:.1f} "
+                  f"us a request, ratio {server_ratio:.3f}", flush=True)  # fmt: skip
+        rounds.append(each)
+    return rounds
 
 
 def parse_args() -> argparse.Namespace:
@@ -131,6 +172,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="rounds (each: both ways)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--alone", action="store_true", help="one process only, no ratio")
+    parser.add_argument("--run", default="0",
+                        help="the workers' Poisson runs: R, or A,B to compare "
+                             "(0: the package's)")  # fmt: skip
     parser.add_argument("--pin", action="store_true",
                         help="the server on the last usable core, the generator (all its "
                              "processes) on the others")  # fmt: skip
@@ -144,6 +188,12 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"--rates: {args.rates!r} is not rates separated by commas")
     if not all(r > 0 for r in args.rates) or args.duration <= 0:
         parser.error("--rates and --duration must be above 0")
+    try:
+        args.run = [int(r) for r in args.run.split(",")]
+    except ValueError:
+        parser.error(f"--run: {args.run!r} is not run lengths separated by commas")
+    if len(args.run) > 2 or len(set(args.run)) < len(args.run) or min(args.run) < 0:
+        parser.error("--run: one or two different run lengths, 0 or more")
     if args.rounds < 1 or args.workers < 2:
         parser.error("--rounds must be at least 1 and --workers at least 2")
     return args
@@ -167,12 +217,19 @@ def main() -> None:
         return
     print(f"\nCPU per request, {args.workers} workers / 1 process (budget {BUDGET:.2f}), and "
           "the server's own, whose work is the same in both runs:")  # fmt: skip
-    for rate, each in summary:
-        ours = [r for r, _ in each]
-        within = sum(r <= BUDGET for r in ours)
-        print(f"  {rate:>8g}/s  median of {len(each)} rounds {statistics.median(ours):.3f} "
-              f"({within} of {len(each)} within {BUDGET:.2f}); the server's "
-              f"{statistics.median(s for _, s in each):.3f}")  # fmt: skip
+    for rate, rounds in summary:
+        for at, kind in enumerate(args.run):
+            ours = [each[at][0] for each in rounds]
+            within = sum(r <= BUDGET for r in ours)
+            runs = f" runs of {kind}:" if kind else ""
+            print(f"  {rate:>8g}/s {runs} median of {len(ours)} rounds "
+                  f"{statistics.median(ours):.3f} ({within} of {len(ours)} within "
+                  f"{BUDGET:.2f}); the server's "
+                  f"{statistics.median(each[at][1] for each in rounds):.3f}")  # fmt: skip
+        if len(args.run) == 2:
+            cheaper = sum(each[1][0] < each[0][0] for each in rounds)
+            print(f"  {rate:>8g}/s  runs of {args.run[1]} cost less than runs of {args.run[0]} "
+                  f"in {cheaper} of {len(rounds)} rounds")  # fmt: skip
 
 
 if __name__ == "__main__":

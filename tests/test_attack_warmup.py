@@ -217,7 +217,7 @@ def test_workers_set_apart_the_same_warmup_arrivals_as_one_process(
     warmup: Warmup, load: OpenModel | ClosedModel, n: int
 ) -> None:
     # enough connections that runs of Poisson arrivals at 500/s take 10, as many as come in
-    # 20 ms (half a worker's connections bounds a run)
+    # 20 ms (a quarter of a worker's connections bounds a run)
     connections = 128 if isinstance(load, OpenModel) and load.rate >= 500 else 4
     if connections == 128 and warmup.seconds is not None:
         warmup = Warmup(seconds=0.024)  # 30 arrivals take 60 ms: the first dozen or so

@@ -84,9 +84,9 @@ def test_two_workers_send_the_whole_schedule_once_and_count_what_the_server_serv
 def test_poisson_arrivals_reach_two_workers_in_runs_and_every_one_is_sent_once(
     echo: EchoServerProcess, tmp_path: Path
 ) -> None:
-    """At 4,000/s a run is 64 arrivals (half a worker's 128 connections; 80 come in 20 ms),
-    so of 150 worker 0 takes 0-63 and 128-149 (86 in all) and worker 1 the 64 between; the
-    server serves each once."""
+    """At 4,000/s a run is 32 arrivals (a quarter of a worker's 128 connections; 80 come in
+    20 ms), so of 150 worker 0 takes 0-31, 64-95 and 128-149 (86 in all) and worker 1 the
+    other 64; the server serves each once."""
     echo.reset()
     out, rows = tmp_path / "r.json", tmp_path / "rows.jsonl"
     argv = ["attack", echo.url, "--rate", "4000/s", "--arrival", "poisson", "--requests", "150",

@@ -96,15 +96,13 @@ def arrival_run(plan: AttackPlan, n: int) -> int:
     to do, each on a wake-up of its own, where one process reads them on the wake-ups of
     the arrivals that go on: the longer the run against the requests' holds, the fewer
     such answers a request (benchmarks/README.md, "What the split changes, in system
-    calls"). While it has its run a worker carries the whole rate, so a run is at most
-    half a worker's connections and of its share of ``max_in_flight``: a run alone never
-    fills them, and longer runs than a quarter cost less (benchmarks/README.md, "Runs of
-    half a worker's connections"). From the whole plan, so that every worker deals
-    alike."""
+    calls"). While it has its run a worker carries the whole rate, so a run is at most a
+    quarter of a worker's connections and of its share of ``max_in_flight``: a run alone
+    never fills them. From the whole plan, so that every worker deals alike."""
     load = plan.load
     if n == 1 or not isinstance(load, OpenModel) or load.arrival != "poisson":
         return 1
-    room = min(plan.connections, load.max_in_flight) // n // 2
+    room = min(plan.connections, load.max_in_flight) // n // 4
     return max(1, min(int(load.peak_rate * CLUSTER_S), room))
 
 
