@@ -180,6 +180,8 @@ def test_poisson_arrivals_go_to_workers_in_runs_of_twenty_milliseconds_at_the_pe
     assert arrival_run(plan, 2) == 32
     assert arrival_run(replace(plan, connections=1024), 2) == 128
     assert arrival_run(replace(plan, connections=4096), 2) == 160
+    capped = replace(plan, connections=4096, load=replace(poisson, max_in_flight=200))
+    assert arrival_run(capped, 2) == 25  # a quarter of a worker's 100 of max_in_flight
     assert arrival_run(plan, 16) == 256 // 16 // 4  # a quarter of a worker's 16 connections
     assert arrival_run(AttackPlan.build([A], OpenModel(rate=8_000), duration=1.0), 2) == 1
     slow = OpenModel(rate=50, arrival="poisson")
