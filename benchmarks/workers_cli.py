@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/workers_cli.py [--rates 2000,5000,10000,20000]
 [--delay 0] [--arrival constant] [--duration 8] [--rounds 3] [--workers 2] [--alone]
-[--pin] [--run R[,R]]``
+[--pin] [--run R[,R]] [--control]``
 
 ``workers.py`` runs both sides in its own process, with its own probes. This runs the
 command a user runs, ``pyattacker attack URL --rate R --duration D --workers W -q --json
@@ -26,6 +26,11 @@ arrivals in runs of R instead of the package's ``arrival_run`` (a measurement's 
 set by a ``sitecustomize`` in the attack's process); ``--run A,B`` runs both in every
 round, beside one process (the order rotating), and says in how many rounds B cost less
 than A: two run lengths compared in the same minutes, which this host needs.
+``--control`` adds a third run to every round: one process at one worker's rate (``rate /
+workers``, for as long): what a process costs a request at the rate each worker carries,
+with none of the workers' machinery. The workers costing what it costs says their excess
+over one process at the whole rate is the thinner rate each process runs at (a process that
+sleeps longer between its wake-ups pays more for each), not the sharing.
 """
 
 from __future__ import annotations
@@ -129,10 +134,11 @@ def one_run(
 
 def run_rate(
     server: EchoServerProcess, args: argparse.Namespace, rate: float
-) -> list[list[tuple[float, float]]]:
+) -> list[list[tuple[float, float, float | None]]]:
     """Each round's ratios at ``rate``, one pair for each of ``--run``'s lengths (one pair
     without it): the workers' CPU per request over one process's, and the server's CPU
-    per request while it served them over while it served one process (with ``--alone``:
+    per request while it served them over while it served one process, and (``--control``)
+    the workers' CPU per request over one process's at a worker's rate (with ``--alone``:
     none; it prints one process's CPU per request in each round)."""
     if args.alone:
         costs = [one_run(server, args, rate, 1).per_request for _ in range(args.rounds)]
@@ -140,18 +146,21 @@ def run_rate(
               f"{', '.join(f'{c * 1e6:.1f}' for c in costs)} us a request", flush=True)  # fmt: skip
         return []
     rounds = []
+    # None: one process; "control": one process at a worker's rate; else the workers
+    # with that run length
+    kinds: list[int | str | None] = [None, *args.run, *(["control"] if args.control else [])]
     for round_no in range(args.rounds):
-        kinds = [None, *args.run]  # None: one process; else the workers with that run
         turn = round_no % len(kinds)
-        found = {kind: one_run(server, args, rate, 1 if kind is None else args.workers,
-                               None if kind in (None, 0) else kind)
+        found = {kind: run_kind(server, args, rate, kind)
                  for kind in kinds[turn:] + kinds[:turn]}  # fmt: skip
         one, each = found[None], []
+        control = found.get("control")
         for kind in args.run:
             split = found[kind]
             ratio = split.per_request / one.per_request
             server_ratio = split.server_per_request / one.server_per_request
-            each.append((ratio, server_ratio))
+            over_control = None if control is None else split.per_request / control.per_request
+            each.append((ratio, server_ratio, over_control))
             runs = f" (runs of {kind})" if kind else ""
             print(f"  {rate:>8g}/s round {round_no + 1}: 1 process "
                   f"{one.per_request * 1e6:6.1f} us, {args.workers} workers{runs} "
@@ -159,8 +168,25 @@ def run_rate(
                   f"ratio {ratio:.3f}; driver {split.driver or 0.0:.4f} s; the server "
                   f"{one.server_per_request * 1e6:.1f} and {split.server_per_request * 1e6:.1f} "
                   f"us a request, ratio {server_ratio:.3f}", flush=True)  # fmt: skip
+        if control is not None:
+            print(f"  {rate:>8g}/s round {round_no + 1}: 1 process at "
+                  f"{rate / args.workers:g}/s {control.per_request * 1e6:6.1f} us a request; "
+                  f"the workers over it: "
+                  f"{', '.join(f'{r[2]:.3f}' for r in each)}", flush=True)  # fmt: skip
         rounds.append(each)
     return rounds
+
+
+def run_kind(
+    server: EchoServerProcess, args: argparse.Namespace, rate: float, kind: int | str | None
+) -> Run:
+    """One run of a round (see ``run_rate``'s kinds)."""
+    if kind is None:
+        return one_run(server, args, rate, 1)
+    if kind == "control":
+        return one_run(server, args, rate / args.workers, 1)
+    assert isinstance(kind, int)
+    return one_run(server, args, rate, args.workers, kind or None)
 
 
 def parse_args() -> argparse.Namespace:
@@ -175,6 +201,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--run", default="0",
                         help="the workers' Poisson runs: R, or A,B to compare "
                              "(0: the package's)")  # fmt: skip
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="also one process at one worker's rate, in every round",
+    )
     parser.add_argument("--pin", action="store_true",
                         help="the server on the last usable core, the generator (all its "
                              "processes) on the others")  # fmt: skip
@@ -226,6 +257,10 @@ def main() -> None:
                   f"{statistics.median(ours):.3f} ({within} of {len(ours)} within "
                   f"{BUDGET:.2f}); the server's "
                   f"{statistics.median(each[at][1] for each in rounds):.3f}")  # fmt: skip
+            if args.control:
+                controls = [each[at][2] or 0.0 for each in rounds]
+                print(f"  {rate:>8g}/s {runs} against one process at a worker's rate, "
+                      f"median {statistics.median(controls):.3f}")  # fmt: skip
         if len(args.run) == 2:
             cheaper = sum(each[1][0] < each[0][0] for each in rounds)
             print(f"  {rate:>8g}/s  runs of {args.run[1]} cost less than runs of {args.run[0]} "
