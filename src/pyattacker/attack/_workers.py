@@ -91,14 +91,12 @@ def arrival_run(plan: AttackPlan, n: int) -> int:
     in turn (``OpenModel.numbered``): 1 (arrival k to worker k mod n) but for Poisson
     arrivals, as many as come in ``CLUSTER_S`` at the plan's peak rate. Poisson arrivals
     come in bursts, and a burst dealt one by one wakes every worker where one process
-    sends it on one wake-up (benchmarks/README.md, "Poisson arrivals dealt in runs").
-    The answers to a run's last requests come back while their worker has nothing else
-    to do, each on a wake-up of its own, where one process reads them on the wake-ups of
-    the arrivals that go on: the longer the run against the requests' holds, the fewer
-    such answers a request (benchmarks/README.md, "What the split changes, in system
-    calls"). While it has its run a worker carries the whole rate, so a run is at most a
-    quarter of a worker's connections and of its share of ``max_in_flight``: a run alone
-    never fills them. From the whole plan, so that every worker deals alike."""
+    sends it on one wake-up (benchmarks/README.md, "Poisson arrivals dealt in runs"; what
+    the workers still pay over one process is the half rate each runs at: "what the
+    workers' Poisson excess is made of"). While it has its run a worker carries the whole
+    rate, so a run is at most a quarter of a worker's connections and of its share of
+    ``max_in_flight``: a run alone never fills them. From the whole plan, so that every
+    worker deals alike."""
     load = plan.load
     if n == 1 or not isinstance(load, OpenModel) or load.arrival != "poisson":
         return 1
