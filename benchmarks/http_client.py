@@ -198,11 +198,10 @@ def _cpu_arg(cpu: int | None) -> list[str]:
 
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` (Linux ``/proc``; 0.0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    # Here, not at the top: the aiohttp side runs this file where pyattacker is not there.
+    from echo_server import cpu_seconds
+
+    return cpu_seconds(pid) or 0.0
 
 
 def measure(

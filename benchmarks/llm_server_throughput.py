@@ -22,8 +22,10 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 
 import uvloop
+from echo_server import cpu_seconds
 
 from pyattacker.clock import wall_time
 from pyattacker.servers import LlmServerProcess
@@ -67,9 +69,10 @@ async def _all(url: str, streams: int, tokens: int) -> tuple[float, int]:
 
 
 def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    seconds = cpu_seconds(pid)
+    if seconds is None:
+        sys.exit("llm_server_throughput.py reads the server's CPU from /proc: Linux only")
+    return seconds
 
 
 def main() -> None:
