@@ -79,6 +79,15 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_seconds_here(pid: int, script: str) -> float:
+    """:func:`cpu_seconds`, for a script that cannot go on without it: exits saying so
+    where ``/proc`` is not there."""
+    seconds = cpu_seconds(pid)
+    if seconds is None:
+        sys.exit(f"{script} reads the server's CPU from /proc: Linux only")
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")

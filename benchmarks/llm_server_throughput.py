@@ -22,10 +22,9 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 
 import uvloop
-from echo_server import cpu_seconds
+from echo_server import cpu_seconds_here
 
 from pyattacker.clock import wall_time
 from pyattacker.servers import LlmServerProcess
@@ -68,13 +67,6 @@ async def _all(url: str, streams: int, tokens: int) -> tuple[float, int]:
     return wall_time() - started, sum(sizes)
 
 
-def _cpu_seconds(pid: int) -> float:
-    seconds = cpu_seconds(pid)
-    if seconds is None:
-        sys.exit("llm_server_throughput.py reads the server's CPU from /proc: Linux only")
-    return seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=1000)
@@ -89,9 +81,9 @@ def main() -> None:
     try:
         if pin:
             os.sched_setaffinity(0, {cpus[1]})
-        before = _cpu_seconds(server.pid)
+        before = cpu_seconds_here(server.pid, "llm_server_throughput.py")
         wall, size = uvloop.run(_all(url, args.streams, args.tokens))
-        used = _cpu_seconds(server.pid) - before
+        used = cpu_seconds_here(server.pid, "llm_server_throughput.py") - before
         asked = wall_time()
         stats = server.stats()
         answered = wall_time() - asked

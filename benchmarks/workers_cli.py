@@ -46,7 +46,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from accuracy import pin_server
-from echo_server import cpu_seconds
+from echo_server import cpu_seconds_here
 
 from pyattacker.servers import EchoServerProcess
 
@@ -63,12 +63,14 @@ class Run(NamedTuple):
     server_per_request: float
 
 
-def server_seconds(server: EchoServerProcess) -> float:
-    """The echo server's CPU seconds so far (from ``/proc``: Linux only, as is ``--pin``)."""
-    seconds = cpu_seconds(server.pid)
-    if seconds is None:
-        sys.exit("workers_cli.py reads the echo server's CPU from /proc: Linux only")
-    return seconds
+class Ratios(NamedTuple):
+    """One round's figures for one run length: the workers' CPU per request over one
+    process's, the server's CPU per request while it served them over while it served one
+    process, and (``--control``) the workers' over one process's at a worker's rate."""
+
+    ours: float
+    server: float
+    over_control: float | None
 
 
 def pin_to(cores: set[int] | None) -> Callable[[], None] | None:
@@ -107,7 +109,7 @@ def one_run(
 ) -> Run:
     """One ``attack`` command's figures (see :class:`Run`); ``run``: see ``--run``."""
     server.reset()
-    server_before = server_seconds(server)
+    server_before = cpu_seconds_here(server.pid, "workers_cli.py")
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "report.json")
         command = [sys.executable, "-m", "pyattacker", "attack", server.url,
@@ -121,7 +123,7 @@ def one_run(
             sys.exit(f"attack exited {done.returncode}: {done.stderr.strip()}")
         with open(out, encoding="utf-8") as report:
             found = json.load(report)
-    server_cpu = server_seconds(server) - server_before
+    server_cpu = cpu_seconds_here(server.pid, "workers_cli.py") - server_before
     served = int(server.stats()["count"])
     sent = int(found["summary"]["sent"])
     if served != sent:
@@ -134,12 +136,10 @@ def one_run(
 
 def run_rate(
     server: EchoServerProcess, args: argparse.Namespace, rate: float
-) -> list[list[tuple[float, float, float | None]]]:
-    """Each round's ratios at ``rate``, one pair for each of ``--run``'s lengths (one pair
-    without it): the workers' CPU per request over one process's, and the server's CPU
-    per request while it served them over while it served one process, and (``--control``)
-    the workers' CPU per request over one process's at a worker's rate (with ``--alone``:
-    none; it prints one process's CPU per request in each round)."""
+) -> list[list[Ratios]]:
+    """Each round's :class:`Ratios` at ``rate``, one for each of ``--run``'s lengths (one
+    without it); with ``--alone`` none: it prints one process's CPU per request in each
+    round."""
     if args.alone:
         costs = [one_run(server, args, rate, 1).per_request for _ in range(args.rounds)]
         print(f"  {rate:>8g}/s  1 process: "
@@ -160,7 +160,7 @@ def run_rate(
             ratio = split.per_request / one.per_request
             server_ratio = split.server_per_request / one.server_per_request
             over_control = None if control is None else split.per_request / control.per_request
-            each.append((ratio, server_ratio, over_control))
+            each.append(Ratios(ratio, server_ratio, over_control))
             runs = f" (runs of {kind})" if kind else ""
             print(f"  {rate:>8g}/s round {round_no + 1}: 1 process "
                   f"{one.per_request * 1e6:6.1f} us, {args.workers} workers{runs} "
@@ -172,7 +172,7 @@ def run_rate(
             print(f"  {rate:>8g}/s round {round_no + 1}: 1 process at "
                   f"{rate / args.workers:g}/s {control.per_request * 1e6:6.1f} us a request; "
                   f"the workers over it: "
-                  f"{', '.join(f'{r[2]:.3f}' for r in each)}", flush=True)  # fmt: skip
+                  f"{', '.join(f'{r.over_control:.3f}' for r in each)}", flush=True)  # fmt: skip
         rounds.append(each)
     return rounds
 
@@ -250,19 +250,19 @@ def main() -> None:
           "the server's own, whose work is the same in both runs:")  # fmt: skip
     for rate, rounds in summary:
         for at, kind in enumerate(args.run):
-            ours = [each[at][0] for each in rounds]
+            ours = [each[at].ours for each in rounds]
             within = sum(r <= BUDGET for r in ours)
             runs = f" runs of {kind}:" if kind else ""
             print(f"  {rate:>8g}/s {runs} median of {len(ours)} rounds "
                   f"{statistics.median(ours):.3f} ({within} of {len(ours)} within "
                   f"{BUDGET:.2f}); the server's "
-                  f"{statistics.median(each[at][1] for each in rounds):.3f}")  # fmt: skip
+                  f"{statistics.median(each[at].server for each in rounds):.3f}")  # fmt: skip
             if args.control:
-                controls = [each[at][2] or 0.0 for each in rounds]
+                controls = [each[at].over_control or 0.0 for each in rounds]
                 print(f"  {rate:>8g}/s {runs} against one process at a worker's rate, "
                       f"median {statistics.median(controls):.3f}")  # fmt: skip
         if len(args.run) == 2:
-            cheaper = sum(each[1][0] < each[0][0] for each in rounds)
+            cheaper = sum(each[1].ours < each[0].ours for each in rounds)
             print(f"  {rate:>8g}/s  runs of {args.run[1]} cost less than runs of {args.run[0]} "
                   f"in {cheaper} of {len(rounds)} rounds")  # fmt: skip
 
